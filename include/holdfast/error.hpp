@@ -1,0 +1,109 @@
+// holdfast/error.hpp - the error codes every holdfast operation reports.
+//
+// holdfast reports outcomes through std::error_code with its own category, so they compose with
+// whatever the caller already does with <system_error>. Two kinds of codes live here:
+//
+//   outcome            | meaning                                          | retry?
+//   -------------------+--------------------------------------------------+---------------------
+//   busy               | another owner holds a live lease (contention)    | yes, after backoff
+//   lease_lost         | renew found the lease expired or taken over      | acquire anew
+//   not_holder         | release by an owner/token that does not hold it  | no
+//   stale_token        | a fence saw a newer token already                | no (you lost)
+//   store_unavailable  | the store is down, unreachable or restarting     | yes
+//   timeout            | a deadline passed before the operation finished  | caller decides
+//   invalid_argument   | bad input (empty key, TTL <= 0, token 0, ...)    | no, fix the call
+//   protocol_error     | the store answered something malformed           | no, bug or mismatch
+//   token_exhausted    | the fencing-token counter reached UINT64_MAX     | no, reset the store
+//
+// `busy` is contention, a normal outcome and not a failure: is_contention() tells it apart.
+#ifndef HOLDFAST_ERROR_HPP
+#define HOLDFAST_ERROR_HPP
+
+#include <string>
+#include <system_error>
+#include <type_traits>
+
+namespace holdfast {
+
+/// Outcomes of lease, store and fence operations. Zero is reserved for success, as
+/// std::error_code requires.
+enum class errc : int {
+  busy = 1,           ///< Another owner holds a live lease on the key (contention, not a failure).
+  lease_lost,         ///< The lease expired or was taken over; renew cannot bring it back.
+  not_holder,         ///< Release or renew by an owner/token that does not hold the lease.
+  stale_token,        ///< A fence has already admitted a newer fencing token.
+  store_unavailable,  ///< The store could not be reached or is not serving.
+  timeout,            ///< A deadline passed before the operation completed.
+  invalid_argument,   ///< Bad input: empty key/owner, non-positive or unrepresentable TTL, token 0.
+  protocol_error,     ///< The store's answer was malformed or violated the store contract.
+  token_exhausted,    ///< The fencing-token counter cannot grow any further (UINT64_MAX).
+};
+
+}  // namespace holdfast
+
+// Declared before anything compares an error_code with an errc, so that comparison converts.
+template <>
+struct std::is_error_code_enum<holdfast::errc> : std::true_type {};
+
+namespace holdfast {
+
+namespace detail {
+
+class error_category_impl final : public std::error_category {
+ public:
+  const char* name() const noexcept override { return "holdfast"; }
+
+  std::string message(int code) const override {
+    switch (static_cast<errc>(code)) {
+      case errc::busy:
+        return "lease is held by another owner";
+      case errc::lease_lost:
+        return "lease was lost (expired or taken over)";
+      case errc::not_holder:
+        return "caller does not hold the lease";
+      case errc::stale_token:
+        return "fencing token is older than one already admitted";
+      case errc::store_unavailable:
+        return "lease store is unavailable";
+      case errc::timeout:
+        return "deadline passed before the operation completed";
+      case errc::invalid_argument:
+        return "invalid argument";
+      case errc::protocol_error:
+        return "lease store answered with a malformed or contract-violating reply";
+      case errc::token_exhausted:
+        return "fencing-token counter is exhausted";
+    }
+    return "unknown holdfast error";
+  }
+};
+
+}  // namespace detail
+
+/// Returns the std::error_category of holdfast::errc. The object lives for the whole program;
+/// thread-safe.
+inline const std::error_category& error_category() noexcept {
+  static const detail::error_category_impl category;
+  return category;
+}
+
+/// Makes a std::error_code from an errc (found by ADL, so `std::error_code ec = errc::busy;` works).
+inline std::error_code make_error_code(errc e) noexcept {
+  return {static_cast<int>(e), error_category()};
+}
+
+/// Returns true iff `ec` is holdfast's `busy`: contention, a normal outcome rather than a failure.
+inline bool is_contention(const std::error_code& ec) noexcept { return ec == errc::busy; }
+
+/// Returns true iff `ec` may clear up on its own, so retrying the same call later makes sense
+/// (`busy`, `store_unavailable`, `timeout`, or any error that does not belong to holdfast, since a
+/// user's store may report transport errors in its own category).
+inline bool is_transient(const std::error_code& ec) noexcept {
+  if (!ec) return false;
+  if (ec.category() != error_category()) return true;
+  return ec == errc::busy || ec == errc::store_unavailable || ec == errc::timeout;
+}
+
+}  // namespace holdfast
+
+#endif  // HOLDFAST_ERROR_HPP

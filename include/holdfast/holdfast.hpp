@@ -1,0 +1,28 @@
+// holdfast/holdfast.hpp - the umbrella header: every core public header, nothing else.
+//
+// Leases with TTLs and fencing tokens over a store of your choice:
+//   error.hpp, result.hpp     errc and result<T>: how every operation reports its outcome
+//   fencing_token.hpp         the token every grant carries
+//   clock.hpp, validity.hpp   TTL clocks (steady, manual) and how long a holder trusts its lease
+//   backoff.hpp               exponential backoff with full jitter for blocking acquire
+//   store.hpp                 the LeaseStore contract
+//   stores/memory.hpp         memory_store, the in-process LeaseStore
+//   lease.hpp                 lease handles: try_acquire, acquire, renew, release, RAII
+//   fence.hpp                 fence_gate, keyed_fence_gate, fenced<T>: admission by token
+// Opt-in, not included here: stores/redis.hpp, stores/postgres.hpp (need their client libraries),
+// testing/ (simulator, checker, conformance kit).
+#ifndef HOLDFAST_HOLDFAST_HPP
+#define HOLDFAST_HOLDFAST_HPP
+
+#include "holdfast/backoff.hpp"
+#include "holdfast/clock.hpp"
+#include "holdfast/error.hpp"
+#include "holdfast/fence.hpp"
+#include "holdfast/fencing_token.hpp"
+#include "holdfast/lease.hpp"
+#include "holdfast/result.hpp"
+#include "holdfast/store.hpp"
+#include "holdfast/stores/memory.hpp"
+#include "holdfast/validity.hpp"
+
+#endif  // HOLDFAST_HOLDFAST_HPP

@@ -1,0 +1,206 @@
+// holdfast/store.hpp - the LeaseStore contract: what a store must do for leases and fencing to be
+// safe on top of it, and a compile-time check that a type provides it.
+//
+// A LeaseStore is anything with these member functions (all TTLs in milliseconds):
+//
+//   operation                                    | outcome
+//   ---------------------------------------------+---------------------------------------------
+//   try_acquire(key, owner, ttl)                 | grant{token, ttl} | busy | error
+//   renew(key, owner, token, ttl)                | grant{token, ttl} | lease_lost | error
+//   release(key, owner, token)                   | ok | not_holder | error
+//   inspect(key)            (optional)           | optional<lease_record> | error
+//
+// with key and owner as std::string_view (binary-safe: any bytes, including NUL), ttl as
+// std::chrono::milliseconds and token as fencing_token, returning result<grant>, result<grant>,
+// result<void> and result<std::optional<lease_record>>. Each operation is atomic and linearizable
+// per key. The rules (DESIGN §3):
+//
+//  T1 tokens  Every grant of a key carries a token strictly greater than every token issued
+//             before for that key, across release, expiry and (for durable stores) restart. The
+//             token is issued in the *same atomic step* as the grant: "SET NX, then INCR" lets a
+//             stalled acquirer receive a newer token than a later holder.
+//             Re-acquiring one's own live lease returns the *same* token and extends the TTL, so
+//             retrying an acquire whose reply was lost is safe.
+//  T2 time    Expiry is judged by one clock, the store's. TTLs are durations, never instants.
+//  T3 owners  Renew and release by anyone but the holder (owner *and* token) change nothing.
+//  T4 errors  Contention is `busy`, not an error. A store that is down, times out or gets a garbage
+//             reply reports an error; it never reports a grant it did not make.
+//
+// Bad input is rejected with invalid_argument before anything changes: an empty key or owner,
+// a TTL <= 0 or above max_ttl, a token that no store issues (none, or fencing_token::max()).
+// A store whose counter would have to issue fencing_token::max() reports token_exhausted.
+//
+// `testing/` holds the conformance kit that checks a store against all of this at run time.
+#ifndef HOLDFAST_STORE_HPP
+#define HOLDFAST_STORE_HPP
+
+#include <chrono>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <system_error>
+#include <type_traits>
+#include <utility>
+
+#include "holdfast/detail/config.hpp"
+#include "holdfast/error.hpp"
+#include "holdfast/fencing_token.hpp"
+#include "holdfast/result.hpp"
+
+namespace holdfast {
+
+/// What a store hands out on a successful acquire or renew.
+struct grant {
+  /// The fencing token of this grant: issuable (neither none nor max), and for a new grant
+  /// strictly greater than every token the store issued before for the key.
+  fencing_token token;
+  /// The TTL the store applied, in milliseconds (> 0). A store may grant less than was asked,
+  /// never more; holders compute their validity from this figure.
+  std::chrono::milliseconds ttl{0};
+
+  friend bool operator==(const grant& a, const grant& b) noexcept {
+    return a.token == b.token && a.ttl == b.ttl;
+  }
+  friend bool operator!=(const grant& a, const grant& b) noexcept { return !(a == b); }
+};
+
+/// What inspect() reports about a key's current lease.
+struct lease_record {
+  std::string owner;                          ///< The holder's owner id (binary-safe).
+  fencing_token token;                        ///< The holder's fencing token.
+  std::chrono::milliseconds remaining{0};     ///< Time left by the store's clock, rounded down.
+};
+
+/// The longest TTL any holdfast operation accepts: 100 years, in milliseconds. Longer TTLs get
+/// invalid_argument; this bound keeps `now + ttl` representable in nanoseconds on every clock.
+inline constexpr std::chrono::milliseconds max_ttl{1000LL * 60 * 60 * 24 * 365 * 100};
+
+/// Checks a TTL: returns invalid_argument unless it is in (0, max_ttl]; a zero error code
+/// otherwise.
+[[nodiscard]] inline std::error_code check_ttl(std::chrono::milliseconds ttl) noexcept {
+  if (ttl <= std::chrono::milliseconds::zero() || ttl > max_ttl) return errc::invalid_argument;
+  return {};
+}
+
+/// Checks try_acquire's arguments: returns invalid_argument for an empty key or owner, or a TTL
+/// that is not in (0, max_ttl]; a zero error code otherwise. Stores call it first so that bad input
+/// is rejected identically everywhere and before anything changes.
+[[nodiscard]] inline std::error_code check_acquire_args(std::string_view key,
+                                                        std::string_view owner,
+                                                        std::chrono::milliseconds ttl) noexcept {
+  if (key.empty() || owner.empty()) return errc::invalid_argument;
+  return check_ttl(ttl);
+}
+
+/// Checks release's arguments: invalid_argument for an empty key or owner, or a token no store
+/// issues (none or max); a zero error code otherwise.
+[[nodiscard]] inline std::error_code check_release_args(std::string_view key,
+                                                        std::string_view owner,
+                                                        fencing_token token) noexcept {
+  if (key.empty() || owner.empty()) return errc::invalid_argument;
+  if (!token.is_issuable()) return errc::invalid_argument;
+  return {};
+}
+
+/// Checks renew's arguments: the union of check_acquire_args and check_release_args.
+[[nodiscard]] inline std::error_code check_renew_args(std::string_view key, std::string_view owner,
+                                                      fencing_token token,
+                                                      std::chrono::milliseconds ttl) noexcept {
+  if (std::error_code ec = check_acquire_args(key, owner, ttl)) return ec;
+  return check_release_args(key, owner, token);
+}
+
+namespace detail {
+
+template <class S, class = void>
+struct has_try_acquire : std::false_type {};
+template <class S>
+struct has_try_acquire<S, std::void_t<decltype(std::declval<S&>().try_acquire(
+                              std::declval<std::string_view>(), std::declval<std::string_view>(),
+                              std::declval<std::chrono::milliseconds>()))>>
+    : std::is_convertible<decltype(std::declval<S&>().try_acquire(
+                              std::declval<std::string_view>(), std::declval<std::string_view>(),
+                              std::declval<std::chrono::milliseconds>())),
+                          result<grant>> {};
+
+template <class S, class = void>
+struct has_renew : std::false_type {};
+template <class S>
+struct has_renew<S, std::void_t<decltype(std::declval<S&>().renew(
+                        std::declval<std::string_view>(), std::declval<std::string_view>(),
+                        std::declval<fencing_token>(), std::declval<std::chrono::milliseconds>()))>>
+    : std::is_convertible<decltype(std::declval<S&>().renew(
+                              std::declval<std::string_view>(), std::declval<std::string_view>(),
+                              std::declval<fencing_token>(),
+                              std::declval<std::chrono::milliseconds>())),
+                          result<grant>> {};
+
+template <class S, class = void>
+struct has_release : std::false_type {};
+template <class S>
+struct has_release<S, std::void_t<decltype(std::declval<S&>().release(
+                          std::declval<std::string_view>(), std::declval<std::string_view>(),
+                          std::declval<fencing_token>()))>>
+    : std::is_convertible<decltype(std::declval<S&>().release(std::declval<std::string_view>(),
+                                                              std::declval<std::string_view>(),
+                                                              std::declval<fencing_token>())),
+                          result<void>> {};
+
+template <class S, class = void>
+struct has_inspect : std::false_type {};
+template <class S>
+struct has_inspect<S, std::void_t<decltype(std::declval<S&>().inspect(
+                          std::declval<std::string_view>()))>>
+    : std::is_convertible<decltype(std::declval<S&>().inspect(std::declval<std::string_view>())),
+                          result<std::optional<lease_record>>> {};
+
+}  // namespace detail
+
+/// True iff S provides the three required LeaseStore operations with the signatures above
+/// (C++17 spelling; under C++20 use the concept `lease_store`).
+template <class S>
+inline constexpr bool is_lease_store_v = detail::has_try_acquire<S>::value &&
+                                         detail::has_renew<S>::value &&
+                                         detail::has_release<S>::value;
+
+/// True iff S also provides the optional inspect(key) operation.
+template <class S>
+inline constexpr bool has_inspect_v = detail::has_inspect<S>::value;
+
+#if HOLDFAST_HAS_CONCEPTS
+/// S provides `result<grant> try_acquire(std::string_view key, std::string_view owner,
+/// std::chrono::milliseconds ttl)`.
+template <class S>
+concept store_with_try_acquire = detail::has_try_acquire<S>::value;
+/// S provides `result<grant> renew(std::string_view key, std::string_view owner, fencing_token,
+/// std::chrono::milliseconds ttl)`.
+template <class S>
+concept store_with_renew = detail::has_renew<S>::value;
+/// S provides `result<void> release(std::string_view key, std::string_view owner, fencing_token)`.
+template <class S>
+concept store_with_release = detail::has_release<S>::value;
+/// The LeaseStore contract's operations (see the table at the top of store.hpp). A failed check
+/// names the first missing operation.
+template <class S>
+concept lease_store = store_with_try_acquire<S> && store_with_renew<S> && store_with_release<S>;
+#endif
+
+/// Fails to compile, with a message naming the missing operation, unless S models LeaseStore.
+/// Returns true, so it can sit in a static_assert or a constexpr variable.
+template <class S>
+constexpr bool assert_lease_store() noexcept {
+  static_assert(detail::has_try_acquire<S>::value,
+                "holdfast: the store lacks `result<grant> try_acquire(std::string_view key, "
+                "std::string_view owner, std::chrono::milliseconds ttl)`");
+  static_assert(detail::has_renew<S>::value,
+                "holdfast: the store lacks `result<grant> renew(std::string_view key, "
+                "std::string_view owner, fencing_token token, std::chrono::milliseconds ttl)`");
+  static_assert(detail::has_release<S>::value,
+                "holdfast: the store lacks `result<void> release(std::string_view key, "
+                "std::string_view owner, fencing_token token)`");
+  return true;
+}
+
+}  // namespace holdfast
+
+#endif  // HOLDFAST_STORE_HPP

@@ -1,0 +1,248 @@
+// holdfast/stores/memory.hpp - memory_store: the in-process LeaseStore, thread-safe, no
+// dependencies. The embedded default, and the reference the conformance kit is proven on.
+//
+// One mutex guards a hash map from key to lease record and a single store-wide token counter
+// (as etcd's revision): every grant of every key takes the next counter value in the same
+// critical section as the grant, so tokens strictly increase across keys, releases and expiries
+// (T1), and a freed key needs no record kept to remember its last token. Memory is proportional
+// to live leases: expired records are swept in amortized O(1) per insert, released ones at once.
+//
+// Record life cycle, judged by the store's clock:
+//
+//   state     | try_acquire            | renew                  | release
+//   ----------+------------------------+------------------------+-------------------------------
+//   free      | grant, next token      | lease_lost             | not_holder
+//   held      | same owner: same token,| holder+token: extend   | holder+token: free
+//             | TTL extended; else busy| else lease_lost        | else not_holder
+//   expired   | grant, next token      | lease_lost             | holder+token: free, else
+//             |                        |                        | not_holder
+//
+// Not durable: a new memory_store starts its counter afresh (or at a value you pass in, e.g. one
+// you persisted), so fences downstream must outlive the store or be reset with it.
+#ifndef HOLDFAST_STORES_MEMORY_HPP
+#define HOLDFAST_STORES_MEMORY_HPP
+
+#include <chrono>
+#include <cstddef>
+#include <cstdint>
+#include <mutex>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <unordered_map>
+#include <utility>
+#include <vector>
+
+#include "holdfast/clock.hpp"
+#include "holdfast/detail/saturating.hpp"
+#include "holdfast/error.hpp"
+#include "holdfast/fencing_token.hpp"
+#include "holdfast/result.hpp"
+#include "holdfast/store.hpp"
+
+namespace holdfast {
+
+/// Options for memory_store.
+struct memory_store_options {
+  /// The last token considered issued: the first grant carries the next one. Default none (0), so
+  /// the first grant carries token 1. Pass a persisted value to keep tokens increasing across a
+  /// process restart. fencing_token::max() makes every acquire report token_exhausted.
+  fencing_token last_issued{};
+};
+
+/// An in-process LeaseStore over a hash map, with expiry judged by `Clock` (steady_clock by
+/// default; manual_clock or a simulator clock in tests). Models LeaseStore with inspect().
+///
+/// Tokens are store-wide: every grant of any key carries a token strictly greater than every token
+/// this store issued before (a stronger promise than T1's per-key order).
+///
+/// Thread-safety: every member function may be called concurrently. Exceptions: none of its own;
+/// one thrown by Clock::now() or by allocation propagates unchanged and leaves the store as it was.
+template <class Clock = steady_clock>
+class memory_store {
+  static_assert(is_ttl_clock_v<Clock>, "holdfast::memory_store<Clock>: Clock must model ttl_clock");
+
+ public:
+  using clock_type = Clock;
+  using time_point = typename Clock::time_point;
+
+  /// Makes an empty store judging expiry by `clock`.
+  explicit memory_store(Clock clock = Clock{}, memory_store_options opts = {})
+      : clock_(std::move(clock)), last_token_(opts.last_issued.value()) {}
+
+  memory_store(const memory_store&) = delete;
+  memory_store& operator=(const memory_store&) = delete;
+
+  /// Grants `key` to `owner` for `ttl` (ms) iff it has no unexpired lease, with a new token.
+  /// The same owner re-acquiring its own live lease gets the same token back and its TTL extended
+  /// to now + ttl. \returns the grant; errc::busy if another owner holds a live lease;
+  /// errc::invalid_argument for an empty key/owner or ttl not in (0, max_ttl];
+  /// errc::token_exhausted if the next token would be fencing_token::max().
+  result<grant> try_acquire(std::string_view key, std::string_view owner,
+                            std::chrono::milliseconds ttl) {
+    if (std::error_code ec = check_acquire_args(key, owner, ttl)) return ec;
+    std::lock_guard<std::mutex> lock(mutex_);
+    const time_point now = clock_.now();
+    auto it = find(key);
+    if (it != map_.end() && now < it->second.expires_at) {
+      record& r = it->second;
+      if (r.owner != owner) return errc::busy;
+      r.expires_at = later(r.expires_at, detail::saturating_add(now, ttl));
+      return grant{r.token, ttl};
+    }
+    if (last_token_ >= fencing_token::max().value() - 1) return errc::token_exhausted;
+    const fencing_token token(last_token_ + 1);
+    const time_point expires_at = detail::saturating_add(now, ttl);
+    if (it != map_.end()) {  // an expired record: take it over in place
+      it->second.owner.assign(owner.data(), owner.size());
+      it->second.token = token;
+      it->second.expires_at = expires_at;
+    } else {
+      insert(key, owner, token, expires_at, now);
+    }
+    last_token_ = token.value();  // only after the grant is in place (allocation may throw)
+    return grant{token, ttl};
+  }
+
+  /// Extends the lease on `key` to now + `ttl` (ms) iff `owner` holds it with `token` and it has
+  /// not expired. An expired lease is never revived. \returns the grant (same token);
+  /// errc::lease_lost if the key is free, expired, or held by another owner or token;
+  /// errc::invalid_argument for bad arguments (see check_renew_args).
+  result<grant> renew(std::string_view key, std::string_view owner, fencing_token token,
+                      std::chrono::milliseconds ttl) {
+    if (std::error_code ec = check_renew_args(key, owner, token, ttl)) return ec;
+    std::lock_guard<std::mutex> lock(mutex_);
+    const time_point now = clock_.now();
+    auto it = find(key);
+    if (it == map_.end()) return errc::lease_lost;
+    record& r = it->second;
+    if (!(now < r.expires_at) || r.token != token || r.owner != owner) return errc::lease_lost;
+    r.expires_at = detail::saturating_add(now, ttl);
+    return grant{token, ttl};
+  }
+
+  /// Frees `key` iff `owner` holds it with `token` (expired or not: a record still carrying that
+  /// token was never granted to anyone else). \returns success; errc::not_holder otherwise;
+  /// errc::invalid_argument for bad arguments (see check_release_args). Reads no clock.
+  result<void> release(std::string_view key, std::string_view owner, fencing_token token) {
+    if (std::error_code ec = check_release_args(key, owner, token)) return ec;
+    std::lock_guard<std::mutex> lock(mutex_);
+    auto it = find(key);
+    if (it == map_.end() || it->second.token != token || it->second.owner != owner) {
+      return errc::not_holder;
+    }
+    recycle(it);
+    return {};
+  }
+
+  /// Returns the live lease on `key`, or nullopt if the key is free or its lease expired.
+  /// \returns errc::invalid_argument for an empty key.
+  result<std::optional<lease_record>> inspect(std::string_view key) const {
+    if (key.empty()) return errc::invalid_argument;
+    std::lock_guard<std::mutex> lock(mutex_);
+    const time_point now = clock_.now();
+    auto it = find(key);
+    if (it == map_.end() || !(now < it->second.expires_at)) {
+      return std::optional<lease_record>{};
+    }
+    const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(
+        detail::saturating_sub(it->second.expires_at, now));
+    return std::optional<lease_record>{lease_record{it->second.owner, it->second.token, left}};
+  }
+
+  /// Returns the newest token this store has issued (none if it has issued none).
+  [[nodiscard]] fencing_token last_token() const {
+    std::lock_guard<std::mutex> lock(mutex_);
+    return fencing_token(last_token_);
+  }
+
+  /// Returns how many records the store keeps, live or expired-but-not-yet-swept. Bounded by about
+  /// twice the live leases plus a small constant.
+  [[nodiscard]] std::size_t size() const {
+    std::lock_guard<std::mutex> lock(mutex_);
+    return map_.size();
+  }
+
+  /// Returns a copy of the store's clock.
+  [[nodiscard]] Clock clock() const { return clock_; }
+
+ private:
+  struct record {
+    std::string owner;
+    fencing_token token;
+    time_point expires_at;
+  };
+  using map_type = std::unordered_map<std::string, record>;
+
+  static time_point later(time_point a, time_point b) noexcept { return a < b ? b : a; }
+
+  // Looks a key up without allocating: the reused scratch string keeps its capacity, which
+  // C++17's unordered_map (no heterogeneous lookup) would otherwise cost on every call.
+  typename map_type::iterator find(std::string_view key) const {
+    scratch_.assign(key.data(), key.size());
+    return map_.find(scratch_);
+  }
+
+  void insert(std::string_view key, std::string_view owner, fencing_token token,
+              time_point expires_at, time_point now) {
+    if (map_.size() >= sweep_at_) sweep(now);
+    if (!spare_.empty()) {
+      // Reuse a released node: no allocation for the node, the key or the owner string.
+      typename map_type::node_type node = std::move(spare_.back());
+      spare_.pop_back();
+      node.key().assign(key.data(), key.size());
+      node.mapped().owner.assign(owner.data(), owner.size());
+      node.mapped().token = token;
+      node.mapped().expires_at = expires_at;
+      map_.insert(std::move(node));
+      return;
+    }
+    map_.emplace(std::piecewise_construct, std::forward_as_tuple(key.data(), key.size()),
+                 std::forward_as_tuple(record{std::string(owner), token, expires_at}));
+  }
+
+  void recycle(typename map_type::iterator it) {
+    typename map_type::node_type node = map_.extract(it);
+    if (spare_.size() < kMaxSpare) spare_.push_back(std::move(node));
+    maybe_shrink();
+  }
+
+  // Drops every expired record. Called when the map has doubled since the last sweep, so its cost
+  // is amortized O(1) per insert and the map never holds more than ~2x the live leases + kMinSweep.
+  void sweep(time_point now) {
+    for (auto it = map_.begin(); it != map_.end();) {
+      if (now < it->second.expires_at) {
+        ++it;
+      } else {
+        it = map_.erase(it);
+      }
+    }
+    sweep_at_ = map_.size() * 2 > kMinSweep ? map_.size() * 2 : kMinSweep;
+    maybe_shrink();
+  }
+
+  // Gives back the bucket array when it is far larger than the records (after many distinct keys
+  // came and went), so memory returns to what the live leases need. The factor-8 gap between
+  // growth and shrink keeps acquire/release cycles from rehashing back and forth.
+  void maybe_shrink() {
+    if (map_.bucket_count() > kShrinkBuckets && map_.size() * 8 < map_.bucket_count()) {
+      map_.rehash(0);
+    }
+  }
+
+  static constexpr std::size_t kMaxSpare = 16;
+  static constexpr std::size_t kMinSweep = 64;
+  static constexpr std::size_t kShrinkBuckets = 1024;
+
+  Clock clock_;
+  mutable std::mutex mutex_;
+  mutable map_type map_;
+  mutable std::string scratch_;
+  std::vector<typename map_type::node_type> spare_;
+  std::size_t sweep_at_ = kMinSweep;
+  std::uint64_t last_token_ = 0;
+};
+
+}  // namespace holdfast
+
+#endif  // HOLDFAST_STORES_MEMORY_HPP

@@ -1,0 +1,88 @@
+// holdfast/validity.hpp - how long a holder may trust its lease, on its own clock.
+//
+// The store judges expiry by its own clock (DESIGN T2); the holder cannot see that clock. So the
+// holder trusts its lease only for a conservative share of the TTL, measured on its own clock
+// from an instant read *before* the request was sent (a reply can only arrive later, so the store
+// started the TTL no earlier than that instant):
+//
+//     valid_until = start + ttl * (1 - drift) - margin
+//
+// `drift` bounds the relative rate error between the holder's clock and the store's (1% by
+// default, as in Redlock); `margin` is a fixed allowance for what drift does not cover (scheduling,
+// the store's own TTL resolution). Measuring from the reply instead of the request is a classic
+// bug: the request's time in flight is then silently added to the holder's belief.
+//
+// Validity only decides what the holder *believes* (invariant S4). Safety (S1) never depends on
+// it: a holder that is paused past its validity is stopped by the fencing token, not by this math.
+#ifndef HOLDFAST_VALIDITY_HPP
+#define HOLDFAST_VALIDITY_HPP
+
+#include <chrono>
+#include <cmath>
+#include <cstdint>
+#include <system_error>
+
+#include "holdfast/detail/saturating.hpp"
+#include "holdfast/error.hpp"
+
+namespace holdfast {
+
+/// How conservative a holder is about its lease's validity.
+struct validity_options {
+  /// Bound on the relative clock-rate error between holder and store, in [0, 1). Default 0.01 (1%,
+  /// the Redlock default).
+  double drift = 0.01;
+  /// Fixed safety allowance subtracted from every validity span, >= 0. Default 2 ms (Redlock).
+  std::chrono::nanoseconds margin = std::chrono::milliseconds(2);
+
+  /// Returns errc::invalid_argument if drift is not in [0, 1) (or NaN) or margin is negative;
+  /// a zero error code otherwise.
+  [[nodiscard]] std::error_code check() const noexcept {
+    if (!(drift >= 0.0 && drift < 1.0)) return errc::invalid_argument;
+    if (margin < std::chrono::nanoseconds::zero()) return errc::invalid_argument;
+    return {};
+  }
+};
+
+/// Returns for how long (in nanoseconds) a holder may trust a grant of `ttl`:
+/// `ttl * (1 - drift) - margin`, rounded down, and zero when that is not positive (the grant is
+/// then worthless to the holder). Never overflows: a TTL beyond the nanosecond range saturates.
+/// Precondition: `opts.check()` is clean (a bad drift is treated as 100%, i.e. zero validity).
+template <class Rep, class Period>
+[[nodiscard]] std::chrono::nanoseconds trusted_span(std::chrono::duration<Rep, Period> ttl,
+                                                    const validity_options& opts) noexcept {
+  using ns = std::chrono::nanoseconds;
+  if (opts.check()) return ns::zero();
+  const std::optional<ns> t = detail::checked_duration_cast<ns>(ttl);
+  const std::int64_t ttl_ns = t ? t->count() : (ttl.count() > 0 ? ns::max().count() : 0);
+  if (ttl_ns <= 0) return ns::zero();
+  // Round the drift allowance *up* and the result *down*: both err toward trusting less.
+  const long double allowance_ld =
+      std::ceil(static_cast<long double>(ttl_ns) * static_cast<long double>(opts.drift));
+  const std::int64_t allowance =
+      allowance_ld >= static_cast<long double>(ttl_ns) ? ttl_ns
+                                                        : static_cast<std::int64_t>(allowance_ld);
+  const std::int64_t after_drift = ttl_ns - allowance;  // >= 0
+  const std::int64_t margin = opts.margin.count();
+  if (after_drift <= margin) return ns::zero();
+  return ns(after_drift - margin);
+}
+
+/// Returns the instant on the holder's clock after which it must stop trusting a grant of `ttl`
+/// whose request left at `start`: `start + trusted_span(ttl, opts)`, clamped to the clock's range.
+/// `start` must be read *before* the request was sent (DESIGN §4). A result equal to `start`
+/// means the grant is never valid.
+template <class Clock, class Dur, class Rep, class Period>
+[[nodiscard]] std::chrono::time_point<Clock, Dur> valid_until(
+    std::chrono::time_point<Clock, Dur> start, std::chrono::duration<Rep, Period> ttl,
+    const validity_options& opts) noexcept {
+  const std::chrono::nanoseconds span = trusted_span(ttl, opts);
+  // Round down to the clock's tick so a coarse clock never extends validity.
+  const std::optional<Dur> span_ticks = detail::checked_duration_cast<Dur>(span);
+  if (!span_ticks) return std::chrono::time_point<Clock, Dur>::max();
+  return detail::saturating_add(start, *span_ticks);
+}
+
+}  // namespace holdfast
+
+#endif  // HOLDFAST_VALIDITY_HPP
