@@ -52,15 +52,13 @@ template <class C, class = void>
 struct has_sleep_until : std::false_type {};
 template <class C>
 struct has_sleep_until<C, std::void_t<decltype(std::declval<C&>().sleep_until(
-                              std::declval<const typename C::time_point&>()))>>
-    : std::true_type {};
+                              std::declval<const typename C::time_point&>()))>> : std::true_type {};
 
 template <class C, bool = has_clock_types<C>::value>
 struct is_ttl_clock : std::false_type {};
 template <class C>
-struct is_ttl_clock<C, true>
-    : std::bool_constant<has_now<C>::value && has_sleep_until<C>::value &&
-                         std::is_copy_constructible_v<C>> {};
+struct is_ttl_clock<C, true> : std::bool_constant<has_now<C>::value && has_sleep_until<C>::value &&
+                                                  std::is_copy_constructible_v<C>> {};
 
 }  // namespace detail
 

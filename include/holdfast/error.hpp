@@ -87,13 +87,16 @@ inline const std::error_category& error_category() noexcept {
   return category;
 }
 
-/// Makes a std::error_code from an errc (found by ADL, so `std::error_code ec = errc::busy;` works).
+/// Makes a std::error_code from an errc (found by ADL, so `std::error_code ec = errc::busy;`
+/// works).
 inline std::error_code make_error_code(errc e) noexcept {
   return {static_cast<int>(e), error_category()};
 }
 
 /// Returns true iff `ec` is holdfast's `busy`: contention, a normal outcome rather than a failure.
-inline bool is_contention(const std::error_code& ec) noexcept { return ec == errc::busy; }
+inline bool is_contention(const std::error_code& ec) noexcept {
+  return ec == errc::busy;
+}
 
 /// Returns true iff `ec` may clear up on its own, so retrying the same call later makes sense
 /// (`busy`, `store_unavailable`, `timeout`, or any error that does not belong to holdfast, since a

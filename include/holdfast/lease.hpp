@@ -283,7 +283,9 @@ class lease {
 
   void release_quietly() noexcept {
     if (!needs_release_ || store_ == nullptr) return;
-    HOLDFAST_TRY { (void)release(); }
+    HOLDFAST_TRY {
+      (void)release();
+    }
     HOLDFAST_CATCH_ALL {}
     needs_release_ = false;
     state_ = lease_state::released;

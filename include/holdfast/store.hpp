@@ -66,9 +66,9 @@ struct grant {
 
 /// What inspect() reports about a key's current lease.
 struct lease_record {
-  std::string owner;                          ///< The holder's owner id (binary-safe).
-  fencing_token token;                        ///< The holder's fencing token.
-  std::chrono::milliseconds remaining{0};     ///< Time left by the store's clock, rounded down.
+  std::string owner;                       ///< The holder's owner id (binary-safe).
+  fencing_token token;                     ///< The holder's fencing token.
+  std::chrono::milliseconds remaining{0};  ///< Time left by the store's clock, rounded down.
 };
 
 /// The longest TTL any holdfast operation accepts: 100 years, in milliseconds. Longer TTLs get
@@ -149,8 +149,8 @@ struct has_release<S, std::void_t<decltype(std::declval<S&>().release(
 template <class S, class = void>
 struct has_inspect : std::false_type {};
 template <class S>
-struct has_inspect<S, std::void_t<decltype(std::declval<S&>().inspect(
-                          std::declval<std::string_view>()))>>
+struct has_inspect<
+    S, std::void_t<decltype(std::declval<S&>().inspect(std::declval<std::string_view>()))>>
     : std::is_convertible<decltype(std::declval<S&>().inspect(std::declval<std::string_view>())),
                           result<std::optional<lease_record>>> {};
 
@@ -158,10 +158,11 @@ struct has_inspect<S, std::void_t<decltype(std::declval<S&>().inspect(
 
 /// True iff S provides the three required LeaseStore operations with the signatures above
 /// (C++17 spelling; under C++20 use the concept `lease_store`).
+// clang-format off: clang-format 14 takes these && for rvalue references and glues them on.
 template <class S>
-inline constexpr bool is_lease_store_v = detail::has_try_acquire<S>::value &&
-                                         detail::has_renew<S>::value &&
-                                         detail::has_release<S>::value;
+inline constexpr bool is_lease_store_v =
+    detail::has_try_acquire<S>::value&& detail::has_renew<S>::value&& detail::has_release<S>::value;
+// clang-format on
 
 /// True iff S also provides the optional inspect(key) operation.
 template <class S>
@@ -181,8 +182,10 @@ template <class S>
 concept store_with_release = detail::has_release<S>::value;
 /// The LeaseStore contract's operations (see the table at the top of store.hpp). A failed check
 /// names the first missing operation.
+// clang-format off: as for is_lease_store_v.
 template <class S>
-concept lease_store = store_with_try_acquire<S> && store_with_renew<S> && store_with_release<S>;
+concept lease_store = store_with_try_acquire<S>&& store_with_renew<S>&& store_with_release<S>;
+// clang-format on
 #endif
 
 /// Fails to compile, with a message naming the missing operation, unless S models LeaseStore.

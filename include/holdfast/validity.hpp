@@ -59,9 +59,9 @@ template <class Rep, class Period>
   // Round the drift allowance *up* and the result *down*: both err toward trusting less.
   const long double allowance_ld =
       std::ceil(static_cast<long double>(ttl_ns) * static_cast<long double>(opts.drift));
-  const std::int64_t allowance =
-      allowance_ld >= static_cast<long double>(ttl_ns) ? ttl_ns
-                                                        : static_cast<std::int64_t>(allowance_ld);
+  const std::int64_t allowance = allowance_ld >= static_cast<long double>(ttl_ns)
+                                     ? ttl_ns
+                                     : static_cast<std::int64_t>(allowance_ld);
   const std::int64_t after_drift = ttl_ns - allowance;  // >= 0
   const std::int64_t margin = opts.margin.count();
   if (after_drift <= margin) return ns::zero();

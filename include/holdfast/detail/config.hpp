@@ -52,8 +52,7 @@ namespace holdfast::detail {
 /// violated in production is better caught than turned into undefined behaviour.
 #ifndef HOLDFAST_ASSERT
 #define HOLDFAST_ASSERT(cond, msg) \
-  ((cond) ? static_cast<void>(0)   \
-          : ::holdfast::detail::assert_fail(#cond, msg, __FILE__, __LINE__))
+  ((cond) ? static_cast<void>(0) : ::holdfast::detail::assert_fail(#cond, msg, __FILE__, __LINE__))
 #endif
 
 #endif  // HOLDFAST_DETAIL_CONFIG_HPP
