@@ -1,6 +1,12 @@
-// The smallest real use of an installed holdfast: include the umbrella header and build.
+// The smallest real use of an installed holdfast: acquire a lease from the in-process store and
+// have a fence admit its token. Exits non-zero if either fails.
+#include <chrono>
 #include <holdfast/holdfast.hpp>
 
 int main() {
-  return 0;
+  holdfast::memory_store<> store;
+  auto lease = holdfast::try_acquire(store, "orders", std::chrono::seconds(10));
+  if (!lease) return 1;
+  holdfast::fence_gate gate;
+  return gate.admit(lease.value().token()) ? 0 : 2;
 }
