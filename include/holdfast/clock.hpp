@@ -31,6 +31,7 @@
 #include <utility>
 
 #include "holdfast/detail/config.hpp"
+#include "holdfast/detail/saturating.hpp"
 
 namespace holdfast {
 
@@ -112,11 +113,12 @@ class manual_clock {
   }
 
   /// Moves time by `d` (nanoseconds, or any duration convertible to them); a negative `d` moves
-  /// it backwards. Wakes sleepers whose deadline has been reached.
+  /// it backwards. Time saturates at time_point::min() and time_point::max() instead of
+  /// overflowing. Wakes sleepers whose deadline has been reached.
   void advance(duration d) {
     {
       std::lock_guard<std::mutex> lock(state_->mutex);
-      state_->now += d;
+      state_->now = detail::saturating_add(state_->now, d);
     }
     state_->cv.notify_all();
   }

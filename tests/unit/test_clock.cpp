@@ -1,0 +1,216 @@
+// Unit tests for holdfast/clock.hpp: the ttl_clock requirements, steady_clock, and manual_clock
+// (shared virtual time, sleepers woken only by moving time, bounded waits for sleepers).
+#include <catch2/catch.hpp>
+
+#include <atomic>
+#include <chrono>
+#include <future>
+#include <thread>
+#include <type_traits>
+
+#include "holdfast/clock.hpp"
+#include "test_support.hpp"
+
+using holdfast::manual_clock;
+using namespace std::chrono_literals;
+
+namespace {
+
+// Types that miss one requirement each of the ttl_clock table.
+struct no_types {
+  int now() const { return 0; }
+  void sleep_until(int) const {}
+};
+struct no_now {
+  using duration = std::chrono::nanoseconds;
+  using time_point = std::chrono::time_point<no_now, duration>;
+  void sleep_until(time_point) const {}
+};
+struct no_sleep {
+  using duration = std::chrono::nanoseconds;
+  using time_point = std::chrono::time_point<no_sleep, duration>;
+  time_point now() const { return {}; }
+};
+struct mutable_now {  // now() must be callable on a const clock
+  using duration = std::chrono::nanoseconds;
+  using time_point = std::chrono::time_point<mutable_now, duration>;
+  time_point now() { return {}; }
+  void sleep_until(time_point) const {}
+};
+struct wrong_now_type {  // now() must return C::time_point
+  using duration = std::chrono::nanoseconds;
+  using time_point = std::chrono::time_point<wrong_now_type, duration>;
+  long now() const { return 0; }
+  void sleep_until(time_point) const {}
+};
+struct not_copyable {
+  using duration = std::chrono::nanoseconds;
+  using time_point = std::chrono::time_point<not_copyable, duration>;
+  not_copyable() = default;
+  not_copyable(const not_copyable&) = delete;
+  time_point now() const { return {}; }
+  void sleep_until(time_point) const {}
+};
+struct complete {  // the positive control for the negative cases above
+  using duration = std::chrono::nanoseconds;
+  using time_point = std::chrono::time_point<complete, duration>;
+  time_point now() const { return {}; }
+  void sleep_until(time_point) {}  // sleep_until may be non-const
+};
+
+// A bounded real-time wait for a future: a test that hangs fails instead.
+template <class T>
+bool ready_within(std::future<T>& f, std::chrono::seconds limit = 20s) {
+  return f.wait_for(limit) == std::future_status::ready;
+}
+
+}  // namespace
+
+TEST_CASE("is_ttl_clock_v names what a clock must provide", "[clock]") {
+  STATIC_REQUIRE(holdfast::is_ttl_clock_v<holdfast::steady_clock>);
+  STATIC_REQUIRE(holdfast::is_ttl_clock_v<manual_clock>);
+  STATIC_REQUIRE(holdfast::is_ttl_clock_v<complete>);
+  STATIC_REQUIRE(holdfast::is_ttl_clock_v<holdfast_test::jump_clock>);
+  STATIC_REQUIRE(holdfast::is_ttl_clock_v<holdfast_test::coarse_clock>);
+  STATIC_REQUIRE_FALSE(holdfast::is_ttl_clock_v<no_types>);
+  STATIC_REQUIRE_FALSE(holdfast::is_ttl_clock_v<no_now>);
+  STATIC_REQUIRE_FALSE(holdfast::is_ttl_clock_v<no_sleep>);
+  STATIC_REQUIRE_FALSE(holdfast::is_ttl_clock_v<mutable_now>);
+  STATIC_REQUIRE_FALSE(holdfast::is_ttl_clock_v<wrong_now_type>);
+  STATIC_REQUIRE_FALSE(holdfast::is_ttl_clock_v<not_copyable>);
+  STATIC_REQUIRE_FALSE(holdfast::is_ttl_clock_v<int>);
+  // std::chrono::steady_clock has no sleep_until(): it is a clock, not a TTL clock.
+  STATIC_REQUIRE_FALSE(holdfast::is_ttl_clock_v<std::chrono::steady_clock>);
+#if HOLDFAST_HAS_CONCEPTS
+  STATIC_REQUIRE(holdfast::ttl_clock<manual_clock>);
+  STATIC_REQUIRE(holdfast::ttl_clock<holdfast::steady_clock>);
+  STATIC_REQUIRE_FALSE(holdfast::ttl_clock<no_sleep>);
+#endif
+}
+
+TEST_CASE("steady_clock reads std::chrono::steady_clock and never goes backwards", "[clock]") {
+  const holdfast::steady_clock c;
+  const auto a = c.now();
+  const auto b = c.now();
+  CHECK(a <= b);
+  STATIC_REQUIRE(
+      std::is_same_v<holdfast::steady_clock::time_point, std::chrono::steady_clock::time_point>);
+  // A deadline in the past returns at once (no real sleep).
+  c.sleep_until(a - 1h);
+  c.sleep_until(holdfast::steady_clock::time_point::min());
+}
+
+TEST_CASE("manual_clock starts at the epoch and moves only when told", "[clock]") {
+  manual_clock c;
+  CHECK(c.now().time_since_epoch() == 0ns);
+  CHECK(c.now() == c.now());
+  c.advance(1500ms);
+  CHECK(c.now().time_since_epoch() == 1500ms);
+  c.advance(-500ms);  // backwards, on purpose
+  CHECK(c.now().time_since_epoch() == 1s);
+  c.set(manual_clock::time_point(42ns));
+  CHECK(c.now().time_since_epoch() == 42ns);
+  c.set(manual_clock::time_point(-5s));  // before the epoch is fine too
+  CHECK(c.now().time_since_epoch() == -5s);
+  CHECK(c.sleepers() == 0);
+}
+
+TEST_CASE("manual_clock copies share one time; separate clocks do not", "[clock]") {
+  manual_clock a;
+  manual_clock copy = a;
+  manual_clock other;
+  a.advance(10s);
+  CHECK(copy.now().time_since_epoch() == 10s);
+  copy.advance(1s);
+  CHECK(a.now().time_since_epoch() == 11s);
+  CHECK(other.now().time_since_epoch() == 0s);
+}
+
+TEST_CASE("manual_clock saturates instead of overflowing at the ends of its range", "[clock]") {
+  using tp = manual_clock::time_point;
+  manual_clock c;
+  c.set(tp::max() - 1ns);
+  c.advance(10ns);  // would overflow int64 nanoseconds
+  CHECK(c.now() == tp::max());
+  c.advance(manual_clock::duration::max());
+  CHECK(c.now() == tp::max());
+  c.set(tp::min() + 1ns);
+  c.advance(-10ns);
+  CHECK(c.now() == tp::min());
+  c.advance(manual_clock::duration::min());
+  CHECK(c.now() == tp::min());
+  c.advance(1s);  // and it still moves normally afterwards
+  CHECK(c.now() == tp::min() + 1s);
+}
+
+TEST_CASE("manual_clock::sleep_until returns at once for a deadline already reached", "[clock]") {
+  manual_clock c;
+  c.advance(5s);
+  c.sleep_until(manual_clock::time_point(5s));  // equal: reached
+  c.sleep_until(manual_clock::time_point(1s));  // past
+  CHECK(c.sleepers() == 0);
+  // No sleeper: a zero real-time wait reports so instead of blocking.
+  CHECK_FALSE(c.wait_for_sleepers(1, 0ms));
+  CHECK(c.wait_for_sleepers(0, 0ms));
+}
+
+TEST_CASE("manual_clock::sleep_until blocks until another thread moves time to the deadline",
+          "[clock][concurrency]") {
+  manual_clock c;
+  std::atomic<bool> woke{false};
+  auto sleeper = std::async(std::launch::async, [&] {
+    c.sleep_until(manual_clock::time_point(10s));
+    woke = true;
+    return c.now();
+  });
+  REQUIRE(c.wait_for_sleepers(1, 20s));
+  CHECK(c.sleepers() == 1);
+  c.advance(9s);  // not there yet: the sleeper wakes, sees 9 s < 10 s, and sleeps on
+  REQUIRE(c.wait_for_sleepers(1, 20s));
+  CHECK_FALSE(woke);
+  c.advance(1s);  // exactly the deadline
+  REQUIRE(ready_within(sleeper));
+  CHECK(woke);
+  CHECK(sleeper.get() == manual_clock::time_point(10s));
+  CHECK(c.sleepers() == 0);
+}
+
+TEST_CASE("manual_clock wakes only the sleepers whose deadline was reached",
+          "[clock][concurrency]") {
+  manual_clock c;
+  auto early = std::async(std::launch::async, [&] { c.sleep_until(manual_clock::time_point(1s)); });
+  auto late = std::async(std::launch::async, [&] { c.sleep_until(manual_clock::time_point(2s)); });
+  REQUIRE(c.wait_for_sleepers(2, 20s));
+  c.set(manual_clock::time_point(1500ms));
+  REQUIRE(ready_within(early));
+  CHECK(late.wait_for(0s) == std::future_status::timeout);
+  CHECK(c.sleepers() == 1);
+  c.set(manual_clock::time_point(3s));
+  REQUIRE(ready_within(late));
+  CHECK(c.sleepers() == 0);
+}
+
+TEST_CASE("manual_clock is safe to read and move from many threads", "[clock][concurrency]") {
+  manual_clock c;
+  constexpr int kThreads = 4;
+  constexpr int kSteps = 2000;
+  std::vector<std::future<bool>> workers;
+  for (int i = 0; i < kThreads; ++i) {
+    workers.push_back(std::async(std::launch::async, [c]() mutable {
+      bool monotonic = true;  // only forward moves happen here, so every reader sees them in order
+      auto last = c.now();
+      for (int s = 0; s < kSteps; ++s) {
+        c.advance(1ns);
+        const auto now = c.now();
+        monotonic = monotonic && last < now;
+        last = now;
+      }
+      return monotonic;
+    }));
+  }
+  for (auto& w : workers) {
+    REQUIRE(ready_within(w));
+    CHECK(w.get());
+  }
+  CHECK(c.now().time_since_epoch() == std::chrono::nanoseconds(kThreads * kSteps));
+}
