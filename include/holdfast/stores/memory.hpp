@@ -87,12 +87,12 @@ class memory_store {
     if (it != map_.end() && now < it->second.expires_at) {
       record& r = it->second;
       if (r.owner != owner) return errc::busy;
-      r.expires_at = later(r.expires_at, detail::saturating_add(now, ttl));
+      r.expires_at = later(r.expires_at, expiry(now, ttl));
       return grant{r.token, ttl};
     }
     if (last_token_ >= fencing_token::max().value() - 1) return errc::token_exhausted;
     const fencing_token token(last_token_ + 1);
-    const time_point expires_at = detail::saturating_add(now, ttl);
+    const time_point expires_at = expiry(now, ttl);
     if (it != map_.end()) {  // an expired record: take it over in place
       it->second.owner.assign(owner.data(), owner.size());
       it->second.token = token;
@@ -117,7 +117,7 @@ class memory_store {
     if (it == map_.end()) return errc::lease_lost;
     record& r = it->second;
     if (!(now < r.expires_at) || r.token != token || r.owner != owner) return errc::lease_lost;
-    r.expires_at = detail::saturating_add(now, ttl);
+    r.expires_at = expiry(now, ttl);
     return grant{token, ttl};
   }
 
@@ -175,6 +175,20 @@ class memory_store {
   using map_type = std::unordered_map<std::string, record>;
 
   static time_point later(time_point a, time_point b) noexcept { return a < b ? b : a; }
+
+  // Returns now + ttl with the TTL rounded *up* to the clock's tick, clamped to the clock's range.
+  // Plain conversion truncates: on a clock coarser than a millisecond a 1500 ms grant would be
+  // held for 1 s, less than the TTL the grant reports and the holder's validity is computed from,
+  // so a second owner could be granted the key while the first is still its holder by its grant.
+  static time_point expiry(time_point now, std::chrono::milliseconds ttl) noexcept {
+    const time_point t = detail::saturating_add(now, ttl);
+    // Compared in whole milliseconds (truncated, exact for this test since ttl is whole), so that
+    // no duration is ever widened into a finer, overflowing unit.
+    const std::optional<std::chrono::milliseconds> held =
+        detail::checked_duration_cast<std::chrono::milliseconds>(detail::saturating_sub(t, now));
+    if (held && *held < ttl) return detail::saturating_add(t, typename time_point::duration(1));
+    return t;
+  }
 
   // Looks a key up without allocating: the reused scratch string keeps its capacity, which
   // C++17's unordered_map (no heterogeneous lookup) would otherwise cost on every call.
