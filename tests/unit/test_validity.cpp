@@ -1,0 +1,174 @@
+// Unit tests for holdfast/validity.hpp: how long a holder trusts a grant, on its own clock:
+// start + ttl*(1-drift) - margin, rounded toward trusting less, saturating, never overflowing.
+#include <catch2/catch.hpp>
+
+#include <chrono>
+#include <cmath>
+#include <limits>
+#include <ratio>
+
+#include "holdfast/clock.hpp"
+#include "holdfast/validity.hpp"
+#include "test_support.hpp"
+
+using holdfast::trusted_span;
+using holdfast::validity_options;
+using namespace std::chrono_literals;
+using ns = std::chrono::nanoseconds;
+
+namespace {
+
+validity_options opts(double drift, ns margin) {
+  validity_options o;
+  o.drift = drift;
+  o.margin = margin;
+  return o;
+}
+
+struct tag_clock {};  // only names time_point types below; never asked for the time
+using coarse_tp = std::chrono::time_point<tag_clock, std::chrono::seconds>;
+using pico_tp = std::chrono::time_point<tag_clock, std::chrono::duration<long long, std::pico>>;
+using manual_tp = holdfast::manual_clock::time_point;
+
+}  // namespace
+
+TEST_CASE("validity_options::check accepts drift in [0, 1) and margin >= 0", "[validity]") {
+  CHECK_FALSE(validity_options{}.check());
+  CHECK(validity_options{}.drift == 0.01);
+  CHECK(validity_options{}.margin == 2ms);
+  CHECK_FALSE(opts(0.0, 0ns).check());
+  CHECK_FALSE(opts(-0.0, 0ns).check());
+  CHECK_FALSE(opts(0.999, 2ms).check());
+  CHECK_FALSE(opts(std::nextafter(1.0, 0.0), 0ns).check());
+
+  const std::error_code bad = holdfast::errc::invalid_argument;
+  CHECK(opts(1.0, 0ns).check() == bad);
+  CHECK(opts(1.5, 0ns).check() == bad);
+  CHECK(opts(-0.01, 0ns).check() == bad);
+  CHECK(opts(std::numeric_limits<double>::quiet_NaN(), 0ns).check() == bad);
+  CHECK(opts(std::numeric_limits<double>::infinity(), 0ns).check() == bad);
+  CHECK(opts(-std::numeric_limits<double>::infinity(), 0ns).check() == bad);
+  CHECK(opts(0.01, -1ns).check() == bad);
+}
+
+TEST_CASE("trusted_span is ttl*(1-drift) - margin", "[validity]") {
+  // Exactly representable drifts give exact results.
+  CHECK(trusted_span(10s, opts(0.0, 0ns)) == 10s);
+  CHECK(trusted_span(10s, opts(0.5, 0ns)) == 5s);
+  CHECK(trusted_span(10s, opts(0.25, 1s)) == 6500ms);
+  CHECK(trusted_span(1ns, opts(0.0, 0ns)) == 1ns);
+  // The Redlock defaults on 10 s: 9.898 s, give or take the 1 ns by which the double 0.01 exceeds
+  // one hundredth (the allowance is rounded up).
+  const ns span = trusted_span(10s, validity_options{});
+  CHECK(span <= 9898ms);
+  CHECK(span >= 9898ms - 1ns);
+  // drift 0.999 leaves a thousandth: 10 ms of 10 s, minus the 2 ms margin.
+  CHECK(trusted_span(10s, opts(0.999, 2ms)) == 8ms);
+  CHECK(trusted_span(1s, opts(0.999, 0ns)) == 1ms);
+}
+
+TEST_CASE("trusted_span rounds toward trusting less", "[validity]") {
+  // 3 ns at 50%: the allowance 1.5 ns rounds up to 2, leaving 1 ns (not 2).
+  CHECK(trusted_span(3ns, opts(0.5, 0ns)) == 1ns);
+  // 1 ns at 1%: the 0.01 ns allowance rounds up to a whole nanosecond: nothing left.
+  CHECK(trusted_span(1ns, opts(0.01, 0ns)) == 0ns);
+  // A fractional TTL truncates toward zero before anything else.
+  CHECK(trusted_span(std::chrono::duration<double>(1.5e-9), opts(0.0, 0ns)) == 1ns);
+}
+
+TEST_CASE("trusted_span is zero for worthless or bad TTLs", "[validity]") {
+  const validity_options d{};
+  CHECK(trusted_span(0ns, d) == 0ns);
+  CHECK(trusted_span(-1ns, d) == 0ns);
+  CHECK(trusted_span(-10s, d) == 0ns);
+  CHECK(trusted_span(std::chrono::hours::min(), d) == 0ns);
+  // TTL at or under the margin (after drift): the grant is worthless to the holder.
+  CHECK(trusted_span(1ms, d) == 0ns);
+  CHECK(trusted_span(2ms, opts(0.0, 2ms)) == 0ns);
+  CHECK(trusted_span(2ms + 1ns, opts(0.0, 2ms)) == 1ns);
+  // NaN is not a duration.
+  CHECK(trusted_span(std::chrono::duration<double>(std::nan("")), opts(0.0, 0ns)) == 0ns);
+}
+
+TEST_CASE("trusted_span treats bad options as 100% drift", "[validity]") {
+  CHECK(trusted_span(10s, opts(1.0, 0ns)) == 0ns);
+  CHECK(trusted_span(10s, opts(std::numeric_limits<double>::quiet_NaN(), 0ns)) == 0ns);
+  CHECK(trusted_span(10s, opts(0.01, -1ms)) == 0ns);
+}
+
+TEST_CASE("trusted_span saturates for TTLs beyond the nanosecond range", "[validity]") {
+  // hours::max() is ~2^63 hours: far beyond int64 nanoseconds.
+  CHECK(trusted_span(std::chrono::hours::max(), opts(0.0, 0ns)) == ns::max());
+  const ns big = trusted_span(std::chrono::hours::max(), validity_options{});
+  CHECK(big > 0ns);
+  CHECK(big < ns::max());
+  CHECK(trusted_span(ns::max(), opts(0.0, 0ns)) == ns::max());
+  CHECK(trusted_span(std::chrono::duration<double>(std::numeric_limits<double>::infinity()),
+                     opts(0.0, 0ns)) == ns::max());
+  // drift 0.999 on the largest TTL still leaves a positive, finite span.
+  const ns tiny_share = trusted_span(ns::max(), opts(0.999, 0ns));
+  CHECK(tiny_share > 0ns);
+  CHECK(tiny_share < ns::max() / 999);
+}
+
+TEST_CASE("trusted_span never exceeds the TTL and is monotone in TTL, drift and margin",
+          "[validity]") {
+  const ns ttls[] = {1ns, 2ns, 999ns, 1ms, 2ms, 3ms, 10ms, 1s, 10s, 1h, ns::max() / 3, ns::max()};
+  const double drifts[] = {0.0, 1e-9, 0.01, 0.1, 0.5, 0.9, 0.999};
+  const ns margins[] = {0ns, 1ns, 2ms, 1s};
+  for (double drift : drifts) {
+    for (ns margin : margins) {
+      ns previous = 0ns;
+      for (ns ttl : ttls) {
+        const ns span = trusted_span(ttl, opts(drift, margin));
+        INFO("ttl " << ttl.count() << "ns drift " << drift << " margin " << margin.count());
+        CHECK(span >= 0ns);
+        CHECK(span <= ttl);
+        CHECK(span >= previous);  // more TTL never means less trust
+        previous = span;
+        CHECK(trusted_span(ttl, opts(drift, margin + 1ns)) <= span);
+        CHECK(trusted_span(ttl, opts(std::min(0.999, drift + 0.001), margin)) <= span);
+      }
+    }
+  }
+}
+
+TEST_CASE("valid_until is start + trusted_span", "[validity]") {
+  const manual_tp start(123s);
+  CHECK(holdfast::valid_until(start, 10s, opts(0.0, 0ns)) == start + 10s);
+  CHECK(holdfast::valid_until(start, 10s, validity_options{}) ==
+        start + trusted_span(10s, validity_options{}));
+  // A worthless grant: valid_until == start, i.e. never valid.
+  CHECK(holdfast::valid_until(start, 1ms, validity_options{}) == start);
+  CHECK(holdfast::valid_until(start, -5s, validity_options{}) == start);
+  // Before the epoch works the same.
+  CHECK(holdfast::valid_until(manual_tp(-5s), 10s, opts(0.5, 0ns)) == manual_tp(0s));
+}
+
+TEST_CASE("valid_until rounds the span down to a coarse clock's tick", "[validity]") {
+  const coarse_tp start(100s);
+  // 9.898 s of trust on a 1 s clock is 9 s, never 10.
+  CHECK(holdfast::valid_until(start, 10s, validity_options{}) == coarse_tp(109s));
+  CHECK(holdfast::valid_until(start, 1500ms, opts(0.0, 0ns)) == coarse_tp(101s));
+  // Less than one tick of trust: never valid on that clock.
+  CHECK(holdfast::valid_until(start, 999ms, opts(0.0, 0ns)) == start);
+}
+
+TEST_CASE("valid_until saturates at the clock's time_point::max", "[validity]") {
+  const validity_options d{};
+  CHECK(holdfast::valid_until(manual_tp::max() - 1s, 10s, d) == manual_tp::max());
+  CHECK(holdfast::valid_until(manual_tp::max(), 10s, d) == manual_tp::max());
+  CHECK(holdfast::valid_until(manual_tp::max() - 1ms, std::chrono::hours::max(), d) ==
+        manual_tp::max());
+  CHECK(holdfast::valid_until(manual_tp(0s), std::chrono::hours::max(), opts(0.0, 0ns)) ==
+        manual_tp::max());
+  // Just below the edge nothing saturates.
+  CHECK(holdfast::valid_until(manual_tp::max() - 20s, 10s, opts(0.0, 0ns)) ==
+        manual_tp::max() - 10s);
+  // A clock finer than a nanosecond: a span it cannot represent (10000 h is 3.6e19 ps, beyond
+  // int64) saturates, a small one does not.
+  CHECK(holdfast::valid_until(pico_tp(0s), 10s, opts(0.0, 0ns)) == pico_tp(10s));
+  CHECK(holdfast::valid_until(pico_tp(0s), std::chrono::hours(10000), opts(0.0, 0ns)) ==
+        pico_tp::max());
+  CHECK(holdfast::valid_until(coarse_tp::max() - 1s, 10s, d) == coarse_tp::max());
+}
