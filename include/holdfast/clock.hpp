@@ -11,6 +11,21 @@
 //   c.sleep_until(tp)    | blocks the caller until now() >= tp (returns at once if it already is)
 //   C c2 = c;            | copyable: clocks are cheap handles; copies share one time
 //
+// A clock may also be *interruptible* (optional; is_interruptible_clock_v), which lets a background
+// thread that sleeps on it (keepalive.hpp) be stopped or re-scheduled at once instead of when its
+// deadline comes:
+//
+//   expression              | effect
+//   ------------------------+---------------------------------------------------------------------
+//   c.sleep_until(tp, stop) | blocks until now() >= tp (returns true) or until stop() is true after
+//                           | a wake_sleepers() call (returns false); stop() is also checked on entry
+//   c.wake_sleepers()       | makes every sleep_until(tp, stop) re-check its stop()
+//
+// manual_clock is interruptible. steady_clock needs no such support: code that must interrupt a
+// sleep on it waits on its own condition variable, which runs on the same steady time. A clock that
+// is neither (a user's or a simulator's) still works everywhere; a background thread then notices a
+// stop request at its next wake-up, which keepalive.hpp bounds with a polling interval.
+//
 // Clocks must be steady in intent: TTLs are durations, never wall-clock instants (DESIGN T2), so a
 // wall-clock jump (NTP, an operator's `date -s`) changes nothing. A user clock that nevertheless
 // goes backwards is detected by `lease`, which then stops trusting itself (see lease.hpp).
@@ -24,11 +39,13 @@
 #include <chrono>
 #include <condition_variable>
 #include <cstddef>
+#include <cstdint>
 #include <memory>
 #include <mutex>
 #include <thread>
 #include <type_traits>
 #include <utility>
+#include <vector>
 
 #include "holdfast/detail/config.hpp"
 #include "holdfast/detail/saturating.hpp"
@@ -61,11 +78,32 @@ template <class C>
 struct is_ttl_clock<C, true> : std::bool_constant<has_now<C>::value && has_sleep_until<C>::value &&
                                                   std::is_copy_constructible_v<C>> {};
 
+struct never_stop {
+  bool operator()() const noexcept { return false; }
+};
+
+template <class C, class = void>
+struct is_interruptible_clock : std::false_type {};
+template <class C>
+struct is_interruptible_clock<
+    C, std::void_t<decltype(std::declval<C&>().sleep_until(
+                       std::declval<const typename C::time_point&>(), never_stop{})),
+                   decltype(std::declval<C&>().wake_sleepers())>>
+    : std::is_convertible<decltype(std::declval<C&>().sleep_until(
+                              std::declval<const typename C::time_point&>(), never_stop{})),
+                          bool> {};
+
 }  // namespace detail
 
 /// True iff C models the TTL clock requirements in the table above (C++17 spelling).
 template <class C>
 inline constexpr bool is_ttl_clock_v = detail::is_ttl_clock<C>::value;
+
+/// True iff C is a TTL clock that is also interruptible: `sleep_until(tp, stop)` and
+/// `wake_sleepers()` as in the second table above.
+template <class C>
+inline constexpr bool is_interruptible_clock_v =
+    is_ttl_clock_v<C> && detail::is_interruptible_clock<C>::value;
 
 #if HOLDFAST_HAS_CONCEPTS
 /// The TTL clock requirements in the table above, as a C++20 concept.
@@ -92,7 +130,9 @@ struct steady_clock {
 /// backwards (set() or a negative advance()), to test code against clocks that jump.
 /// sleep_until() blocks until another thread moves time to or past the deadline; it never waits
 /// on the real clock, so a test that forgets to advance time hangs visibly instead of passing by
-/// luck (pair it with wait_for_sleepers(), which has a real-time bound).
+/// luck (pair it with wait_for_sleepers(), which has a real-time bound). It is interruptible
+/// (is_interruptible_clock_v): sleep_until(tp, stop) also returns once stop() holds after a
+/// wake_sleepers() call, so a background thread sleeping on it can be stopped at once.
 ///
 /// Thread-safety: every member may be called concurrently from any thread.
 class manual_clock {
@@ -134,41 +174,102 @@ class manual_clock {
 
   /// Blocks until another thread moves time to or past `deadline`; returns at once if it is
   /// already there.
-  void sleep_until(time_point deadline) const {
+  void sleep_until(time_point deadline) const { (void)sleep_until(deadline, detail::never_stop{}); }
+
+  /// Blocks until time reaches `deadline` (returns true) or until `stop()` returns true (returns
+  /// false). `stop` is called on entry and again after every wake_sleepers() call, under the
+  /// clock's internal lock: it must be cheap (e.g. read an atomic flag) and must not call into
+  /// this clock.
+  template <class Stop>
+  bool sleep_until(time_point deadline, Stop stop) const {
     std::unique_lock<std::mutex> lock(state_->mutex);
-    ++state_->sleepers;
-    state_->cv.notify_all();  // wake wait_for_sleepers()
-    state_->cv.wait(lock, [&] { return state_->now >= deadline; });
-    --state_->sleepers;
+    sleeper me{deadline, state_->wake_epoch};
+    state_->sleeping.push_back(&me);
+    struct unregister {
+      state* st;
+      sleeper* me;
+      ~unregister() {
+        for (std::size_t i = 0; i < st->sleeping.size(); ++i) {
+          if (st->sleeping[i] == me) {
+            st->sleeping[i] = st->sleeping.back();
+            st->sleeping.pop_back();
+            break;
+          }
+        }
+      }
+    } guard{state_.get(), &me};
+    bool checked = false;
+    for (;;) {
+      if (state_->now >= deadline) return true;
+      if (!checked || me.epoch != state_->wake_epoch) {
+        // Stop not counting as blocked while stop() runs: a wake_sleepers() caller that then
+        // waits for sleepers must see this thread either stopped or asleep again.
+        me.epoch = state_->wake_epoch;
+        checked = true;
+        if (stop()) return false;
+        state_->cv.notify_all();  // wake wait_for_sleepers(): this thread is (again) asleep
+      }
+      state_->cv.wait(lock);
+    }
   }
 
-  /// Returns how many threads are blocked in sleep_until() right now.
+  /// Makes every sleep_until(tp, stop) call re-check its stop(). Sleepers whose stop() is false
+  /// go back to sleep.
+  void wake_sleepers() {
+    {
+      std::lock_guard<std::mutex> lock(state_->mutex);
+      ++state_->wake_epoch;
+    }
+    state_->cv.notify_all();
+  }
+
+  /// Returns how many threads are blocked in sleep_until() right now: those whose deadline is
+  /// still ahead and that have no pending wake_sleepers() to answer. A sleeper whose deadline time
+  /// has reached is runnable, not blocked, even before it has returned.
   [[nodiscard]] std::size_t sleepers() const {
     std::lock_guard<std::mutex> lock(state_->mutex);
-    return state_->sleepers;
+    return blocked();
   }
 
   /// Waits (in real time, at most `real_timeout`) until at least `n` threads are blocked in
-  /// sleep_until(). Returns whether they are. Lets a test advance time only once the thread under
-  /// test is really asleep, with a bound instead of a fixed sleep.
+  /// sleep_until() (as counted by sleepers()). Returns whether they are. Lets a test advance time
+  /// only once the thread under test is really asleep, with a bound instead of a fixed sleep; and
+  /// since a sleeper stops counting the moment time passes its deadline, `advance(); 
+  /// wait_for_sleepers(n)` waits until the woken thread has done its work and is asleep again.
   template <class Rep, class Period>
   bool wait_for_sleepers(std::size_t n, std::chrono::duration<Rep, Period> real_timeout) const {
     std::unique_lock<std::mutex> lock(state_->mutex);
-    return state_->cv.wait_for(lock, real_timeout, [&] { return state_->sleepers >= n; });
+    return state_->cv.wait_for(lock, real_timeout, [&] { return blocked() >= n; });
   }
 
  private:
+  struct sleeper {
+    time_point deadline;
+    std::uint64_t epoch;
+  };
   struct state {
     std::mutex mutex;
     std::condition_variable cv;
     time_point now{};
-    std::size_t sleepers = 0;
+    std::uint64_t wake_epoch = 0;
+    std::vector<sleeper*> sleeping;  // every thread inside sleep_until (few: a vector suffices)
   };
+
+  std::size_t blocked() const {  // caller holds state_->mutex
+    std::size_t n = 0;
+    for (const sleeper* s : state_->sleeping) {
+      if (state_->now < s->deadline && s->epoch == state_->wake_epoch) ++n;
+    }
+    return n;
+  }
+
   std::shared_ptr<state> state_;
 };
 
 static_assert(is_ttl_clock_v<steady_clock>, "steady_clock must model ttl_clock");
 static_assert(is_ttl_clock_v<manual_clock>, "manual_clock must model ttl_clock");
+static_assert(is_interruptible_clock_v<manual_clock>, "manual_clock must be interruptible");
+static_assert(!is_interruptible_clock_v<steady_clock>, "steady_clock has no interruptible sleep");
 
 }  // namespace holdfast
 
