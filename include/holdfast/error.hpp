@@ -14,6 +14,8 @@
 //   invalid_argument   | bad input (empty key, TTL <= 0, token 0, ...)    | no, fix the call
 //   protocol_error     | the store answered something malformed           | no, bug or mismatch
 //   token_exhausted    | the fencing-token counter reached UINT64_MAX     | no, reset the store
+//   caught_exception   | a store, clock or callback threw where nothing   | keepalive retries
+//                      | may propagate (destructor, background renewer)   |
 //
 // `busy` is contention, a normal outcome and not a failure: is_contention() tells it apart.
 #ifndef HOLDFAST_ERROR_HPP
@@ -37,6 +39,9 @@ enum class errc : int {
   invalid_argument,   ///< Bad input: empty key/owner, non-positive or unrepresentable TTL, token 0.
   protocol_error,     ///< The store's answer was malformed or violated the store contract.
   token_exhausted,    ///< The fencing-token counter cannot grow any further (UINT64_MAX).
+  caught_exception,   ///< A store, clock or callback threw where an exception must not escape
+                      ///< (a destructor, a keepalive thread); holdfast caught it and reports it
+                      ///< on the lease (lease::last_error(), lease::last_exception()).
 };
 
 }  // namespace holdfast
@@ -73,6 +78,9 @@ class error_category_impl final : public std::error_category {
         return "lease store answered with a malformed or contract-violating reply";
       case errc::token_exhausted:
         return "fencing-token counter is exhausted";
+      case errc::caught_exception:
+        return "a store, clock or callback threw; the exception was caught where it could not "
+               "propagate";
     }
     return "unknown holdfast error";
   }
