@@ -9,19 +9,40 @@
 //
 // A lease handle moves through these states (state()):
 //
-//   state     | entered when                                         | valid() | destructor
-//   ----------+------------------------------------------------------+---------+------------------
-//   held      | acquire granted; renew succeeded                     | until   | releases
-//             |                                                      | validity|
-//   lost      | renew answered lease_lost; renew found validity gone;| false   | releases if the
-//             | the clock went backwards; store answered garbage     |         | record may remain
-//   released  | release() succeeded or the store said not_holder;   | false   | nothing
-//             | moved-from                                           |         |
+//   state     | entered when                                          | valid() | destructor
+//   ----------+-------------------------------------------------------+---------+-----------------
+//   held      | acquire granted; renew succeeded                      | until   | releases
+//             |                                                       | validity|
+//   lost      | validity passed (seen by valid(), renew() or a        | false   | releases if the
+//             | keepalive); renew answered lease_lost or not_holder;  |         | record may remain
+//             | the clock went backwards; the store answered garbage  |         |
+//   releasing | release() was called and has not (yet) succeeded: a   | false   | retries release
+//             | store error, or the store call is in flight or threw  |         | once, quietly
+//   released  | release() succeeded or the store said not_holder;     | false   | nothing
+//             | moved-from                                            |         |
 //
-// `valid()` is the holder's belief (invariant S4): true only before `valid_until()`, which is
-// `start + ttl*(1-drift) - margin` with `start` read before the request left (validity.hpp). It
-// turns false by the holder's own clock, without hearing from the store. Safety never rests on it:
-// a holder paused past its validity is stopped downstream by its fencing token (fence.hpp).
+// No transition leads back to held: a lost, releasing or released handle is never renewed back to
+// life (renew() answers lease_lost without asking the store), so a holder must acquire anew.
+//
+// Loss detection. `valid()` is the holder's belief (invariant S4): true only before
+// `valid_until()`, which is `start + ttl*(1-drift) - margin` with `start` read before the request
+// left (validity.hpp). The lease notices loss on its own clock, without hearing from the store,
+// the first time valid(), renew() or a keepalive (keepalive.hpp) looks after valid_until(). The
+// on-loss callback (acquire_options::on_lost, or on_lost()) then runs exactly once, with the
+// loss_cause. Safety never rests on any of this: a holder paused past its validity is stopped
+// downstream by its fencing token (fence.hpp).
+//
+// Release on error. release() first moves a held lease to `releasing`, so no renewal (manual or a
+// keepalive's) reaches the store after it, whatever the store answers. If the store fails, the
+// handle stays releasing: release() may be retried (the destructor retries once), and if it never
+// succeeds the store's TTL frees the key, since nothing renews it any more.
+//
+// Sharing with a keepalive. A lease keeps its state inline and takes no lock: cheap, movable,
+// used by one thread at a time. keepalive::add() moves the state into a shared control block
+// (one allocation) that the keepalive thread also holds; from then on every store operation on the
+// lease (renew, release) runs under a per-lease operation mutex, so a renewal and a release of one
+// lease never overlap and after release() returns no renewal of that lease reaches the store. The
+// handle stays movable; moving it moves the pointer to the block.
 //
 // Blocking acquire() retries contention and transient store errors with exponential backoff and
 // full jitter (backoff.hpp) until a deadline, always as the same owner, so a retry after a lost
@@ -31,6 +52,11 @@
 
 #include <chrono>
 #include <cstdint>
+#include <exception>
+#include <functional>
+#include <memory>
+#include <mutex>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <system_error>
@@ -51,10 +77,51 @@ namespace holdfast {
 
 /// Where a lease handle is in its life (see the table at the top of lease.hpp).
 enum class lease_state {
-  held,      ///< Granted and not known to be lost; valid() may still have turned false.
-  lost,      ///< Known lost: renew refused, validity passed at renew, clock regressed, or garbage.
-  released,  ///< Released (or moved-from); nothing left to do.
+  held,       ///< Granted and not known to be lost; valid() may still turn false at valid_until().
+  lost,       ///< Known lost: validity passed, renew refused, clock regressed, or a garbage reply.
+  released,   ///< Released (or moved-from); nothing left to do.
+  releasing,  ///< release() was called but has not succeeded; never renewed again; retry release().
 };
+
+/// Why a lease turned lost: lease::loss(), and the argument of the on-loss callback.
+enum class loss_cause : unsigned char {
+  none,             ///< Not lost.
+  validity_passed,  ///< The holder's clock passed valid_until() (seen by valid(), renew() or a
+                    ///< keepalive) before a renewal landed.
+  renew_refused,    ///< The store answered renew with lease_lost (expired or taken over).
+  not_holder,       ///< The store said this handle is not the holder (renew or release).
+  clock_regressed,  ///< The holder's clock went backwards, so elapsed time cannot be measured.
+  protocol_error,   ///< The store answered a renew with a malformed grant (other token, TTL <= 0).
+};
+
+/// Returns the loss_cause's name, e.g. "validity_passed".
+[[nodiscard]] constexpr const char* to_string(loss_cause c) noexcept {
+  switch (c) {
+    case loss_cause::none:
+      return "none";
+    case loss_cause::validity_passed:
+      return "validity_passed";
+    case loss_cause::renew_refused:
+      return "renew_refused";
+    case loss_cause::not_holder:
+      return "not_holder";
+    case loss_cause::clock_regressed:
+      return "clock_regressed";
+    case loss_cause::protocol_error:
+      return "protocol_error";
+  }
+  return "unknown";
+}
+
+/// The on-loss callback: called once with the cause when a lease turns lost (or when release()
+/// finds that the store no longer held it). It runs on the thread that noticed the loss: the
+/// holder's (in valid(), remaining(), renew(), release(), the destructor) or a keepalive's. It
+/// runs with no holdfast lock held, but concurrently with the holder's thread when a keepalive
+/// calls it: it must be thread-safe, should be quick (set a flag, cancel work), and must not use
+/// the lease handle itself (a handle is used by one thread at a time). An exception it throws
+/// propagates from valid()/renew()/release(); in a destructor or a keepalive it is caught and
+/// reported as errc::caught_exception on the lease.
+using loss_callback = std::function<void(loss_cause)>;
 
 /// Options for try_acquire() and acquire().
 template <class Clock = steady_clock>
@@ -68,6 +135,8 @@ struct acquire_options {
   validity_options validity{};
   /// Spacing of attempts in the blocking acquire(). Default: 10 ms doubling to 1 s, full jitter.
   backoff_options backoff{};
+  /// Called once when the acquired lease turns lost (see loss_callback). Default: none.
+  loss_callback on_lost{};
 };
 
 template <class Store, class Clock>
@@ -86,18 +155,353 @@ result<lease<Store, Clock>> acquire_once(Store& store, std::string_view key,
                                          const acquire_options<Clock>& opts,
                                          const std::string& owner);
 
+// Locks a mutex if there is one: a lease that no keepalive shares has none and pays nothing.
+class maybe_lock {
+ public:
+  explicit maybe_lock(std::mutex* m) : m_(m) {
+    if (m_ != nullptr) m_->lock();
+  }
+  ~maybe_lock() {
+    if (m_ != nullptr) m_->unlock();
+  }
+  maybe_lock(const maybe_lock&) = delete;
+  maybe_lock& operator=(const maybe_lock&) = delete;
+
+ private:
+  std::mutex* m_;
+};
+
+// A loss callback taken out of a lease, to be called once no lock is held.
+struct pending_loss {
+  loss_callback fn;
+  loss_cause cause = loss_cause::none;
+  void fire() {
+    if (fn) {
+      loss_callback f = std::move(fn);
+      fn = nullptr;
+      f(cause);
+    }
+  }
+};
+
+// Records the exception being handled (if exceptions exist) as the lease's last error.
+template <class Body>
+void record_caught_exception(Body& b) noexcept {
+  b.last_error = make_error_code(errc::caught_exception);
+#if HOLDFAST_HAS_EXCEPTIONS
+  b.last_exception = std::current_exception();
+#endif
+}
+
+// Everything a lease knows, and the operations on it. Inline in a lease, or in a lease_shared
+// block once a keepalive shares it. Locking protocol in shared mode: `op` (the shared block's
+// operation mutex) is held across every store call, so store operations on one lease are
+// serialized; `data` guards the fields and is held only briefly, never across a store call or a
+// callback. store, key, owner and token never change after construction, so they are read
+// without `data`. Fields written by an operation (ttl, acquired_at, valid_until) are written under
+// both mutexes, so holding either one is enough to read them.
+template <class Store, class Clock>
+struct lease_body {
+  using time_point = typename Clock::time_point;
+
+  lease_body(Store* s, Clock c, std::string k, std::string o, grant g, validity_options v,
+             time_point start)
+      : store(s),
+        clock(std::move(c)),
+        key(std::move(k)),
+        owner(std::move(o)),
+        token(g.token),
+        ttl(g.ttl),
+        validity(v),
+        acquired_at(start),
+        valid_until(holdfast::valid_until(start, g.ttl, v)),
+        last_seen(start),
+        state(lease_state::held),
+        needs_release(true) {}
+
+  lease_body(lease_body&&) = default;
+  lease_body& operator=(lease_body&&) = default;
+
+  // Marks a moved-from body as holding nothing.
+  void clear() noexcept {
+    state = lease_state::released;
+    needs_release = false;
+    on_lost = nullptr;
+  }
+
+  // [data] Turns a held lease lost for `why` (a lease is lost at most once).
+  void lose(loss_cause why) noexcept {
+    if (state != lease_state::held) return;
+    state = lease_state::lost;
+    if (loss == loss_cause::none) loss = why;
+  }
+
+  // [data] Takes the callback out if a loss is waiting to be reported.
+  void collect(pending_loss& out) noexcept {
+    if (loss == loss_cause::none || loss_reported || !on_lost) return;
+    loss_reported = true;
+    out.fn = std::move(on_lost);
+    on_lost = nullptr;
+    out.cause = loss;
+  }
+
+  // [data] Reads the clock, remembering the latest reading; a reading earlier than the latest one
+  // means the clock went backwards, and a lease that cannot measure time must not trust itself.
+  time_point observe() {
+    const time_point now = clock.now();
+    if (now < last_seen) {
+      lose(loss_cause::clock_regressed);
+    } else {
+      last_seen = now;
+    }
+    return now;
+  }
+
+  // [data] valid() without the callback.
+  bool check_valid() {
+    if (state != lease_state::held) return false;
+    const time_point now = observe();
+    if (state != lease_state::held) return false;
+    if (!(now < valid_until)) {
+      lose(loss_cause::validity_passed);
+      return false;
+    }
+    return true;
+  }
+
+  // The instant a keepalive renews at: `fraction` of the TTL after acquired_at, and strictly
+  // before valid_until (a renewal sent at or after it is refused as too late).
+  time_point due(double fraction) const noexcept {
+    const long double span = static_cast<long double>(
+                                 std::chrono::duration_cast<std::chrono::nanoseconds>(ttl).count()) *
+                             static_cast<long double>(fraction);
+    if (!(acquired_at < valid_until)) return acquired_at;
+    const time_point at = detail::saturating_add(
+        acquired_at, std::chrono::nanoseconds(static_cast<std::int64_t>(span)));
+    const time_point last = valid_until - typename Clock::duration(1);
+    return at < last ? at : last;
+  }
+
+  // [op] renew(ms): the store call runs with `data` unlocked.
+  result<void> renew(std::mutex* data, std::chrono::milliseconds ms, pending_loss& out) {
+    time_point start;
+    {
+      maybe_lock lock(data);
+      if (state != lease_state::held) return errc::lease_lost;
+      start = observe();
+      if (state == lease_state::held && !(start < valid_until)) lose(loss_cause::validity_passed);
+      if (state != lease_state::held) {
+        collect(out);
+        return errc::lease_lost;
+      }
+    }
+    result<grant> g = store->renew(key, owner, token, ms);
+    maybe_lock lock(data);
+    if (!g) {
+      last_error = g.error();
+      if (g.error() == errc::lease_lost) lose(loss_cause::renew_refused);
+      if (g.error() == errc::not_holder) lose(loss_cause::not_holder);
+      collect(out);
+      if (state != lease_state::held) return errc::lease_lost;
+      return g.error();
+    }
+    if (state != lease_state::held) return errc::lease_lost;  // lost while the call was out
+    if (g->token != token || g->ttl <= std::chrono::milliseconds::zero()) {
+      last_error = make_error_code(errc::protocol_error);
+      lose(loss_cause::protocol_error);
+      collect(out);
+      return errc::protocol_error;
+    }
+    ttl = g->ttl < ms ? g->ttl : ms;  // never trust more than was asked for
+    acquired_at = start;
+    valid_until = holdfast::valid_until(start, ttl, validity);
+    return {};
+  }
+
+  // [op] release(): the store call runs with `data` unlocked.
+  result<void> release(std::mutex* data, pending_loss& out) {
+    bool first_attempt;
+    {
+      maybe_lock lock(data);
+      if (!needs_release) {
+        if (state != lease_state::lost) state = lease_state::released;
+        return {};
+      }
+      // From here on nothing renews this lease, whatever the store answers (or throws).
+      first_attempt = state == lease_state::held;
+      if (first_attempt) state = lease_state::releasing;
+    }
+    result<void> r = store->release(key, owner, token);
+    maybe_lock lock(data);
+    if (r || r.error() == errc::not_holder) {
+      needs_release = false;
+      state = lease_state::released;
+      // not_holder on a first attempt means the lease was gone before the holder let go: a loss
+      // it never noticed. On a retry it may just mean an earlier attempt landed but its reply was
+      // lost, so it proves nothing and is not reported.
+      if (!r && first_attempt && loss == loss_cause::none) loss = loss_cause::not_holder;
+      collect(out);
+    } else {
+      last_error = r.error();
+    }
+    return r;
+  }
+
+  Store* store;
+  Clock clock;
+  std::string key;
+  std::string owner;
+  fencing_token token;
+  std::chrono::milliseconds ttl;
+  validity_options validity;
+  time_point acquired_at;
+  time_point valid_until;
+  time_point last_seen;
+  lease_state state;
+  bool needs_release;
+  bool loss_reported = false;
+  loss_cause loss = loss_cause::none;
+  std::error_code last_error{};
+  loss_callback on_lost{};
+#if HOLDFAST_HAS_EXCEPTIONS
+  std::exception_ptr last_exception{};
+#endif
+};
+
+// What one keepalive pass did to one lease: renewed it, failed transiently (retry), found it lost
+// (and dropped it), or found it no longer the keepalive's business (released, removed, gone).
+enum class keepalive_outcome { renewed, retry, lost, done };
+
+template <class Clock>
+struct keepalive_step {
+  keepalive_outcome outcome = keepalive_outcome::done;
+  typename Clock::time_point next{};         // renewed: when the next renewal is due
+  typename Clock::time_point valid_until{};  // retry: the last instant worth retrying before
+};
+
+// The keepalive's view of a shared lease, independent of its Store type, so one keepalive thread
+// serves leases on any stores that share a clock type.
+template <class Clock>
+class keepalive_target {
+ public:
+  using time_point = typename Clock::time_point;
+  virtual ~keepalive_target() = default;
+  // Marks the lease as kept alive by keepalive `id`. Returns the renewal due time and whether it
+  // was newly attached (false: `id` already keeps it alive); lease_lost if the lease is not held;
+  // invalid_argument if another keepalive already keeps it alive.
+  virtual result<std::pair<time_point, bool>> attach(std::uint64_t id, double fraction) = 0;
+  // Stops keepalive `id` from renewing the lease; returns once an in-flight renewal is done.
+  virtual void detach(std::uint64_t id) = 0;
+  // Renews the lease if keepalive `id` still keeps it alive. Never throws.
+  virtual keepalive_step<Clock> step(std::uint64_t id, double fraction) noexcept = 0;
+
+ protected:
+  keepalive_target() = default;
+  keepalive_target(const keepalive_target&) = default;
+  keepalive_target& operator=(const keepalive_target&) = default;
+};
+
+// A lease's state once a keepalive shares it.
+template <class Store, class Clock>
+class lease_shared final : public keepalive_target<Clock> {
+ public:
+  using time_point = typename Clock::time_point;
+
+  explicit lease_shared(lease_body<Store, Clock>&& b) : body(std::move(b)) {}
+
+  result<std::pair<time_point, bool>> attach(std::uint64_t id, double fraction) override {
+    std::lock_guard<std::mutex> lock(data);
+    if (body.state != lease_state::held) return errc::lease_lost;
+    if (keepalive_id == id) return std::make_pair(body.due(fraction), false);
+    if (keepalive_id != 0) return errc::invalid_argument;
+    keepalive_id = id;
+    return std::make_pair(body.due(fraction), true);
+  }
+
+  void detach(std::uint64_t id) override {
+    std::lock_guard<std::mutex> op_lock(op);
+    std::lock_guard<std::mutex> lock(data);
+    if (keepalive_id == id) keepalive_id = 0;
+  }
+
+  keepalive_step<Clock> step(std::uint64_t id, double fraction) noexcept override {
+    keepalive_step<Clock> out;
+    pending_loss loss;
+    HOLDFAST_TRY {
+      std::lock_guard<std::mutex> op_lock(op);
+      std::chrono::milliseconds ttl;
+      {
+        std::lock_guard<std::mutex> lock(data);
+        if (keepalive_id != id) return out;
+        if (body.state != lease_state::held) {
+          keepalive_id = 0;
+          return out;
+        }
+        ttl = body.ttl;
+      }
+      result<void> r = body.renew(&data, ttl, loss);
+      std::lock_guard<std::mutex> lock(data);
+      if (r) {
+        out.outcome = keepalive_outcome::renewed;
+        out.next = body.due(fraction);
+      } else if (body.state == lease_state::held) {
+        out.outcome = keepalive_outcome::retry;  // transient: retry until validity runs out
+        out.valid_until = body.valid_until;
+      } else {
+        keepalive_id = 0;  // lost for good (or released while the call was out)
+        if (body.state == lease_state::lost) out.outcome = keepalive_outcome::lost;
+      }
+    }
+    HOLDFAST_CATCH_ALL {
+      // A store or clock that throws on the keepalive thread: report it on the lease and treat it
+      // as transient; validity still bounds the retries.
+      std::lock_guard<std::mutex> lock(data);
+      record_caught_exception(body);
+      out.outcome = keepalive_outcome::retry;
+      out.valid_until = body.valid_until;
+    }
+    HOLDFAST_TRY { loss.fire(); }
+    HOLDFAST_CATCH_ALL {
+      std::lock_guard<std::mutex> lock(data);
+      record_caught_exception(body);
+    }
+    return out;
+  }
+
+  std::mutex op;    // held across every store call on this lease
+  std::mutex data;  // guards body's fields; never held across a store call or a callback
+  lease_body<Store, Clock> body;
+  std::uint64_t keepalive_id = 0;  // which keepalive renews this lease (0: none)
+};
+
+// Lets keepalive.hpp reach a lease's shared block without widening lease's public interface.
+struct lease_access {
+  template <class Store, class Clock>
+  static std::shared_ptr<keepalive_target<Clock>> share(lease<Store, Clock>& l) {
+    return l.share();
+  }
+  template <class Store, class Clock>
+  static std::shared_ptr<keepalive_target<Clock>> shared_block(const lease<Store, Clock>& l) {
+    return l.shared_;
+  }
+};
+
 }  // namespace detail
 
 /// A lease on one key of a LeaseStore, held by this handle: its key, owner id, fencing token, TTL
 /// and validity. Move-only. Releases the key when destroyed (never throws from the destructor).
 ///
 /// Thread-safety: one handle is used by one thread at a time (like std::unique_lock); distinct
-/// handles, on the same store or not, may be used concurrently if the store allows it. The store
-/// must outlive every lease on it.
+/// handles, on the same store or not, may be used concurrently if the store allows it. A keepalive
+/// (keepalive.hpp) may renew the lease concurrently with its holder: that is synchronized inside.
+/// The store must outlive every lease on it.
 template <class Store, class Clock = steady_clock>
 class lease {
   static_assert(assert_lease_store<Store>(), "holdfast::lease<Store>: Store must model LeaseStore");
   static_assert(is_ttl_clock_v<Clock>, "holdfast::lease<Store, Clock>: Clock must model ttl_clock");
+
+  using body_type = detail::lease_body<Store, Clock>;
+  using shared_type = detail::lease_shared<Store, Clock>;
 
  public:
   using store_type = Store;
@@ -106,34 +510,16 @@ class lease {
   using duration = typename Clock::duration;
 
   lease(lease&& other) noexcept
-      : store_(std::exchange(other.store_, nullptr)),
-        clock_(other.clock_),
-        key_(std::move(other.key_)),
-        owner_(std::move(other.owner_)),
-        token_(other.token_),
-        ttl_(other.ttl_),
-        validity_(other.validity_),
-        acquired_at_(other.acquired_at_),
-        valid_until_(other.valid_until_),
-        last_seen_(other.last_seen_),
-        state_(std::exchange(other.state_, lease_state::released)),
-        needs_release_(std::exchange(other.needs_release_, false)) {}
+      : inline_(std::move(other.inline_)), shared_(std::move(other.shared_)) {
+    other.inline_.clear();
+  }
 
   lease& operator=(lease&& other) noexcept {
     if (this != &other) {
       release_quietly();
-      store_ = std::exchange(other.store_, nullptr);
-      clock_ = other.clock_;
-      key_ = std::move(other.key_);
-      owner_ = std::move(other.owner_);
-      token_ = other.token_;
-      ttl_ = other.ttl_;
-      validity_ = other.validity_;
-      acquired_at_ = other.acquired_at_;
-      valid_until_ = other.valid_until_;
-      last_seen_ = other.last_seen_;
-      state_ = std::exchange(other.state_, lease_state::released);
-      needs_release_ = std::exchange(other.needs_release_, false);
+      inline_ = std::move(other.inline_);
+      shared_ = std::move(other.shared_);
+      other.inline_.clear();
     }
     return *this;
   }
@@ -141,57 +527,121 @@ class lease {
   lease(const lease&) = delete;
   lease& operator=(const lease&) = delete;
 
-  /// Releases the key if this handle may still hold it. Errors and exceptions from the store or
-  /// the clock are swallowed: a destructor must not throw, and the TTL frees the key regardless.
+  /// Releases the key if this handle may still hold it, first noticing on its own clock whether
+  /// the lease was lost (the on-loss callback then runs). Never throws: errors and exceptions from
+  /// the store, the clock or the callback are swallowed, and the TTL frees the key regardless. A
+  /// lease in `releasing` gets one more release attempt.
   ~lease() { release_quietly(); }
 
   /// Returns the key this lease is on.
-  [[nodiscard]] const std::string& key() const noexcept { return key_; }
+  [[nodiscard]] const std::string& key() const noexcept { return b().key; }
   /// Returns the owner id this lease was granted to.
-  [[nodiscard]] const std::string& owner() const noexcept { return owner_; }
-  /// Returns the fencing token of the grant; pass it with every write the lease protects.
-  [[nodiscard]] fencing_token token() const noexcept { return token_; }
+  [[nodiscard]] const std::string& owner() const noexcept { return b().owner; }
+  /// Returns the fencing token of the grant; pass it with every write the lease protects. It never
+  /// changes: a renewal keeps the token.
+  [[nodiscard]] fencing_token token() const noexcept { return b().token; }
   /// Returns the TTL (ms) of the latest grant, as applied by the store.
-  [[nodiscard]] std::chrono::milliseconds ttl() const noexcept { return ttl_; }
+  [[nodiscard]] std::chrono::milliseconds ttl() const {
+    detail::maybe_lock lock(data_mutex());
+    return b().ttl;
+  }
   /// Returns the holder-clock instant read before the request of the latest grant or renewal left.
-  [[nodiscard]] time_point acquired_at() const noexcept { return acquired_at_; }
+  [[nodiscard]] time_point acquired_at() const {
+    detail::maybe_lock lock(data_mutex());
+    return b().acquired_at;
+  }
   /// Returns the holder-clock instant from which this lease no longer trusts itself.
-  [[nodiscard]] time_point valid_until() const noexcept { return valid_until_; }
+  [[nodiscard]] time_point valid_until() const {
+    detail::maybe_lock lock(data_mutex());
+    return b().valid_until;
+  }
   /// Returns the holder-clock instant at which renewal is due: half the TTL after acquired_at()
   /// (DESIGN §4), never later than valid_until().
-  [[nodiscard]] time_point renew_due_at() const noexcept {
-    const time_point half = detail::saturating_add(acquired_at_, ttl_ / 2);
-    return half < valid_until_ ? half : valid_until_;
+  [[nodiscard]] time_point renew_due_at() const {
+    detail::maybe_lock lock(data_mutex());
+    const body_type& x = b();
+    const time_point half = detail::saturating_add(x.acquired_at, x.ttl / 2);
+    return half < x.valid_until ? half : x.valid_until;
   }
-  /// Returns the current state (see the table at the top of lease.hpp).
-  [[nodiscard]] lease_state state() const noexcept { return state_; }
+  /// Returns the current state (see the table at the top of lease.hpp). Reads no clock: a held
+  /// lease whose validity passed unnoticed is still `held` until valid() or renew() looks.
+  [[nodiscard]] lease_state state() const {
+    detail::maybe_lock lock(data_mutex());
+    return b().state;
+  }
+  /// Returns why the lease was lost, or loss_cause::none. Set once and never changed.
+  [[nodiscard]] loss_cause loss() const {
+    detail::maybe_lock lock(data_mutex());
+    return b().loss;
+  }
+  /// Returns the error of the most recent failed store operation on this lease, whoever ran it
+  /// (renew, release, a keepalive's renewal), or errc::caught_exception if a store, clock or
+  /// callback threw where it could not propagate; zero if none failed. Later successes do not
+  /// clear it.
+  [[nodiscard]] std::error_code last_error() const {
+    detail::maybe_lock lock(data_mutex());
+    return b().last_error;
+  }
+#if HOLDFAST_HAS_EXCEPTIONS
+  /// Returns the exception behind the latest errc::caught_exception (null if none), so that it
+  /// can be rethrown or logged. Only in builds with exceptions.
+  [[nodiscard]] std::exception_ptr last_exception() const {
+    detail::maybe_lock lock(data_mutex());
+    return b().last_exception;
+  }
+#endif
+
+  /// Sets the on-loss callback (see loss_callback), replacing any earlier one. If the lease is
+  /// already lost and no callback has been told yet, `fn` runs at once, on this thread.
+  void on_lost(loss_callback fn) {
+    detail::pending_loss loss;
+    {
+      detail::maybe_lock lock(data_mutex());
+      body_type& x = b();
+      x.on_lost = std::move(fn);
+      x.collect(loss);
+    }
+    loss.fire();
+  }
 
   /// Returns true iff the lease is held and the holder's clock is before valid_until(). Reads the
-  /// clock; if the clock has gone backwards since the lease last read it, the lease turns lost
-  /// (it can no longer tell how much time really passed). Exceptions from Clock::now() propagate.
+  /// clock. If validity has passed, or the clock went backwards since the lease last read it (it
+  /// can then no longer tell how much time really passed), the lease turns lost and the on-loss
+  /// callback runs. Exceptions from Clock::now() or the callback propagate.
   [[nodiscard]] bool valid() {
-    if (state_ != lease_state::held) return false;
-    const time_point now = observe();
-    return state_ == lease_state::held && now < valid_until_;
+    detail::pending_loss loss;
+    bool ok;
+    {
+      detail::maybe_lock lock(data_mutex());
+      body_type& x = b();
+      ok = x.check_valid();
+      x.collect(loss);
+    }
+    loss.fire();
+    return ok;
   }
 
   /// Returns the time left until valid_until() on the holder's clock, or zero if not valid().
   [[nodiscard]] duration remaining() {
     if (!valid()) return duration::zero();
-    return detail::saturating_sub(valid_until_, last_seen_);
+    detail::maybe_lock lock(data_mutex());
+    const body_type& x = b();
+    return detail::saturating_sub(x.valid_until, x.last_seen);
   }
 
   /// Extends the lease by its current TTL. See renew(ttl).
-  result<void> renew() { return renew(ttl_); }
+  result<void> renew() { return renew(ttl()); }
 
   /// Asks the store to extend the lease to `ttl` from now (ms, or any duration; it is truncated to
   /// whole milliseconds) and recomputes validity from the instant before the request left.
   ///
   /// A lease whose validity has already passed on the holder's clock is not sent to the store: it
   /// turns lost and renew reports lease_lost, so an expired lease is never silently revived.
+  /// Nor is a lost, releasing or released one.
   /// \returns success;
   ///   errc::lease_lost if the lease is not held, its validity passed, the clock went backwards,
-  ///     or the store says it is no longer the holder (state() turns lost);
+  ///     or the store says it is no longer the holder (lease_lost or not_holder; state() turns
+  ///     lost and the on-loss callback runs);
   ///   errc::invalid_argument if ttl is not in [1 ms, max_ttl] or too short to leave any validity
   ///     after drift and margin (nothing changes);
   ///   errc::protocol_error if the store's grant is malformed (other token, TTL <= 0; state()
@@ -199,53 +649,47 @@ class lease {
   ///   any transient store error (store_unavailable, timeout, ...): state() stays held and the
   ///     old validity still applies, so the caller may retry until valid_until().
   /// Exceptions from the store or clock propagate unchanged, with the lease unchanged.
+  /// Thread-safety: serialized with a keepalive's renewals of the same lease.
   template <class Rep, class Period>
   result<void> renew(std::chrono::duration<Rep, Period> ttl) {
     const std::optional<std::chrono::milliseconds> ms = detail::ttl_to_ms(ttl);
-    if (!ms || check_ttl(*ms) || trusted_span(*ms, validity_) <= std::chrono::nanoseconds::zero()) {
+    if (!ms || check_ttl(*ms) ||
+        trusted_span(*ms, b().validity) <= std::chrono::nanoseconds::zero()) {
       return errc::invalid_argument;
     }
-    if (state_ != lease_state::held) return errc::lease_lost;
-    const time_point start = observe();
-    if (state_ != lease_state::held) return errc::lease_lost;  // the clock went backwards
-    if (!(start < valid_until_)) {
-      state_ = lease_state::lost;
-      return errc::lease_lost;
+    detail::pending_loss loss;
+    result<void> r;
+    {
+      detail::maybe_lock op(op_mutex());
+      r = b().renew(data_mutex(), *ms, loss);
     }
-    result<grant> g = store_->renew(key_, owner_, token_, *ms);
-    if (!g) {
-      if (g.error() == errc::lease_lost) state_ = lease_state::lost;
-      return g.error();
-    }
-    if (g->token != token_ || g->ttl <= std::chrono::milliseconds::zero()) {
-      state_ = lease_state::lost;
-      return errc::protocol_error;
-    }
-    ttl_ = g->ttl < *ms ? g->ttl : *ms;  // never trust more than was asked for
-    acquired_at_ = start;
-    valid_until_ = holdfast::valid_until(start, ttl_, validity_);
-    return {};
+    loss.fire();
+    return r;
   }
 
   /// Releases the key in the store (owner- and token-checked there), ending this handle's claim.
-  /// Releasing a released handle does nothing and succeeds. A lost lease is released too, since
-  /// its record may still be in the store and freeing it early helps the next holder.
+  /// A held lease turns `releasing` before the store is asked, so no renewal reaches the store
+  /// after this call, whatever the outcome. Releasing a released handle does nothing and succeeds.
+  /// A lost lease is released too, since its record may still be in the store and freeing it
+  /// early helps the next holder.
   /// \returns success (state() turns released);
   ///   errc::not_holder if the store no longer holds this grant (state() turns released: there is
-  ///     nothing left to free);
-  ///   any other store error: state() is unchanged and release() may be retried; if it never is,
-  ///     the TTL frees the key.
-  /// Exceptions from the store propagate unchanged, with the lease unchanged.
+  ///     nothing left to free). On the first attempt of a lease not known lost, loss() turns
+  ///     not_holder and the on-loss callback runs: the holder had lost it without noticing. On a
+  ///     retry after a failed attempt it is not reported (that attempt may have landed);
+  ///   any other store error: state() is releasing (or stays lost) and release() may be retried;
+  ///     if it never is, the TTL frees the key, since nothing renews it any more.
+  /// Exceptions from the store propagate unchanged; the lease is then releasing (or lost).
+  /// Thread-safety: serialized with a keepalive's renewals of the same lease; once it returns, no
+  /// renewal of this lease reaches the store.
   result<void> release() {
-    if (!needs_release_) {
-      state_ = lease_state::released;
-      return {};
+    detail::pending_loss loss;
+    result<void> r;
+    {
+      detail::maybe_lock op(op_mutex());
+      r = b().release(data_mutex(), loss);
     }
-    result<void> r = store_->release(key_, owner_, token_);
-    if (r || r.error() == errc::not_holder) {
-      needs_release_ = false;
-      state_ = lease_state::released;
-    }
+    loss.fire();
     return r;
   }
 
@@ -253,56 +697,52 @@ class lease {
   template <class S, class C>
   friend result<lease<S, C>> detail::acquire_once(S&, std::string_view, std::chrono::milliseconds,
                                                   const acquire_options<C>&, const std::string&);
+  friend struct detail::lease_access;
 
   lease(Store& store, Clock clock, std::string key, std::string owner, grant g,
         validity_options validity, time_point start)
-      : store_(&store),
-        clock_(std::move(clock)),
-        key_(std::move(key)),
-        owner_(std::move(owner)),
-        token_(g.token),
-        ttl_(g.ttl),
-        validity_(validity),
-        acquired_at_(start),
-        valid_until_(holdfast::valid_until(start, g.ttl, validity)),
-        last_seen_(start),
-        state_(lease_state::held),
-        needs_release_(true) {}
+      : inline_(&store, std::move(clock), std::move(key), std::move(owner), g, validity, start) {}
 
-  // Reads the clock, remembering the latest reading; a reading earlier than the latest one means
-  // the clock went backwards, and a lease that cannot measure time must not trust itself.
-  time_point observe() {
-    const time_point now = clock_.now();
-    if (now < last_seen_) {
-      if (state_ == lease_state::held) state_ = lease_state::lost;
-    } else {
-      last_seen_ = now;
+  const body_type& b() const noexcept { return shared_ ? shared_->body : inline_; }
+  body_type& b() noexcept { return shared_ ? shared_->body : inline_; }
+  std::mutex* data_mutex() const noexcept { return shared_ ? &shared_->data : nullptr; }
+  std::mutex* op_mutex() const noexcept { return shared_ ? &shared_->op : nullptr; }
+
+  // Moves the state into a shared block (once) for a keepalive. May throw std::bad_alloc, with
+  // the lease unchanged.
+  std::shared_ptr<detail::keepalive_target<Clock>> share() {
+    if (!shared_) {
+      shared_ = std::make_shared<shared_type>(std::move(inline_));
+      inline_.clear();
     }
-    return now;
+    return shared_;
   }
 
   void release_quietly() noexcept {
-    if (!needs_release_ || store_ == nullptr) return;
-    HOLDFAST_TRY {
-      (void)release();
+    bool needed;
+    {
+      detail::maybe_lock lock(data_mutex());
+      needed = b().needs_release && b().store != nullptr;
     }
-    HOLDFAST_CATCH_ALL {}
-    needs_release_ = false;
-    state_ = lease_state::released;
+    if (!needed) return;
+    HOLDFAST_TRY { (void)valid(); }  // notice a loss on our own clock, and report it
+    HOLDFAST_CATCH_ALL {
+      detail::maybe_lock lock(data_mutex());
+      detail::record_caught_exception(b());
+    }
+    HOLDFAST_TRY { (void)release(); }
+    HOLDFAST_CATCH_ALL {
+      detail::maybe_lock lock(data_mutex());
+      detail::record_caught_exception(b());
+    }
+    detail::maybe_lock lock(data_mutex());
+    body_type& x = b();
+    x.needs_release = false;
+    if (x.state != lease_state::lost) x.state = lease_state::released;
   }
 
-  Store* store_ = nullptr;
-  Clock clock_;
-  std::string key_;
-  std::string owner_;
-  fencing_token token_;
-  std::chrono::milliseconds ttl_{0};
-  validity_options validity_;
-  time_point acquired_at_{};
-  time_point valid_until_{};
-  time_point last_seen_{};
-  lease_state state_ = lease_state::released;
-  bool needs_release_ = false;
+  body_type inline_;
+  std::shared_ptr<shared_type> shared_;
 };
 
 namespace detail {
@@ -324,11 +764,13 @@ result<lease<Store, Clock>> acquire_once(Store& store, std::string_view key,
   if (applied.ttl > ttl) applied.ttl = ttl;  // never trust more than was asked for
   lease<Store, Clock> l(store, opts.clock, std::string(key), owner, applied, opts.validity, start);
   // A reply that arrives after the validity it would give is worthless to the holder (Redlock's
-  // rule): hand the key back at once rather than hold a lease it must not use.
+  // rule): hand the key back at once rather than hold a lease it must not use. No callback is set
+  // yet, so the caller hears of it only through the error.
   if (!l.valid()) {
     (void)l.release();
     return errc::timeout;
   }
+  if (opts.on_lost) l.inline_.on_lost = opts.on_lost;
   return l;
 }
 
