@@ -1,0 +1,398 @@
+// holdfast/keepalive.hpp - keepalive<Clock>: one background thread that renews many leases before
+// their TTL runs out, and notices when one is lost.
+//
+// Opt-in: a lease renews only when renew() is called, unless it is added to a keepalive (etcd's
+// lease KeepAlive, Redisson's lock watchdog, client-go's leader-election renew loop):
+//
+//   holdfast::keepalive<> keepalive;                         // starts one thread
+//   auto l = holdfast::try_acquire(store, "orders", 10s, opts);
+//   keepalive.add(*l);                                        // renewed every 5 s from now on
+//   while (l->valid()) do_some_work(l->token());              // stop when the lease is lost
+//
+// Per lease, the keepalive runs this loop (times on the keepalive's clock, which must measure the
+// same time as the leases' clocks, e.g. copies of one clock):
+//
+//   event                                  | what the keepalive does
+//   ---------------------------------------+---------------------------------------------------
+//   renew_fraction * TTL after acquired_at | renew() with the lease's TTL
+//   renew succeeded                        | schedule the next renewal from the new acquired_at
+//   transient error (store_unavailable,    | retry with exponential backoff and full jitter, but
+//   timeout, foreign error) or a store /   | never after valid_until(); the error (or
+//   clock exception                        | caught_exception) is the lease's last_error()
+//   validity passed before a renewal landed| lease turns lost (validity_passed), callback, drop
+//   lease_lost / not_holder / garbage      | lease turns lost, callback, drop (never retried)
+//   lease released / releasing / destroyed | drop; nothing reaches the store for it again
+//   remove(lease), stop()                  | drop; the lease stays held until its TTL runs out
+//
+// Serialization: adding a lease moves its state into a shared block with a per-lease operation
+// mutex (lease.hpp). The keepalive's renewal and the holder's renew()/release() take that mutex
+// around their store call, so they never overlap, and once release() or remove() returns, the
+// keepalive sends no renewal of that lease. A lease that no keepalive shares takes no lock.
+//
+// Waiting: the thread sleeps until the earliest renewal is due, and add() and stop() wake it at
+// once. On steady_clock it waits on a condition variable (the same steady time); on an
+// interruptible clock (manual_clock; clock.hpp) it sleeps in the clock's sleep_until(tp, stop), so
+// tests move its time by hand and synchronize with manual_clock::wait_for_sleepers(). A clock that
+// is neither cannot be slept on without risking a stop() that waits for that clock to move, so
+// there the thread reads the clock every `poll_interval` of real time. With
+// keepalive_options::start_thread = false there is no thread at all: call poll() yourself and
+// sleep until the instant it returns (a simulator's cooperative client, an event loop).
+#ifndef HOLDFAST_KEEPALIVE_HPP
+#define HOLDFAST_KEEPALIVE_HPP
+
+#include <atomic>
+#include <chrono>
+#include <condition_variable>
+#include <cstddef>
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <system_error>
+#include <thread>
+#include <type_traits>
+#include <utility>
+#include <vector>
+
+#include "holdfast/backoff.hpp"
+#include "holdfast/clock.hpp"
+#include "holdfast/detail/config.hpp"
+#include "holdfast/detail/saturating.hpp"
+#include "holdfast/error.hpp"
+#include "holdfast/lease.hpp"
+#include "holdfast/result.hpp"
+
+namespace holdfast {
+
+/// How a keepalive schedules renewals.
+struct keepalive_options {
+  /// When a renewal is due, as a fraction of the lease's TTL after its acquired_at(), in (0, 1).
+  /// Default 1/2 (DESIGN §4): a renewal that fails still leaves half the TTL to retry in. The
+  /// renewal is never scheduled later than just before valid_until().
+  double renew_fraction = 0.5;
+  /// Spacing of retries after a transient renewal failure. Retries stop at the lease's
+  /// valid_until(), so max_attempts is ignored. Default: 10 ms doubling to 1 s, full jitter.
+  backoff_options retry{};
+  /// On a clock that is neither steady_clock nor interruptible, how often (real time, ns) the
+  /// thread reads the clock to see whether a renewal is due. Also the real-time pause after the
+  /// clock itself threw. > 0; default 100 ms.
+  std::chrono::nanoseconds poll_interval = std::chrono::milliseconds(100);
+  /// Start the background thread (default). false: no thread; the owner calls poll().
+  bool start_thread = true;
+
+  /// Returns errc::invalid_argument if renew_fraction is not in (0, 1) (or NaN), the retry backoff
+  /// is invalid (backoff_options::check), or poll_interval <= 0; a zero error code otherwise.
+  [[nodiscard]] std::error_code check() const noexcept {
+    if (!(renew_fraction > 0.0 && renew_fraction < 1.0)) return errc::invalid_argument;
+    if (std::error_code ec = retry.check()) return ec;
+    if (poll_interval <= std::chrono::nanoseconds::zero()) return errc::invalid_argument;
+    return {};
+  }
+};
+
+/// Counters of what a keepalive has done, for observability and tests.
+struct keepalive_stats {
+  std::uint64_t renewals = 0;  ///< Renewals the store granted.
+  std::uint64_t retries = 0;   ///< Renewal attempts that failed transiently (or threw).
+  std::uint64_t losses = 0;    ///< Leases found lost (then dropped).
+  std::uint64_t passes = 0;    ///< Completed poll() passes that found work due.
+};
+
+namespace detail {
+inline std::uint64_t next_keepalive_id() noexcept {
+  static std::atomic<std::uint64_t> counter{0};
+  return counter.fetch_add(1, std::memory_order_relaxed) + 1;  // never 0: 0 means "none"
+}
+}  // namespace detail
+
+/// A background renewer: one thread keeps many leases alive by renewing each at
+/// `renew_fraction` of its TTL, retrying transient errors until the lease's validity runs out, and
+/// turning it lost (with its on-loss callback) when it cannot. See the tables at the top of
+/// keepalive.hpp. Leases on different stores may share one keepalive if they share its Clock type.
+///
+/// Thread-safety: every member may be called from any thread, concurrently. Not copyable or
+/// movable (its thread refers to it). Do not call stop() or destroy the keepalive from a loss
+/// callback running on the keepalive's own thread (stop() there only requests the stop).
+/// Exceptions: a store, clock or callback exception on the keepalive thread is caught and
+/// reported on the lease (errc::caught_exception in lease::last_error()); it never reaches
+/// std::terminate.
+template <class Clock = steady_clock>
+class keepalive {
+  static_assert(is_ttl_clock_v<Clock>, "holdfast::keepalive<Clock>: Clock must model ttl_clock");
+  using target_type = detail::keepalive_target<Clock>;
+
+ public:
+  using clock_type = Clock;
+  using time_point = typename Clock::time_point;
+
+  /// Makes a keepalive sleeping on `clock` and, unless opts.start_thread is false, starts its
+  /// thread. With invalid options (see keepalive_options::check) no thread starts, and error()
+  /// and every add() report errc::invalid_argument.
+  explicit keepalive(Clock clock = Clock{}, keepalive_options opts = {})
+      : clock_(std::move(clock)),
+        opts_(opts),
+        config_error_(opts.check()),
+        id_(detail::next_keepalive_id()) {
+    if (!config_error_ && opts_.start_thread) thread_ = std::thread([this] { run(); });
+  }
+
+  keepalive(const keepalive&) = delete;
+  keepalive& operator=(const keepalive&) = delete;
+
+  /// Stops and joins the thread (see stop()). The leases stay held until their TTL runs out.
+  ~keepalive() { stop(); }
+
+  /// Returns errc::invalid_argument if the options were invalid; zero otherwise.
+  [[nodiscard]] std::error_code error() const noexcept { return config_error_; }
+
+  /// Starts renewing `l`: its first renewal is due at renew_fraction of its TTL after its
+  /// acquired_at(). Adding a lease this keepalive already renews does nothing. The lease moves its
+  /// state into a shared block (one allocation) the first time a keepalive takes it; the handle
+  /// stays movable, and when it is released or destroyed the keepalive drops it.
+  /// \returns success; errc::lease_lost if `l` is not held (lost, releasing, released);
+  ///   errc::invalid_argument if another keepalive renews `l`, the options are invalid, or this
+  ///   keepalive was stopped.
+  /// Exceptions: std::bad_alloc may propagate, with nothing changed.
+  template <class Store>
+  result<void> add(lease<Store, Clock>& l) {
+    if (config_error_) return config_error_;
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      if (stopping_) return errc::invalid_argument;
+    }
+    std::shared_ptr<target_type> t = detail::lease_access::share(l);
+    result<std::pair<time_point, bool>> due = t->attach(id_, opts_.renew_fraction);
+    if (!due) return due.error();
+    if (!due->second) return {};  // already ours
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      if (!stopping_) {
+        backoff_options retry = opts_.retry;
+        retry.max_attempts = 0;
+        if (retry.seed) retry.seed = *retry.seed + (++seq_);
+        schedule_.emplace(due->first, entry(t, t.get(), retry));
+        ++size_;
+        wake_locked();
+        return {};
+      }
+    }
+    t->detach(id_);
+    return errc::invalid_argument;
+  }
+
+  /// Stops renewing `l`; the lease itself stays as it is (held until its TTL runs out, unless
+  /// renewed by hand). Returns once any renewal of `l` in flight has finished; after that this
+  /// keepalive sends no renewal of `l`. Does nothing if this keepalive does not renew `l`.
+  template <class Store>
+  void remove(lease<Store, Clock>& l) {
+    std::shared_ptr<target_type> t = detail::lease_access::shared_block(l);
+    if (!t) return;
+    t->detach(id_);
+    std::lock_guard<std::mutex> lock(mu_);
+    for (auto it = schedule_.begin(); it != schedule_.end(); ++it) {
+      if (it->second.raw == t.get()) {
+        schedule_.erase(it);
+        --size_;
+        break;
+      }
+    }
+    // An entry in flight in a poll() is dropped there: step() finds it detached.
+  }
+
+  /// Stops the keepalive for good: wakes and joins its thread, waits for a poll() in progress to
+  /// finish its current store call, and detaches every lease. Prompt: it never waits on the clock,
+  /// only for a store call already in flight. After it returns no renewal from this keepalive
+  /// reaches any store. Idempotent. From a loss callback on the keepalive thread it only requests
+  /// the stop (a thread cannot join itself); the destructor then completes it.
+  void stop() {
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      stopping_ = true;
+      wake_locked();
+    }
+    if (thread_.joinable()) {
+      if (thread_.get_id() == std::this_thread::get_id()) return;
+      thread_.join();
+    }
+    std::lock_guard<std::mutex> poll_lock(poll_mu_);  // a poll() on another thread finishes first
+    std::multimap<time_point, entry> dropped;
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      dropped.swap(schedule_);
+      size_ = 0;
+    }
+    for (auto& kv : dropped) {
+      if (std::shared_ptr<target_type> t = kv.second.block.lock()) t->detach(id_);
+    }
+  }
+
+  /// Returns true once stop() has been called.
+  [[nodiscard]] bool stopped() const {
+    std::lock_guard<std::mutex> lock(mu_);
+    return stopping_;
+  }
+
+  /// Returns how many leases this keepalive renews, counting ones released or destroyed since
+  /// their last renewal (they are dropped when next due).
+  [[nodiscard]] std::size_t size() const {
+    std::lock_guard<std::mutex> lock(mu_);
+    return size_;
+  }
+
+  /// Returns the counters (a consistent snapshot).
+  [[nodiscard]] keepalive_stats stats() const {
+    std::lock_guard<std::mutex> lock(mu_);
+    return stats_;
+  }
+
+  /// Returns the latest error of the keepalive itself (not of a lease): errc::caught_exception if
+  /// its clock threw on the keepalive thread; zero if none.
+  [[nodiscard]] std::error_code last_error() const {
+    std::lock_guard<std::mutex> lock(mu_);
+    return last_error_;
+  }
+
+  /// Renews every lease that is due at clock.now(), on the calling thread, and returns when the
+  /// next renewal is due (nullopt if no lease is kept alive, or after stop()). The background
+  /// thread calls it; without the thread (start_thread = false) call it yourself, sleeping until
+  /// the instant it returns. Calls are serialized with each other.
+  /// Exceptions: one thrown by the clock's now() propagates, with nothing changed; store and
+  /// callback exceptions are caught and reported on their lease.
+  std::optional<time_point> poll() {
+    std::lock_guard<std::mutex> poll_lock(poll_mu_);
+    if (config_error_) return std::nullopt;
+    const time_point now = clock_.now();
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      if (stopping_) return std::nullopt;
+      batch_.clear();
+      while (!schedule_.empty() && !(now < schedule_.begin()->first)) {
+        batch_.push_back(schedule_.extract(schedule_.begin()));
+      }
+      if (!batch_.empty()) ++stats_.passes;
+    }
+    for (node_type& node : batch_) {
+      const detail::keepalive_step<Clock> s =
+          keep(node.mapped().block.lock(), opts_.renew_fraction);
+      std::lock_guard<std::mutex> lock(mu_);
+      switch (s.outcome) {
+        case detail::keepalive_outcome::renewed:
+          ++stats_.renewals;
+          node.mapped().retry = backoff(node.mapped().retry_options);
+          node.key() = s.next;
+          schedule_.insert(std::move(node));
+          break;
+        case detail::keepalive_outcome::retry: {
+          ++stats_.retries;
+          time_point at = detail::saturating_add(now, node.mapped().retry.next_delay());
+          if (s.valid_until < at) at = s.valid_until;  // the last try, where loss is noticed
+          node.key() = at;
+          schedule_.insert(std::move(node));
+          break;
+        }
+        case detail::keepalive_outcome::lost:
+          ++stats_.losses;
+          --size_;
+          break;
+        case detail::keepalive_outcome::done:
+          --size_;
+          break;
+      }
+    }
+    batch_.clear();
+    std::lock_guard<std::mutex> lock(mu_);
+    if (stopping_ || schedule_.empty()) return std::nullopt;
+    return schedule_.begin()->first;
+  }
+
+ private:
+  struct entry {
+    entry(std::weak_ptr<target_type> b, const void* r, const backoff_options& o)
+        : block(std::move(b)), raw(r), retry_options(o), retry(o) {}
+    std::weak_ptr<target_type> block;
+    const void* raw;  // identity only (the weak_ptr keeps the memory, so it is never reused)
+    backoff_options retry_options;
+    holdfast::backoff retry;
+  };
+  using node_type = typename std::multimap<time_point, entry>::node_type;
+
+  detail::keepalive_step<Clock> keep(const std::shared_ptr<target_type>& t, double fraction) noexcept {
+    if (!t) return {};  // the lease was destroyed
+    return t->step(id_, fraction);
+  }
+
+  void wake_locked() {
+    wake_.store(true, std::memory_order_release);
+    cv_.notify_all();
+    if constexpr (is_interruptible_clock_v<Clock>) clock_.wake_sleepers();
+  }
+
+  void run() noexcept {
+    for (;;) {
+      {
+        std::lock_guard<std::mutex> lock(mu_);
+        if (stopping_) return;
+        wake_.store(false, std::memory_order_release);
+      }
+      HOLDFAST_TRY {
+        const std::optional<time_point> next = poll();
+        sleep_until(next);
+      }
+      HOLDFAST_CATCH_ALL {
+        // The clock threw: nothing to sleep on. Record it and pause in real time instead.
+        std::unique_lock<std::mutex> lock(mu_);
+        last_error_ = make_error_code(errc::caught_exception);
+        cv_.wait_for(lock, opts_.poll_interval, [this] { return stopping_; });
+      }
+    }
+  }
+
+  // Sleeps until `next` (forever if nullopt) or until add()/stop() wakes the thread.
+  void sleep_until(const std::optional<time_point>& next) {
+    if constexpr (std::is_same_v<Clock, steady_clock>) {
+      std::unique_lock<std::mutex> lock(mu_);
+      const auto woken = [this] { return stopping_ || wake_.load(std::memory_order_acquire); };
+      if (next) {
+        cv_.wait_until(lock, *next, woken);
+      } else {
+        cv_.wait(lock, woken);
+      }
+    } else if constexpr (is_interruptible_clock_v<Clock>) {
+      clock_.sleep_until(next ? *next : time_point::max(),
+                         [this] { return wake_.load(std::memory_order_acquire); });
+    } else {
+      // Neither steady nor interruptible: a sleep on this clock could not be cut short, and a
+      // stop() must never wait for someone else's clock to move. Look at the clock every
+      // poll_interval of real time instead (simulators drive poll() themselves; see above).
+      std::unique_lock<std::mutex> lock(mu_);
+      cv_.wait_for(lock, opts_.poll_interval,
+                   [this] { return stopping_ || wake_.load(std::memory_order_acquire); });
+      (void)next;
+    }
+  }
+
+  Clock clock_;
+  const keepalive_options opts_;
+  const std::error_code config_error_;
+  const std::uint64_t id_;
+
+  mutable std::mutex mu_;  // guards everything below except batch_ (guarded by poll_mu_)
+  std::condition_variable cv_;
+  std::atomic<bool> wake_{false};
+  bool stopping_ = false;
+  std::multimap<time_point, entry> schedule_;
+  std::size_t size_ = 0;
+  std::uint64_t seq_ = 0;
+  keepalive_stats stats_{};
+  std::error_code last_error_{};
+
+  std::mutex poll_mu_;  // one poll() at a time; stop() waits on it for an in-flight store call
+  std::vector<node_type> batch_;
+
+  std::thread thread_;  // last: started once everything above is constructed
+};
+
+}  // namespace holdfast
+
+#endif  // HOLDFAST_KEEPALIVE_HPP

@@ -1,0 +1,558 @@
+// keepalive.hpp: background renewal of many leases. The schedule, retries, loss detection and
+// serialization with release() are tested deterministically by driving poll() on a manual_clock;
+// the thread itself in [concurrency] tests (run under TSan), with bounded waits only.
+#include <catch2/catch.hpp>
+
+#include <atomic>
+#include <chrono>
+#include <condition_variable>
+#include <limits>
+#include <mutex>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "holdfast/keepalive.hpp"
+#include "holdfast/lease.hpp"
+#include "holdfast/stores/memory.hpp"
+#include "lifecycle_support.hpp"
+
+using namespace std::chrono_literals;
+using holdfast::errc;
+using holdfast::keepalive;
+using holdfast::keepalive_options;
+using holdfast::lease_state;
+using holdfast::loss_cause;
+using holdfast::manual_clock;
+using lifecycle_test::eventually;
+using lifecycle_test::faulty_store;
+using lifecycle_test::injected_failure;
+
+namespace {
+
+using mstore = holdfast::memory_store<manual_clock>;
+using fstore = faulty_store<mstore>;
+using flease = holdfast::lease<fstore, manual_clock>;
+
+keepalive_options manual_options(double fraction = 0.5) {
+  keepalive_options o;
+  o.start_thread = false;
+  o.renew_fraction = fraction;
+  o.retry.initial = 100ms;
+  o.retry.max_delay = 1s;
+  o.retry.seed = 42;
+  return o;
+}
+
+struct fixture {
+  manual_clock clock;
+  mstore inner{clock};
+  fstore store{inner};
+  std::mutex mu;
+  std::vector<loss_cause> losses;
+
+  holdfast::acquire_options<manual_clock> opts(std::string owner = {}) {
+    holdfast::acquire_options<manual_clock> o;
+    o.clock = clock;
+    o.owner = std::move(owner);
+    o.on_lost = [this](loss_cause c) {
+      std::lock_guard<std::mutex> lock(mu);
+      losses.push_back(c);
+    };
+    return o;
+  }
+  flease take(std::string key = "orders", std::chrono::milliseconds ttl = 10s) {
+    auto l = holdfast::try_acquire(store, key, ttl, opts());
+    REQUIRE(l);
+    return std::move(*l);
+  }
+  std::vector<loss_cause> seen() {
+    std::lock_guard<std::mutex> lock(mu);
+    return losses;
+  }
+  // Moves time to `t` after the epoch.
+  void at(manual_clock::duration t) { clock.set(manual_clock::time_point(t)); }
+};
+
+}  // namespace
+
+TEST_CASE("keepalive renews at half the TTL by default", "[keepalive]") {
+  fixture f;
+  keepalive<manual_clock> ka(f.clock, manual_options());
+  auto l = f.take();
+  REQUIRE(ka.add(l));
+  CHECK(ka.size() == 1);
+  f.at(5s - 1ns);
+  CHECK(ka.poll() == manual_clock::time_point(5s));
+  CHECK(f.store.renew_calls == 0);
+  f.at(5s);
+  CHECK(ka.poll() == manual_clock::time_point(10s));  // next due: half a TTL after this renewal
+  CHECK(f.store.renew_calls == 1);
+  CHECK(l.acquired_at() == manual_clock::time_point(5s));
+  for (int i = 2; i <= 20; ++i) {
+    f.at(std::chrono::seconds(5 * i));
+    (void)ka.poll();
+  }
+  CHECK(f.store.renew_calls == 20);
+  CHECK(l.valid());  // a minute and a half on a 10 s TTL
+  CHECK(ka.stats().renewals == 20);
+  CHECK(f.seen().empty());
+}
+
+TEST_CASE("keepalive renews at the configured fraction of the TTL", "[keepalive]") {
+  fixture f;
+  keepalive<manual_clock> ka(f.clock, manual_options(0.25));
+  auto l = f.take("orders", 8s);
+  REQUIRE(ka.add(l));
+  f.at(2s);
+  CHECK(ka.poll() == manual_clock::time_point(4s));
+  CHECK(f.store.renew_calls == 1);
+}
+
+TEST_CASE("keepalive never schedules a renewal at or past valid_until", "[keepalive]") {
+  fixture f;
+  auto o = manual_options(0.999);
+  keepalive<manual_clock> ka(f.clock, o);
+  auto l = f.take("orders", 10s);
+  REQUIRE(ka.add(l));
+  // 99.9% of the TTL is past the validity (99% minus 2 ms): renew just before it instead.
+  f.at(l.valid_until() - manual_clock::time_point() - 1ns);
+  (void)ka.poll();
+  CHECK(f.store.renew_calls == 1);
+  CHECK(l.valid());
+  CHECK(f.seen().empty());
+}
+
+TEST_CASE("keepalive retries transient errors with backoff until one succeeds", "[keepalive]") {
+  fixture f;
+  keepalive<manual_clock> ka(f.clock, manual_options());
+  auto l = f.take();
+  REQUIRE(ka.add(l));
+  f.store.fail_renewals(errc::store_unavailable, 3);
+  f.at(5s);
+  for (int i = 1; i <= 3; ++i) {
+    auto next = ka.poll();
+    REQUIRE(f.store.renew_calls == i);
+    REQUIRE(next);
+    CHECK(*next > f.clock.now());
+    CHECK(*next - f.clock.now() <= 1s);  // backoff stays under its cap
+    f.clock.set(*next);
+  }
+  auto next = ka.poll();
+  CHECK(f.store.renew_calls == 4);
+  REQUIRE(next);
+  CHECK(*next - f.clock.now() == 5s);  // back on the normal schedule
+  CHECK(l.state() == lease_state::held);
+  CHECK(l.valid());
+  CHECK(l.last_error() == errc::store_unavailable);
+  CHECK(ka.stats().retries == 3);
+  CHECK(ka.stats().renewals == 1);
+  CHECK(f.seen().empty());
+}
+
+TEST_CASE("keepalive retries until validity passes, then reports the loss once", "[keepalive]") {
+  fixture f;
+  keepalive<manual_clock> ka(f.clock, manual_options());
+  auto l = f.take();
+  const auto until = l.valid_until();
+  REQUIRE(ka.add(l));
+  f.store.fail_renewals(errc::store_unavailable);
+  f.at(5s);
+  for (int i = 0; i < 100; ++i) {
+    auto next = ka.poll();
+    if (!next) break;
+    REQUIRE(*next <= until);  // never scheduled past validity
+    f.clock.set(*next);
+  }
+  CHECK(ka.size() == 0);
+  CHECK(l.state() == lease_state::lost);
+  CHECK(l.loss() == loss_cause::validity_passed);
+  CHECK(f.seen() == std::vector<loss_cause>{loss_cause::validity_passed});
+  CHECK(ka.stats().losses == 1);
+  const int calls = f.store.renew_calls;
+  f.clock.advance(1h);
+  CHECK_FALSE(ka.poll());
+  CHECK(f.store.renew_calls == calls);  // dropped for good
+}
+
+TEST_CASE("keepalive stops for good on lease_lost", "[keepalive]") {
+  fixture f;
+  keepalive<manual_clock> ka(f.clock, manual_options());
+  auto l = f.take();
+  REQUIRE(ka.add(l));
+  f.store.fail_renewals(errc::lease_lost, 1);
+  f.at(5s);
+  CHECK_FALSE(ka.poll());
+  CHECK(f.store.renew_calls == 1);
+  CHECK(l.loss() == loss_cause::renew_refused);
+  CHECK_FALSE(l.valid());
+  CHECK(f.seen() == std::vector<loss_cause>{loss_cause::renew_refused});
+  CHECK(ka.size() == 0);
+  f.at(6s);
+  CHECK_FALSE(ka.poll());
+  CHECK(f.store.renew_calls == 1);
+  CHECK(ka.add(l).error() == errc::lease_lost);  // a lost lease cannot be kept alive again
+}
+
+TEST_CASE("keepalive reports a store exception on the lease and retries", "[keepalive]") {
+  fixture f;
+  keepalive<manual_clock> ka(f.clock, manual_options());
+  auto l = f.take();
+  REQUIRE(ka.add(l));
+  f.store.throw_on_renewals(1);
+  f.at(5s);
+  auto next = ka.poll();  // must not throw
+  REQUIRE(next);
+  CHECK(l.last_error() == errc::caught_exception);
+  REQUIRE(l.last_exception());
+  CHECK_THROWS_MATCHES(std::rethrow_exception(l.last_exception()), injected_failure,
+                       Catch::Message("renew exploded"));
+  CHECK(l.state() == lease_state::held);
+  f.clock.set(*next);
+  (void)ka.poll();
+  CHECK(f.store.renew_calls == 2);
+  CHECK(ka.stats().renewals == 1);
+  CHECK(l.valid());
+}
+
+TEST_CASE("keepalive catches a loss callback that throws", "[keepalive]") {
+  fixture f;
+  keepalive<manual_clock> ka(f.clock, manual_options());
+  auto l = f.take();
+  l.on_lost([](loss_cause) { throw injected_failure("callback exploded"); });
+  REQUIRE(ka.add(l));
+  f.store.fail_renewals(errc::lease_lost);
+  f.at(5s);
+  CHECK_NOTHROW(ka.poll());
+  CHECK(l.state() == lease_state::lost);
+  CHECK(l.last_error() == errc::caught_exception);
+}
+
+TEST_CASE("after release() no renewal of the lease reaches the store", "[keepalive]") {
+  fixture f;
+  keepalive<manual_clock> ka(f.clock, manual_options());
+  auto l = f.take();
+  REQUIRE(ka.add(l));
+  SECTION("successful release") { REQUIRE(l.release()); }
+  SECTION("failed release (never retried)") {
+    f.store.fail_releases(errc::store_unavailable);
+    CHECK(l.release().error() == errc::store_unavailable);
+    CHECK(l.state() == lease_state::releasing);
+  }
+  SECTION("release that threw") {
+    f.store.throw_on_releases();
+    CHECK_THROWS_AS(l.release(), injected_failure);
+  }
+  for (int s = 5; s <= 60; s += 5) {
+    f.at(std::chrono::seconds(s));
+    (void)ka.poll();
+  }
+  CHECK(f.store.renew_calls == 0);
+  CHECK(ka.size() == 0);
+  CHECK(f.seen().empty());
+  // With the renewals stopped, the store's TTL has freed the key whatever release answered.
+  CHECK(holdfast::try_acquire(f.inner, "orders", 10s, f.opts("b")));
+}
+
+TEST_CASE("keepalive drops a lease that was destroyed", "[keepalive]") {
+  fixture f;
+  keepalive<manual_clock> ka(f.clock, manual_options());
+  {
+    auto l = f.take();
+    REQUIRE(ka.add(l));
+  }
+  CHECK(f.store.release_calls == 1);
+  f.at(5s);
+  CHECK_FALSE(ka.poll());
+  CHECK(f.store.renew_calls == 0);
+  CHECK(ka.size() == 0);
+}
+
+TEST_CASE("a lease stays movable while a keepalive renews it", "[keepalive]") {
+  fixture f;
+  keepalive<manual_clock> ka(f.clock, manual_options());
+  std::vector<flease> leases;
+  leases.push_back(f.take("a"));
+  REQUIRE(ka.add(leases.back()));
+  for (int i = 0; i < 16; ++i) leases.push_back(f.take("k" + std::to_string(i)));  // reallocates
+  flease moved = std::move(leases.front());
+  CHECK(leases.front().state() == lease_state::released);  // moved-from
+  f.at(5s);
+  (void)ka.poll();
+  CHECK(f.store.renew_calls == 1);
+  CHECK(moved.acquired_at() == manual_clock::time_point(5s));
+  REQUIRE(moved.release());
+  CHECK(ka.size() == 1);  // dropped at its next due time
+  f.at(10s);
+  (void)ka.poll();
+  CHECK(ka.size() == 0);
+  CHECK(f.store.renew_calls == 1);
+}
+
+TEST_CASE("one keepalive serves many leases, each on its own schedule", "[keepalive]") {
+  fixture f;
+  keepalive<manual_clock> ka(f.clock, manual_options());
+  std::vector<flease> leases;
+  for (int i = 0; i < 50; ++i) {
+    f.at(std::chrono::milliseconds(100 * i));
+    (void)ka.poll();
+    leases.push_back(f.take("k" + std::to_string(i), std::chrono::seconds(2 + i % 5)));
+    REQUIRE(ka.add(leases.back()));
+  }
+  CHECK(ka.size() == 50);
+  for (auto t = f.clock.now(); t < manual_clock::time_point(60s);) {
+    auto next = ka.poll();
+    REQUIRE(next);
+    t = *next;
+    f.clock.set(t);
+  }
+  for (auto& l : leases) CHECK(l.valid());
+  CHECK(f.seen().empty());
+  CHECK(ka.stats().retries == 0);
+}
+
+TEST_CASE("keepalive add() checks the lease and the keepalive", "[keepalive]") {
+  fixture f;
+  keepalive<manual_clock> ka(f.clock, manual_options());
+  auto l = f.take();
+  REQUIRE(ka.add(l));
+  CHECK(ka.add(l));  // again: nothing changes
+  CHECK(ka.size() == 1);
+  keepalive<manual_clock> other(f.clock, manual_options());
+  CHECK(other.add(l).error() == errc::invalid_argument);  // one keepalive per lease
+  ka.remove(l);
+  CHECK(ka.size() == 0);
+  CHECK(other.add(l));  // free to move to another keepalive
+  auto gone = f.take("gone");
+  REQUIRE(gone.release());
+  CHECK(ka.add(gone).error() == errc::lease_lost);
+}
+
+TEST_CASE("remove() stops renewals but leaves the lease held", "[keepalive]") {
+  fixture f;
+  keepalive<manual_clock> ka(f.clock, manual_options());
+  auto l = f.take();
+  REQUIRE(ka.add(l));
+  ka.remove(l);
+  f.at(5s);
+  CHECK_FALSE(ka.poll());
+  CHECK(f.store.renew_calls == 0);
+  CHECK(l.state() == lease_state::held);
+  CHECK(l.renew());  // still renewable by hand
+}
+
+TEST_CASE("keepalive options are checked", "[keepalive]") {
+  struct bad_case {
+    const char* name;
+    keepalive_options opts;
+  };
+  std::vector<bad_case> cases;
+  auto base = manual_options();
+  for (double f : {0.0, 1.0, -0.5, 2.0, std::numeric_limits<double>::quiet_NaN(),
+                   std::numeric_limits<double>::infinity()}) {
+    auto o = base;
+    o.renew_fraction = f;
+    cases.push_back({"renew_fraction", o});
+  }
+  {
+    auto o = base;
+    o.poll_interval = 0ns;
+    cases.push_back({"poll_interval 0", o});
+    o.poll_interval = -1ms;
+    cases.push_back({"poll_interval < 0", o});
+  }
+  {
+    auto o = base;
+    o.retry.initial = 0ns;
+    cases.push_back({"retry.initial 0", o});
+  }
+  for (const auto& c : cases) {
+    INFO(c.name);
+    fixture f;
+    keepalive<manual_clock> ka(f.clock, c.opts);
+    CHECK(ka.error() == errc::invalid_argument);
+    auto l = f.take();
+    CHECK(ka.add(l).error() == errc::invalid_argument);
+    CHECK_FALSE(ka.poll());
+    CHECK(l.state() == lease_state::held);
+  }
+  CHECK_FALSE(keepalive_options{}.check());
+}
+
+TEST_CASE("stop() detaches every lease and refuses new ones", "[keepalive]") {
+  fixture f;
+  keepalive<manual_clock> ka(f.clock, manual_options());
+  auto l = f.take();
+  REQUIRE(ka.add(l));
+  ka.stop();
+  CHECK(ka.stopped());
+  CHECK(ka.size() == 0);
+  f.at(5s);
+  CHECK_FALSE(ka.poll());
+  CHECK(f.store.renew_calls == 0);
+  auto m = f.take("other");
+  CHECK(ka.add(m).error() == errc::invalid_argument);
+  keepalive<manual_clock> next(f.clock, manual_options());
+  CHECK(next.add(l));  // the stopped keepalive let go of it
+  ka.stop();           // idempotent
+}
+
+// ---------------------------------------------------------------------------------------------
+// The thread.
+
+TEST_CASE("the keepalive thread renews on a manual clock", "[keepalive][concurrency]") {
+  fixture f;
+  keepalive<manual_clock> ka(f.clock);
+  auto l = f.take();
+  REQUIRE(ka.add(l));
+  for (int i = 1; i <= 5; ++i) {
+    REQUIRE(f.clock.wait_for_sleepers(1, 20s));
+    f.clock.advance(5s);
+    // A sleeper stops counting once its deadline has passed, so this waits for the renewal.
+    REQUIRE(f.clock.wait_for_sleepers(1, 20s));
+    CHECK(f.store.renew_calls == i);
+    CHECK(l.valid());
+  }
+  ka.stop();
+  CHECK(f.store.renew_calls == 5);
+}
+
+TEST_CASE("the keepalive thread reports loss while the holder works", "[keepalive][concurrency]") {
+  fixture f;
+  keepalive<manual_clock> ka(f.clock);
+  std::mutex mu;
+  std::condition_variable cv;
+  bool lost = false;
+  auto o = f.opts();
+  o.on_lost = [&](loss_cause c) {
+    CHECK(c == loss_cause::renew_refused);
+    std::lock_guard<std::mutex> lock(mu);
+    lost = true;
+    cv.notify_all();
+  };
+  auto l = holdfast::try_acquire(f.store, "orders", 10s, o);
+  REQUIRE(l);
+  REQUIRE(ka.add(*l));
+  f.store.fail_renewals(errc::lease_lost);
+  REQUIRE(f.clock.wait_for_sleepers(1, 20s));
+  f.clock.advance(5s);
+  {
+    std::unique_lock<std::mutex> lock(mu);
+    REQUIRE(cv.wait_for(lock, 20s, [&] { return lost; }));
+  }
+  CHECK_FALSE(l->valid());  // immediately, well before validity would have passed
+  CHECK(f.clock.now() < l->valid_until());
+}
+
+TEST_CASE("release() waits for a renewal in flight, and none follows it",
+          "[keepalive][concurrency]") {
+  fixture f;
+  keepalive<manual_clock> ka(f.clock);
+  auto l = f.take();
+  REQUIRE(ka.add(l));
+  std::mutex mu;
+  std::condition_variable cv;
+  bool in_store = false, let_go = false;
+  f.store.set_renew_hook([&](auto, auto, auto, auto) -> std::optional<holdfast::result<holdfast::grant>> {
+    std::unique_lock<std::mutex> lock(mu);
+    in_store = true;
+    cv.notify_all();
+    cv.wait(lock, [&] { return let_go; });
+    return std::nullopt;
+  });
+  REQUIRE(f.clock.wait_for_sleepers(1, 20s));
+  f.clock.advance(5s);
+  {
+    std::unique_lock<std::mutex> lock(mu);
+    REQUIRE(cv.wait_for(lock, 20s, [&] { return in_store; }));
+  }
+  std::atomic<bool> released{false};
+  std::thread holder([&] {
+    REQUIRE(l.release());
+    released = true;
+  });
+  CHECK_FALSE(released.load());  // cannot overtake the renewal (it holds the lease's op mutex)
+  {
+    std::lock_guard<std::mutex> lock(mu);
+    let_go = true;
+    cv.notify_all();
+  }
+  holder.join();
+  CHECK(released.load());
+  CHECK(l.state() == lease_state::released);
+  const int calls = f.store.renew_calls;
+  for (int i = 0; i < 4; ++i) {
+    REQUIRE(f.clock.wait_for_sleepers(1, 20s));
+    f.clock.advance(5s);
+  }
+  REQUIRE(f.clock.wait_for_sleepers(1, 20s));
+  CHECK(f.store.renew_calls == calls);
+  CHECK_FALSE(f.inner.inspect("orders").value());
+}
+
+TEST_CASE("holder and keepalive renew one lease concurrently without a race",
+          "[keepalive][concurrency]") {
+  fixture f;
+  keepalive<manual_clock> ka(f.clock);
+  auto l = f.take();
+  REQUIRE(ka.add(l));
+  std::thread holder([&] {
+    for (int i = 0; i < 200; ++i) {
+      (void)l.renew();
+      (void)l.valid();
+      (void)l.valid_until();
+    }
+  });
+  for (int i = 0; i < 20; ++i) {
+    f.clock.advance(1s);
+    std::this_thread::yield();
+  }
+  holder.join();
+  CHECK(l.state() == lease_state::held);
+  ka.stop();
+  CHECK(l.release());
+}
+
+TEST_CASE("stop() is prompt however far away the next renewal is", "[keepalive][concurrency]") {
+  SECTION("manual clock that never moves") {
+    fixture f;
+    keepalive<manual_clock> ka(f.clock);
+    auto l = f.take("orders", std::chrono::hours(24 * 365));
+    REQUIRE(ka.add(l));
+    REQUIRE(f.clock.wait_for_sleepers(1, 20s));
+    ka.stop();  // would hang here if the thread slept on the clock uninterruptibly
+    CHECK(f.store.renew_calls == 0);
+  }
+  SECTION("steady clock, renewal an hour away") {
+    holdfast::memory_store<> store;
+    keepalive<> ka;
+    auto l = holdfast::try_acquire(store, "orders", std::chrono::hours(2));
+    REQUIRE(l);
+    REQUIRE(ka.add(*l));
+    ka.stop();
+    CHECK(l->state() == lease_state::held);
+  }
+  SECTION("a clock that is neither steady nor interruptible") {
+    lifecycle_test::throwing_clock clock;  // a plain user clock: now() and sleep_until() only
+    STATIC_REQUIRE_FALSE(holdfast::is_interruptible_clock_v<lifecycle_test::throwing_clock>);
+    holdfast::memory_store<manual_clock> store(clock.base());
+    holdfast::acquire_options<lifecycle_test::throwing_clock> o;
+    o.clock = clock;
+    keepalive_options ko;
+    ko.poll_interval = 1ms;
+    keepalive<lifecycle_test::throwing_clock> ka(clock, ko);
+    auto l = holdfast::try_acquire(store, "orders", 10s, o);
+    REQUIRE(l);
+    REQUIRE(ka.add(*l));
+    clock.base().advance(5s);
+    REQUIRE(eventually([&] { return ka.stats().renewals == 1; }));
+    clock.arm();  // the clock now throws on the keepalive thread: reported, never terminate
+    REQUIRE(eventually([&] { return ka.last_error() == errc::caught_exception; }));
+    ka.stop();
+    clock.arm(false);
+  }
+  SECTION("no leases at all") {
+    keepalive<manual_clock> ka;
+    keepalive<> kb;
+  }
+}
