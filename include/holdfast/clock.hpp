@@ -18,7 +18,8 @@
 //   expression              | effect
 //   ------------------------+---------------------------------------------------------------------
 //   c.sleep_until(tp, stop) | blocks until now() >= tp (returns true) or until stop() is true after
-//                           | a wake_sleepers() call (returns false); stop() is also checked on entry
+//                           | a wake_sleepers() call (returns false); stop() is also checked on
+//                           entry
 //   c.wake_sleepers()       | makes every sleep_until(tp, stop) re-check its stop()
 //
 // manual_clock is interruptible. steady_clock needs no such support: code that must interrupt a
@@ -103,7 +104,7 @@ inline constexpr bool is_ttl_clock_v = detail::is_ttl_clock<C>::value;
 /// `wake_sleepers()` as in the second table above.
 template <class C>
 inline constexpr bool is_interruptible_clock_v =
-    is_ttl_clock_v<C> && detail::is_interruptible_clock<C>::value;
+    is_ttl_clock_v<C>&& detail::is_interruptible_clock<C>::value;
 
 #if HOLDFAST_HAS_CONCEPTS
 /// The TTL clock requirements in the table above, as a C++20 concept.
@@ -234,7 +235,7 @@ class manual_clock {
   /// Waits (in real time, at most `real_timeout`) until at least `n` threads are blocked in
   /// sleep_until() (as counted by sleepers()). Returns whether they are. Lets a test advance time
   /// only once the thread under test is really asleep, with a bound instead of a fixed sleep; and
-  /// since a sleeper stops counting the moment time passes its deadline, `advance(); 
+  /// since a sleeper stops counting the moment time passes its deadline, `advance();
   /// wait_for_sleepers(n)` waits until the woken thread has done its work and is asleep again.
   template <class Rep, class Period>
   bool wait_for_sleepers(std::size_t n, std::chrono::duration<Rep, Period> real_timeout) const {

@@ -317,7 +317,8 @@ class keepalive {
   };
   using node_type = typename std::multimap<time_point, entry>::node_type;
 
-  detail::keepalive_step<Clock> keep(const std::shared_ptr<target_type>& t, double fraction) noexcept {
+  detail::keepalive_step<Clock> keep(const std::shared_ptr<target_type>& t,
+                                     double fraction) noexcept {
     if (!t) return {};  // the lease was destroyed
     return t->step(id_, fraction);
   }

@@ -272,9 +272,10 @@ struct lease_body {
   // The instant a keepalive renews at: `fraction` of the TTL after acquired_at, and strictly
   // before valid_until (a renewal sent at or after it is refused as too late).
   time_point due(double fraction) const noexcept {
-    const long double span = static_cast<long double>(
-                                 std::chrono::duration_cast<std::chrono::nanoseconds>(ttl).count()) *
-                             static_cast<long double>(fraction);
+    const long double span =
+        static_cast<long double>(
+            std::chrono::duration_cast<std::chrono::nanoseconds>(ttl).count()) *
+        static_cast<long double>(fraction);
     if (!(acquired_at < valid_until)) return acquired_at;
     const time_point at = detail::saturating_add(
         acquired_at, std::chrono::nanoseconds(static_cast<std::int64_t>(span)));
@@ -460,7 +461,9 @@ class lease_shared final : public keepalive_target<Clock> {
       out.outcome = keepalive_outcome::retry;
       out.valid_until = body.valid_until;
     }
-    HOLDFAST_TRY { loss.fire(); }
+    HOLDFAST_TRY {
+      loss.fire();
+    }
     HOLDFAST_CATCH_ALL {
       std::lock_guard<std::mutex> lock(data);
       record_caught_exception(body);
@@ -630,7 +633,9 @@ class lease {
   }
 
   /// Extends the lease by its current TTL. See renew(ttl).
-  result<void> renew() { return renew(ttl()); }
+  result<void> renew() {
+    return renew(ttl());
+  }
 
   /// Asks the store to extend the lease to `ttl` from now (ms, or any duration; it is truncated to
   /// whole milliseconds) and recomputes validity from the instant before the request left.
@@ -703,10 +708,18 @@ class lease {
         validity_options validity, time_point start)
       : inline_(&store, std::move(clock), std::move(key), std::move(owner), g, validity, start) {}
 
-  const body_type& b() const noexcept { return shared_ ? shared_->body : inline_; }
-  body_type& b() noexcept { return shared_ ? shared_->body : inline_; }
-  std::mutex* data_mutex() const noexcept { return shared_ ? &shared_->data : nullptr; }
-  std::mutex* op_mutex() const noexcept { return shared_ ? &shared_->op : nullptr; }
+  const body_type& b() const noexcept {
+    return shared_ ? shared_->body : inline_;
+  }
+  body_type& b() noexcept {
+    return shared_ ? shared_->body : inline_;
+  }
+  std::mutex* data_mutex() const noexcept {
+    return shared_ ? &shared_->data : nullptr;
+  }
+  std::mutex* op_mutex() const noexcept {
+    return shared_ ? &shared_->op : nullptr;
+  }
 
   // Moves the state into a shared block (once) for a keepalive. May throw std::bad_alloc, with
   // the lease unchanged.
@@ -725,12 +738,17 @@ class lease {
       needed = b().needs_release && b().store != nullptr;
     }
     if (!needed) return;
-    HOLDFAST_TRY { (void)valid(); }  // notice a loss on our own clock, and report it
+    // Notice a loss on our own clock first, so that it is reported through the callback.
+    HOLDFAST_TRY {
+      (void)valid();
+    }
     HOLDFAST_CATCH_ALL {
       detail::maybe_lock lock(data_mutex());
       detail::record_caught_exception(b());
     }
-    HOLDFAST_TRY { (void)release(); }
+    HOLDFAST_TRY {
+      (void)release();
+    }
     HOLDFAST_CATCH_ALL {
       detail::maybe_lock lock(data_mutex());
       detail::record_caught_exception(b());

@@ -78,20 +78,22 @@ class faulty_store {
   /// The next `n` renewals answer `e` (n < 0: all of them) without reaching the inner store.
   void fail_renewals(std::error_code e, int n = -1) {
     auto left = std::make_shared<std::atomic<int>>(n);
-    set_renew_hook([e, left](auto, auto, auto, auto) -> std::optional<holdfast::result<holdfast::grant>> {
-      if (left->load() == 0) return std::nullopt;
-      if (left->load() > 0) --*left;
-      return holdfast::result<holdfast::grant>(e);
-    });
+    set_renew_hook(
+        [e, left](auto, auto, auto, auto) -> std::optional<holdfast::result<holdfast::grant>> {
+          if (left->load() == 0) return std::nullopt;
+          if (left->load() > 0) --*left;
+          return holdfast::result<holdfast::grant>(e);
+        });
   }
   /// The next `n` renewals throw injected_failure (n < 0: all of them).
   void throw_on_renewals(int n = -1) {
     auto left = std::make_shared<std::atomic<int>>(n);
-    set_renew_hook([left](auto, auto, auto, auto) -> std::optional<holdfast::result<holdfast::grant>> {
-      if (left->load() == 0) return std::nullopt;
-      if (left->load() > 0) --*left;
-      throw injected_failure("renew exploded");
-    });
+    set_renew_hook(
+        [left](auto, auto, auto, auto) -> std::optional<holdfast::result<holdfast::grant>> {
+          if (left->load() == 0) return std::nullopt;
+          if (left->load() > 0) --*left;
+          throw injected_failure("renew exploded");
+        });
   }
   /// The next `n` releases answer `e` (n < 0: all of them).
   void fail_releases(std::error_code e, int n = -1) {

@@ -29,7 +29,8 @@ TEST_CASE("wake_sleepers() ends a sleep whose stop holds", "[clock][concurrency]
   manual_clock c;
   std::atomic<bool> stop{false};
   std::atomic<int> result{-1};
-  std::thread t([&] { result = c.sleep_until(manual_clock::time_point(1h), [&] { return stop.load(); }); });
+  std::thread t(
+      [&] { result = c.sleep_until(manual_clock::time_point(1h), [&] { return stop.load(); }); });
   REQUIRE(c.wait_for_sleepers(1, 20s));
   c.wake_sleepers();  // stop() is false: back to sleep, and counted again
   REQUIRE(c.wait_for_sleepers(1, 20s));

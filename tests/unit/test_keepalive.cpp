@@ -1,15 +1,12 @@
 // keepalive.hpp: background renewal of many leases. The schedule, retries, loss detection and
-// serialization with release() are tested deterministically by driving poll() on a manual_clock;
-// the thread itself in [concurrency] tests (run under TSan), with bounded waits only.
+// what release()/remove()/stop() do to renewals are tested deterministically by driving poll()
+// on a manual_clock, without the thread (test_keepalive_thread.cpp tests the thread).
 #include <catch2/catch.hpp>
 
-#include <atomic>
 #include <chrono>
-#include <condition_variable>
 #include <limits>
 #include <mutex>
 #include <string>
-#include <thread>
 #include <vector>
 
 #include "holdfast/keepalive.hpp"
@@ -24,7 +21,6 @@ using holdfast::keepalive_options;
 using holdfast::lease_state;
 using holdfast::loss_cause;
 using holdfast::manual_clock;
-using lifecycle_test::eventually;
 using lifecycle_test::faulty_store;
 using lifecycle_test::injected_failure;
 
@@ -233,7 +229,9 @@ TEST_CASE("after release() no renewal of the lease reaches the store", "[keepali
   keepalive<manual_clock> ka(f.clock, manual_options());
   auto l = f.take();
   REQUIRE(ka.add(l));
-  SECTION("successful release") { REQUIRE(l.release()); }
+  SECTION("successful release") {
+    REQUIRE(l.release());
+  }
   SECTION("failed release (never retried)") {
     f.store.fail_releases(errc::store_unavailable);
     CHECK(l.release().error() == errc::store_unavailable);
@@ -395,164 +393,4 @@ TEST_CASE("stop() detaches every lease and refuses new ones", "[keepalive]") {
   keepalive<manual_clock> next(f.clock, manual_options());
   CHECK(next.add(l));  // the stopped keepalive let go of it
   ka.stop();           // idempotent
-}
-
-// ---------------------------------------------------------------------------------------------
-// The thread.
-
-TEST_CASE("the keepalive thread renews on a manual clock", "[keepalive][concurrency]") {
-  fixture f;
-  keepalive<manual_clock> ka(f.clock);
-  auto l = f.take();
-  REQUIRE(ka.add(l));
-  for (int i = 1; i <= 5; ++i) {
-    REQUIRE(f.clock.wait_for_sleepers(1, 20s));
-    f.clock.advance(5s);
-    // A sleeper stops counting once its deadline has passed, so this waits for the renewal.
-    REQUIRE(f.clock.wait_for_sleepers(1, 20s));
-    CHECK(f.store.renew_calls == i);
-    CHECK(l.valid());
-  }
-  ka.stop();
-  CHECK(f.store.renew_calls == 5);
-}
-
-TEST_CASE("the keepalive thread reports loss while the holder works", "[keepalive][concurrency]") {
-  fixture f;
-  keepalive<manual_clock> ka(f.clock);
-  std::mutex mu;
-  std::condition_variable cv;
-  bool lost = false;
-  auto o = f.opts();
-  o.on_lost = [&](loss_cause c) {
-    CHECK(c == loss_cause::renew_refused);
-    std::lock_guard<std::mutex> lock(mu);
-    lost = true;
-    cv.notify_all();
-  };
-  auto l = holdfast::try_acquire(f.store, "orders", 10s, o);
-  REQUIRE(l);
-  REQUIRE(ka.add(*l));
-  f.store.fail_renewals(errc::lease_lost);
-  REQUIRE(f.clock.wait_for_sleepers(1, 20s));
-  f.clock.advance(5s);
-  {
-    std::unique_lock<std::mutex> lock(mu);
-    REQUIRE(cv.wait_for(lock, 20s, [&] { return lost; }));
-  }
-  CHECK_FALSE(l->valid());  // immediately, well before validity would have passed
-  CHECK(f.clock.now() < l->valid_until());
-}
-
-TEST_CASE("release() waits for a renewal in flight, and none follows it",
-          "[keepalive][concurrency]") {
-  fixture f;
-  keepalive<manual_clock> ka(f.clock);
-  auto l = f.take();
-  REQUIRE(ka.add(l));
-  std::mutex mu;
-  std::condition_variable cv;
-  bool in_store = false, let_go = false;
-  f.store.set_renew_hook([&](auto, auto, auto, auto) -> std::optional<holdfast::result<holdfast::grant>> {
-    std::unique_lock<std::mutex> lock(mu);
-    in_store = true;
-    cv.notify_all();
-    cv.wait(lock, [&] { return let_go; });
-    return std::nullopt;
-  });
-  REQUIRE(f.clock.wait_for_sleepers(1, 20s));
-  f.clock.advance(5s);
-  {
-    std::unique_lock<std::mutex> lock(mu);
-    REQUIRE(cv.wait_for(lock, 20s, [&] { return in_store; }));
-  }
-  std::atomic<bool> released{false};
-  std::thread holder([&] {
-    REQUIRE(l.release());
-    released = true;
-  });
-  CHECK_FALSE(released.load());  // cannot overtake the renewal (it holds the lease's op mutex)
-  {
-    std::lock_guard<std::mutex> lock(mu);
-    let_go = true;
-    cv.notify_all();
-  }
-  holder.join();
-  CHECK(released.load());
-  CHECK(l.state() == lease_state::released);
-  const int calls = f.store.renew_calls;
-  for (int i = 0; i < 4; ++i) {
-    REQUIRE(f.clock.wait_for_sleepers(1, 20s));
-    f.clock.advance(5s);
-  }
-  REQUIRE(f.clock.wait_for_sleepers(1, 20s));
-  CHECK(f.store.renew_calls == calls);
-  CHECK_FALSE(f.inner.inspect("orders").value());
-}
-
-TEST_CASE("holder and keepalive renew one lease concurrently without a race",
-          "[keepalive][concurrency]") {
-  fixture f;
-  keepalive<manual_clock> ka(f.clock);
-  auto l = f.take();
-  REQUIRE(ka.add(l));
-  std::thread holder([&] {
-    for (int i = 0; i < 200; ++i) {
-      (void)l.renew();
-      (void)l.valid();
-      (void)l.valid_until();
-    }
-  });
-  for (int i = 0; i < 20; ++i) {
-    f.clock.advance(1s);
-    std::this_thread::yield();
-  }
-  holder.join();
-  CHECK(l.state() == lease_state::held);
-  ka.stop();
-  CHECK(l.release());
-}
-
-TEST_CASE("stop() is prompt however far away the next renewal is", "[keepalive][concurrency]") {
-  SECTION("manual clock that never moves") {
-    fixture f;
-    keepalive<manual_clock> ka(f.clock);
-    auto l = f.take("orders", std::chrono::hours(24 * 365));
-    REQUIRE(ka.add(l));
-    REQUIRE(f.clock.wait_for_sleepers(1, 20s));
-    ka.stop();  // would hang here if the thread slept on the clock uninterruptibly
-    CHECK(f.store.renew_calls == 0);
-  }
-  SECTION("steady clock, renewal an hour away") {
-    holdfast::memory_store<> store;
-    keepalive<> ka;
-    auto l = holdfast::try_acquire(store, "orders", std::chrono::hours(2));
-    REQUIRE(l);
-    REQUIRE(ka.add(*l));
-    ka.stop();
-    CHECK(l->state() == lease_state::held);
-  }
-  SECTION("a clock that is neither steady nor interruptible") {
-    lifecycle_test::throwing_clock clock;  // a plain user clock: now() and sleep_until() only
-    STATIC_REQUIRE_FALSE(holdfast::is_interruptible_clock_v<lifecycle_test::throwing_clock>);
-    holdfast::memory_store<manual_clock> store(clock.base());
-    holdfast::acquire_options<lifecycle_test::throwing_clock> o;
-    o.clock = clock;
-    keepalive_options ko;
-    ko.poll_interval = 1ms;
-    keepalive<lifecycle_test::throwing_clock> ka(clock, ko);
-    auto l = holdfast::try_acquire(store, "orders", 10s, o);
-    REQUIRE(l);
-    REQUIRE(ka.add(*l));
-    clock.base().advance(5s);
-    REQUIRE(eventually([&] { return ka.stats().renewals == 1; }));
-    clock.arm();  // the clock now throws on the keepalive thread: reported, never terminate
-    REQUIRE(eventually([&] { return ka.last_error() == errc::caught_exception; }));
-    ka.stop();
-    clock.arm(false);
-  }
-  SECTION("no leases at all") {
-    keepalive<manual_clock> ka;
-    keepalive<> kb;
-  }
 }

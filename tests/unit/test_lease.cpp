@@ -99,7 +99,8 @@ TEST_CASE("validity runs out on the holder's clock, without asking the store", "
   clock.advance(1ns);
   CHECK_FALSE(l->valid());
   CHECK(l->remaining() == ns::zero());
-  CHECK(l->state() == lease_state::held);  // not known lost: the store has not said so
+  CHECK(l->state() == lease_state::lost);  // known lost on its own clock, without the store
+  CHECK(l->loss() == holdfast::loss_cause::validity_passed);
   // The store still has the record for a little longer (drift + margin).
   CHECK(record_of(store, "orders"));
 }
@@ -409,14 +410,14 @@ TEST_CASE("a store's exception reaches the caller unchanged, leaving the lease u
     CHECK(l->acquired_at() == tp(0s));
     CHECK(l->valid());
   }
-  SECTION("from release: the lease stays held and may be released again") {
+  SECTION("from release: the lease is releasing (never renewed again) and may be released again") {
     auto l = holdfast::try_acquire(store, "k", 10s, options(clock));
     REQUIRE(l);
     store.on_release = [](auto, auto, fencing_token) -> holdfast::result<void> {
       throw store_failure("release failed", 44);
     };
     CHECK(thrown_by([&] { (void)l->release(); }).code == 44);
-    CHECK(l->state() == lease_state::held);
+    CHECK(l->state() == lease_state::releasing);
     store.on_release = nullptr;
     REQUIRE(l->release());
     CHECK(l->state() == lease_state::released);
@@ -586,7 +587,7 @@ TEST_CASE("release frees the key and ends the handle; releasing again does nothi
   CHECK(store.renews == 0);
 }
 
-TEST_CASE("a failed release keeps the handle held so it can be retried", "[lease]") {
+TEST_CASE("a failed release keeps the handle able to retry", "[lease]") {
   manual_clock clock;
   scripted_store store(clock);
   auto l = holdfast::try_acquire(store, "orders", 10s, options(clock));
@@ -595,7 +596,7 @@ TEST_CASE("a failed release keeps the handle held so it can be retried", "[lease
     return errc::store_unavailable;
   };
   CHECK(l->release().error() == errc::store_unavailable);
-  CHECK(l->state() == lease_state::held);
+  CHECK(l->state() == lease_state::releasing);  // nothing renews it any more (lease.hpp)
   store.on_release = nullptr;
   REQUIRE(l->release());
   CHECK(l->state() == lease_state::released);

@@ -54,7 +54,7 @@ TEST_CASE("a lease notices on its own clock that its validity passed", "[lease]"
   f.clock.advance(l.valid_until() - f.clock.now() - 1ns);
   CHECK(l.valid());
   CHECK(f.losses.empty());
-  f.clock.advance(1ns);  // exactly valid_until: no longer trusted
+  f.clock.advance(1ns);                   // exactly valid_until: no longer trusted
   CHECK(l.state() == lease_state::held);  // state() reads no clock
   CHECK_FALSE(l.valid());
   CHECK(l.state() == lease_state::lost);
@@ -105,8 +105,8 @@ TEST_CASE("a renew refused by the store turns the lease lost, once", "[lease]") 
 TEST_CASE("a renew answered with another token is a protocol error and a loss", "[lease]") {
   fixture f;
   auto l = f.take();
-  f.store.set_renew_hook([](auto, auto, holdfast::fencing_token t, auto ttl)
-                             -> std::optional<holdfast::result<holdfast::grant>> {
+  f.store.set_renew_hook([](auto, auto, holdfast::fencing_token t,
+                            auto ttl) -> std::optional<holdfast::result<holdfast::grant>> {
     return holdfast::result<holdfast::grant>(
         holdfast::grant{holdfast::fencing_token(t.value() + 1), ttl});
   });
@@ -156,8 +156,8 @@ TEST_CASE("a clock that jumps forwards only shortens what the holder trusts", "[
   // The default clock is std::chrono::steady_clock, so wall-clock jumps (NTP, date -s) cannot
   // reach a lease at all; TTLs are durations, never wall-clock instants.
   STATIC_REQUIRE(std::chrono::steady_clock::is_steady);
-  STATIC_REQUIRE(std::is_same_v<holdfast::steady_clock::time_point,
-                                std::chrono::steady_clock::time_point>);
+  STATIC_REQUIRE(
+      std::is_same_v<holdfast::steady_clock::time_point, std::chrono::steady_clock::time_point>);
 }
 
 TEST_CASE("on_lost set after the loss fires at once, and only once", "[lease]") {
@@ -197,11 +197,11 @@ TEST_CASE("a failed release keeps the handle able to retry and stops renewal", "
   CHECK(l.release().error() == errc::store_unavailable);
   CHECK(l.state() == lease_state::releasing);
   CHECK(l.last_error() == errc::store_unavailable);
-  CHECK_FALSE(l.valid());                         // the holder has let go
-  CHECK(l.renew().error() == errc::lease_lost);   // and nothing renews it any more
+  CHECK_FALSE(l.valid());                        // the holder has let go
+  CHECK(l.renew().error() == errc::lease_lost);  // and nothing renews it any more
   CHECK(f.store.renew_calls == 0);
-  REQUIRE(f.inner.inspect("orders").value());     // the record is still there ...
-  CHECK(l.release());                             // ... until the retry frees it
+  REQUIRE(f.inner.inspect("orders").value());  // the record is still there ...
+  CHECK(l.release());                          // ... until the retry frees it
   CHECK(l.state() == lease_state::released);
   CHECK_FALSE(f.inner.inspect("orders").value());
   CHECK(f.losses.empty());
@@ -241,8 +241,8 @@ TEST_CASE("not_holder on a release retry is not reported as a loss", "[lease]") 
   fixture f;
   auto l = f.take();
   // The first release lands in the store but its reply is lost.
-  f.store.set_release_hook([&](std::string_view k, std::string_view o, holdfast::fencing_token t)
-                               -> std::optional<holdfast::result<void>> {
+  f.store.set_release_hook([&](std::string_view k, std::string_view o,
+                               holdfast::fencing_token t) -> std::optional<holdfast::result<void>> {
     f.store.set_release_hook(nullptr);
     (void)f.inner.release(k, o, t);
     return holdfast::result<void>(errc::timeout);
@@ -340,12 +340,13 @@ TEST_CASE("a clock that throws reaches valid() callers unchanged", "[lease]") {
 TEST_CASE("a grant too late to be worth anything fires no callback", "[lease]") {
   fixture f;
   // The reply arrives after the validity it gives has passed: acquire hands the key back.
-  f.store.set_acquire_hook([&](std::string_view k, std::string_view o, std::chrono::milliseconds t)
-                               -> std::optional<holdfast::result<holdfast::grant>> {
-    auto g = f.inner.try_acquire(k, o, t);
-    f.clock.advance(t);
-    return g;
-  });
+  f.store.set_acquire_hook(
+      [&](std::string_view k, std::string_view o,
+          std::chrono::milliseconds t) -> std::optional<holdfast::result<holdfast::grant>> {
+        auto g = f.inner.try_acquire(k, o, t);
+        f.clock.advance(t);
+        return g;
+      });
   CHECK(holdfast::try_acquire(f.store, "orders", 10s, f.opts()).error() == errc::timeout);
   CHECK(f.losses.empty());
   CHECK(f.store.release_calls == 1);
