@@ -7,7 +7,9 @@
 //   backoff.hpp               exponential backoff with full jitter for blocking acquire
 //   store.hpp                 the LeaseStore contract
 //   stores/memory.hpp         memory_store, the in-process LeaseStore
-//   lease.hpp                 lease handles: try_acquire, acquire, renew, release, RAII
+//   lease.hpp                 lease handles: try_acquire, acquire, renew, release, RAII, loss
+//   keepalive.hpp             keepalive: one background thread renews many leases
+//   mutex.hpp                 distributed_mutex: a lease as a std Lockable/TimedLockable
 //   fence.hpp                 fence_gate, keyed_fence_gate, fenced<T>: admission by token
 // Opt-in, not included here: stores/redis.hpp, stores/postgres.hpp (need their client libraries),
 // testing/ (simulator, checker, conformance kit).
@@ -19,7 +21,9 @@
 #include "holdfast/error.hpp"
 #include "holdfast/fence.hpp"
 #include "holdfast/fencing_token.hpp"
+#include "holdfast/keepalive.hpp"
 #include "holdfast/lease.hpp"
+#include "holdfast/mutex.hpp"
 #include "holdfast/result.hpp"
 #include "holdfast/store.hpp"
 #include "holdfast/stores/memory.hpp"
