@@ -29,12 +29,12 @@
 #include <optional>
 #include <string>
 #include <string_view>
-#include <unordered_map>
+#include <tuple>
 #include <utility>
-#include <vector>
 
 #include "holdfast/clock.hpp"
 #include "holdfast/detail/saturating.hpp"
+#include "holdfast/detail/string_key.hpp"
 #include "holdfast/error.hpp"
 #include "holdfast/fencing_token.hpp"
 #include "holdfast/result.hpp"
@@ -93,10 +93,12 @@ class memory_store {
     if (last_token_ >= fencing_token::max().value() - 1) return errc::token_exhausted;
     const fencing_token token(last_token_ + 1);
     const time_point expires_at = expiry(now, ttl);
-    if (it != map_.end()) {  // an expired record: take it over in place
-      it->second.owner.assign(owner.data(), owner.size());
-      it->second.token = token;
-      it->second.expires_at = expires_at;
+    if (it != map_.end()) {  // an expired or released record of this key: take it over in place
+      record& r = it->second;
+      r.owner.assign(owner.data(), owner.size());  // the one step that may throw: before changes
+      if (r.token.is_none()) unlist_released(&*it);
+      r.token = token;
+      r.expires_at = expires_at;
     } else {
       insert(key, owner, token, expires_at, now);
     }
@@ -160,19 +162,24 @@ class memory_store {
   /// twice the live leases plus a small constant.
   [[nodiscard]] std::size_t size() const {
     std::lock_guard<std::mutex> lock(mutex_);
-    return map_.size();
+    return map_.size() - released_count_;
   }
 
   /// Returns a copy of the store's clock.
   [[nodiscard]] Clock clock() const { return clock_; }
 
  private:
+  // A record is live, expired, or *released*: a released record stays in the map, marked with the
+  // none token and the earliest time_point (so every expiry test sees it as expired), for the next
+  // acquire of its key to take over in place, or for a new key to reuse its node and strings. At
+  // most kMaxReleased are kept; the rest are erased at once. They are not counted by size().
   struct record {
     std::string owner;
     fencing_token token;
     time_point expires_at;
   };
-  using map_type = std::unordered_map<std::string, record>;
+  using map_type = detail::string_key_map<record>;
+  using entry = typename map_type::value_type;
 
   static time_point later(time_point a, time_point b) noexcept { return a < b ? b : a; }
 
@@ -190,39 +197,59 @@ class memory_store {
     return t;
   }
 
-  // Looks a key up without allocating: the reused scratch string keeps its capacity, which
-  // C++17's unordered_map (no heterogeneous lookup) would otherwise cost on every call.
-  typename map_type::iterator find(std::string_view key) const {
-    scratch_.assign(key.data(), key.size());
-    return map_.find(scratch_);
+  typename map_type::iterator find(const std::string_view& key) {
+    return detail::find_string_key(map_, key);
+  }
+  typename map_type::const_iterator find(const std::string_view& key) const {
+    return detail::find_string_key(map_, key);
   }
 
   void insert(std::string_view key, std::string_view owner, fencing_token token,
               time_point expires_at, time_point now) {
     if (map_.size() >= sweep_at_) sweep(now);
-    if (!spare_.empty()) {
-      // Reuse a released node: no allocation for the node, the key or the owner string.
-      typename map_type::node_type node = std::move(spare_.back());
-      spare_.pop_back();
-      node.key().assign(key.data(), key.size());
+    if (released_count_ > 0) {
+      // Reuse a released record's node: no allocation for the node, the key or the owner string.
+      // Unlisted first: should an assign below throw, the node is simply dropped.
+      const std::string_view old_key = released_[--released_count_]->first.view();
+      typename map_type::node_type node =
+          map_.extract(detail::string_key(detail::string_key::borrow_tag{}, old_key));
+      node.key().assign(key);
       node.mapped().owner.assign(owner.data(), owner.size());
       node.mapped().token = token;
       node.mapped().expires_at = expires_at;
       map_.insert(std::move(node));
       return;
     }
-    map_.emplace(std::piecewise_construct, std::forward_as_tuple(key.data(), key.size()),
+    map_.emplace(std::piecewise_construct, std::forward_as_tuple(key),
                  std::forward_as_tuple(record{std::string(owner), token, expires_at}));
   }
 
+  // Frees a record: keeps it, released, for reuse if fewer than kMaxReleased are kept, else
+  // erases it.
   void recycle(typename map_type::iterator it) {
-    typename map_type::node_type node = map_.extract(it);
-    if (spare_.size() < kMaxSpare) spare_.push_back(std::move(node));
+    if (released_count_ < kMaxReleased) {
+      it->second.token = fencing_token{};
+      it->second.expires_at = time_point::min();
+      released_[released_count_++] = &*it;
+    } else {
+      map_.erase(it);
+    }
     maybe_shrink();
   }
 
-  // Drops every expired record. Called when the map has doubled since the last sweep, so its cost
-  // is amortized O(1) per insert and the map never holds more than ~2x the live leases + kMinSweep.
+  // Takes a released record off the list, because its key is being acquired again.
+  void unlist_released(entry* e) noexcept {
+    for (std::size_t i = released_count_; i-- > 0;) {  // most often the newest one
+      if (released_[i] == e) {
+        released_[i] = released_[--released_count_];
+        return;
+      }
+    }
+  }
+
+  // Drops every expired (and released) record. Called when the map has doubled since the last
+  // sweep, so its cost is amortized O(1) per insert and the map never holds more than ~2x the live
+  // leases + kMinSweep.
   void sweep(time_point now) {
     for (auto it = map_.begin(); it != map_.end();) {
       if (now < it->second.expires_at) {
@@ -231,6 +258,7 @@ class memory_store {
         it = map_.erase(it);
       }
     }
+    released_count_ = 0;  // released records carry the earliest time_point: all were erased
     sweep_at_ = map_.size() * 2 > kMinSweep ? map_.size() * 2 : kMinSweep;
     maybe_shrink();
   }
@@ -244,15 +272,15 @@ class memory_store {
     }
   }
 
-  static constexpr std::size_t kMaxSpare = 16;
+  static constexpr std::size_t kMaxReleased = 16;
   static constexpr std::size_t kMinSweep = 64;
   static constexpr std::size_t kShrinkBuckets = 1024;
 
   Clock clock_;
   mutable std::mutex mutex_;
-  mutable map_type map_;
-  mutable std::string scratch_;
-  std::vector<typename map_type::node_type> spare_;
+  map_type map_;
+  entry* released_[kMaxReleased] = {};  // a fixed array: releasing never allocates
+  std::size_t released_count_ = 0;
   std::size_t sweep_at_ = kMinSweep;
   std::uint64_t last_token_ = 0;
 };
