@@ -27,12 +27,12 @@
 #include <cstdint>
 #include <functional>
 #include <mutex>
-#include <string>
 #include <string_view>
+#include <tuple>
 #include <type_traits>
-#include <unordered_map>
 #include <utility>
 
+#include "holdfast/detail/string_key.hpp"
 #include "holdfast/error.hpp"
 #include "holdfast/fencing_token.hpp"
 #include "holdfast/result.hpp"
@@ -100,10 +100,10 @@ class keyed_fence_gate {
   result<void> admit(std::string_view resource, fencing_token token) {
     if (resource.empty() || !token.is_issuable()) return errc::invalid_argument;
     std::lock_guard<std::mutex> lock(mutex_);
-    scratch_.assign(resource.data(), resource.size());
-    auto it = newest_.find(scratch_);
+    auto it = detail::find_string_key(newest_, resource);
     if (it == newest_.end()) {
-      newest_.emplace(scratch_, token);
+      newest_.emplace(std::piecewise_construct, std::forward_as_tuple(resource),
+                      std::forward_as_tuple(token));
       return {};
     }
     if (token < it->second) return errc::stale_token;
@@ -114,15 +114,13 @@ class keyed_fence_gate {
   /// Returns the newest token admitted for `resource` (none if none was). A snapshot only.
   [[nodiscard]] fencing_token newest(std::string_view resource) const {
     std::lock_guard<std::mutex> lock(mutex_);
-    scratch_.assign(resource.data(), resource.size());
-    auto it = newest_.find(scratch_);
+    auto it = detail::find_string_key(newest_, resource);
     return it == newest_.end() ? fencing_token{} : it->second;
   }
 
  private:
   mutable std::mutex mutex_;
-  mutable std::string scratch_;  // lookup without allocation (C++17 has no heterogeneous find)
-  std::unordered_map<std::string, fencing_token> newest_;
+  detail::string_key_map<fencing_token> newest_;  // looked up without copying the name
 };
 
 /// A value of type T whose every write carries a fencing token: write(token, fn) admits the token
