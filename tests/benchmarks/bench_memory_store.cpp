@@ -1,0 +1,219 @@
+// tests/benchmarks/bench_memory_store.cpp - memory_store and the lease handle on it, against the
+// floor a thread-safe in-process store cannot go below: one std::mutex lock+unlock plus one
+// steady_clock::now() (expiry needs the time, thread safety needs the lock).
+//
+//   benchmark                              | compared with                        | target
+//   ---------------------------------------+--------------------------------------+---------
+//   memory_store_acquire_release           | mutex lock+unlock + now(), same run  | <= 2x
+//   memory_store_acquire_release_among/N   | mutex lock+unlock + now(), same run  | (info)
+//   memory_store_renew                     | mutex lock+unlock + now(), same run  | (info)
+//   lease_acquire_release                  | mutex lock+unlock + now(), same run  | (info)
+//   lease_acquire_release_given_owner      | mutex lock+unlock + now(), same run  | (info)
+//   memory_store_contended_one_key (2 thr) | memory_store_acquire_release         | (info)
+//   memory_store_distinct_keys (2 thr)     | memory_store_acquire_release         | (info)
+//   mutex_now_contended (2 thr)            | the baseline of acquire_release      | (info)
+//
+// The lease rows show what the handle adds on top of the store: a random 128-bit owner id (or a
+// copy of the caller's), the key and owner copied into the handle, a second clock read and the
+// validity math (holdfast::try_acquire reads the clock before the request and checks validity
+// after the reply).
+#include <chrono>
+#include <cstdint>
+#include <memory>
+#include <mutex>
+#include <string>
+
+#include "bench_common.hpp"
+#include "holdfast/lease.hpp"
+#include "holdfast/stores/memory.hpp"
+
+namespace {
+
+using holdfast_bench::run_paired;
+using holdfast_bench::sample_owner;
+using holdfast_bench::with_min_max;
+
+constexpr std::chrono::milliseconds kTtl{10'000};
+
+// The baseline: the least a thread-safe store that judges expiry by a clock must do per call.
+struct mutex_and_clock {
+  std::mutex mutex;
+  void operator()() {
+    std::lock_guard<std::mutex> lock(mutex);
+    benchmark::DoNotOptimize(std::chrono::steady_clock::now());
+  }
+};
+
+constexpr const char* kVsMutexNow = "vs std::mutex lock+unlock + steady_clock::now()";
+
+void BM_memory_store_acquire_release(benchmark::State& state) {
+  auto store_ptr = std::make_unique<holdfast::memory_store<>>();
+  auto& store = *store_ptr;
+  const std::string& owner = sample_owner();
+  auto baseline_ptr = std::make_unique<mutex_and_clock>();
+  auto& baseline = *baseline_ptr;
+  run_paired(
+      state, "vs std::mutex lock+unlock + steady_clock::now(); target <= 2",
+      [&] {
+        auto g = store.try_acquire("orders", owner, kTtl);
+        if (!g) {
+          state.SkipWithError("try_acquire failed");
+          return;
+        }
+        benchmark::DoNotOptimize(store.release("orders", owner, g->token));
+      },
+      baseline);
+}
+BENCHMARK(BM_memory_store_acquire_release)->Apply(with_min_max);
+
+// The same cycle in a store that holds state.range(0) other live leases: lookups hash the key
+// instead of scanning a handful of records.
+void BM_memory_store_acquire_release_among(benchmark::State& state) {
+  auto store_ptr = std::make_unique<holdfast::memory_store<>>();
+  auto& store = *store_ptr;
+  const std::string& owner = sample_owner();
+  for (std::int64_t i = 0; i < state.range(0); ++i) {
+    if (!store.try_acquire("other-" + std::to_string(i), sample_owner(1), kTtl)) {
+      state.SkipWithError("try_acquire failed");
+      return;
+    }
+  }
+  auto baseline_ptr = std::make_unique<mutex_and_clock>();
+  auto& baseline = *baseline_ptr;
+  run_paired(
+      state, kVsMutexNow,
+      [&] {
+        auto g = store.try_acquire("orders", owner, kTtl);
+        if (!g) {
+          state.SkipWithError("try_acquire failed");
+          return;
+        }
+        benchmark::DoNotOptimize(store.release("orders", owner, g->token));
+      },
+      baseline);
+}
+BENCHMARK(BM_memory_store_acquire_release_among)->Arg(1000)->Apply(with_min_max);
+
+void BM_memory_store_renew(benchmark::State& state) {
+  auto store_ptr = std::make_unique<holdfast::memory_store<>>();
+  auto& store = *store_ptr;
+  const std::string& owner = sample_owner();
+  const auto g = store.try_acquire("orders", owner, kTtl);
+  if (!g) {
+    state.SkipWithError("try_acquire failed");
+    return;
+  }
+  auto baseline_ptr = std::make_unique<mutex_and_clock>();
+  auto& baseline = *baseline_ptr;
+  run_paired(
+      state, kVsMutexNow,
+      [&] { benchmark::DoNotOptimize(store.renew("orders", owner, g->token, kTtl)); }, baseline);
+}
+BENCHMARK(BM_memory_store_renew)->Apply(with_min_max);
+
+void BM_lease_acquire_release(benchmark::State& state) {
+  auto store_ptr = std::make_unique<holdfast::memory_store<>>();
+  auto& store = *store_ptr;
+  auto baseline_ptr = std::make_unique<mutex_and_clock>();
+  auto& baseline = *baseline_ptr;
+  run_paired(
+      state, kVsMutexNow,
+      [&] {
+        auto l = holdfast::try_acquire(store, "orders", kTtl);
+        if (!l) {
+          state.SkipWithError("holdfast::try_acquire failed");
+          return;
+        }
+        benchmark::DoNotOptimize(l->release());
+      },
+      baseline);
+}
+BENCHMARK(BM_lease_acquire_release)->Apply(with_min_max);
+
+void BM_lease_acquire_release_given_owner(benchmark::State& state) {
+  auto store_ptr = std::make_unique<holdfast::memory_store<>>();
+  auto& store = *store_ptr;
+  holdfast::acquire_options<> opts;
+  opts.owner = sample_owner();
+  auto baseline_ptr = std::make_unique<mutex_and_clock>();
+  auto& baseline = *baseline_ptr;
+  run_paired(
+      state, kVsMutexNow,
+      [&] {
+        auto l = holdfast::try_acquire(store, "orders", kTtl, opts);
+        if (!l) {
+          state.SkipWithError("holdfast::try_acquire failed");
+          return;
+        }
+        benchmark::DoNotOptimize(l->release());
+      },
+      baseline);
+}
+BENCHMARK(BM_lease_acquire_release_given_owner)->Apply(with_min_max);
+
+// --- two threads ---------------------------------------------------------------------------
+// Throughput is counted in completed acquire+release cycles per second, summed over both threads,
+// so it compares directly with 1 / ns_per_op of the uncontended benchmark. On one key most
+// attempts find the other thread's lease (busy, which costs one lock, not two); attempts_per_s
+// counts those too.
+
+void BM_memory_store_contended_one_key(benchmark::State& state) {
+  static holdfast::memory_store<> store;  // shared by both threads
+  const std::string& owner = sample_owner(state.thread_index());
+  std::int64_t cycles = 0;
+  std::int64_t attempts = 0;
+  for (auto _ : state) {
+    ++attempts;
+    auto g = store.try_acquire("orders", owner, kTtl);
+    if (g) {
+      benchmark::DoNotOptimize(store.release("orders", owner, g->token));
+      ++cycles;
+    } else if (g.error() != holdfast::errc::busy) {
+      state.SkipWithError("try_acquire failed");
+      break;
+    }
+  }
+  state.counters["ops_per_s"] =
+      benchmark::Counter(static_cast<double>(cycles), benchmark::Counter::kIsRate);
+  state.counters["attempts_per_s"] =
+      benchmark::Counter(static_cast<double>(attempts), benchmark::Counter::kIsRate);
+  state.SetLabel("vs BM_memory_store_acquire_release (uncontended, 1 thread)");
+}
+BENCHMARK(BM_memory_store_contended_one_key)->Threads(2)->UseRealTime()->Apply(with_min_max);
+
+void BM_memory_store_distinct_keys(benchmark::State& state) {
+  static holdfast::memory_store<> store;  // shared by both threads, one key each
+  const std::string key = "orders-" + std::to_string(state.thread_index());
+  const std::string& owner = sample_owner(state.thread_index());
+  std::int64_t cycles = 0;
+  for (auto _ : state) {
+    auto g = store.try_acquire(key, owner, kTtl);
+    if (!g) {
+      state.SkipWithError("try_acquire failed");
+      break;
+    }
+    benchmark::DoNotOptimize(store.release(key, owner, g->token));
+    ++cycles;
+  }
+  state.counters["ops_per_s"] =
+      benchmark::Counter(static_cast<double>(cycles), benchmark::Counter::kIsRate);
+  state.SetLabel("vs BM_memory_store_acquire_release (uncontended, 1 thread)");
+}
+BENCHMARK(BM_memory_store_distinct_keys)->Threads(2)->UseRealTime()->Apply(with_min_max);
+
+// The baseline's own behaviour under the same contention: what two threads sharing one mutex and
+// reading the clock cost, so the store's contended ratio can be read against the mutex's.
+void BM_mutex_now_contended(benchmark::State& state) {
+  static mutex_and_clock shared;
+  std::int64_t ops = 0;
+  for (auto _ : state) {
+    shared();
+    ++ops;
+  }
+  state.counters["ops_per_s"] =
+      benchmark::Counter(static_cast<double>(ops), benchmark::Counter::kIsRate);
+  state.SetLabel("vs BM_memory_store_acquire_release:base (its baseline, 1 thread)");
+}
+BENCHMARK(BM_mutex_now_contended)->Threads(2)->UseRealTime()->Apply(with_min_max);
+
+}  // namespace
