@@ -2,10 +2,7 @@
 // (shared virtual time, sleepers woken only by moving time, bounded waits for sleepers).
 #include <catch2/catch.hpp>
 
-#include <atomic>
 #include <chrono>
-#include <future>
-#include <thread>
 #include <type_traits>
 
 #include "holdfast/clock.hpp"
@@ -57,12 +54,6 @@ struct complete {  // the positive control for the negative cases above
   time_point now() const { return {}; }
   void sleep_until(time_point) {}  // sleep_until may be non-const
 };
-
-// A bounded real-time wait for a future: a test that hangs fails instead.
-template <class T>
-bool ready_within(std::future<T>& f, std::chrono::seconds limit = 20s) {
-  return f.wait_for(limit) == std::future_status::ready;
-}
 
 }  // namespace
 
@@ -152,65 +143,4 @@ TEST_CASE("manual_clock::sleep_until returns at once for a deadline already reac
   // No sleeper: a zero real-time wait reports so instead of blocking.
   CHECK_FALSE(c.wait_for_sleepers(1, 0ms));
   CHECK(c.wait_for_sleepers(0, 0ms));
-}
-
-TEST_CASE("manual_clock::sleep_until blocks until another thread moves time to the deadline",
-          "[clock][concurrency]") {
-  manual_clock c;
-  std::atomic<bool> woke{false};
-  auto sleeper = std::async(std::launch::async, [&] {
-    c.sleep_until(manual_clock::time_point(10s));
-    woke = true;
-    return c.now();
-  });
-  REQUIRE(c.wait_for_sleepers(1, 20s));
-  CHECK(c.sleepers() == 1);
-  c.advance(9s);  // not there yet: the sleeper wakes, sees 9 s < 10 s, and sleeps on
-  REQUIRE(c.wait_for_sleepers(1, 20s));
-  CHECK_FALSE(woke);
-  c.advance(1s);  // exactly the deadline
-  REQUIRE(ready_within(sleeper));
-  CHECK(woke);
-  CHECK(sleeper.get() == manual_clock::time_point(10s));
-  CHECK(c.sleepers() == 0);
-}
-
-TEST_CASE("manual_clock wakes only the sleepers whose deadline was reached",
-          "[clock][concurrency]") {
-  manual_clock c;
-  auto early = std::async(std::launch::async, [&] { c.sleep_until(manual_clock::time_point(1s)); });
-  auto late = std::async(std::launch::async, [&] { c.sleep_until(manual_clock::time_point(2s)); });
-  REQUIRE(c.wait_for_sleepers(2, 20s));
-  c.set(manual_clock::time_point(1500ms));
-  REQUIRE(ready_within(early));
-  CHECK(late.wait_for(0s) == std::future_status::timeout);
-  CHECK(c.sleepers() == 1);
-  c.set(manual_clock::time_point(3s));
-  REQUIRE(ready_within(late));
-  CHECK(c.sleepers() == 0);
-}
-
-TEST_CASE("manual_clock is safe to read and move from many threads", "[clock][concurrency]") {
-  manual_clock c;
-  constexpr int kThreads = 4;
-  constexpr int kSteps = 2000;
-  std::vector<std::future<bool>> workers;
-  for (int i = 0; i < kThreads; ++i) {
-    workers.push_back(std::async(std::launch::async, [c]() mutable {
-      bool monotonic = true;  // only forward moves happen here, so every reader sees them in order
-      auto last = c.now();
-      for (int s = 0; s < kSteps; ++s) {
-        c.advance(1ns);
-        const auto now = c.now();
-        monotonic = monotonic && last < now;
-        last = now;
-      }
-      return monotonic;
-    }));
-  }
-  for (auto& w : workers) {
-    REQUIRE(ready_within(w));
-    CHECK(w.get());
-  }
-  CHECK(c.now().time_since_epoch() == std::chrono::nanoseconds(kThreads * kSteps));
 }

@@ -2,10 +2,8 @@
 // resource, lock-free), keyed_fence_gate (many resources), fenced<T> (admit + apply in one step).
 #include <catch2/catch.hpp>
 
-#include <atomic>
 #include <chrono>
 #include <cstdint>
-#include <future>
 #include <stdexcept>
 #include <string>
 #include <string_view>
@@ -218,117 +216,4 @@ TEST_CASE("DESIGN §1: a holder that stalls past its lease is fenced off by its 
   REQUIRE_FALSE(stale);
   CHECK(stale.error() == errc::stale_token);
   CHECK(db.snapshot() == "B's order");
-}
-
-// ---------------------------------------------------------------------------------------------
-// Concurrency (run under TSan)
-// ---------------------------------------------------------------------------------------------
-
-TEST_CASE("fence_gate hammered by threads stays a linearizable maximum", "[fence][concurrency]") {
-  // Tokens are handed out in increasing order; threads admit them in whatever order the
-  // scheduler allows. Whatever the interleaving, a correct gate keeps these true.
-  fence_gate gate;
-  std::atomic<std::uint64_t> issuer{0};
-  constexpr int kThreads = 4;
-  constexpr int kAdmits = 20000;
-  struct tally {
-    int admitted = 0;
-    int stale = 0;
-    bool consistent = true;
-  };
-  std::vector<std::future<tally>> workers;
-  for (int t = 0; t < kThreads; ++t) {
-    workers.push_back(std::async(std::launch::async, [&] {
-      tally out;
-      fencing_token last_seen{};
-      for (int i = 0; i < kAdmits; ++i) {
-        const fencing_token mine(issuer.fetch_add(1) + 1);
-        auto r = gate.admit(mine);
-        const fencing_token now = gate.newest();
-        if (r) {
-          ++out.admitted;
-          out.consistent = out.consistent && now >= mine;  // admitted: newest is at least mine
-        } else {
-          ++out.stale;
-          out.consistent = out.consistent && r.error() == errc::stale_token && now > mine;
-        }
-        out.consistent = out.consistent && now >= last_seen;  // the newest never goes back
-        last_seen = now;
-      }
-      return out;
-    }));
-  }
-  int admitted = 0, stale = 0;
-  for (auto& w : workers) {
-    REQUIRE(w.wait_for(60s) == std::future_status::ready);
-    const tally t = w.get();
-    CHECK(t.consistent);
-    admitted += t.admitted;
-    stale += t.stale;
-  }
-  CHECK(admitted + stale == kThreads * kAdmits);
-  CHECK(admitted > 0);
-  // The greatest token can never be stale, so the gate ends on it.
-  CHECK(gate.newest() == fencing_token(static_cast<std::uint64_t>(kThreads) * kAdmits));
-}
-
-TEST_CASE("fenced<T> hammered by threads admits writes in non-decreasing token order",
-          "[fence][concurrency]") {
-  fenced<std::vector<std::uint64_t>> log;
-  std::atomic<std::uint64_t> issuer{0};
-  std::atomic<int> rejected{0};
-  constexpr int kThreads = 4;
-  constexpr int kWrites = 5000;
-  std::vector<std::future<void>> workers;
-  for (int t = 0; t < kThreads; ++t) {
-    workers.push_back(std::async(std::launch::async, [&] {
-      for (int i = 0; i < kWrites; ++i) {
-        const std::uint64_t mine = issuer.fetch_add(1) / 2 + 1;  // each token used twice
-        auto r = log.write(fencing_token(mine),
-                           [&](std::vector<std::uint64_t>& v) { v.push_back(mine); });
-        if (!r) ++rejected;
-      }
-    }));
-  }
-  for (auto& w : workers) REQUIRE(w.wait_for(60s) == std::future_status::ready);
-  const std::vector<std::uint64_t> admitted = log.snapshot();
-  REQUIRE_FALSE(admitted.empty());
-  CHECK(admitted.size() + static_cast<std::size_t>(rejected) == kThreads * kWrites);
-  bool ordered = true;  // S1: admitted writes carry non-decreasing tokens
-  for (std::size_t i = 1; i < admitted.size(); ++i)
-    ordered = ordered && admitted[i - 1] <= admitted[i];
-  CHECK(ordered);
-  CHECK(log.newest() == fencing_token(admitted.back()));
-  CHECK(admitted.back() == kThreads * kWrites / 2);
-}
-
-TEST_CASE("keyed_fence_gate hammered by threads on a few resources", "[fence][concurrency]") {
-  keyed_fence_gate gate;
-  constexpr int kResources = 3;
-  std::atomic<std::uint64_t> issuer[kResources] = {};
-  constexpr int kThreads = 4;
-  constexpr int kAdmits = 5000;
-  std::vector<std::future<bool>> workers;
-  for (int t = 0; t < kThreads; ++t) {
-    workers.push_back(std::async(std::launch::async, [&, t] {
-      bool consistent = true;
-      for (int i = 0; i < kAdmits; ++i) {
-        const int res = (i + t) % kResources;
-        const std::string name = "resource" + std::to_string(res);
-        const fencing_token mine(issuer[res].fetch_add(1) + 1);
-        auto r = gate.admit(name, mine);
-        const fencing_token now = gate.newest(name);
-        consistent =
-            consistent && (r ? now >= mine : (r.error() == errc::stale_token && now > mine));
-      }
-      return consistent;
-    }));
-  }
-  for (auto& w : workers) {
-    REQUIRE(w.wait_for(60s) == std::future_status::ready);
-    CHECK(w.get());
-  }
-  for (int res = 0; res < kResources; ++res) {
-    CHECK(gate.newest("resource" + std::to_string(res)) == fencing_token(issuer[res].load()));
-  }
 }

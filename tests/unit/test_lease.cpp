@@ -3,11 +3,9 @@
 // jump_clock when a blocking acquire should run to its end on one thread.
 #include <catch2/catch.hpp>
 
-#include <atomic>
 #include <cctype>
 #include <chrono>
 #include <cmath>
-#include <future>
 #include <optional>
 #include <string>
 #include <system_error>
@@ -811,57 +809,4 @@ TEST_CASE("acquire returns non-transient errors at once", "[lease]") {
   }
   CHECK(store.acquires == 1);
   CHECK(clock.sleeps().empty());
-}
-
-TEST_CASE("acquire on a real thread sleeps on the manual clock until time moves",
-          "[lease][concurrency]") {
-  manual_clock clock;
-  store_t store(clock);
-  auto a = holdfast::try_acquire(store, "orders", 10s, options(clock, "A"));
-  REQUIRE(a);
-  auto waiter = std::async(std::launch::async, [&] {
-    return holdfast::acquire(store, "orders", 10s, 1h, options(clock, "B"));
-  });
-  // B is busy, so it sleeps on the manual clock; time moves only while B really sleeps. Every
-  // wait is bounded in real time, and the loop in steps.
-  for (int step = 0; step < 20000; ++step) {
-    if (waiter.wait_for(0s) == std::future_status::ready) break;
-    if (clock.wait_for_sleepers(1, 1ms)) clock.advance(500ms);
-  }
-  REQUIRE(waiter.wait_for(20s) == std::future_status::ready);
-  auto b = waiter.get();
-  REQUIRE(b);
-  CHECK(b->owner() == "B");
-  CHECK(b->token() > a->token());
-  CHECK(b->acquired_at() >= tp(10s));
-}
-
-TEST_CASE("leases serialise real threads: every fenced write is admitted, none lost",
-          "[lease][concurrency]") {
-  // The clock stands still, so leases never expire: the lease alone gives mutual exclusion and
-  // every new holder carries a newer token than every earlier one.
-  manual_clock clock;
-  store_t store(clock);
-  holdfast::fenced<long> account;
-  constexpr int kThreads = 4;
-  constexpr int kTransactions = 300;
-  std::atomic<int> stale{0};
-  std::vector<std::future<void>> workers;
-  for (int t = 0; t < kThreads; ++t) {
-    workers.push_back(std::async(std::launch::async, [&] {
-      for (int done = 0; done < kTransactions;) {
-        auto l = holdfast::try_acquire(store, "account", 10s, options(clock));
-        if (!l) continue;  // busy: try again (bounded by the others' progress)
-        const long seen = account.snapshot();
-        auto w = account.write(l->token(), [&](long& v) { v = seen + 1; });
-        if (!w) ++stale;
-        ++done;
-      }  // release on scope exit
-    }));
-  }
-  for (auto& w : workers) REQUIRE(w.wait_for(120s) == std::future_status::ready);
-  CHECK(stale == 0);
-  CHECK(account.snapshot() == kThreads * kTransactions);
-  CHECK(account.newest() == store.last_token());
-  CHECK(store.size() == 0);
 }

@@ -2,10 +2,8 @@
 // throughout; nothing sleeps.
 #include <catch2/catch.hpp>
 
-#include <atomic>
 #include <chrono>
 #include <cstdint>
-#include <future>
 #include <limits>
 #include <optional>
 #include <string>
@@ -450,108 +448,4 @@ TEST_CASE("an exception from the store's clock propagates and leaves the store a
   CHECK(record_of(store, "orders")->remaining == 10s);  // the failed renew changed nothing
   // The store is still usable, and its mutex was not left locked.
   CHECK(store.try_acquire("invoices", "B", 10s));
-}
-
-TEST_CASE("memory_store under concurrent contention: exclusive grants, unique rising tokens",
-          "[memory_store][concurrency]") {
-  // The clock stands still, so a granted lease stays live until released: at most one owner may
-  // be between grant and release of a key at any moment, and every token is new.
-  manual_clock clock;
-  store_t store(clock);
-  constexpr int kThreads = 4;
-  constexpr int kRounds = 3000;
-  constexpr int kKeys = 3;
-  std::atomic<int> inside[kKeys] = {};
-  std::atomic<bool> overlap{false};
-  std::vector<std::future<std::vector<std::uint64_t>>> workers;
-  for (int t = 0; t < kThreads; ++t) {
-    workers.push_back(std::async(std::launch::async, [&, t] {
-      const std::string owner = "owner" + std::to_string(t);
-      std::vector<std::uint64_t> mine;
-      for (int i = 0; i < kRounds; ++i) {
-        const int k = (i + t) % kKeys;
-        const std::string key = "key" + std::to_string(k);
-        auto g = store.try_acquire(key, owner, 10s);
-        if (!g) {
-          if (g.error() != errc::busy) overlap = true;  // the only acceptable failure
-          continue;
-        }
-        if (inside[k].fetch_add(1) != 0) overlap = true;
-        mine.push_back(g->token.value());
-        inside[k].fetch_sub(1);
-        if (!store.release(key, owner, g->token)) overlap = true;
-      }
-      return mine;
-    }));
-  }
-  std::unordered_set<std::uint64_t> all;
-  std::size_t grants = 0;
-  for (auto& w : workers) {
-    REQUIRE(w.wait_for(60s) == std::future_status::ready);
-    const std::vector<std::uint64_t> mine = w.get();
-    for (std::size_t i = 1; i < mine.size(); ++i) CHECK(mine[i - 1] < mine[i]);
-    all.insert(mine.begin(), mine.end());
-    grants += mine.size();
-  }
-  CHECK_FALSE(overlap);
-  CHECK(all.size() == grants);  // no token was issued twice
-  CHECK(grants > 0);
-  CHECK(store.last_token().value() == grants);  // one token per grant, none lost or skipped
-  CHECK(store.size() == 0);
-}
-
-TEST_CASE("memory_store under concurrent expiry and takeover keeps tokens unique",
-          "[memory_store][concurrency]") {
-  // One thread moves time while the others acquire with short TTLs and never release: every key
-  // is taken over again and again after expiry, with the sweep running concurrently.
-  manual_clock clock;
-  store_t store(clock);
-  constexpr int kThreads = 3;
-  constexpr int kRounds = 3000;
-  std::atomic<bool> stop{false};
-  auto ticker = std::async(std::launch::async, [&] {
-    while (!stop) clock.advance(1ms);
-  });
-  struct outcome {
-    std::vector<std::uint64_t> fresh;  // tokens this thread saw for the first time, in order
-    bool consistent = true;            // every repeat was a re-acquire of its own live lease
-  };
-  std::vector<std::future<outcome>> workers;
-  for (int t = 0; t < kThreads; ++t) {
-    workers.push_back(std::async(std::launch::async, [&, t] {
-      outcome out;
-      std::vector<std::uint64_t> last_of_key(100, 0);
-      for (int i = 0; i < kRounds; ++i) {
-        const int k = i % 100;
-        auto g = store.try_acquire("key" + std::to_string(k), "o" + std::to_string(t), 2ms);
-        if (!g) {
-          out.consistent = out.consistent && g.error() == errc::busy;
-          continue;
-        }
-        const std::uint64_t tok = g->token.value();
-        if (tok == last_of_key[k]) continue;  // re-acquired its own live lease: same token
-        // A new grant: newer than anything this thread was granted before (store-wide counter,
-        // and this thread's calls are ordered).
-        out.consistent = out.consistent && (out.fresh.empty() || out.fresh.back() < tok);
-        out.fresh.push_back(tok);
-        last_of_key[k] = tok;
-      }
-      return out;
-    }));
-  }
-  std::unordered_set<std::uint64_t> all;
-  std::size_t new_grants = 0;
-  for (auto& w : workers) {
-    REQUIRE(w.wait_for(60s) == std::future_status::ready);
-    const outcome out = w.get();
-    CHECK(out.consistent);
-    for (std::uint64_t tok : out.fresh) {
-      CHECK(all.insert(tok).second);  // no token was granted to two threads
-    }
-    new_grants += out.fresh.size();
-  }
-  stop = true;
-  REQUIRE(ticker.wait_for(60s) == std::future_status::ready);
-  CHECK(store.last_token().value() == new_grants);
-  CHECK(store.size() <= 2 * 100 + 65);
 }
