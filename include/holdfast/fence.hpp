@@ -164,8 +164,12 @@ class fenced {
     }
   }
 
-  /// Calls fn(const T&) under the lock and returns what it returns. Reads need no token: a stale
-  /// holder reading is harmless; acting on what it read is a write, and that is fenced.
+  /// Calls fn(const T&) under the lock and returns what it returns, without a token and without
+  /// touching the newest token. Enough for a read that nothing is written from. A read that a
+  /// later write depends on (read-modify-write) must go through write(token, fn) instead, so that
+  /// it raises the gate: otherwise an older holder's write can be admitted between this read and
+  /// this holder's write (token order alone allows it) and then be overwritten by it, a lost
+  /// update that S1 does not forbid.
   template <class F>
   auto read(F&& fn) const -> std::invoke_result_t<F, const T&> {
     std::lock_guard<std::mutex> lock(mutex_);

@@ -180,6 +180,27 @@ TEST_CASE("fenced<T>::write with a throwing fn leaves the newest token unchanged
   CHECK(log.newest() == tok(6));
 }
 
+TEST_CASE("fenced<T>: a read-modify-write must read through the gate too", "[fence]") {
+  // Holder 33 lost its lease; holder 34 reads the balance, then 33's late write arrives, then 34
+  // writes what it computed. Token order alone (S1) admits both writes: 33 < 34 is admitted
+  // because 34 had not written yet, and 34's write then overwrites 33's deposit.
+  SECTION("an unfenced read lets an older holder's write slip in and be overwritten") {
+    fenced<long> balance(std::in_place, 100);
+    const long seen_by_34 = balance.snapshot();                      // 34 reads 100
+    REQUIRE(balance.write(tok(33), [](long& v) { v = 100 + 10; }));  // 33's late deposit lands
+    REQUIRE(balance.write(tok(34), [&](long& v) { v = seen_by_34 + 10; }));
+    CHECK(balance.snapshot() == 110);  // one of two deposits lost, with every write "fenced"
+  }
+  SECTION("a read through write() raises the gate, so the older write is refused") {
+    fenced<long> balance(std::in_place, 100);
+    auto seen_by_34 = balance.write(tok(34), [](long& v) { return v; });  // 34 reads 100
+    REQUIRE(seen_by_34);
+    CHECK(balance.write(tok(33), [](long& v) { v = 100 + 10; }).error() == errc::stale_token);
+    REQUIRE(balance.write(tok(34), [&](long& v) { v = *seen_by_34 + 10; }));
+    CHECK(balance.snapshot() == 110);  // 33 learns its deposit failed and can redo it
+  }
+}
+
 TEST_CASE("fenced<T> can be constructed in place", "[fence]") {
   fenced<std::string> s(std::in_place, 3, 'x');
   CHECK(s.snapshot() == "xxx");
