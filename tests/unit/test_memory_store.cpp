@@ -449,3 +449,39 @@ TEST_CASE("an exception from the store's clock propagates and leaves the store a
   // The store is still usable, and its mutex was not left locked.
   CHECK(store.try_acquire("invoices", "B", 10s));
 }
+
+TEST_CASE("released records are reused without mixing keys up, in a map large enough to hash",
+          "[memory_store]") {
+  // Small maps are scanned; this one holds more live keys than that, so every lookup below goes
+  // through the hash table, including lookups of keys whose node was recycled from another key.
+  manual_clock clock;
+  store_t store(clock);
+  for (int i = 0; i < 40; ++i) REQUIRE(store.try_acquire("live" + std::to_string(i), "L", 1h));
+  std::vector<fencing_token> tokens;
+  for (int i = 0; i < 200; ++i) {
+    const std::string key = "tmp" + std::to_string(i);
+    auto g = store.try_acquire(key, "T", 1h);
+    REQUIRE(g);
+    tokens.push_back(g->token);
+    const auto rec = record_of(store, key);
+    REQUIRE(rec);
+    CHECK(rec->token == g->token);
+    CHECK(store.try_acquire(key, "other", 1h).error() == errc::busy);  // found by its new key
+    if (i % 3 != 0) REQUIRE(store.release(key, "T", g->token));        // recycled for the next
+  }
+  for (int i = 0; i < 200; ++i) {
+    const auto rec = record_of(store, "tmp" + std::to_string(i));
+    if (i % 3 == 0) {
+      REQUIRE(rec);
+      CHECK(rec->token == tokens[static_cast<std::size_t>(i)]);
+    } else {
+      CHECK_FALSE(rec);
+    }
+  }
+  for (int i = 0; i < 40; ++i) {
+    const auto rec = record_of(store, "live" + std::to_string(i));
+    REQUIRE(rec);
+    CHECK(rec->owner == "L");
+  }
+  CHECK(store.size() == 40 + 67);
+}
