@@ -54,7 +54,9 @@ struct memory_store_options {
 /// default; manual_clock or a simulator clock in tests). Models LeaseStore with inspect().
 ///
 /// Tokens are store-wide: every grant of any key carries a token strictly greater than every token
-/// this store issued before (a stronger promise than T1's per-key order).
+/// this store issued before (a stronger promise than T1's per-key order). raise_token() and
+/// raise_token_floor() (the token-floor capability quorum_store needs) only ever move the counter
+/// up, so they keep that promise for grants.
 ///
 /// Thread-safety: every member function may be called concurrently. Exceptions: none of its own;
 /// one thrown by Clock::now() or by allocation propagates unchanged and leaves the store as it was.
@@ -134,6 +136,44 @@ class memory_store {
       return errc::not_holder;
     }
     recycle(it);
+    return {};
+  }
+
+  /// Raises the fencing token of `owner`'s live lease on `key` from `token` to `to`, and the
+  /// store-wide counter to at least `to`, in one atomic step: the token-floor capability that keeps
+  /// quorum tokens monotonic (quorum.hpp). Afterwards the lease carries `to` (renew and release
+  /// must pass `to`), its TTL is unchanged, and every later grant carries a token greater than
+  /// `to`. The lease must still be live and held with `token` (or already with `to`: a retried
+  /// call succeeds again), so a raise that arrives after the lease expired changes nothing.
+  /// `to` may equal a token this store issued for another key; per key, tokens still increase.
+  /// \returns success; errc::lease_lost if the key is free, expired, or held by another owner or
+  ///   token; errc::invalid_argument for an empty key or owner, `token` or `to` not issuable, or
+  ///   `to` < `token`.
+  result<void> raise_token(std::string_view key, std::string_view owner, fencing_token token,
+                           fencing_token to) {
+    if (std::error_code ec = check_release_args(key, owner, token)) return ec;
+    if (!to.is_issuable() || to < token) return errc::invalid_argument;
+    std::lock_guard<std::mutex> lock(mutex_);
+    const time_point now = clock_.now();
+    auto it = find(key);
+    if (it == map_.end()) return errc::lease_lost;
+    record& r = it->second;
+    if (!(now < r.expires_at) || r.owner != owner || (r.token != token && r.token != to)) {
+      return errc::lease_lost;
+    }
+    r.token = to;
+    if (last_token_ < to.value()) last_token_ = to.value();
+    return {};
+  }
+
+  /// Raises the store-wide counter to at least `floor`, so every later grant carries a token
+  /// greater than `floor`; never lowers it and leaves live leases as they are. Used to recover
+  /// after tokens regressed (a member restarted without its counter; see quorum.hpp).
+  /// \returns success; errc::invalid_argument if `floor` is not issuable. Reads no clock.
+  result<void> raise_token_floor(fencing_token floor) {
+    if (!floor.is_issuable()) return errc::invalid_argument;
+    std::lock_guard<std::mutex> lock(mutex_);
+    if (last_token_ < floor.value()) last_token_ = floor.value();
     return {};
   }
 
