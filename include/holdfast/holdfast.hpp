@@ -11,6 +11,7 @@
 //   keepalive.hpp             keepalive: one background thread renews many leases
 //   mutex.hpp                 distributed_mutex: a lease as a std Lockable/TimedLockable
 //   fence.hpp                 fence_gate, keyed_fence_gate, fenced<T>: admission by token
+//   quorum.hpp                quorum_store: one lease over N stores, monotonic quorum tokens
 // Opt-in, not included here: stores/redis.hpp, stores/postgres.hpp (need their client libraries),
 // testing/ (simulator, checker, conformance kit).
 #ifndef HOLDFAST_HOLDFAST_HPP
@@ -24,6 +25,7 @@
 #include "holdfast/keepalive.hpp"
 #include "holdfast/lease.hpp"
 #include "holdfast/mutex.hpp"
+#include "holdfast/quorum.hpp"
 #include "holdfast/result.hpp"
 #include "holdfast/store.hpp"
 #include "holdfast/stores/memory.hpp"

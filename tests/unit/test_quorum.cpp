@@ -1,0 +1,600 @@
+// Unit tests for quorum.hpp (and memory_store's token-floor capability it relies on).
+//
+// Most tests run the quorum with quorum_dispatch::sequential over fake members on one
+// manual_clock, so every schedule is deterministic: a member's "delay" moves the shared clock
+// while it answers, "down" makes it answer store_unavailable, restart_empty() replaces its store
+// with a fresh one (counter and records lost). The tests marked [threads] use the default
+// dispatch with real worker threads and bounded waits only.
+#include <catch2/catch.hpp>
+
+#include <atomic>
+#include <chrono>
+#include <condition_variable>
+#include <memory>
+#include <mutex>
+#include <stdexcept>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "holdfast/fence.hpp"
+#include "holdfast/lease.hpp"
+#include "holdfast/quorum.hpp"
+#include "holdfast/stores/memory.hpp"
+#include "test_support.hpp"
+
+namespace {
+
+using namespace std::chrono_literals;
+using holdfast::errc;
+using holdfast::fencing_token;
+using holdfast::grant;
+using holdfast::manual_clock;
+using holdfast::quorum_dispatch;
+using holdfast::quorum_options;
+using holdfast::quorum_store;
+using holdfast::quorum_token_mode;
+using holdfast::result;
+using mem = holdfast::memory_store<manual_clock>;
+
+// A member whose faults a test controls. Models LeaseStore, inspect and the token floor.
+class fake_member {
+ public:
+  explicit fake_member(manual_clock clock, fencing_token last_issued = {})
+      : clock_(clock), store_(make(last_issued)) {}
+
+  result<grant> try_acquire(std::string_view key, std::string_view owner,
+                            std::chrono::milliseconds ttl) {
+    ++acquires;
+    if (std::error_code ec = before()) return ec;
+    return store_->try_acquire(key, owner, ttl);
+  }
+  result<grant> renew(std::string_view key, std::string_view owner, fencing_token token,
+                      std::chrono::milliseconds ttl) {
+    ++renews;
+    if (std::error_code ec = before()) return ec;
+    return store_->renew(key, owner, token, ttl);
+  }
+  result<void> release(std::string_view key, std::string_view owner, fencing_token token) {
+    ++releases;
+    if (std::error_code ec = before()) return ec;
+    return store_->release(key, owner, token);
+  }
+  result<std::optional<holdfast::lease_record>> inspect(std::string_view key) const {
+    if (down) return errc::store_unavailable;
+    return store_->inspect(key);
+  }
+  result<void> raise_token(std::string_view key, std::string_view owner, fencing_token token,
+                           fencing_token to) {
+    ++raises;
+    if (std::error_code ec = before()) return ec;
+    return store_->raise_token(key, owner, token, to);
+  }
+  result<void> raise_token_floor(fencing_token floor) {
+    if (std::error_code ec = before()) return ec;
+    return store_->raise_token_floor(floor);
+  }
+
+  // Loses the counter and every record, as a store restarted without persistence.
+  void restart_empty() { store_ = make(fencing_token{}); }
+  // Restarts keeping only the counter, as a store that persists it.
+  void restart_keeping_counter() { store_ = make(store_->last_token()); }
+
+  // The lease this member holds on `key` right now (bypassing faults), if any.
+  std::optional<holdfast::lease_record> holder(std::string_view key) const {
+    return store_->inspect(key).value();
+  }
+  fencing_token last_token() const { return store_->last_token(); }
+  mem& store() { return *store_; }
+
+  bool down = false;
+  bool throws = false;
+  std::chrono::nanoseconds delay{0};  // the shared clock moves this much (even back) per call
+  int acquires = 0, renews = 0, releases = 0, raises = 0;
+
+ private:
+  std::unique_ptr<mem> make(fencing_token last) {
+    return std::make_unique<mem>(clock_, holdfast::memory_store_options{last});
+  }
+  std::error_code before() {
+    if (throws) throw std::runtime_error("member exploded");
+    if (down) return errc::store_unavailable;
+    if (delay != std::chrono::nanoseconds::zero()) clock_.advance(delay);
+    return {};
+  }
+
+  manual_clock clock_;
+  std::unique_ptr<mem> store_;
+};
+
+using quorum = quorum_store<fake_member, manual_clock>;
+
+// N fake members on one manual clock, seeded with the given counters.
+struct cluster {
+  explicit cluster(std::vector<std::uint64_t> counters) {
+    for (std::uint64_t c : counters) {
+      members.push_back(std::make_unique<fake_member>(clock, fencing_token(c)));
+    }
+  }
+  std::vector<fake_member*> pointers() {
+    std::vector<fake_member*> v;
+    for (auto& m : members) v.push_back(m.get());
+    return v;
+  }
+  fake_member& operator[](std::size_t i) { return *members[i]; }
+  std::size_t holding(std::string_view key, fencing_token token) const {
+    std::size_t n = 0;
+    for (const auto& m : members) {
+      auto h = m->holder(key);
+      n += (h && h->token == token) ? 1 : 0;
+    }
+    return n;
+  }
+  std::size_t holding_any(std::string_view key) const {
+    std::size_t n = 0;
+    for (const auto& m : members) n += m->holder(key) ? 1 : 0;
+    return n;
+  }
+
+  manual_clock clock;
+  std::vector<std::unique_ptr<fake_member>> members;
+};
+
+quorum_options sequential(quorum_token_mode mode = quorum_token_mode::floor) {
+  quorum_options o;
+  o.dispatch = quorum_dispatch::sequential;
+  o.token_mode = mode;
+  return o;
+}
+
+}  // namespace
+
+static_assert(holdfast::is_lease_store_v<quorum>, "a quorum_store is itself a LeaseStore");
+static_assert(holdfast::has_inspect_v<quorum>, "inspect() is offered when members have it");
+static_assert(holdfast::is_lease_store_v<quorum_store<holdfast::memory_store<>>>);
+static_assert(holdfast::has_raise_token_v<holdfast::memory_store<>>);
+static_assert(holdfast::has_raise_token_floor_v<holdfast::memory_store<>>);
+static_assert(holdfast::write_quorum(3, 0) == 2 && holdfast::write_quorum(5, 0) == 3);
+static_assert(holdfast::write_quorum(5, 1) == 4 && holdfast::write_quorum(5, 2) == 4);
+static_assert(holdfast::write_quorum(3, 1) == 3 && holdfast::write_quorum(1, 0) == 1);
+
+TEST_CASE("memory_store raise_token re-labels a live lease and lifts the counter", "[quorum]") {
+  manual_clock clock;
+  mem s(clock);
+  const grant g = s.try_acquire("k", "alice", 1000ms).value();
+  CHECK(g.token == fencing_token(1));
+  REQUIRE(s.raise_token("k", "alice", g.token, fencing_token(50)));
+  CHECK(s.inspect("k").value()->token == fencing_token(50));
+  CHECK(s.last_token() == fencing_token(50));
+  // Retrying the same raise succeeds again; the lease now answers to the new token only.
+  CHECK(s.raise_token("k", "alice", g.token, fencing_token(50)));
+  CHECK(s.renew("k", "alice", g.token, 1000ms).error() == errc::lease_lost);
+  CHECK(s.renew("k", "alice", fencing_token(50), 1000ms));
+  // The next grant of any key is above the raised token.
+  CHECK(s.try_acquire("other", "bob", 1000ms).value().token == fencing_token(51));
+  // Refused: a stranger, a wrong token, a lower target, bad tokens; nothing changes.
+  CHECK(s.raise_token("k", "mallory", fencing_token(50), fencing_token(90)).error() ==
+        errc::lease_lost);
+  CHECK(s.raise_token("k", "alice", fencing_token(7), fencing_token(90)).error() ==
+        errc::lease_lost);
+  CHECK(s.raise_token("k", "alice", fencing_token(50), fencing_token(49)).error() ==
+        errc::invalid_argument);
+  CHECK(s.raise_token("k", "alice", fencing_token(50), fencing_token::max()).error() ==
+        errc::invalid_argument);
+  CHECK(s.raise_token("", "alice", fencing_token(50), fencing_token(60)).error() ==
+        errc::invalid_argument);
+  CHECK(s.last_token() == fencing_token(51));
+  // A raise that arrives after the lease expired changes nothing (the proof in quorum.hpp
+  // needs this: a late raise must not lift a counter past a grant made in the meantime).
+  clock.advance(1001ms);
+  CHECK(s.raise_token("k", "alice", fencing_token(50), fencing_token(900)).error() ==
+        errc::lease_lost);
+  CHECK(s.last_token() == fencing_token(51));
+  // The floor only goes up.
+  CHECK(s.raise_token_floor(fencing_token(10)));
+  CHECK(s.last_token() == fencing_token(51));
+  CHECK(s.raise_token_floor(fencing_token(70)));
+  CHECK(s.try_acquire("k", "bob", 10ms).value().token == fencing_token(71));
+  CHECK(s.raise_token_floor(fencing_token{}).error() == errc::invalid_argument);
+}
+
+TEST_CASE("quorum_store rejects bad configurations and bad input before any member is asked",
+          "[quorum]") {
+  cluster c({0, 0, 0, 0, 0});
+  const auto all = c.pointers();
+  auto bad = [&](std::vector<fake_member*> members, quorum_options o) {
+    quorum q(std::move(members), o, c.clock);
+    CHECK(q.check() == errc::invalid_argument);
+    CHECK(q.try_acquire("k", "o", 1000ms).error() == errc::invalid_argument);
+    CHECK(q.renew("k", "o", fencing_token(1), 1000ms).error() == errc::invalid_argument);
+    CHECK(q.release("k", "o", fencing_token(1)).error() == errc::invalid_argument);
+    CHECK(q.inspect("k").error() == errc::invalid_argument);
+  };
+  bad({}, sequential());
+  bad({all[0], all[1]}, sequential());           // even
+  bad({all[0], all[1], all[0]}, sequential());   // repeated member
+  bad({all[0], nullptr, all[2]}, sequential());  // null member
+  quorum_options o = sequential();
+  o.empty_restarts = 3;
+  bad({all[0], all[1], all[2]}, o);  // W would exceed N
+  o = sequential();
+  o.member_timeout = 0ms;
+  bad(all, o);
+  o = sequential();
+  o.member_timeout_share = 0.0;
+  bad(all, o);
+  o = sequential();
+  o.validity.drift = 1.0;
+  bad(all, o);
+  o = sequential();
+  o.max_queued = 0;
+  bad(all, o);
+  for (auto& m : c.members) CHECK(m->acquires + m->renews + m->releases == 0);
+
+  quorum q(all, sequential(), c.clock);
+  REQUIRE(!q.check());
+  CHECK(q.size() == 5);
+  CHECK(q.quorum() == 3);
+  CHECK(q.try_acquire("", "o", 1000ms).error() == errc::invalid_argument);
+  CHECK(q.try_acquire("k", "", 1000ms).error() == errc::invalid_argument);
+  CHECK(q.try_acquire("k", "o", 0ms).error() == errc::invalid_argument);
+  CHECK(q.try_acquire("k", "o", -5ms).error() == errc::invalid_argument);
+  CHECK(q.try_acquire("k", "o", holdfast::max_ttl + 1ms).error() == errc::invalid_argument);
+  CHECK(q.renew("k", "o", fencing_token{}, 1000ms).error() == errc::invalid_argument);
+  CHECK(q.renew("k", "o", fencing_token::max(), 1000ms).error() == errc::invalid_argument);
+  CHECK(q.release("k", "o", fencing_token{}).error() == errc::invalid_argument);
+  CHECK(q.inspect("").error() == errc::invalid_argument);
+  CHECK(q.raise_token_floor(fencing_token{}).error() == errc::invalid_argument);
+  for (auto& m : c.members) CHECK(m->acquires + m->renews + m->releases == 0);
+}
+
+TEST_CASE("quorum_store grants one token that every member holds, and releases everywhere",
+          "[quorum]") {
+  cluster c({3, 9, 1});
+  quorum q(c.pointers(), sequential(), c.clock);
+  const grant g = q.try_acquire("orders", "alice", 1000ms).value();
+  CHECK(g.token == fencing_token(10));  // the max of 4, 10, 2, raised everywhere
+  CHECK(g.ttl == 1000ms);
+  CHECK(c.holding("orders", g.token) == 3);
+  CHECK(q.try_acquire("orders", "bob", 1000ms).error() == errc::busy);
+  // Re-acquiring one's own lease returns the same token (T1).
+  CHECK(q.try_acquire("orders", "alice", 1000ms).value().token == g.token);
+  const auto rec = q.inspect("orders").value();
+  REQUIRE(rec);
+  CHECK(rec->owner == "alice");
+  CHECK(rec->token == g.token);
+  CHECK(rec->remaining == 1000ms);
+  CHECK(q.renew("orders", "alice", g.token, 2000ms).value() == grant{g.token, 2000ms});
+  CHECK(q.release("orders", "bob", g.token).error() == errc::not_holder);
+  REQUIRE(q.release("orders", "alice", g.token));
+  CHECK(c.holding_any("orders") == 0);
+  CHECK(q.inspect("orders").value() == std::nullopt);
+  CHECK(q.release("orders", "alice", g.token).error() == errc::not_holder);
+  CHECK(q.try_acquire("orders", "bob", 1000ms).value().token > g.token);
+}
+
+TEST_CASE("quorum_store keeps working with a minority of members down", "[quorum]") {
+  cluster c({0, 0, 0, 0, 0});
+  quorum q(c.pointers(), sequential(), c.clock);
+  c[1].down = true;
+  c[3].down = true;
+  const grant g = q.try_acquire("k", "alice", 1000ms).value();
+  CHECK(c.holding("k", g.token) == 3);
+  c.clock.advance(400ms);
+  CHECK(q.renew("k", "alice", g.token, 1000ms));
+  CHECK(q.inspect("k").value()->owner == "alice");
+  CHECK(q.release("k", "alice", g.token));
+  CHECK(c.holding_any("k") == 0);
+}
+
+TEST_CASE("quorum_store reports store_unavailable with a majority down and keeps nothing",
+          "[quorum]") {
+  cluster c({0, 0, 0, 0, 0});
+  quorum q(c.pointers(), sequential(), c.clock);
+  c[0].down = c[2].down = c[4].down = true;
+  CHECK(q.try_acquire("k", "alice", 1000ms).error() == errc::store_unavailable);
+  CHECK(c.holding_any("k") == 0);  // the two grants it got were given back
+  CHECK(c[1].releases == 1);
+  CHECK(c[3].releases == 1);
+  CHECK(q.inspect("k").error() == errc::store_unavailable);
+  c[0].down = c[2].down = c[4].down = false;
+  const grant g = q.try_acquire("k", "alice", 1000ms).value();
+  c[0].down = c[2].down = c[4].down = true;
+  CHECK(q.renew("k", "alice", g.token, 1000ms).error() == errc::store_unavailable);
+  CHECK(q.release("k", "alice", g.token).error() == errc::store_unavailable);
+}
+
+TEST_CASE("quorum_store under contention: busy below W, partial grants released", "[quorum]") {
+  cluster c({0, 0, 0, 0, 0});
+  quorum q(c.pointers(), sequential(), c.clock);
+  // Another owner holds the key on three members (e.g. it is mid-acquire): we can only get two.
+  for (std::size_t i : {0u, 1u, 2u}) REQUIRE(c[i].store().try_acquire("k", "bob", 1000ms));
+  CHECK(q.try_acquire("k", "alice", 1000ms).error() == errc::busy);
+  CHECK(c.holding_any("k") == 3);
+  CHECK(!c[3].holder("k"));
+  CHECK(!c[4].holder("k"));
+  // Holding only two, bob cannot stop a majority.
+  REQUIRE(c[2].store().release("k", "bob", c[2].holder("k")->token));
+  const grant g = q.try_acquire("k", "alice", 1000ms).value();
+  CHECK(c.holding("k", g.token) == 3);
+  // Busy plus down: with W answers possible, contention; with fewer, unavailable.
+  cluster d({0, 0, 0});
+  quorum r(d.pointers(), sequential(), d.clock);
+  REQUIRE(d[0].store().try_acquire("x", "bob", 1000ms));
+  d[1].down = true;
+  CHECK(r.try_acquire("x", "alice", 1000ms).error() == errc::busy);
+  REQUIRE(d[0].store().try_acquire("y", "bob", 1000ms));
+  d[2].down = true;
+  CHECK(r.try_acquire("y", "alice", 1000ms).error() == errc::store_unavailable);
+}
+
+TEST_CASE("a member slower than its timeout counts as failed; its late grant joins or is freed",
+          "[quorum]") {
+  cluster c({0, 0, 0, 0, 0});
+  quorum_options o = sequential();
+  o.member_timeout = 20ms;
+  quorum q(c.pointers(), o, c.clock);
+  c[4].delay = 30ms;  // over the 20 ms per-member timeout
+  const grant g = q.try_acquire("k", "alice", 1000ms).value();
+  // Member 4's grant came late; it issued the same token, so it simply holds the lease too.
+  CHECK(c.holding("k", g.token) == 5);
+  REQUIRE(q.release("k", "alice", g.token));
+  // Now member 4 is behind (its counter lags the others): its late grant is raised to T.
+  c[4].delay = 0ms;
+  REQUIRE(c[4].store().try_acquire("other", "x", 10ms));  // lifts member 4 above the rest
+  REQUIRE(c[0].store().raise_token_floor(fencing_token(40)));
+  REQUIRE(c[1].store().raise_token_floor(fencing_token(40)));
+  REQUIRE(c[2].store().raise_token_floor(fencing_token(40)));
+  c[4].delay = 30ms;
+  const grant h = q.try_acquire("k", "alice", 1000ms).value();
+  CHECK(h.token == fencing_token(41));
+  CHECK(c.holding("k", h.token) == 5);  // 0-2 issued it, 3 was raised, 4 was raised late
+  CHECK(c[4].holder("k")->token == h.token);
+  REQUIRE(q.release("k", "alice", h.token));
+  CHECK(c.holding_any("k") == 0);
+  // When too many are slow the quorum fails and every late grant is given back.
+  c[2].delay = c[3].delay = 30ms;
+  CHECK(q.try_acquire("k", "alice", 1000ms).error() == errc::store_unavailable);
+  CHECK(c.holding_any("k") == 0);
+}
+
+TEST_CASE("a quorum reached after the validity is gone is given back with timeout", "[quorum]") {
+  cluster c({0, 0, 0});
+  quorum_options o = sequential();
+  o.member_timeout = 1000ms;
+  o.member_timeout_share = 1.0;
+  quorum q(c.pointers(), o, c.clock);
+  for (auto& m : c.members) m->delay = 330ms;  // 990 ms in all; validity is 1000*0.99-2 = 988
+  CHECK(q.try_acquire("k", "alice", 1000ms).error() == errc::timeout);
+  CHECK(c.holding_any("k") == 0);
+  for (auto& m : c.members) m->delay = 320ms;  // 960 ms: still valid
+  const grant g = q.try_acquire("k", "alice", 1000ms).value();
+  for (auto& m : c.members) m->delay = 330ms;
+  CHECK(q.renew("k", "alice", g.token, 1000ms).error() == errc::timeout);
+  // A clock that goes backwards during the acquire leaves no validity to trust.
+  for (auto& m : c.members) m->delay = 0ms;
+  REQUIRE(q.release("k", "alice", g.token));
+  c[2].delay = -10ms;
+  CHECK(q.try_acquire("k", "alice", 1000ms).error() == errc::timeout);
+  CHECK(c.holding_any("k") == 0);
+}
+
+// The negative control and the fix on one deterministic schedule (the example in quorum.hpp).
+TEST_CASE("naive max goes backwards across majorities; the token floor does not", "[quorum]") {
+  for (quorum_token_mode mode : {quorum_token_mode::naive_max, quorum_token_mode::floor}) {
+    cluster c({0, 100, 0});
+    quorum q(c.pointers(), sequential(mode), c.clock);
+    holdfast::fenced<int> db;
+    c[2].down = true;  // grant 1 on {A, B}
+    const grant g1 = q.try_acquire("k", "alice", 1000ms).value();
+    CHECK(g1.token == fencing_token(101));
+    REQUIRE(db.write(g1.token, [](int& v) { v = 1; }));
+    REQUIRE(q.release("k", "alice", g1.token));
+    c[2].down = false;
+    c[1].down = true;  // grant 2 on {A, C}
+    const grant g2 = q.try_acquire("k", "bob", 1000ms).value();
+    if (mode == quorum_token_mode::naive_max) {
+      CHECK(g2.token == fencing_token(2));  // A issues 2, C issues 1: backwards
+      CHECK(g2.token < g1.token);
+      // The gate still refuses it (S1), at the cost of bob's progress.
+      CHECK(db.write(g2.token, [](int& v) { v = 2; }).error() == errc::stale_token);
+    } else {
+      CHECK(g2.token == fencing_token(102));  // A was raised to 101 by grant 1
+      CHECK(g2.token > g1.token);
+      CHECK(db.write(g2.token, [](int& v) { v = 2; }));
+    }
+    // Renew and release work in both modes (the negative control differs only in its tokens).
+    CHECK(q.renew("k", "bob", g2.token, 1000ms));
+    CHECK(q.release("k", "bob", g2.token));
+    CHECK(c.holding_any("k") == 0);
+  }
+}
+
+TEST_CASE("the raise round runs only while the members' counters disagree", "[quorum]") {
+  cluster c({5, 0, 2, 0, 7});
+  quorum q(c.pointers(), sequential(), c.clock);
+  const grant g = q.try_acquire("k", "alice", 1000ms).value();
+  CHECK(g.token == fencing_token(8));
+  int raises = 0;
+  for (auto& m : c.members) raises += m->raises;
+  CHECK(raises == 4);  // everybody below 8 was raised
+  REQUIRE(q.release("k", "alice", g.token));
+  for (auto& m : c.members) m->raises = 0;
+  fencing_token last = g.token;
+  for (int i = 0; i < 20; ++i) {  // counters now move together: one round trip per grant
+    const grant h = q.try_acquire("k", "alice", 1000ms).value();
+    CHECK(h.token > last);
+    last = h.token;
+    REQUIRE(q.release("k", "alice", h.token));
+  }
+  for (auto& m : c.members) CHECK(m->raises == 0);
+}
+
+TEST_CASE("a raise refused because the member lost the lease leaves no quorum", "[quorum]") {
+  cluster c({0, 100, 0});
+  quorum_options o = sequential();
+  o.member_timeout = 100ms;
+  o.member_timeout_share = 1.0;
+  quorum q(c.pointers(), o, c.clock);
+  c[2].down = true;
+  // A grants token 1 at t=45 (expiring at 145), B grants 101 at t=105, both within the 100 ms
+  // per-member wait. A's raise to 101 lands at t=150, after A's lease expired: refused.
+  c[0].delay = 45ms;
+  c[1].delay = 60ms;
+  CHECK(q.try_acquire("k", "alice", 100ms).error() == errc::store_unavailable);
+  CHECK(c[0].raises == 1);
+  CHECK(c[0].last_token() == fencing_token(1));  // the refused raise lifted nothing
+  CHECK(c.holding_any("k") == 0);
+}
+
+TEST_CASE("a member restarted empty makes tokens regress; the fence gate still holds (S1)",
+          "[quorum]") {
+  cluster c({0, 100, 0});
+  quorum q(c.pointers(), sequential(), c.clock);
+  holdfast::fence_gate gate;
+  c[2].down = true;  // grant 1 on {A, B}: T1 = 101, A raised to 101
+  const grant g1 = q.try_acquire("k", "alice", 1000ms).value();
+  CHECK(g1.token == fencing_token(101));
+  REQUIRE(gate.admit(g1.token));
+  c.clock.advance(1000ms);  // alice's lease expires (she crashed)
+  c[0].restart_empty();     // A restarts without its counter
+  c[2].down = false;
+  c[1].down = true;  // grant 2 on {A, C}: they intersect grant 1 only in the restarted A
+  const grant g2 = q.try_acquire("k", "bob", 1000ms).value();
+  CHECK(g2.token < g1.token);  // S2 is lost with W = majority and an empty restart
+  CHECK(gate.admit(g2.token).error() == errc::stale_token);  // S1 holds: bob is fenced off
+  // The liveness cost and its cure: lift the floor to the gate's newest, acquire again.
+  REQUIRE(q.release("k", "bob", g2.token));
+  REQUIRE(q.raise_token_floor(gate.newest()));
+  const grant g3 = q.try_acquire("k", "bob", 1000ms).value();
+  CHECK(g3.token > g1.token);
+  CHECK(gate.admit(g3.token));
+}
+
+TEST_CASE("members that keep their counter, or empty_restarts = f, keep tokens monotonic",
+          "[quorum]") {
+  SECTION("counter persisted") {
+    cluster c({0, 100, 0});
+    quorum q(c.pointers(), sequential(), c.clock);
+    c[2].down = true;
+    const grant g1 = q.try_acquire("k", "alice", 1000ms).value();
+    c.clock.advance(1000ms);
+    c[0].restart_keeping_counter();
+    c[2].down = false;
+    c[1].down = true;
+    CHECK(q.try_acquire("k", "bob", 1000ms).value().token > g1.token);
+  }
+  SECTION("five members, W = 3: two restarts between grants regress") {
+    cluster c({0, 0, 100, 0, 0});
+    quorum q(c.pointers(), sequential(), c.clock);
+    c[3].down = c[4].down = true;  // grant 1 on {A, B, C}
+    const grant g1 = q.try_acquire("k", "alice", 1000ms).value();
+    c.clock.advance(1000ms);
+    c[0].restart_empty();
+    c[1].restart_empty();
+    c[3].down = c[4].down = false;
+    c[2].down = true;  // grant 2 on {A, B, D, E}
+    CHECK(q.try_acquire("k", "bob", 1000ms).value().token < g1.token);
+  }
+  SECTION("five members, empty_restarts = 2 (W = 4): the same two restarts keep the order") {
+    cluster c({0, 0, 100, 0, 0});
+    quorum_options o = sequential();
+    o.empty_restarts = 2;
+    quorum q(c.pointers(), o, c.clock);
+    REQUIRE(q.quorum() == 4);
+    c[3].down = c[4].down = true;  // the price: two members down is now unavailable
+    CHECK(q.try_acquire("k", "alice", 1000ms).error() == errc::store_unavailable);
+    c[3].down = false;  // grant 1 on {A, B, C, D}
+    const grant g1 = q.try_acquire("k", "alice", 1000ms).value();
+    c.clock.advance(1000ms);
+    c[0].restart_empty();
+    c[1].restart_empty();
+    c[4].down = false;
+    c[2].down = true;  // grant 2 on {A, B, D, E}: D kept its raised counter
+    CHECK(q.try_acquire("k", "bob", 1000ms).value().token > g1.token);
+  }
+}
+
+TEST_CASE("quorum renew needs W renewals; release needs W gone", "[quorum]") {
+  cluster c({0, 0, 0, 0, 0});
+  quorum q(c.pointers(), sequential(), c.clock);
+  const grant g = q.try_acquire("k", "alice", 1000ms).value();
+  // Three members lose the lease (restarted empty): W can no longer renew, the lease is lost.
+  c[0].restart_empty();
+  c[1].restart_empty();
+  CHECK(q.renew("k", "alice", g.token, 1000ms));  // three still hold it
+  c[2].restart_empty();
+  CHECK(q.renew("k", "alice", g.token, 1000ms).error() == errc::lease_lost);
+  // Two lost + one down: W is unreachable by the answers, but not provably lost: transient.
+  cluster d({0, 0, 0, 0, 0});
+  quorum r(d.pointers(), sequential(), d.clock);
+  const grant h = r.try_acquire("k", "alice", 1000ms).value();
+  d[0].restart_empty();
+  d[1].restart_empty();
+  d[2].down = true;
+  CHECK(r.renew("k", "alice", h.token, 1000ms).error() == errc::store_unavailable);
+  // Release with the two restarted members answering not_holder and one down still frees it.
+  CHECK(r.release("k", "alice", h.token));
+  CHECK(d[3].holder("k") == std::nullopt);
+  CHECK(d[4].holder("k") == std::nullopt);
+  // An expired lease is never revived.
+  const grant e = q.try_acquire("e", "alice", 100ms).value();
+  c.clock.advance(100ms);
+  CHECK(q.renew("e", "alice", e.token, 100ms).error() == errc::lease_lost);
+}
+
+TEST_CASE("quorum inspect reports the holder W members agree on", "[quorum]") {
+  cluster c({0, 0, 0, 0, 0});
+  quorum q(c.pointers(), sequential(), c.clock);
+  REQUIRE(q.inspect("k").value() == std::nullopt);
+  const grant g = q.try_acquire("k", "alice", 1000ms).value();
+  c.clock.advance(100ms);
+  REQUIRE(c[0].store().renew("k", "alice", g.token, 5000ms));  // one member holds it longer
+  auto rec = q.inspect("k").value();
+  REQUIRE(rec);
+  CHECK(rec->remaining == 900ms);  // the third-longest: when fewer than W still hold it
+  // Two members down, the other three agree: still the holder.
+  c[3].down = c[4].down = true;
+  CHECK(q.inspect("k").value()->owner == "alice");
+  // Only two members left holding it and two down: cannot tell.
+  c[2].restart_empty();
+  CHECK(q.inspect("k").error() == errc::store_unavailable);
+  c[3].down = c[4].down = false;
+  c[3].restart_empty();
+  c[4].restart_empty();
+  CHECK(q.inspect("k").value() == std::nullopt);
+}
+
+TEST_CASE("lease<quorum_store> works unchanged: acquire, renew, fenced writes, RAII release",
+          "[quorum]") {
+  cluster c({0, 0, 0, 0, 0});
+  quorum q(c.pointers(), sequential(), c.clock);
+  holdfast::acquire_options<manual_clock> opts;
+  opts.clock = c.clock;
+  holdfast::fenced<int> db;
+  {
+    auto l = holdfast::try_acquire(q, "k", 1000ms, opts);
+    REQUIRE(l);
+    CHECK(l->valid());
+    CHECK(db.write(l->token(), [](int& v) { ++v; }));
+    c[1].down = true;
+    c.clock.advance(500ms);
+    REQUIRE(l->renew());
+    CHECK(l->valid());
+    CHECK(holdfast::try_acquire(q, "k", 1000ms, opts).error() == errc::busy);
+    c[1].down = false;
+  }  // released by the destructor, on every member (member 1 missed only the renew)
+  CHECK(c.holding_any("k") == 0);
+}
+
+TEST_CASE("a member's exception is masked by a quorum and reaches the caller without one",
+          "[quorum]") {
+  cluster c({0, 0, 0});
+  quorum q(c.pointers(), sequential(), c.clock);
+  c[1].throws = true;
+  const grant g = q.try_acquire("k", "alice", 1000ms).value();
+  CHECK(q.release("k", "alice", g.token));
+  c[2].throws = true;
+  CHECK_THROWS_AS(q.try_acquire("k", "alice", 1000ms), std::runtime_error);
+  CHECK(c.holding_any("k") == 0);  // member 0's grant was given back before the exception
+}
