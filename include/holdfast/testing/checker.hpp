@@ -1,0 +1,686 @@
+// holdfast/testing/checker.hpp - the safety and liveness checker: reads a history and names the
+// first violated invariant of DESIGN §6, with a short timeline in the notation of DESIGN §1.
+//
+//   invariant              | checked at                 | violated when
+//   -----------------------+----------------------------+-------------------------------------------
+//   S1 fenced writes       | each admitted write        | its token is older than one the resource
+//                          |                            | already admitted
+//   S2 token order         | each new grant by a store  | its token is not greater than every token
+//                          |                            | granted before on that key (or is 0/max)
+//   S3 exclusive grants    | each new grant by a store  | another owner's lease on the key is still
+//                          |                            | live by the store's clock
+//   S4 holder belief       | each validity check that   | the store does not hold that lease for
+//   that
+//                          | said "valid" (only before  | owner and token at that instant, by the
+//                          | any clock left its bound)  | store's clock
+//   S5 ownership           | each successful renew or   | the caller was not the holder (other
+//   owner
+//                          | release                    | or token, or the lease had expired)
+//   L1 liveness            | the heal event             | the contender did not acquire within the
+//                          |                            | bound (ttl + backoff cap, on healed
+//                          clocks)
+//
+// The checker replays the store events in order, keeping per (store, key) the record the store
+// must have by the contract (DESIGN §3): holder, token, and expiry on the store's clock. Expiry is
+// an interval [lo, hi]: a re-acquire or renew may set the expiry to now+ttl or keep a later one,
+// and a store may round; instants within history::tolerance_ns of it are judged neither way. So
+// the checker never reports a violation that some contract-abiding store could have produced.
+//
+// Thread-safety: check() is a pure function of its argument.
+#ifndef HOLDFAST_TESTING_CHECKER_HPP
+#define HOLDFAST_TESTING_CHECKER_HPP
+
+#include <algorithm>
+#include <cstdint>
+#include <cstdio>
+#include <limits>
+#include <map>
+#include <string>
+#include <tuple>
+#include <utility>
+#include <vector>
+
+#include "holdfast/testing/history.hpp"
+
+namespace holdfast::testing {
+
+/// The invariants of DESIGN §6 (none = all hold).
+enum class invariant : std::uint8_t {
+  none,
+  s1_fenced_writes,
+  s2_token_order,
+  s3_exclusive_grants,
+  s4_holder_belief,
+  s5_ownership,
+  l1_liveness,
+};
+
+/// Returns the invariant's tag: "S1" .. "S5", "L1", or "-".
+inline const char* tag(invariant i) noexcept {
+  switch (i) {
+    case invariant::none:
+      return "-";
+    case invariant::s1_fenced_writes:
+      return "S1";
+    case invariant::s2_token_order:
+      return "S2";
+    case invariant::s3_exclusive_grants:
+      return "S3";
+    case invariant::s4_holder_belief:
+      return "S4";
+    case invariant::s5_ownership:
+      return "S5";
+    case invariant::l1_liveness:
+      return "L1";
+  }
+  return "?";
+}
+
+/// Returns the invariant's name as in DESIGN §6, e.g. "S1 fenced writes".
+inline const char* to_string(invariant i) noexcept {
+  switch (i) {
+    case invariant::none:
+      return "no violation";
+    case invariant::s1_fenced_writes:
+      return "S1 fenced writes";
+    case invariant::s2_token_order:
+      return "S2 token order";
+    case invariant::s3_exclusive_grants:
+      return "S3 exclusive grants";
+    case invariant::s4_holder_belief:
+      return "S4 holder belief";
+    case invariant::s5_ownership:
+      return "S5 ownership";
+    case invariant::l1_liveness:
+      return "L1 liveness";
+  }
+  return "?";
+}
+
+/// The checker's answer: ok, or the first violated invariant with an explanation and a timeline.
+struct verdict {
+  invariant violated = invariant::none;  ///< The first violated invariant (none: all hold).
+  std::size_t at = 0;                    ///< Index of the violating event in history::events.
+  std::string what;                      ///< One sentence: what went wrong.
+  std::string timeline;                  ///< The events that matter, one per line (DESIGN §1).
+
+  /// Returns true iff no invariant was violated.
+  [[nodiscard]] bool ok() const noexcept { return violated == invariant::none; }
+  /// Returns true iff no invariant was violated.
+  explicit operator bool() const noexcept { return ok(); }
+
+  /// Returns "<invariant> violated: <what>" followed by the timeline, or "all invariants hold".
+  [[nodiscard]] std::string report() const {
+    if (ok()) return "all invariants hold (S1-S5, L1)\n";
+    return std::string(to_string(violated)) + " violated: " + what + "\n" + timeline;
+  }
+};
+
+namespace detail {
+
+inline std::string fmt_seconds(std::int64_t ns) {
+  char buf[48];
+  std::snprintf(buf, sizeof buf, "%.3fs", static_cast<double>(ns) / 1e9);
+  return buf;
+}
+
+inline std::string fmt_token(std::uint64_t t) {
+  return t == 0 ? std::string("#none") : "#" + std::to_string(t);
+}
+
+class checker {
+ public:
+  explicit checker(const history& h) : h_(h) {}
+
+  verdict run() {
+    for (std::size_t i = 0; i < h_.events.size() && result_.ok(); ++i) step(i);
+    if (result_.ok() && heal_ != npos && !live_seen_) {
+      // The run ended without the contender acquiring: report at the heal event.
+      fail(invariant::l1_liveness, heal_, "after faults healed, no contender acquired at all",
+           {heal_});
+    }
+    return std::move(result_);
+  }
+
+ private:
+  static constexpr std::size_t npos = static_cast<std::size_t>(-1);
+
+  struct lease_rec {
+    std::size_t grant = npos;  // the store event that granted it
+    std::size_t last = npos;   // the latest store event that extended it
+    std::size_t end = npos;    // the store event that released it
+    std::int64_t hi = 0;       // latest possible expiry, store clock
+    node_id store = no_node;
+    std::uint8_t key = 0;
+  };
+
+  struct key_state {
+    bool held = false;
+    std::string owner;
+    std::uint64_t token = 0;
+    std::int64_t lo = 0;  // earliest possible expiry (store clock)
+    std::int64_t hi = 0;  // latest possible expiry (store clock)
+    std::uint64_t max_token = 0;
+    std::size_t max_event = npos;
+  };
+
+  struct resource_state {
+    std::uint64_t max = 0;
+    std::size_t event = npos;
+  };
+
+  std::int64_t tol() const noexcept { return h_.tolerance_ns; }
+  bool definitely_live(const key_state& s, std::int64_t now) const noexcept {
+    return s.held && now < s.lo - tol();
+  }
+  bool definitely_expired(const key_state& s, std::int64_t now) const noexcept {
+    return !s.held || now >= s.hi + tol();
+  }
+
+  void step(std::size_t i) {
+    const event& e = h_.events[i];
+    switch (e.kind) {
+      case event_kind::store_acquire:
+      case event_kind::store_renew:
+      case event_kind::store_release:
+        if (e.outcome != not_applied) store_op(i, e);
+        break;
+      case event_kind::write:
+        if (e.outcome == 0) write(i, e);
+        break;
+      case event_kind::validity:
+        if (e.value == 1) belief(i, e);
+        break;
+      case event_kind::heal:
+        heal_ = i;
+        break;
+      case event_kind::liveness_acquired:
+        live_seen_ = true;
+        if (heal_ != npos && e.true_ns - h_.events[heal_].true_ns > h_.events[heal_].value) {
+          fail(invariant::l1_liveness, i,
+               "after faults healed, the contender needed " +
+                   fmt_seconds(e.true_ns - h_.events[heal_].true_ns) +
+                   " to acquire; the bound is " + fmt_seconds(h_.events[heal_].value) +
+                   " (ttl + backoff cap)",
+               liveness_context(i));
+        }
+        break;
+      case event_kind::liveness_failed:
+        live_seen_ = true;
+        fail(invariant::l1_liveness, i,
+             std::string("after faults healed, the contender could not acquire (") +
+                 outcome_name(e.outcome) + ") within the bound " +
+                 (heal_ != npos ? fmt_seconds(h_.events[heal_].value) : std::string("?")),
+             liveness_context(i));
+        break;
+      default:
+        break;
+    }
+  }
+
+  void store_op(std::size_t i, const event& e) {
+    key_state& s = keys_[{e.node, e.key}];
+    const std::int64_t now = e.local_ns;  // the store's own clock
+    if (e.outcome != 0) return;           // refused: changes nothing (S5 for failures is moot)
+    const std::int64_t until = now + e.ttl_ms * 1000000;
+    if (e.kind == event_kind::store_acquire) {
+      const bool same = s.held && s.owner == e.owner && s.token == e.token;
+      if (same && !definitely_expired(s, now)) {  // the holder re-acquiring: extends
+        s.lo = until;
+        s.hi = std::max(s.hi, until);
+        extend(i, e, until);
+        return;
+      }
+      if (e.token == 0 || e.token == std::numeric_limits<std::uint64_t>::max()) {
+        fail(invariant::s2_token_order, i,
+             "the store granted an unissuable token " + fmt_token(e.token), {i});
+        return;
+      }
+      if (e.token <= s.max_token) {
+        std::vector<std::size_t> ctx = lease_events(e.node, e.key, s.max_token);
+        ctx.push_back(i);
+        fail(invariant::s2_token_order, i,
+             "the store granted " + fmt_token(e.token) + " to " + e.owner + " after granting " +
+                 holder_of(e.node, e.key, s.max_token) + " on \"" + key_name(e.key) +
+                 "\": tokens must strictly increase per key, in grant order",
+             ctx);
+        return;
+      }
+      if (definitely_live(s, now) && s.owner != e.owner) {
+        std::vector<std::size_t> ctx = lease_events(e.node, e.key, s.token);
+        ctx.push_back(i);
+        fail(invariant::s3_exclusive_grants, i,
+             "the store granted \"" + key_name(e.key) + "\" to " + e.owner + " while " + s.owner +
+                 "'s lease " + fmt_token(s.token) + " was live for another " +
+                 fmt_seconds(s.lo - now) + " by the store's clock",
+             ctx);
+        return;
+      }
+      s.held = true;
+      s.owner = e.owner;
+      s.token = e.token;
+      s.lo = until;
+      s.hi = until;
+      s.max_token = e.token;
+      s.max_event = i;
+      lease_rec& r = leases_[{e.node, e.key, e.token}];
+      r.grant = i;
+      r.last = i;
+      r.hi = until;
+      r.store = e.node;
+      r.key = e.key;
+      return;
+    }
+    const bool holder = s.held && s.owner == e.owner && s.token == e.token;
+    if (e.kind == event_kind::store_renew) {
+      if (!holder || definitely_expired(s, now)) {
+        std::vector<std::size_t> ctx = lease_events(e.node, e.key, e.token);
+        if (s.held && s.token != e.token) {
+          std::vector<std::size_t> other = lease_events(e.node, e.key, s.token);
+          ctx.insert(ctx.end(), other.begin(), other.end());
+        }
+        ctx.push_back(i);
+        fail(invariant::s5_ownership, i,
+             holder ? "the store renewed " + e.owner + "'s lease " + fmt_token(e.token) +
+                          " although it had expired " + fmt_seconds(now - s.hi) +
+                          " earlier by the store's clock: an expired lease was revived"
+                    : "the store renewed \"" + key_name(e.key) + "\" for " + e.owner + " " +
+                          fmt_token(e.token) + ", who is not its holder (" +
+                          (s.held ? s.owner + "'s " + fmt_token(s.token) : std::string("nobody")) +
+                          ")",
+             ctx);
+        return;
+      }
+      s.lo = until;
+      s.hi = std::max(s.hi, until);
+      extend(i, e, until);
+      return;
+    }
+    // release
+    if (!holder) {
+      std::vector<std::size_t> ctx = lease_events(e.node, e.key, s.token);
+      std::vector<std::size_t> mine = lease_events(e.node, e.key, e.token);
+      ctx.insert(ctx.end(), mine.begin(), mine.end());
+      ctx.push_back(i);
+      fail(invariant::s5_ownership, i,
+           "the store released \"" + key_name(e.key) + "\" for " + e.owner + " " +
+               fmt_token(e.token) + ", who is not its holder (" +
+               (s.held ? s.owner + "'s " + fmt_token(s.token) : std::string("nobody")) + ")",
+           ctx);
+      return;
+    }
+    s.held = false;
+    auto it = leases_.find({e.node, e.key, e.token});
+    if (it != leases_.end()) it->second.end = i;
+  }
+
+  void extend(std::size_t i, const event& e, std::int64_t until) {
+    auto it = leases_.find({e.node, e.key, e.token});
+    if (it == leases_.end()) return;
+    it->second.last = i;
+    it->second.hi = std::max(it->second.hi, until);
+  }
+
+  void write(std::size_t i, const event& e) {
+    resource_state& r = resources_[e.key];
+    if (r.event != npos && e.token < r.max) {
+      std::vector<std::size_t> ctx = lease_events(h_.primary_store, e.key, e.token);
+      std::vector<std::size_t> newer = lease_events(h_.primary_store, e.key, r.max);
+      ctx.insert(ctx.end(), newer.begin(), newer.end());
+      ctx.push_back(r.event);
+      ctx.push_back(last_check(e.node, i));
+      ctx.push_back(i);
+      fail(invariant::s1_fenced_writes, i,
+           who(e) + "'s write with " + fmt_token(e.token) + " was admitted after " +
+               holder_of(h_.primary_store, e.key, r.max) +
+               " had been admitted at the resource of \"" + key_name(e.key) + "\"",
+           ctx);
+      return;
+    }
+    if (r.event == npos || e.token > r.max) {
+      r.max = e.token;
+      r.event = i;
+    }
+  }
+
+  void belief(std::size_t i, const event& e) {
+    if (h_.primary_store == no_node || e.true_ns >= h_.s4_until_ns) return;
+    auto it = keys_.find({h_.primary_store, e.key});
+    static const key_state empty{};
+    const key_state& s = it == keys_.end() ? empty : it->second;
+    const std::int64_t now = e.store_ns;
+    const bool holder = s.held && s.owner == e.owner && s.token == e.token;
+    if (holder && !definitely_expired(s, now)) return;
+    std::vector<std::size_t> ctx = lease_events(h_.primary_store, e.key, e.token);
+    if (s.held && s.token != e.token) {
+      std::vector<std::size_t> other = lease_events(h_.primary_store, e.key, s.token);
+      ctx.insert(ctx.end(), other.begin(), other.end());
+    }
+    ctx.push_back(i);
+    std::string why;
+    if (holder) {
+      why = "its lease " + fmt_token(e.token) + " had expired " + fmt_seconds(now - s.hi) +
+            " earlier by the store's clock";
+    } else if (s.held) {
+      why = "the store's holder is " + s.owner + " (" + fmt_token(s.token) + ")";
+    } else {
+      why = "the store holds no lease on the key";
+    }
+    fail(invariant::s4_holder_belief, i,
+         who(e) + " believed it held \"" + key_name(e.key) + "\" with " + fmt_token(e.token) +
+             " but " + why + " (clocks within the drift bound, no jumps)",
+         ctx);
+  }
+
+  std::vector<std::size_t> liveness_context(std::size_t i) const {
+    std::vector<std::size_t> ctx;
+    if (heal_ != npos) ctx.push_back(heal_);
+    for (const auto& kv : keys_) {
+      if (kv.second.held) {
+        std::vector<std::size_t> l = lease_events(kv.first.first, kv.first.second, kv.second.token);
+        ctx.insert(ctx.end(), l.begin(), l.end());
+      }
+    }
+    ctx.push_back(i);
+    return ctx;
+  }
+
+  // The lease granted with `token` on `key` by `store` (any store if no_node), or null.
+  const lease_rec* find_lease(node_id store, std::uint8_t key, std::uint64_t token) const {
+    if (store != no_node) {
+      auto it = leases_.find({store, key, token});
+      return it == leases_.end() ? nullptr : &it->second;
+    }
+    for (const auto& kv : leases_) {
+      if (std::get<1>(kv.first) == key && std::get<2>(kv.first) == token) return &kv.second;
+    }
+    return nullptr;
+  }
+
+  // The grant and latest extension of the lease carrying `token` on `key`.
+  std::vector<std::size_t> lease_events(node_id store, std::uint8_t key,
+                                        std::uint64_t token) const {
+    std::vector<std::size_t> out;
+    const lease_rec* r = find_lease(store, key, token);
+    if (r == nullptr) return out;
+    out.push_back(r->grant);
+    if (r->last != r->grant) out.push_back(r->last);
+    if (r->end != npos) out.push_back(r->end);
+    return out;
+  }
+
+  // The validity check that let write `i` through: the same node's previous event, stalls
+  // aside, if it is a check of the same token (npos for a write made without checking).
+  std::size_t last_check(node_id node, std::size_t i) const {
+    for (std::size_t j = i; j-- > 0;) {
+      const event& e = h_.events[j];
+      if (e.node != node || e.kind == event_kind::pause) continue;
+      const bool check =
+          e.kind == event_kind::validity && e.value == 1 && e.token == h_.events[i].token;
+      return check ? j : npos;
+    }
+    return npos;
+  }
+
+  // "<owner> <token>" of the lease carrying `token` on `key` (for messages).
+  std::string holder_of(node_id store, std::uint8_t key, std::uint64_t token) const {
+    const lease_rec* r = find_lease(store, key, token);
+    if (r == nullptr) return fmt_token(token);
+    return h_.events[r->grant].owner + "'s " + fmt_token(token);
+  }
+
+  const std::string& key_name(std::uint8_t k) const {
+    static const std::string unknown = "?";
+    return k < h_.keys.size() ? h_.keys[k] : unknown;
+  }
+
+  void fail(invariant inv, std::size_t at, std::string what, std::vector<std::size_t> ctx) {
+    result_.violated = inv;
+    result_.at = at;
+    result_.what = std::move(what);
+    result_.timeline = render(ctx, at);
+  }
+
+  // ---- timeline -------------------------------------------------------------------------------
+
+  std::string who(const event& e) const {
+    if (!e.owner.empty()) return e.owner;
+    return h_.node_name(e.peer != no_node ? e.peer : e.node);
+  }
+
+  std::string describe(const event& e, bool violating) const {
+    const std::string key = "\"" + key_name(e.key) + "\"";
+    std::string act;
+    std::string res;
+    const bool ok = e.outcome == 0;
+    switch (e.kind) {
+      case event_kind::store_acquire:
+        act = who(e) + " acquires " + key + " ttl=" + std::to_string(e.ttl_ms) + "ms";
+        res = ok ? "token " + fmt_token(e.token) : outcome_name(e.outcome);
+        break;
+      case event_kind::store_renew:
+        act = who(e) + " renews " + key + " " + fmt_token(e.token);
+        res = ok ? "extended ttl=" + std::to_string(e.ttl_ms) + "ms" : outcome_name(e.outcome);
+        break;
+      case event_kind::store_release:
+        act = who(e) + " releases " + key + " " + fmt_token(e.token);
+        res = ok ? "released" : outcome_name(e.outcome);
+        break;
+      case event_kind::store_down:
+        act = h_.node_name(e.node) + " goes down (restart)";
+        break;
+      case event_kind::store_up:
+        act = h_.node_name(e.node) + " is back";
+        break;
+      case event_kind::acquired:
+        act = who(e) + "'s acquire returns";
+        res = "token " + fmt_token(e.token);
+        break;
+      case event_kind::acquire_failed:
+        act = who(e) + "'s acquire returns";
+        res = outcome_name(e.outcome);
+        break;
+      case event_kind::renewed:
+      case event_kind::renew_failed:
+        act = who(e) + "'s renew returns";
+        res = outcome_name(e.outcome);
+        break;
+      case event_kind::released:
+      case event_kind::release_failed:
+        act = who(e) + "'s release returns";
+        res = outcome_name(e.outcome);
+        break;
+      case event_kind::validity:
+        act = who(e) + " checks its lease " + fmt_token(e.token);
+        res = e.value == 1 ? "valid" : "not valid";
+        break;
+      case event_kind::write:
+        act = who(e) + " writes with token " + fmt_token(e.token);
+        if (ok) {
+          res = std::string(violating ? "ADMITTED" : "admitted") +
+                " (newest seen: " + fmt_token(static_cast<std::uint64_t>(e.value)) + ")";
+        } else {
+          res = "rejected (" + std::string(outcome_name(e.outcome)) + ")";
+        }
+        break;
+      case event_kind::pause:
+        act = h_.node_name(e.node) + " pauses " + fmt_seconds(e.value) + " (GC, swap, slow disk)";
+        break;
+      case event_kind::crash:
+        act = h_.node_name(e.node) + " crashes";
+        break;
+      case event_kind::restart:
+        act = h_.node_name(e.node) + " restarts" +
+              (e.owner.empty() ? std::string() : " (new owner id " + e.owner + ")");
+        break;
+      case event_kind::clock_jump:
+        act = h_.node_name(e.node) + "'s clock jumps " + (e.value >= 0 ? "+" : "") +
+              fmt_seconds(e.value);
+        break;
+      case event_kind::heal:
+        act = "faults stop; a contender must acquire within " + fmt_seconds(e.value);
+        break;
+      case event_kind::liveness_acquired:
+        act = h_.node_name(e.node) + " (contender) acquires " + key;
+        res = "token " + fmt_token(e.token);
+        break;
+      case event_kind::liveness_failed:
+        act = h_.node_name(e.node) + " (contender) gives up on " + key;
+        res = outcome_name(e.outcome);
+        break;
+    }
+    switch (e.note) {
+      case fault_note::none:
+        break;
+      case fault_note::request_delayed:
+        act += " [request in flight " + fmt_seconds(e.value) + "]";
+        break;
+      case fault_note::reply_delayed:
+        act += " [reply in flight " + fmt_seconds(e.value) + "]";
+        break;
+      case fault_note::reply_lost:
+        act += " [reply lost]";
+        break;
+      case fault_note::error_after:
+        act += " [store errs after applying]";
+        break;
+    }
+    if (e.seen != e.outcome &&
+        (e.kind == event_kind::store_acquire || e.kind == event_kind::store_renew ||
+         e.kind == event_kind::store_release)) {
+      res += std::string(" (client sees ") + outcome_name(e.seen) + ")";
+    }
+    std::string line = act;
+    if (!res.empty()) {
+      if (line.size() < 46) line.append(46 - line.size(), ' ');
+      line += " -> " + res;
+    }
+    return line;
+  }
+
+  // Approximate true time at which `store`'s clock read `x` (clocks are linear between events).
+  std::int64_t true_time_of(node_id store, std::int64_t x) const {
+    std::int64_t best = -1;
+    for (const event& e : h_.events) {
+      std::int64_t clk;
+      if (e.node == store &&
+          (e.kind == event_kind::store_acquire || e.kind == event_kind::store_renew ||
+           e.kind == event_kind::store_release)) {
+        clk = e.local_ns;
+      } else if (store == h_.primary_store) {
+        clk = e.store_ns;
+      } else {
+        continue;
+      }
+      if (clk <= x) best = e.true_ns + (x - clk);
+    }
+    return best;
+  }
+
+  std::string render(std::vector<std::size_t> ctx, std::size_t at) const {
+    // Nodes involved: whoever acted in the context. Their crashes, restarts and clock jumps in
+    // the window matter; of the pauses, only the violator's stall right before the violation
+    // (its other pauses, and everyone else's, only changed when things happened).
+    std::vector<node_id> involved;
+    std::size_t first = at;
+    const event& v = h_.events[at];
+    const node_id violator = v.peer != no_node ? v.peer : v.node;
+    std::size_t violator_last = npos;
+    for (std::size_t j : ctx) {
+      if (j == npos || j >= h_.events.size()) continue;
+      const event& e = h_.events[j];
+      const node_id n = e.peer != no_node ? e.peer : e.node;
+      if (std::find(involved.begin(), involved.end(), n) == involved.end()) involved.push_back(n);
+      first = std::min(first, j);
+      if (n == violator && j < at && (violator_last == npos || j > violator_last))
+        violator_last = j;
+    }
+    for (std::size_t j = first; j < at; ++j) {
+      const event& e = h_.events[j];
+      const bool mine = std::find(involved.begin(), involved.end(), e.node) != involved.end();
+      const bool fault = e.kind == event_kind::crash || e.kind == event_kind::restart ||
+                         e.kind == event_kind::clock_jump;
+      const bool stall = e.kind == event_kind::pause && e.node == violator &&
+                         (violator_last == npos || j > violator_last);
+      if ((fault && mine) || stall) ctx.push_back(j);
+      if (e.kind == event_kind::store_down || e.kind == event_kind::store_up) ctx.push_back(j);
+    }
+    ctx.erase(std::remove(ctx.begin(), ctx.end(), npos), ctx.end());
+    std::sort(ctx.begin(), ctx.end());
+    ctx.erase(std::unique(ctx.begin(), ctx.end()), ctx.end());
+
+    struct line {
+      std::int64_t t;
+      std::size_t order;
+      std::string text;
+    };
+    std::vector<line> lines;
+    for (std::size_t j : ctx) {
+      const event& e = h_.events[j];
+      std::string text = describe(e, j == at);
+      if (j == at) text += "   <- " + std::string(tag(result_.violated)) + " violated";
+      lines.push_back({e.true_ns, j * 2 + 1, std::move(text)});
+    }
+    // Synthesized expiry lines for the leases in the context that expired before the violation.
+    const std::int64_t t_at = h_.events[at].true_ns;
+    for (std::size_t j : ctx) {
+      const event& e = h_.events[j];
+      if (e.kind != event_kind::store_acquire || e.outcome != 0) continue;
+      const lease_rec* r = find_lease(e.node, e.key, e.token);
+      if (r == nullptr || r->grant != j) continue;
+      const std::int64_t t = true_time_of(r->store, r->hi);
+      if (t < 0 || t > t_at) continue;
+      if (r->end != npos && h_.events[r->end].true_ns <= t) continue;  // released before
+      std::size_t order = 0;  // place it among the events by time
+      for (const line& l : lines) {
+        if (l.t <= t) order = std::max(order, l.order + 1);
+      }
+      lines.push_back(
+          {t, order,
+           "the store's clock passes the expiry of " + e.owner + "'s lease " + fmt_token(e.token)});
+    }
+    std::sort(lines.begin(), lines.end(),
+              [](const line& a, const line& b) { return a.order < b.order; });
+    constexpr std::size_t max_lines = 16;
+    std::string out;
+    std::size_t skipped = 0;
+    for (std::size_t k = 0; k < lines.size(); ++k) {
+      if (lines.size() > max_lines && k >= 3 && k < lines.size() - (max_lines - 3)) {
+        ++skipped;
+        continue;
+      }
+      if (skipped != 0) {
+        out += "  ...    (" + std::to_string(skipped) + " more)\n";
+        skipped = 0;
+      }
+      char buf[32];
+      std::snprintf(buf, sizeof buf, "  t=%-9s ", fmt_seconds(lines[k].t).c_str());
+      out += buf;
+      out += lines[k].text;
+      out += '\n';
+    }
+    return out;
+  }
+
+  const history& h_;
+  verdict result_;
+  std::map<std::pair<node_id, std::uint8_t>, key_state> keys_;
+  std::map<std::uint8_t, resource_state> resources_;
+  std::map<std::tuple<node_id, std::uint8_t, std::uint64_t>, lease_rec> leases_;
+  std::size_t heal_ = npos;
+  bool live_seen_ = false;
+};
+
+}  // namespace detail
+
+/// Checks history `h` against S1-S5 and L1 (see the table at the top of checker.hpp) and returns
+/// the first violation in event order, with a timeline of the events that matter, or an ok
+/// verdict. L1 is checked only if the history has a `heal` event; S4 only for events before
+/// history::s4_until_ns and when history::primary_store is set.
+[[nodiscard]] inline verdict check(const history& h) {
+  return detail::checker(h).run();
+}
+
+}  // namespace holdfast::testing
+
+#endif  // HOLDFAST_TESTING_CHECKER_HPP

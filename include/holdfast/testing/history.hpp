@@ -1,0 +1,264 @@
+// holdfast/testing/history.hpp - what a simulation records, and what the checker reads.
+//
+// A history is the ordered list of everything observable that happened in one simulated run:
+// every store operation at the instant the store applied it, every client-side outcome (a lease
+// acquired, a validity check, a write admitted or rejected), and every injected fault (pauses,
+// crashes, clock jumps, store outages). Each event carries the true (simulated, global) time, the
+// acting node's own clock reading, and the primary store's clock reading, so invariants judged
+// "by the store's clock" (DESIGN §6: S3, S4) can be checked exactly.
+//
+//   field      | meaning
+//   -----------+--------------------------------------------------------------------------
+//   true_ns    | simulated real time (ns since the run began); never goes backwards
+//   local_ns   | the acting node's clock at that instant (drifts and jumps)
+//   store_ns   | the primary store's clock at that instant (for expiry judgements)
+//   node       | who acted (names in history::nodes); for store events, the store
+//   peer       | for store events: the client that called (no_node if none)
+//   kind       | what happened (event_kind)
+//   key        | which lease key (names in history::keys)
+//   owner      | the owner id involved
+//   token      | the fencing token involved (argument or result)
+//   ttl_ms     | TTL asked for or granted (ms)
+//   outcome    | 0 on success, else an outcome_code (what the store did, for store events)
+//   seen       | for store events: what the client was told (differs under injected faults)
+//   value      | kind-specific: newest token before a write, a pause's length (ns), 1/0 for a
+//              | validity check, a jump's size (ns), liveness bound (ns) for `heal`
+//   note       | for store events: the fault injected around it (fault_note)
+//
+// Events are appended in true-time order; a store operation is placed at its linearization
+// point (the instant the store applied it), not when its reply arrived.
+#ifndef HOLDFAST_TESTING_HISTORY_HPP
+#define HOLDFAST_TESTING_HISTORY_HPP
+
+#include <cstdint>
+#include <cstdio>
+#include <limits>
+#include <string>
+#include <system_error>
+#include <vector>
+
+#include "holdfast/error.hpp"
+
+namespace holdfast::testing {
+
+/// A node's index in history::nodes.
+using node_id = std::uint16_t;
+/// Marks "no node" (an event not caused by any simulated node).
+inline constexpr node_id no_node = std::numeric_limits<node_id>::max();
+
+/// What an event records.
+enum class event_kind : std::uint8_t {
+  store_acquire,      ///< The store applied try_acquire (outcome: 0 = granted `token`).
+  store_renew,        ///< The store applied renew.
+  store_release,      ///< The store applied release.
+  store_down,         ///< A store went down (restart begins); requests fail until store_up.
+  store_up,           ///< A store came back after a restart (durable: state kept).
+  acquired,           ///< A client's acquire()/try_acquire() returned a lease with `token`.
+  acquire_failed,     ///< A client's acquire()/try_acquire() returned an error (`outcome`).
+  renewed,            ///< A client's lease::renew() succeeded.
+  renew_failed,       ///< A client's lease::renew() failed (`outcome`).
+  released,           ///< A client's lease::release() succeeded.
+  release_failed,     ///< A client's lease::release() failed (`outcome`).
+  validity,           ///< A client checked its lease: value 1 = believes it holds, 0 = not.
+  write,              ///< A resource write with `token`: outcome 0 = admitted; value = newest
+                      ///< token admitted before it.
+  pause,              ///< A client stalled for `value` ns (GC pause, preemption, swap).
+  crash,              ///< A client crashed: its process and every handle it had are gone.
+  restart,            ///< A crashed client came back (new owner id, no leases).
+  clock_jump,         ///< A node's clock jumped by `value` ns (negative: backwards).
+  heal,               ///< Faults stop here; value = the L1 bound (ns) for a contender to acquire.
+  liveness_acquired,  ///< The liveness contender acquired (`token`).
+  liveness_failed,    ///< The liveness contender gave up (`outcome`).
+};
+
+/// The fault injected around a store operation.
+enum class fault_note : std::uint8_t {
+  none,
+  request_delayed,  ///< The request spent `value` ns in flight before the store applied it.
+  reply_delayed,    ///< The reply spent `value` ns in flight.
+  reply_lost,       ///< Applied at the store; the client got an error instead of the reply.
+  error_after,      ///< Applied at the store; the store then answered with an error.
+};
+
+/// Outcome numbers: 0 success, holdfast::errc values as themselves, any other error category
+/// as `foreign_error`.
+using outcome_code = std::int16_t;
+/// An error from a category other than holdfast's (a user store's transport error).
+inline constexpr outcome_code foreign_error = 99;
+/// The store never applied the request (it was dropped, or failed before applying).
+inline constexpr outcome_code not_applied = 98;
+
+/// Converts an error code (zero = success) to an outcome_code.
+inline outcome_code to_outcome(const std::error_code& ec) noexcept {
+  if (!ec) return 0;
+  if (ec.category() == error_category()) return static_cast<outcome_code>(ec.value());
+  return foreign_error;
+}
+
+/// Returns a short name for an outcome_code ("ok", "busy", "lease_lost", ...).
+inline const char* outcome_name(outcome_code c) noexcept {
+  switch (c) {
+    case 0:
+      return "ok";
+    case static_cast<outcome_code>(errc::busy):
+      return "busy";
+    case static_cast<outcome_code>(errc::lease_lost):
+      return "lease_lost";
+    case static_cast<outcome_code>(errc::not_holder):
+      return "not_holder";
+    case static_cast<outcome_code>(errc::stale_token):
+      return "stale_token";
+    case static_cast<outcome_code>(errc::store_unavailable):
+      return "store_unavailable";
+    case static_cast<outcome_code>(errc::timeout):
+      return "timeout";
+    case static_cast<outcome_code>(errc::invalid_argument):
+      return "invalid_argument";
+    case static_cast<outcome_code>(errc::protocol_error):
+      return "protocol_error";
+    case static_cast<outcome_code>(errc::token_exhausted):
+      return "token_exhausted";
+    case not_applied:
+      return "not_applied";
+    default:
+      return "foreign_error";
+  }
+}
+
+/// Returns the enumerator's name, e.g. "store_acquire".
+inline const char* to_string(event_kind k) noexcept {
+  switch (k) {
+    case event_kind::store_acquire:
+      return "store_acquire";
+    case event_kind::store_renew:
+      return "store_renew";
+    case event_kind::store_release:
+      return "store_release";
+    case event_kind::store_down:
+      return "store_down";
+    case event_kind::store_up:
+      return "store_up";
+    case event_kind::acquired:
+      return "acquired";
+    case event_kind::acquire_failed:
+      return "acquire_failed";
+    case event_kind::renewed:
+      return "renewed";
+    case event_kind::renew_failed:
+      return "renew_failed";
+    case event_kind::released:
+      return "released";
+    case event_kind::release_failed:
+      return "release_failed";
+    case event_kind::validity:
+      return "validity";
+    case event_kind::write:
+      return "write";
+    case event_kind::pause:
+      return "pause";
+    case event_kind::crash:
+      return "crash";
+    case event_kind::restart:
+      return "restart";
+    case event_kind::clock_jump:
+      return "clock_jump";
+    case event_kind::heal:
+      return "heal";
+    case event_kind::liveness_acquired:
+      return "liveness_acquired";
+    case event_kind::liveness_failed:
+      return "liveness_failed";
+  }
+  return "?";
+}
+
+/// Returns the enumerator's name, e.g. "reply_lost".
+inline const char* to_string(fault_note n) noexcept {
+  switch (n) {
+    case fault_note::none:
+      return "none";
+    case fault_note::request_delayed:
+      return "request_delayed";
+    case fault_note::reply_delayed:
+      return "reply_delayed";
+    case fault_note::reply_lost:
+      return "reply_lost";
+    case fault_note::error_after:
+      return "error_after";
+  }
+  return "?";
+}
+
+/// One recorded event (see the table at the top of history.hpp).
+struct event {
+  std::int64_t true_ns = 0;
+  std::int64_t local_ns = 0;
+  std::int64_t store_ns = 0;
+  event_kind kind = event_kind::pause;
+  node_id node = no_node;
+  node_id peer = no_node;
+  std::uint8_t key = 0;
+  fault_note note = fault_note::none;
+  outcome_code outcome = 0;
+  outcome_code seen = 0;
+  std::uint64_t token = 0;
+  std::int64_t ttl_ms = 0;
+  std::int64_t value = 0;
+  std::string owner;
+};
+
+/// A whole run: its events plus what the checker needs to interpret them.
+///
+/// Thread-safety: a plain value; the simulator appends from its one thread.
+struct history {
+  std::vector<event> events;        ///< In true-time order.
+  std::vector<std::string> nodes;   ///< Node names, by node_id.
+  std::vector<std::string> keys;    ///< Key names, by event::key.
+  node_id primary_store = no_node;  ///< The store whose clock store_ns reads (S3/S4).
+  /// S4 (holder belief) is promised only while every clock stays within the drift bound and no
+  /// clock jumps: events at or after this true time are not checked for S4.
+  std::int64_t s4_until_ns = std::numeric_limits<std::int64_t>::max();
+  /// Store-clock tolerance (ns) when judging expiry: a store may round TTLs to its own
+  /// resolution, so an instant within this distance of an expiry is not judged either way.
+  std::int64_t tolerance_ns = 1000000;
+  /// Decisions drawn from the source during the run (for throughput figures and corpus sizes).
+  std::uint64_t decisions = 0;
+
+  /// Appends `e` and returns its index.
+  std::size_t add(event e) {
+    events.push_back(std::move(e));
+    return events.size() - 1;
+  }
+
+  /// Returns the name of node `n` ("-" for no_node).
+  [[nodiscard]] const std::string& node_name(node_id n) const {
+    static const std::string none = "-";
+    return n < nodes.size() ? nodes[n] : none;
+  }
+};
+
+/// Returns the history as text, one event per line with every field, in a fixed format: two runs
+/// fed the same decisions produce byte-identical text (the determinism tests compare it).
+inline std::string to_string(const history& h) {
+  std::string out;
+  out.reserve(h.events.size() * 96);
+  char buf[320];
+  for (std::size_t i = 0; i < h.events.size(); ++i) {
+    const event& e = h.events[i];
+    std::snprintf(buf, sizeof buf,
+                  "%zu t=%lld local=%lld store=%lld %s<-%s %s key=%u owner=%s token=%llu ttl=%lld "
+                  "outcome=%s seen=%s value=%lld note=%s\n",
+                  i, static_cast<long long>(e.true_ns), static_cast<long long>(e.local_ns),
+                  static_cast<long long>(e.store_ns), h.node_name(e.node).c_str(),
+                  h.node_name(e.peer).c_str(), to_string(e.kind), static_cast<unsigned>(e.key),
+                  e.owner.c_str(), static_cast<unsigned long long>(e.token),
+                  static_cast<long long>(e.ttl_ms), outcome_name(e.outcome), outcome_name(e.seen),
+                  static_cast<long long>(e.value), to_string(e.note));
+    out += buf;
+  }
+  return out;
+}
+
+}  // namespace holdfast::testing
+
+#endif  // HOLDFAST_TESTING_HISTORY_HPP

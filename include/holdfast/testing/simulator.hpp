@@ -1,0 +1,620 @@
+// holdfast/testing/simulator.hpp - a deterministic simulator that runs the shipped lease code
+// (lease, try_acquire/acquire, the store, fence_gate/fenced<T>) on virtual time, one client at a
+// time, with every interleaving and fault chosen by a decision_source.
+//
+// Pieces:
+//   simulator     owns simulated true time, the nodes (clients and stores) with their clocks, the
+//                 client tasks (each a fiber), the scheduler and the history.
+//   sim_clock     a node's clock, modelling ttl_clock, so `lease<Store, sim_clock>` and
+//                 `memory_store<sim_clock>` run unchanged. Each node's clock runs at its own rate
+//                 (drift) and may jump; reading a client's clock is a point where the scheduler
+//                 may pause or switch that client; sleeping blocks the client in virtual time.
+//   sim_store     (sim_store.hpp) wraps any LeaseStore: delays, drops, errors, lost replies,
+//                 restarts; one wrapper per store, so a quorum of members composes.
+//   sim_resource  (resource.hpp) a downstream resource guarded by the shipped fences.
+//
+// How a run proceeds. Clients run one at a time on fibers (testing/detail/fiber.hpp: a user-space
+// switch, no kernel thread hand-off). A client runs until it reaches an *interposition point*: a
+// read of its clock, a store request or reply, a resource write, a step inside a multi-step store.
+// There the decision source says what happens next:
+//
+//   at a point          | options (0 first: the benign one)
+//   --------------------+---------------------------------------------------------------------
+//   any client point    | continue | let another client run | pause 1 ms .. 5 TTL | crash |
+//                       | jump this client's clock (clock reads, when jumps are enabled)
+//   scheduler           | which ready client runs (0 = the one that ran last)
+//   new node            | its clock rate: exact | fastest/slowest within the bound | random
+//                       | within | beyond the bound (when enabled)
+//
+// True time advances only when no client is ready: it jumps to the earliest wake-up (a sleep on
+// a client's clock, a pause ending, a reply arriving). So a run costs CPU per event, not per
+// simulated second, and is a pure function of the decisions: same decisions, same history.
+//
+// Crash. A crashed client's process is gone: whatever shipped call it was in finishes at once
+// without touching anything (its store calls fail without reaching the store, its clock reads
+// race ahead so every deadline passes, its sleeps return), its handles are dropped without
+// releasing, and after a downtime it restarts with a new owner id. No exception is needed, so
+// the simulator works in -fno-exceptions builds too.
+//
+// Thread-safety: a simulator and everything attached to it belong to one thread.
+#ifndef HOLDFAST_TESTING_SIMULATOR_HPP
+#define HOLDFAST_TESTING_SIMULATOR_HPP
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <cstdint>
+#include <functional>
+#include <initializer_list>
+#include <limits>
+#include <memory>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "holdfast/clock.hpp"
+#include "holdfast/detail/config.hpp"
+#include "holdfast/testing/decision.hpp"
+#include "holdfast/testing/detail/fiber.hpp"
+#include "holdfast/testing/history.hpp"
+
+#if HOLDFAST_HAS_EXCEPTIONS
+#include <exception>
+#endif
+
+namespace holdfast::testing {
+
+class simulator;
+
+/// Which faults the simulator injects at client points and into clocks. Durations are multiples
+/// of `scale` (give it the TTL under test), so the same options stress a 100 ms and a 30 s lease
+/// alike.
+struct fault_options {
+  /// Typical lease TTL; pauses, delays and jumps are drawn as fractions and multiples of it.
+  std::chrono::nanoseconds scale = std::chrono::seconds(1);
+  /// Let the scheduler switch clients at points (interleavings). Default on.
+  bool preemption = true;
+  /// Pause clients at points: 1 ms up to 5 * scale (GC pause, swapped out, slow disk). Default on.
+  bool pauses = true;
+  /// Crash clients at points (they restart later with a new owner id). Default on.
+  bool crashes = true;
+  /// Give nodes clock rates that differ within `drift_bound`. Default on.
+  bool drift = true;
+  /// The clock-rate error the clients' validity math allows (validity_options::drift): rates are
+  /// chosen so that any two clocks differ by at most that factor. Default 0.01 (1%).
+  double drift_bound = 0.01;
+  /// Also give some clocks rates beyond the bound (S4 is then not promised). Default off.
+  bool drift_beyond_bound = false;
+  /// Make client clocks jump forwards and backwards (S4 is then not promised). Default off.
+  bool clock_jumps = false;
+};
+
+/// A node's clock inside a simulation; models ttl_clock (clock.hpp). A cheap handle: copies
+/// read the same node's clock.
+///
+/// now() on a client's clock, called by that client, is an interposition point (the scheduler
+/// may pause or switch the client there, or jump its clock). sleep_until() blocks the calling
+/// client in virtual time until this clock reaches the deadline. A default-constructed clock is
+/// unbound: using it violates a precondition (HOLDFAST_ASSERT).
+///
+/// Thread-safety: the simulator's thread only.
+class sim_clock {
+ public:
+  using duration = std::chrono::nanoseconds;
+  using rep = duration::rep;
+  using period = duration::period;
+  using time_point = std::chrono::time_point<sim_clock, duration>;
+  /// Not steady: a simulated clock may be made to jump on purpose.
+  static constexpr bool is_steady = false;
+
+  /// Makes an unbound clock (acquire_options<sim_clock> needs a default); bind it before use.
+  sim_clock() noexcept = default;
+  /// Makes a handle to node `node`'s clock in `sim`.
+  sim_clock(simulator& sim, node_id node) noexcept : sim_(&sim), node_(node) {}
+
+  /// Returns this node's clock reading (see the class comment for the interposition).
+  [[nodiscard]] time_point now() const;
+  /// Blocks the calling client until this clock reads at least `deadline`; returns at once if it
+  /// already does (or if the client has crashed).
+  void sleep_until(time_point deadline) const;
+
+  /// Returns the node this clock belongs to.
+  [[nodiscard]] node_id node() const noexcept { return node_; }
+  /// Returns the simulator (null when unbound).
+  [[nodiscard]] simulator* sim() const noexcept { return sim_; }
+
+ private:
+  simulator* sim_ = nullptr;
+  node_id node_ = no_node;
+};
+
+static_assert(is_ttl_clock_v<sim_clock>, "sim_clock must model ttl_clock");
+
+/// The simulated world: true time, nodes with clocks, client tasks, the scheduler, the history.
+/// See the file comment for how a run proceeds.
+class simulator {
+ public:
+  /// Where a client reached an interposition point.
+  enum class point_kind : std::uint8_t {
+    clock_read,      ///< It read its own clock.
+    store_step,      ///< Between two steps of a multi-step store operation.
+    resource_write,  ///< About to write to a downstream resource.
+  };
+
+  /// Makes an empty world at true time 0 that draws every choice from `decisions`, which must
+  /// outlive the simulator.
+  explicit simulator(decision_source& decisions, fault_options faults = {})
+      : src_(decisions), faults_(faults) {
+    eps_ppm_ = drift_ppm_bound(faults_.drift_bound);
+  }
+
+  simulator(const simulator&) = delete;
+  simulator& operator=(const simulator&) = delete;
+  ~simulator() = default;
+
+  // ---- nodes and clocks -----------------------------------------------------------------------
+
+  /// Adds a client node named `name` (its clock's rate is drawn from the decisions) and returns
+  /// its id. Clients' clocks are interposition points.
+  node_id add_client(std::string name) { return add_node(std::move(name), true); }
+
+  /// Adds a store node named `name` and returns its id. A store's clock is read inside the
+  /// store's critical section, so reading it is never an interposition point.
+  node_id add_store(std::string name) { return add_node(std::move(name), false); }
+
+  /// Returns a clock handle for node `n`.
+  [[nodiscard]] sim_clock clock(node_id n) noexcept { return sim_clock(*this, n); }
+
+  /// Returns the current simulated true time (ns since the run began).
+  [[nodiscard]] std::int64_t now_ns() const noexcept { return now_; }
+
+  /// Returns node `n`'s clock reading at the current true time, without any interposition.
+  [[nodiscard]] std::int64_t local_ns(node_id n) const noexcept {
+    return n < nodes_.size() ? local_at(nodes_[n], now_) : 0;
+  }
+
+  /// Returns node `n`'s clock rate error in parts per million (positive: runs fast).
+  [[nodiscard]] std::int32_t skew_ppm(node_id n) const noexcept {
+    return n < nodes_.size() ? nodes_[n].skew_ppm : 0;
+  }
+
+  /// Sets node `n`'s clock rate error (ppm, > -1e6) from now on. Rates beyond the drift bound end
+  /// the S4 promise for the rest of the run.
+  void set_skew_ppm(node_id n, std::int32_t ppm) {
+    node& nd = nodes_.at(n);
+    rebase(nd);
+    nd.skew_ppm = std::max<std::int32_t>(ppm, -900000);
+    if (std::abs(static_cast<std::int64_t>(nd.skew_ppm)) > eps_ppm_) end_s4();
+  }
+
+  /// Jumps node `n`'s clock by `delta_ns` (negative: backwards) now, records it, and ends the S4
+  /// promise for the rest of the run.
+  void jump_clock(node_id n, std::int64_t delta_ns) {
+    node& nd = nodes_.at(n);
+    rebase(nd);
+    nd.base_local += delta_ns;
+    end_s4();
+    event e = make_event(event_kind::clock_jump, n);
+    e.value = delta_ns;
+    log_.add(std::move(e));
+  }
+
+  /// Returns the largest per-clock rate error (ppm) that keeps any two clocks within
+  /// `drift` of each other: (1+e)/(1-e) <= 1/(1-drift), i.e. e <= drift/(2-drift).
+  [[nodiscard]] static std::int32_t drift_ppm_bound(double drift) noexcept {
+    if (!(drift > 0.0 && drift < 1.0)) return 0;
+    const double e = drift / (2.0 - drift) * 1e6;
+    return static_cast<std::int32_t>(std::floor(e)) - 1;
+  }
+
+  /// Moves true time forward by `d_ns` from outside any client (for tests that drive a store
+  /// directly). Precondition: no client is running.
+  void advance(std::int64_t d_ns) {
+    HOLDFAST_ASSERT(current_ == nullptr, "simulator::advance() from inside a client");
+    if (d_ns > 0) now_ += d_ns;
+  }
+
+  // ---- clients --------------------------------------------------------------------------------
+
+  /// Starts a client task on node `n` running `body` (on its own fiber) at the current true time.
+  /// It runs when run() is called.
+  void spawn(node_id n, std::function<void()> body) {
+    auto t = std::make_unique<task>();
+    t->sim = this;
+    t->node = n;
+    t->body = std::move(body);
+    t->wake_ns = now_;
+    t->fib.start(&task_entry, t.get());
+    tasks_.push_back(std::move(t));
+    ++live_;
+  }
+
+  /// Runs every spawned task to completion, interleaving them as the decisions say. Returns when
+  /// all have finished. If a task's body threw (a user store's exception), every other task is
+  /// crashed so that it finishes, and the exception is rethrown here.
+  void run() {
+    detail::fiber::bind_main(main_);
+    while (live_ > 0) {
+      if (++steps_ > step_limit) detail::fiber_fatal("simulation exceeded its step limit");
+      ready_.clear();
+      std::int64_t next = std::numeric_limits<std::int64_t>::max();
+      if (last_ != nullptr && !last_->done && last_->wake_ns <= now_) ready_.push_back(last_);
+      for (const std::unique_ptr<task>& t : tasks_) {
+        if (t->done) continue;
+        if (t->wake_ns <= now_) {
+          if (t.get() != last_) ready_.push_back(t.get());
+        } else if (t->wake_ns < next) {
+          next = t->wake_ns;
+        }
+      }
+      if (ready_.empty()) {
+        now_ = next;
+        continue;
+      }
+      task* t = ready_[ready_.size() > 1 ? decide(static_cast<std::uint32_t>(ready_.size())) : 0];
+      last_ = t;
+      current_ = t;
+      detail::fiber::switch_to(main_, t->fib);
+      current_ = nullptr;
+      if (t->done) reap(t);
+    }
+    tasks_.clear();
+    last_ = nullptr;
+#if HOLDFAST_HAS_EXCEPTIONS
+    if (error_) std::rethrow_exception(std::exchange(error_, nullptr));
+#endif
+  }
+
+  /// Returns the node of the running client, or no_node outside any client.
+  [[nodiscard]] node_id current_node() const noexcept {
+    return current_ != nullptr ? current_->node : no_node;
+  }
+
+  /// Returns true iff a client is running and it has crashed (it is draining its last call).
+  [[nodiscard]] bool current_crashed() const noexcept {
+    return current_ != nullptr && current_->crashed;
+  }
+
+  /// Crashes the running client now (a scheduled crash); records it. No-op outside a client.
+  void crash_current() {
+    if (current_ == nullptr || current_->crashed) return;
+    crash(*current_);
+  }
+
+  /// Called by a crashed client once its last call has drained: waits a downtime drawn from the
+  /// decisions (0.1 to 3 * scale), records the restart (with the owner id it will use from now
+  /// on, if given), and clears the crash.
+  void restart_current(std::string new_owner = {}) {
+    task* t = current_;
+    if (t == nullptr || !t->crashed) return;
+    t->crashed = false;
+    t->drain_ns = 0;
+    static constexpr std::int64_t tenths[] = {1, 10, 30};
+    wait_true(scale_ns() * tenths[decide(3)] / 10);
+    event e = make_event(event_kind::restart, t->node);
+    e.owner = std::move(new_owner);
+    log_.add(std::move(e));
+  }
+
+  // ---- interposition (called from inside clients) --------------------------------------------
+
+  /// An interposition point of the running client: the decisions may let it continue, switch to
+  /// another client, pause it, crash it, or (at clock reads, when enabled) jump its clock. At
+  /// clock reads about 1 point in 6 is a fault; at resource writes and store steps about 2 in 5
+  /// (that is where a stall makes history: DESIGN §1).
+  /// No-op outside a client, for a crashed client, and after heal().
+  void point(point_kind kind) {
+    task* t = current_;
+    if (t == nullptr || t->crashed || healed_) return;
+    // Clock reads are frequent and mostly uninteresting; the points where a stall makes history
+    // (between a check and a write, inside a multi-step operation) get more of the faults.
+    const bool clock = kind == point_kind::clock_read;
+    const std::uint32_t pauses = faults_.pauses ? 1u : 0u;
+    const bool jumps = faults_.clock_jumps && clock;
+    switch (weighted({clock ? 100u : 30u, faults_.preemption ? (clock ? 10u : 8u) : 0u,
+                      pauses * (clock ? 4u : 3u), pauses * (clock ? 3u : 8u),
+                      faults_.crashes ? 1u : 0u, jumps ? 2u : 0u})) {
+      case 0:
+        return;
+      case 1:
+        yield();
+        return;
+      case 2: {
+        static constexpr std::int64_t ms[] = {1, 5, 20};
+        const std::uint32_t c = decide(4);
+        pause(c < 3 ? ms[c] * 1000000 : scale_ns() / 20);
+        return;
+      }
+      case 3: {
+        static constexpr std::int64_t tenths[] = {5, 11, 20, 50};
+        pause(scale_ns() * tenths[decide(4)] / 10);
+        return;
+      }
+      case 4:
+        crash(*t);
+        return;
+      default: {
+        static constexpr std::int64_t tenths[] = {-50, -10, -1, 1, 10, 50};
+        jump_clock(t->node, scale_ns() * tenths[decide(6)] / 10);
+        return;
+      }
+    }
+  }
+
+  /// Suspends the running client for `d_ns` of true time (a request or reply in flight); other
+  /// clients run meanwhile. Outside a client, advances true time directly.
+  void wait_true(std::int64_t d_ns) {
+    if (d_ns < 0) d_ns = 0;
+    task* t = current_;
+    if (t == nullptr) {
+      now_ += d_ns;
+      return;
+    }
+    t->wake_ns = now_ + d_ns;
+    detail::fiber::switch_to(t->fib, main_);
+  }
+
+  /// Lets another ready client run (the running one stays ready).
+  void yield() {
+    task* t = current_;
+    if (t == nullptr) return;
+    t->wake_ns = now_;
+    detail::fiber::switch_to(t->fib, main_);
+  }
+
+  /// Returns a choice in [0, n) from the decision source (counted in history::decisions).
+  std::uint32_t decide(std::uint32_t n) {
+    if (n > 1) ++decisions_;
+    return src_.choose(n);
+  }
+
+  /// Picks an index with probability proportional to `weights` (see pick()); index 0 must be the
+  /// benign option. Counted in history::decisions.
+  std::size_t weighted(std::initializer_list<std::uint32_t> weights) {
+    ++decisions_;
+    return pick(src_, weights);
+  }
+
+  /// Returns the decision source (for components that weigh their own choices).
+  [[nodiscard]] decision_source& decisions() noexcept {
+    return src_;
+  }
+
+  /// Returns the fault options.
+  [[nodiscard]] const fault_options& faults() const noexcept {
+    return faults_;
+  }
+
+  /// Returns `scale` in nanoseconds (at least 1 ms).
+  [[nodiscard]] std::int64_t scale_ns() const noexcept {
+    return std::max<std::int64_t>(faults_.scale.count(), 1000000);
+  }
+
+  /// Stops every fault from now on: points continue, stores deliver, clocks stop jumping (rates
+  /// stay). Used before a liveness check. Idempotent.
+  void heal() {
+    healed_ = true;
+  }
+  /// Returns true once heal() was called.
+  [[nodiscard]] bool healed() const noexcept {
+    return healed_;
+  }
+
+  // ---- history --------------------------------------------------------------------------------
+
+  /// Returns the history recorded so far (decisions counted up to now).
+  [[nodiscard]] history& log() noexcept {
+    log_.decisions = decisions_;
+    return log_;
+  }
+
+  /// Makes an event of kind `k` by node `n` stamped with the current true time, `n`'s clock and
+  /// the primary store's clock (not yet added).
+  [[nodiscard]] event make_event(event_kind k, node_id n) const {
+    event e;
+    e.true_ns = now_;
+    e.local_ns = local_ns(n);
+    e.store_ns = local_ns(log_.primary_store);
+    e.kind = k;
+    e.node = n;
+    return e;
+  }
+
+  /// The longest a run may go on, in scheduler steps, before the simulator gives up (a client
+  /// that never sleeps nor finishes is a bug in the workload).
+  static constexpr std::uint64_t step_limit = 50000000;
+
+ private:
+  friend class sim_clock;
+
+  struct node {
+    std::string name;
+    bool client = false;
+    std::int64_t base_true = 0;   // true time of the current segment's start
+    std::int64_t base_local = 0;  // clock reading at base_true
+    std::int32_t skew_ppm = 0;    // rate error: local advances (1 + skew/1e6) per true ns
+  };
+
+  struct task {
+    simulator* sim = nullptr;
+    node_id node = no_node;
+    std::function<void()> body;
+    detail::fiber fib;
+    std::int64_t wake_ns = 0;
+    std::int64_t drain_ns = 0;
+    bool done = false;
+    bool crashed = false;
+  };
+
+  node_id add_node(std::string name, bool client) {
+    HOLDFAST_ASSERT(nodes_.size() < no_node, "too many simulated nodes");
+    const node_id id = static_cast<node_id>(nodes_.size());
+    node nd;
+    nd.name = name;
+    nd.client = client;
+    nd.base_true = now_;
+    // Unrelated clocks: each node's epoch is elsewhere (steady clocks only promise rate).
+    nd.base_local = now_ + static_cast<std::int64_t>(id + 1) * 1000000000000LL;
+    nd.skew_ppm = draw_skew();
+    nodes_.push_back(std::move(nd));
+    if (std::abs(static_cast<std::int64_t>(nodes_.back().skew_ppm)) > eps_ppm_) end_s4();
+    log_.nodes.push_back(std::move(name));
+    return id;
+  }
+
+  std::int32_t draw_skew() {
+    if (!faults_.drift) return 0;
+    const std::uint32_t beyond = faults_.drift_beyond_bound ? 1u : 0u;
+    switch (weighted({1, 1, 1, 1, beyond, beyond})) {
+      case 0:
+        return 0;
+      case 1:
+        return eps_ppm_;
+      case 2:
+        return -eps_ppm_;
+      case 3:
+        return static_cast<std::int32_t>(decide(2u * static_cast<std::uint32_t>(eps_ppm_) + 1)) -
+               eps_ppm_;
+      case 4:
+        return 50000;  // 5% fast
+      default:
+        return -50000;  // 5% slow
+    }
+  }
+
+  // floor(d * ppm / 1e6) for d >= 0 without overflow for any simulated span.
+  static std::int64_t scaled_ppm(std::int64_t d, std::int32_t ppm) noexcept {
+    const std::int64_t q = d / 1000000;
+    const std::int64_t r = d % 1000000;
+    const std::int64_t p = r * ppm;
+    std::int64_t f = p / 1000000;
+    if (p % 1000000 != 0 && p < 0) --f;
+    return q * ppm + f;
+  }
+
+  static std::int64_t local_at(const node& nd, std::int64_t t) noexcept {
+    const std::int64_t d = t - nd.base_true;
+    return nd.base_local + d + scaled_ppm(d, nd.skew_ppm);
+  }
+
+  // Earliest true time >= now_ at which node `nd` reads at least `target`.
+  std::int64_t true_at_local(const node& nd, std::int64_t target) const noexcept {
+    if (local_at(nd, now_) >= target) return now_;
+    const long double need = static_cast<long double>(target - nd.base_local);
+    const long double rate = 1.0L + static_cast<long double>(nd.skew_ppm) / 1e6L;
+    const long double est = std::ceil(need / rate);
+    if (!(est < 4.0e18L)) return std::numeric_limits<std::int64_t>::max() / 2;
+    std::int64_t t = std::max(now_, nd.base_true + static_cast<std::int64_t>(est));
+    while (local_at(nd, t) < target) ++t;
+    while (t > now_ && local_at(nd, t - 1) >= target) --t;
+    return t;
+  }
+
+  void rebase(node& nd) noexcept {
+    nd.base_local = local_at(nd, now_);
+    nd.base_true = now_;
+  }
+
+  void end_s4() noexcept {
+    log_.s4_until_ns = std::min(log_.s4_until_ns, now_);
+  }
+
+  std::int64_t read_clock(node_id n) {
+    task* t = current_;
+    if (t != nullptr && t->node == n) {
+      if (!t->crashed) point(point_kind::clock_read);
+      if (t->crashed) {
+        // Drain: every deadline the dead process computed passes within a few reads.
+        t->drain_ns += 1000LL * 1000000000LL;
+        return local_ns(n) + t->drain_ns;
+      }
+    }
+    return local_ns(n);
+  }
+
+  void sleep_on_clock(node_id n, std::int64_t deadline) {
+    HOLDFAST_ASSERT(n < nodes_.size(), "sim_clock of an unknown node");
+    task* t = current_;
+    if (t == nullptr) {
+      now_ = std::max(now_, true_at_local(nodes_[n], deadline));  // a test driving time directly
+      return;
+    }
+    if (t->crashed) return;
+    const std::int64_t wake = true_at_local(nodes_[n], deadline);
+    if (wake <= now_) return;
+    t->wake_ns = wake;
+    detail::fiber::switch_to(t->fib, main_);
+  }
+
+  void pause(std::int64_t d_ns) {
+    task* t = current_;
+    event e = make_event(event_kind::pause, t->node);
+    e.value = d_ns;
+    log_.add(std::move(e));
+    wait_true(d_ns);
+  }
+
+  void crash(task& t) {
+    t.crashed = true;
+    log_.add(make_event(event_kind::crash, t.node));
+  }
+
+  static void task_entry(void* arg) {
+    task* t = static_cast<task*>(arg);
+    simulator& sim = *t->sim;
+    detail::fiber::entered(sim.main_);
+#if HOLDFAST_HAS_EXCEPTIONS
+    try {
+      t->body();
+    } catch (...) {
+      if (!sim.error_) sim.error_ = std::current_exception();
+      for (const std::unique_ptr<task>& other : sim.tasks_) other->crashed = true;
+    }
+#else
+    t->body();
+#endif
+    t->body = nullptr;  // destroy captures on this fiber's stack while it still exists
+    t->done = true;
+    detail::fiber::finish(t->fib, sim.main_);
+  }
+
+  void reap(task* t) {
+    --live_;
+    if (last_ == t) last_ = nullptr;
+    tasks_.erase(std::find_if(tasks_.begin(), tasks_.end(),
+                              [t](const std::unique_ptr<task>& p) { return p.get() == t; }));
+  }
+
+  decision_source& src_;
+  fault_options faults_;
+  std::int32_t eps_ppm_ = 0;
+  std::int64_t now_ = 0;
+  std::vector<node> nodes_;
+  std::vector<std::unique_ptr<task>> tasks_;
+  std::vector<task*> ready_;
+  task* current_ = nullptr;
+  task* last_ = nullptr;
+  std::size_t live_ = 0;
+  std::uint64_t steps_ = 0;
+  std::uint64_t decisions_ = 0;
+  bool healed_ = false;
+  detail::fiber main_;
+  history log_;
+#if HOLDFAST_HAS_EXCEPTIONS
+  std::exception_ptr error_;
+#endif
+};
+
+inline sim_clock::time_point sim_clock::now() const {
+  HOLDFAST_ASSERT(sim_ != nullptr, "sim_clock::now() on an unbound clock");
+  return time_point(duration(sim_->read_clock(node_)));
+}
+
+inline void sim_clock::sleep_until(time_point deadline) const {
+  HOLDFAST_ASSERT(sim_ != nullptr, "sim_clock::sleep_until() on an unbound clock");
+  sim_->sleep_on_clock(node_, deadline.time_since_epoch().count());
+}
+
+}  // namespace holdfast::testing
+
+#endif  // HOLDFAST_TESTING_SIMULATOR_HPP

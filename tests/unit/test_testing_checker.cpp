@@ -1,0 +1,286 @@
+// Tests of holdfast/testing/checker.hpp on hand-written histories: for every invariant, a history
+// that keeps it (no false alarm) and one that breaks it (caught, named, with a timeline). The
+// checker's negative controls against real broken code are in test_testing_mutants.cpp.
+#include <catch2/catch.hpp>
+
+#include <cstdint>
+#include <holdfast/testing/checker.hpp>
+#include <holdfast/testing/history.hpp>
+#include <string>
+
+using namespace holdfast::testing;
+
+namespace {
+
+constexpr std::int64_t ms = 1000000;
+
+// A two-client, one-store history builder. Store time == true time (the store's epoch is 0).
+struct builder {
+  history h;
+  node_id store = 0, a = 1, b = 2;
+
+  builder() {
+    h.nodes = {"store", "A", "B"};
+    h.keys = {"orders"};
+    h.primary_store = store;
+    h.tolerance_ns = 0;
+  }
+
+  event& add(event_kind k, node_id n, std::int64_t t) {
+    event e;
+    e.kind = k;
+    e.node = n;
+    e.true_ns = t;
+    e.local_ns = t;
+    e.store_ns = t;
+    h.add(std::move(e));
+    return h.events.back();
+  }
+  event& grant(node_id who, const char* owner, std::int64_t t, std::uint64_t token,
+               std::int64_t ttl_ms = 1000, event_kind k = event_kind::store_acquire) {
+    event& e = add(k, store, t);
+    e.peer = who;
+    e.owner = owner;
+    e.token = token;
+    e.ttl_ms = ttl_ms;
+    return e;
+  }
+  event& release(node_id who, const char* owner, std::int64_t t, std::uint64_t token) {
+    event& e = add(event_kind::store_release, store, t);
+    e.peer = who;
+    e.owner = owner;
+    e.token = token;
+    return e;
+  }
+  event& write(node_id who, const char* owner, std::int64_t t, std::uint64_t token,
+               bool admitted = true) {
+    event& e = add(event_kind::write, who, t);
+    e.owner = owner;
+    e.token = token;
+    e.outcome = admitted ? 0 : static_cast<outcome_code>(holdfast::errc::stale_token);
+    return e;
+  }
+  event& belief(node_id who, const char* owner, std::int64_t t, std::uint64_t token, bool valid) {
+    event& e = add(event_kind::validity, who, t);
+    e.owner = owner;
+    e.token = token;
+    e.value = valid ? 1 : 0;
+    return e;
+  }
+};
+
+}  // namespace
+
+TEST_CASE("checker: the DESIGN §1 timeline keeps every invariant", "[testing/checker]") {
+  builder x;
+  x.grant(x.a, "A", 0, 33, 10000);
+  x.belief(x.a, "A", 1000 * ms, 33, true);
+  x.add(event_kind::pause, x.a, 1000 * ms).value = 14000 * ms;
+  x.grant(x.b, "B", 11000 * ms, 34, 10000);
+  x.write(x.b, "B", 12000 * ms, 34);
+  x.write(x.a, "A", 15000 * ms, 33, false);  // rejected: 33 < 34
+  const verdict v = check(x.h);
+  INFO(v.report());
+  REQUIRE(v.ok());
+  REQUIRE(v.report() == "all invariants hold (S1-S5, L1)\n");
+}
+
+TEST_CASE("checker: S1 catches a stale write admitted after a newer one", "[testing/checker]") {
+  builder x;
+  x.grant(x.a, "A", 0, 33, 10000);
+  x.belief(x.a, "A", 1000 * ms, 33, true);
+  x.add(event_kind::pause, x.a, 1000 * ms).value = 14000 * ms;
+  x.grant(x.b, "B", 11000 * ms, 34, 10000);
+  x.write(x.b, "B", 12000 * ms, 34);
+  x.write(x.a, "A", 15000 * ms, 33, true);  // the bug: admitted
+  const verdict v = check(x.h);
+  REQUIRE(v.violated == invariant::s1_fenced_writes);
+  REQUIRE(v.at == x.h.events.size() - 1);
+  REQUIRE_THAT(v.what, Catch::Contains("#33") && Catch::Contains("#34"));
+  // The timeline tells the DESIGN §1 story: grant, check, stall, expiry, newer grant, write.
+  INFO(v.report());
+  REQUIRE_THAT(v.timeline, Catch::Contains("A acquires \"orders\" ttl=10000ms"));
+  REQUIRE_THAT(v.timeline, Catch::Contains("A checks its lease #33"));
+  REQUIRE_THAT(v.timeline, Catch::Contains("A pauses 14.000s"));
+  REQUIRE_THAT(v.timeline, Catch::Contains("expiry of A's lease #33"));
+  REQUIRE_THAT(v.timeline, Catch::Contains("B writes with token #34"));
+  REQUIRE_THAT(v.timeline, Catch::Contains("ADMITTED") && Catch::Contains("<- S1 violated"));
+  REQUIRE_THAT(v.report(), Catch::StartsWith("S1 fenced writes violated: "));
+}
+
+TEST_CASE("checker: equal tokens are admitted many times", "[testing/checker]") {
+  builder x;
+  x.grant(x.a, "A", 0, 5);
+  x.write(x.a, "A", 1 * ms, 5);
+  x.write(x.a, "A", 2 * ms, 5);
+  REQUIRE(check(x.h).ok());
+}
+
+TEST_CASE("checker: S2 catches a token that does not grow", "[testing/checker]") {
+  builder ok;
+  ok.grant(ok.a, "A", 0, 1);
+  ok.release(ok.a, "A", 10 * ms, 1);
+  ok.grant(ok.b, "B", 20 * ms, 2);
+  REQUIRE(check(ok.h).ok());
+
+  builder x;  // a counter reset on release
+  x.grant(x.a, "A", 0, 1);
+  x.release(x.a, "A", 10 * ms, 1);
+  x.grant(x.b, "B", 20 * ms, 1);
+  verdict v = check(x.h);
+  REQUIRE(v.violated == invariant::s2_token_order);
+  REQUIRE_THAT(v.timeline, Catch::Contains("A releases"));
+
+  builder y;  // token 0 is never issued
+  y.grant(y.a, "A", 0, 0);
+  REQUIRE(check(y.h).violated == invariant::s2_token_order);
+}
+
+TEST_CASE("checker: the same owner re-acquiring gets the same token, not a violation",
+          "[testing/checker]") {
+  builder x;
+  x.grant(x.a, "A", 0, 7);
+  x.grant(x.a, "A", 500 * ms, 7);  // retry after a lost reply: same token, extended
+  x.belief(x.a, "A", 1400 * ms, 7, true);
+  REQUIRE(check(x.h).ok());
+}
+
+TEST_CASE("checker: S3 catches overlapping grants, and respects expiry and release",
+          "[testing/checker]") {
+  builder after_expiry;
+  after_expiry.grant(after_expiry.a, "A", 0, 1, 1000);
+  after_expiry.grant(after_expiry.b, "B", 1000 * ms, 2);  // exactly at expiry: fine
+  REQUIRE(check(after_expiry.h).ok());
+
+  builder x;
+  x.grant(x.a, "A", 0, 1, 1000);
+  x.grant(x.b, "B", 999 * ms, 2);
+  const verdict v = check(x.h);
+  REQUIRE(v.violated == invariant::s3_exclusive_grants);
+  REQUIRE_THAT(v.what, Catch::Contains("A's lease #1 was live"));
+
+  builder tolerant = x;  // a store that rounds: within the tolerance, not judged
+  tolerant.h.tolerance_ns = 2 * ms;
+  REQUIRE(check(tolerant.h).ok());
+}
+
+TEST_CASE("checker: S3 judges by the store's clock, not by true time", "[testing/checker]") {
+  builder x;
+  x.grant(x.a, "A", 0, 1, 1000);
+  event& g = x.grant(x.b, "B", 900 * ms, 2);  // 0.9 s true time, but the store's clock ran fast
+  g.local_ns = 1000 * ms;
+  g.store_ns = 1000 * ms;
+  REQUIRE(check(x.h).ok());
+}
+
+TEST_CASE("checker: S4 catches a holder that believes after its lease expired or moved",
+          "[testing/checker]") {
+  builder ok;
+  ok.grant(ok.a, "A", 0, 1, 1000);
+  ok.belief(ok.a, "A", 980 * ms, 1, true);
+  ok.belief(ok.a, "A", 1500 * ms, 1, false);
+  REQUIRE(check(ok.h).ok());
+
+  builder late;
+  late.grant(late.a, "A", 0, 1, 1000);
+  late.belief(late.a, "A", 1001 * ms, 1, true);
+  verdict v = check(late.h);
+  REQUIRE(v.violated == invariant::s4_holder_belief);
+  REQUIRE_THAT(v.what, Catch::Contains("had expired"));
+
+  builder moved;
+  moved.grant(moved.a, "A", 0, 1, 1000);
+  moved.release(moved.a, "A", 10 * ms, 1);  // released by someone's request...
+  moved.grant(moved.b, "B", 20 * ms, 2);
+  moved.belief(moved.a, "A", 30 * ms, 1, true);  // ...yet A still believes
+  v = check(moved.h);
+  REQUIRE(v.violated == invariant::s4_holder_belief);
+  REQUIRE_THAT(v.what, Catch::Contains("holder is B"));
+
+  builder jumped = late;  // once a clock left its bound, S4 is not promised
+  jumped.h.s4_until_ns = 500 * ms;
+  REQUIRE(check(jumped.h).ok());
+}
+
+TEST_CASE("checker: S5 catches renew and release by non-holders, and revival",
+          "[testing/checker]") {
+  builder ok;
+  ok.grant(ok.a, "A", 0, 1, 1000);
+  ok.grant(ok.a, "A", 900 * ms, 1, 1000, event_kind::store_renew);
+  ok.belief(ok.a, "A", 1800 * ms, 1, true);  // the renewal extended the lease
+  ok.release(ok.a, "A", 2500 * ms, 1);       // an expired record may still be released
+  REQUIRE(check(ok.h).ok());
+
+  builder other;
+  other.grant(other.a, "A", 0, 1);
+  other.release(other.b, "B", 10 * ms, 1);
+  REQUIRE(check(other.h).violated == invariant::s5_ownership);
+
+  builder wrong_token;
+  wrong_token.grant(wrong_token.a, "A", 0, 1);
+  wrong_token.grant(wrong_token.a, "A", 10 * ms, 2, 1000, event_kind::store_renew);
+  REQUIRE(check(wrong_token.h).violated == invariant::s5_ownership);
+
+  builder revived;
+  revived.grant(revived.a, "A", 0, 1, 1000);
+  revived.grant(revived.a, "A", 1500 * ms, 1, 1000, event_kind::store_renew);
+  const verdict v = check(revived.h);
+  REQUIRE(v.violated == invariant::s5_ownership);
+  REQUIRE_THAT(v.what, Catch::Contains("revived"));
+
+  builder refused;  // a refused renew by a non-holder changes nothing and breaks nothing
+  refused.grant(refused.a, "A", 0, 1);
+  refused.grant(refused.b, "B", 10 * ms, 1, 1000, event_kind::store_renew).outcome =
+      static_cast<outcome_code>(holdfast::errc::lease_lost);
+  REQUIRE(check(refused.h).ok());
+}
+
+TEST_CASE("checker: a request the store never applied is ignored", "[testing/checker]") {
+  builder x;
+  x.grant(x.a, "A", 0, 1, 1000);
+  x.grant(x.b, "B", 10 * ms, 2).outcome = not_applied;
+  REQUIRE(check(x.h).ok());
+}
+
+TEST_CASE("checker: L1 requires the contender to acquire within the bound after healing",
+          "[testing/checker]") {
+  builder ok;
+  ok.add(event_kind::heal, no_node, 0).value = 1500 * ms;
+  ok.add(event_kind::liveness_acquired, ok.b, 1400 * ms);
+  REQUIRE(check(ok.h).ok());
+
+  builder slow;
+  slow.add(event_kind::heal, no_node, 0).value = 1500 * ms;
+  slow.add(event_kind::liveness_acquired, slow.b, 1600 * ms);
+  REQUIRE(check(slow.h).violated == invariant::l1_liveness);
+
+  builder failed;
+  failed.add(event_kind::heal, no_node, 0).value = 1500 * ms;
+  failed.add(event_kind::liveness_failed, failed.b, 3000 * ms).outcome =
+      static_cast<outcome_code>(holdfast::errc::timeout);
+  REQUIRE(check(failed.h).violated == invariant::l1_liveness);
+
+  builder silent;
+  silent.add(event_kind::heal, no_node, 0).value = 1500 * ms;
+  REQUIRE(check(silent.h).violated == invariant::l1_liveness);
+}
+
+TEST_CASE("checker: the first violation in event order is the one reported", "[testing/checker]") {
+  builder x;
+  x.grant(x.a, "A", 0, 2);
+  x.grant(x.b, "B", 10 * ms, 1);  // S2 (and S3) here...
+  x.write(x.b, "B", 20 * ms, 2);
+  x.write(x.a, "A", 30 * ms, 1);  // ...before S1 here
+  REQUIRE(check(x.h).violated == invariant::s2_token_order);
+}
+
+TEST_CASE("history: to_string is one fixed-format line per event", "[testing/checker]") {
+  builder x;
+  x.grant(x.a, "A", 0, 3).note = fault_note::reply_lost;
+  const std::string text = to_string(x.h);
+  REQUIRE(text ==
+          "0 t=0 local=0 store=0 store<-A store_acquire key=0 owner=A token=3 ttl=1000 "
+          "outcome=ok seen=ok value=0 note=reply_lost\n");
+  REQUIRE(std::string(tag(invariant::s3_exclusive_grants)) == "S3");
+  REQUIRE(std::string(to_string(invariant::l1_liveness)) == "L1 liveness");
+}
