@@ -1,0 +1,306 @@
+// holdfast/testing/conformance.hpp - the store conformance kit: checks a user's LeaseStore
+// against the contract (DESIGN §3, T1-T4) and the invariants (DESIGN §6, S1-S5 and L1) under
+// thousands of simulated schedules, and a fuzz entry point for libFuzzer.
+//
+//   auto report = holdfast::testing::check_store(
+//       [](holdfast::testing::sim_clock clock) { return
+//       my_store<holdfast::testing::sim_clock>(clock); });
+//   if (!report) std::cerr << report;       // names the rule or invariant, with a timeline
+//
+// and, as a whole libFuzzer target:
+//
+//   extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
+//     return holdfast::testing::fuzz_store([](holdfast::testing::sim_clock c) { return my_store(c);
+//     },
+//                                          data, size);
+//   }
+//
+// The factory is called as factory(sim_clock) (the store judges expiry by the simulated clock it
+// is given: every check runs) or factory() (the store keeps its own time: the checks that need
+// expiry are skipped and say so). It returns the store by value or as a std::unique_ptr.
+//
+//   check                     | what it asks of the store
+//   --------------------------+---------------------------------------------------------------
+//   T4 bad input              | empty key/owner, TTL <= 0 or > max_ttl, token none/max:
+//                             | invalid_argument, and nothing changes
+//   T1 grant                  | a grant carries an issuable token and a TTL in (0, asked]
+//   T1 same owner             | re-acquiring one's own live lease returns the same token
+//   T3 contention             | another owner gets busy (not an error)
+//   T3 renew/release by others| lease_lost / not_holder, and the holder keeps its lease
+//   T1 across release         | the next grant's token is greater
+//   T2 expiry                 | no expiry before the TTL, expiry after it, by the store's clock;
+//                             | renew after expiry is refused (no revival); tokens still grow
+//   keys                      | keys are independent and binary-safe (embedded NUL)
+//   S1-S5, L1 schedules       | `schedules` seeded simulations with every fault, checked
+//
+// Thread-safety: each call builds its own simulations; call it from one thread at a time.
+#ifndef HOLDFAST_TESTING_CONFORMANCE_HPP
+#define HOLDFAST_TESTING_CONFORMANCE_HPP
+
+#include <chrono>
+#include <cstddef>
+#include <cstdint>
+#include <cstdio>
+#include <memory>
+#include <ostream>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "holdfast/error.hpp"
+#include "holdfast/fencing_token.hpp"
+#include "holdfast/store.hpp"
+#include "holdfast/testing/decision.hpp"
+#include "holdfast/testing/sim_store.hpp"
+#include "holdfast/testing/simulator.hpp"
+#include "holdfast/testing/workload.hpp"
+
+namespace holdfast::testing {
+
+/// How thoroughly check_store() checks.
+struct conformance_options {
+  /// Simulated schedules to run (each a few hundred events). Default 300.
+  std::uint32_t schedules = 300;
+  /// Seed of the first schedule; schedule i uses seed + i, so a failure names its seed.
+  std::uint64_t seed = 1;
+  /// The store claims durability: restarts (outage, state kept) are injected too. Default off.
+  bool durable = false;
+  /// Everything else about the schedules (TTL, lengths, faults).
+  run_options run{};
+};
+
+/// What check_store() found.
+struct conformance_report {
+  std::vector<std::string> failures;  ///< Each failed check: its rule, what happened, a timeline.
+  std::vector<std::string> skipped;   ///< Checks that could not run, and why.
+  std::uint32_t contract_checks = 0;  ///< Deterministic contract checks run.
+  std::uint32_t schedules = 0;        ///< Simulated schedules run.
+  std::uint64_t events = 0;           ///< Simulated events checked in all.
+
+  /// Returns true iff nothing failed.
+  [[nodiscard]] bool ok() const noexcept { return failures.empty(); }
+  /// Returns true iff nothing failed.
+  explicit operator bool() const noexcept { return ok(); }
+
+  /// Returns a human-readable summary: counts, every failure, every skipped check.
+  [[nodiscard]] std::string summary() const {
+    std::string out = ok() ? "store conforms: " : "store does NOT conform: ";
+    out += std::to_string(contract_checks) + " contract checks, " + std::to_string(schedules) +
+           " schedules (" + std::to_string(events) + " events), " +
+           std::to_string(failures.size()) + " failure(s)\n";
+    for (const std::string& f : failures) out += "FAILED " + f + "\n";
+    for (const std::string& s : skipped) out += "skipped " + s + "\n";
+    return out;
+  }
+
+  /// Prints summary().
+  friend std::ostream& operator<<(std::ostream& os, const conformance_report& r) {
+    return os << r.summary();
+  }
+};
+
+namespace detail {
+
+template <class Store>
+class contract_checker {
+ public:
+  contract_checker(Store& s, simulator& sim, bool clock, const conformance_options& o,
+                   conformance_report& rep)
+      : s_(s), sim_(sim), clock_(clock), ttl_(o.run.ttl), rep_(rep) {}
+
+  void run() {
+    using std::chrono::milliseconds;
+    const std::string k = "conformance";
+    // T4: bad input is refused and changes nothing.
+    expect_invalid("T4 empty key", s_.try_acquire("", "a", ttl_));
+    expect_invalid("T4 empty owner", s_.try_acquire(k, "", ttl_));
+    expect_invalid("T4 zero TTL", s_.try_acquire(k, "a", milliseconds(0)));
+    expect_invalid("T4 negative TTL", s_.try_acquire(k, "a", milliseconds(-5)));
+    expect_invalid("T4 TTL above max_ttl", s_.try_acquire(k, "a", max_ttl + milliseconds(1)));
+    // T1: a grant.
+    result<grant> g1 = s_.try_acquire(k, "a", ttl_);
+    if (!expect(g1.has_value(), "T1 grant",
+                "try_acquire on a free key failed: " + msg(g1.error()))) {
+      return;  // nothing below makes sense without a first grant
+    }
+    const fencing_token t1 = g1->token;
+    expect(t1.is_issuable(), "T1 grant", "granted token " + to_string(t1) + " is not issuable");
+    expect(g1->ttl > milliseconds(0) && g1->ttl <= ttl_, "T1 grant",
+           "granted TTL " + std::to_string(g1->ttl.count()) + "ms is not in (0, asked]");
+    // T4 after a grant: bad renew/release input changes nothing.
+    expect_invalid("T4 renew with token none", s_.renew(k, "a", fencing_token{}, ttl_));
+    expect_invalid("T4 renew with token max", s_.renew(k, "a", fencing_token::max(), ttl_));
+    expect_invalid("T4 renew with zero TTL", s_.renew(k, "a", t1, milliseconds(0)));
+    expect_invalid("T4 release with token none", s_.release(k, "a", fencing_token{}));
+    expect_invalid("T4 release with token max", s_.release(k, "a", fencing_token::max()));
+    expect_invalid("T4 release with empty owner", s_.release(k, "", t1));
+    // T1: same owner, same token.
+    result<grant> again = s_.try_acquire(k, "a", ttl_);
+    expect(again && again->token == t1, "T1 same owner",
+           "re-acquiring one's own live lease returned " +
+               (again ? to_string(again->token) : msg(again.error())) + ", expected " +
+               to_string(t1));
+    // T3: contention is busy.
+    result<grant> other = s_.try_acquire(k, "b", ttl_);
+    expect(!other && other.error() == errc::busy, "T3 contention",
+           "another owner's try_acquire on a held key returned " +
+               (other ? "a grant " + to_string(other->token) : msg(other.error())) +
+               ", expected busy");
+    // T3: renew/release by non-holders fail and change nothing.
+    result<grant> r1 = s_.renew(k, "b", t1, ttl_);
+    expect(!r1, "T3 renew by another owner", "renew by a non-holder succeeded");
+    result<grant> r2 = s_.renew(k, "a", fencing_token(t1.value() + 1), ttl_);
+    expect(!r2, "T3 renew with another token", "renew with the wrong token succeeded");
+    result<void> x1 = s_.release(k, "b", t1);
+    expect(!x1, "T3 release by another owner", "release by a non-holder succeeded");
+    result<void> x2 = s_.release(k, "a", fencing_token(t1.value() + 1));
+    expect(!x2, "T3 release with another token", "release with the wrong token succeeded");
+    result<grant> still = s_.try_acquire(k, "b", ttl_);
+    expect(!still && still.error() == errc::busy, "T3 nothing changed",
+           "after refused renew/release by others, another owner got " +
+               (still ? "a grant" : msg(still.error())) + ", expected busy");
+    result<grant> own = s_.renew(k, "a", t1, ttl_);
+    expect(own && own->token == t1, "T3 holder unaffected",
+           "the holder's own renew failed after others' attempts: " +
+               (own ? to_string(own->token) : msg(own.error())));
+    // Keys are independent and binary-safe.
+    const std::string nul1("key\0one", 7);
+    const std::string nul2("key\0two", 7);
+    result<grant> n1 = s_.try_acquire(nul1, "c", ttl_);
+    result<grant> n2 = s_.try_acquire(nul2, "d", ttl_);
+    expect(n1 && n2, "keys binary-safe",
+           "two keys differing after an embedded NUL are not independent: " +
+               (n1 ? std::string("first ok") : msg(n1.error())) + ", " +
+               (n2 ? std::string("second ok") : msg(n2.error())));
+    // T1 across release.
+    result<void> rel = s_.release(k, "a", t1);
+    expect(rel.has_value(), "T3 release by the holder",
+           "the holder's release failed: " + msg(rel.error()));
+    result<grant> g2 = s_.try_acquire(k, "b", ttl_);
+    if (!expect(g2.has_value(), "T1 across release",
+                "acquire after release failed: " + msg(g2.error()))) {
+      return;
+    }
+    expect(g2->token > t1, "T1 across release",
+           "token after release " + to_string(g2->token) + " is not greater than " + to_string(t1));
+    if (!clock_) {
+      rep_.skipped.push_back(
+          "T2 expiry: the store's clock is not injectable (pass a factory taking "
+          "holdfast::testing::sim_clock to check expiry by the store's clock)");
+      return;
+    }
+    // T2: no expiry before the TTL, expiry after it, by the store's clock.
+    const std::int64_t ttl_ns = std::chrono::nanoseconds(g2->ttl).count();
+    sim_.advance(ttl_ns - 2000000);
+    result<grant> early = s_.try_acquire(k, "c", ttl_);
+    expect(!early && early.error() == errc::busy, "T2 no early expiry",
+           "another owner acquired 2 ms before the TTL ran out");
+    sim_.advance(4000000);
+    result<grant> revive = s_.renew(k, "b", g2->token, ttl_);
+    expect(!revive, "T2 no revival", "renew after the TTL ran out revived an expired lease");
+    result<grant> g3 = s_.try_acquire(k, "c", ttl_);
+    if (!expect(g3.has_value(), "T2 expiry",
+                "another owner could not acquire 2 ms after the TTL ran out: " + msg(g3.error()))) {
+      return;
+    }
+    expect(g3->token > g2->token, "T1 across expiry",
+           "token after expiry " + to_string(g3->token) + " is not greater than " +
+               to_string(g2->token));
+    result<void> late = s_.release(k, "b", g2->token);
+    expect(!late, "T3 release after takeover",
+           "the expired holder's release succeeded after another owner took over");
+  }
+
+ private:
+  static std::string msg(const std::error_code& ec) { return ec ? ec.message() : "success"; }
+
+  bool expect(bool ok, const std::string& rule, const std::string& what) {
+    ++rep_.contract_checks;
+    if (!ok) rep_.failures.push_back(rule + ": " + what);
+    return ok;
+  }
+
+  template <class R>
+  void expect_invalid(const std::string& rule, const R& r) {
+    expect(!r && r.error() == errc::invalid_argument, rule,
+           std::string("expected invalid_argument, got ") + (r ? "success" : msg(r.error())));
+  }
+
+  Store& s_;
+  simulator& sim_;
+  bool clock_;
+  std::chrono::milliseconds ttl_;
+  conformance_report& rep_;
+};
+
+}  // namespace detail
+
+/// Checks the store made by `make_store` against the LeaseStore contract and the safety and
+/// liveness invariants (see the table at the top of conformance.hpp) and returns the report.
+/// The first failing schedule is reported with its seed (re-run it with seeded_source(seed)
+/// and run_schedule()) and its timeline; contract checks report every failure.
+/// Exceptions thrown by the store propagate.
+template <class Factory>
+conformance_report check_store(Factory&& make_store, const conformance_options& o = {}) {
+  using Store = detail::factory_store_t<std::remove_reference_t<Factory>>;
+  constexpr bool simulated_clock = detail::factory_takes_clock_v<std::remove_reference_t<Factory>>;
+  conformance_report rep;
+  {
+    seeded_source src(o.seed);
+    fault_options quiet;
+    quiet.drift = false;  // contract checks use an exact store clock
+    simulator sim(src, quiet);
+    const node_id n = sim.add_store("store");
+    std::unique_ptr<Store> store = detail::make_store<Store>(make_store, sim.clock(n));
+    detail::contract_checker<Store>(*store, sim, simulated_clock, o, rep).run();
+  }
+  run_options ro = o.run;
+  ro.store_faults.restarts = ro.store_faults.restarts || o.durable;
+  if (!simulated_clock) {
+    rep.skipped.push_back(
+        "S3, S4, expiry in S5, L1 over schedules: the store's clock is not injectable");
+  }
+  for (std::uint32_t i = 0; i < o.schedules; ++i) {
+    seeded_source src(o.seed + i);
+    run_result r = run_schedule(src, make_store, ro);
+    ++rep.schedules;
+    rep.events += r.log.events.size();
+    if (!r.result.ok()) {
+      rep.failures.push_back("schedule seed=" + std::to_string(o.seed + i) + ": " +
+                             r.result.report());
+      break;
+    }
+  }
+  return rep;
+}
+
+/// Runs the schedule that `data` decodes to (one byte per decision; see byte_source) against
+/// the store made by `make_store`, and calls __builtin_trap() after printing the report if an
+/// invariant is violated, so libFuzzer records the input. Returns 0. A whole fuzz target is
+/// three lines (see the top of conformance.hpp).
+template <class Factory>
+int fuzz_store(Factory&& make_store, const std::uint8_t* data, std::size_t size,
+               const run_options& o = {}) {
+  byte_source src(data, size);
+  run_result r = run_schedule(src, make_store, o);
+  if (!r.result.ok()) {
+    std::fprintf(stderr, "holdfast: %s\n", r.result.report().c_str());
+    __builtin_trap();
+  }
+  return 0;
+}
+
+/// As fuzz_store(), against the shipped memory_store, or the mutant o.mutation selects.
+inline int fuzz_schedule(const std::uint8_t* data, std::size_t size, const run_options& o = {}) {
+  byte_source src(data, size);
+  run_result r = run_schedule(src, o);
+  if (!r.result.ok()) {
+    std::fprintf(stderr, "holdfast: %s\n", r.result.report().c_str());
+    __builtin_trap();
+  }
+  return 0;
+}
+
+}  // namespace holdfast::testing
+
+#endif  // HOLDFAST_TESTING_CONFORMANCE_HPP

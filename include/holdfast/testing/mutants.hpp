@@ -1,0 +1,266 @@
+// holdfast/testing/mutants.hpp - deliberately broken variants, the negative controls that prove
+// the checker can fail. None of them is on any default path: a run uses one only when asked.
+//
+//   mutant                       | layer    | the bug                                   | caught by
+//   -----------------------------+----------+-------------------------------------------+----------
+//   no_fence                     | resource | admits every write, no token check        | S1
+//   check_then_write             | resource | reads the newest token, then writes in a  | S1
+//                                |          | second step (a newer write slips between) |
+//   token_after_grant            | store    | SET NX, then INCR: grants first, assigns  | S2
+//                                |          | the token in a later step                 |
+//   release_without_owner_check  | store    | releases whoever holds the key            | S5
+//   renew_revives_expired        | store    | renews a lease that has already expired   | S5
+//   counter_reset_on_release     | store    | per-key counter, reset when released      | S2
+//   validity_from_reply          | holder   | trusts the lease from the reply's arrival | S4
+//                                |          | instead of from before the request        |
+//   no_drift_allowance           | holder   | validity allows no clock drift (drift 0)  | S4
+//   racy_grant                   | store    | checks the key is free, then grants in a  | S3
+//                                |          | second step (two grants overlap)          |
+//   never_expires                | store    | ignores TTLs: a crashed holder blocks the | L1
+//                                |          | key forever                               |
+//
+// Store mutants are mutant_store<Clock>, a small map-based store that is correct when built with
+// mutant::none (the conformance kit checks that too, so the controls differ from a correct store
+// by their one bug only). Resource mutants are sim_resource modes; holder mutants change how the
+// simulated client uses the shipped lease (testing/workload.hpp).
+#ifndef HOLDFAST_TESTING_MUTANTS_HPP
+#define HOLDFAST_TESTING_MUTANTS_HPP
+
+#include <chrono>
+#include <cstdint>
+#include <functional>
+#include <map>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <utility>
+
+#include "holdfast/detail/saturating.hpp"
+#include "holdfast/error.hpp"
+#include "holdfast/fencing_token.hpp"
+#include "holdfast/result.hpp"
+#include "holdfast/store.hpp"
+#include "holdfast/testing/checker.hpp"
+
+namespace holdfast::testing {
+
+/// The negative controls (see the table at the top of mutants.hpp); none = the correct stack.
+enum class mutant : std::uint8_t {
+  none,
+  no_fence,
+  check_then_write,
+  token_after_grant,
+  release_without_owner_check,
+  renew_revives_expired,
+  counter_reset_on_release,
+  validity_from_reply,
+  no_drift_allowance,
+  racy_grant,
+  never_expires,
+};
+
+/// Every mutant except none, in table order.
+inline constexpr mutant all_mutants[] = {
+    mutant::no_fence,
+    mutant::check_then_write,
+    mutant::token_after_grant,
+    mutant::release_without_owner_check,
+    mutant::renew_revives_expired,
+    mutant::counter_reset_on_release,
+    mutant::validity_from_reply,
+    mutant::no_drift_allowance,
+    mutant::racy_grant,
+    mutant::never_expires,
+};
+
+/// Returns the mutant's name, e.g. "no_fence" ("none" for none).
+inline const char* to_string(mutant m) noexcept {
+  switch (m) {
+    case mutant::none:
+      return "none";
+    case mutant::no_fence:
+      return "no_fence";
+    case mutant::check_then_write:
+      return "check_then_write";
+    case mutant::token_after_grant:
+      return "token_after_grant";
+    case mutant::release_without_owner_check:
+      return "release_without_owner_check";
+    case mutant::renew_revives_expired:
+      return "renew_revives_expired";
+    case mutant::counter_reset_on_release:
+      return "counter_reset_on_release";
+    case mutant::validity_from_reply:
+      return "validity_from_reply";
+    case mutant::no_drift_allowance:
+      return "no_drift_allowance";
+    case mutant::racy_grant:
+      return "racy_grant";
+    case mutant::never_expires:
+      return "never_expires";
+  }
+  return "?";
+}
+
+/// Parses a mutant's name (as to_string prints it); nullopt for an unknown name.
+inline std::optional<mutant> mutant_from_string(std::string_view name) noexcept {
+  if (name == "none") return mutant::none;
+  for (mutant m : all_mutants) {
+    if (name == to_string(m)) return m;
+  }
+  return std::nullopt;
+}
+
+/// The invariant a mutant is expected to break first (see the table).
+inline invariant expected_violation(mutant m) noexcept {
+  switch (m) {
+    case mutant::none:
+      return invariant::none;
+    case mutant::no_fence:
+    case mutant::check_then_write:
+      return invariant::s1_fenced_writes;
+    case mutant::token_after_grant:
+    case mutant::counter_reset_on_release:
+      return invariant::s2_token_order;
+    case mutant::racy_grant:
+      return invariant::s3_exclusive_grants;
+    case mutant::validity_from_reply:
+    case mutant::no_drift_allowance:
+      return invariant::s4_holder_belief;
+    case mutant::release_without_owner_check:
+    case mutant::renew_revives_expired:
+      return invariant::s5_ownership;
+    case mutant::never_expires:
+      return invariant::l1_liveness;
+  }
+  return invariant::none;
+}
+
+/// True iff the mutant lives in the store (so a run needs mutant_store).
+inline bool is_store_mutant(mutant m) noexcept {
+  return m == mutant::token_after_grant || m == mutant::release_without_owner_check ||
+         m == mutant::renew_revives_expired || m == mutant::counter_reset_on_release ||
+         m == mutant::racy_grant || m == mutant::never_expires;
+}
+
+/// A small map-based LeaseStore with expiry by `Clock`, correct when built with mutant::none and
+/// broken in exactly one way otherwise (store mutants only; others behave as none). Multi-step
+/// mutants call the `step` hook between their steps and `linearized` where their grant takes
+/// effect, so a simulator can stall a client in the middle (sim_store::step / linearized).
+///
+/// Thread-safety: none (single-threaded simulations only).
+template <class Clock>
+class mutant_store {
+ public:
+  /// Makes an empty store with expiry by `clock`, broken as `m` says.
+  explicit mutant_store(Clock clock, mutant m = mutant::none) : clock_(std::move(clock)), m_(m) {}
+
+  /// Sets the hooks multi-step mutants call (both default to doing nothing).
+  void set_hooks(std::function<void()> step, std::function<void()> linearized) {
+    step_ = std::move(step);
+    linearized_ = std::move(linearized);
+  }
+
+  /// LeaseStore try_acquire (store.hpp), broken as the mutant says.
+  result<grant> try_acquire(std::string_view key, std::string_view owner,
+                            std::chrono::milliseconds ttl) {
+    if (std::error_code ec = check_acquire_args(key, owner, ttl)) return ec;
+    const std::string k(key);
+    auto now = clock_.now();
+    auto it = map_.find(k);
+    if (it != map_.end() && live(it->second, now)) {
+      if (it->second.owner != owner || it->second.token == 0) return errc::busy;
+      it->second.expires = later(it->second.expires, holdfast::detail::saturating_add(now, ttl));
+      return grant{fencing_token(it->second.token), ttl};
+    }
+    if (m_ == mutant::racy_grant) {
+      step();  // the key looked free; by now someone else may have taken it
+      now = clock_.now();
+      const std::uint64_t t = ++counter_;
+      map_[k] = record{std::string(owner), t, holdfast::detail::saturating_add(now, ttl)};
+      linearized();
+      return grant{fencing_token(t), ttl};
+    }
+    if (m_ == mutant::token_after_grant) {
+      // SET NX: the grant, without a token yet ...
+      map_[k] = record{std::string(owner), 0, holdfast::detail::saturating_add(now, ttl)};
+      linearized();
+      step();
+      // ... INCR, later: a stalled acquirer gets a token newer than a later holder's.
+      const std::uint64_t t = ++counter_;
+      auto again = map_.find(k);
+      if (again != map_.end() && again->second.owner == owner && again->second.token == 0) {
+        again->second.token = t;
+      }
+      return grant{fencing_token(t), ttl};
+    }
+    std::uint64_t t;
+    if (m_ == mutant::counter_reset_on_release) {
+      t = ++per_key_[k];
+    } else {
+      t = ++counter_;
+    }
+    map_[k] = record{std::string(owner), t, holdfast::detail::saturating_add(now, ttl)};
+    return grant{fencing_token(t), ttl};
+  }
+
+  /// LeaseStore renew (store.hpp), broken as the mutant says.
+  result<grant> renew(std::string_view key, std::string_view owner, fencing_token token,
+                      std::chrono::milliseconds ttl) {
+    if (std::error_code ec = check_renew_args(key, owner, token, ttl)) return ec;
+    const auto now = clock_.now();
+    auto it = map_.find(std::string(key));
+    if (it == map_.end() || it->second.owner != owner || it->second.token != token.value()) {
+      return errc::lease_lost;
+    }
+    if (!live(it->second, now) && m_ != mutant::renew_revives_expired) return errc::lease_lost;
+    it->second.expires = holdfast::detail::saturating_add(now, ttl);
+    return grant{token, ttl};
+  }
+
+  /// LeaseStore release (store.hpp), broken as the mutant says.
+  result<void> release(std::string_view key, std::string_view owner, fencing_token token) {
+    if (std::error_code ec = check_release_args(key, owner, token)) return ec;
+    const std::string k(key);
+    auto it = map_.find(k);
+    if (it == map_.end()) return errc::not_holder;
+    if (m_ != mutant::release_without_owner_check &&
+        (it->second.owner != owner || it->second.token != token.value())) {
+      return errc::not_holder;
+    }
+    map_.erase(it);
+    if (m_ == mutant::counter_reset_on_release) per_key_.erase(k);
+    return {};
+  }
+
+ private:
+  using time_point = typename Clock::time_point;
+  struct record {
+    std::string owner;
+    std::uint64_t token = 0;  // 0 while token_after_grant has not assigned it yet
+    time_point expires{};
+  };
+
+  bool live(const record& r, time_point now) const noexcept {
+    return m_ == mutant::never_expires || now < r.expires;
+  }
+  static time_point later(time_point a, time_point b) noexcept { return a < b ? b : a; }
+  void step() {
+    if (step_) step_();
+  }
+  void linearized() {
+    if (linearized_) linearized_();
+  }
+
+  Clock clock_;
+  mutant m_;
+  std::map<std::string, record> map_;
+  std::map<std::string, std::uint64_t> per_key_;
+  std::uint64_t counter_ = 0;
+  std::function<void()> step_;
+  std::function<void()> linearized_;
+};
+
+}  // namespace holdfast::testing
+
+#endif  // HOLDFAST_TESTING_MUTANTS_HPP

@@ -1,0 +1,406 @@
+// holdfast/testing/sim_store.hpp - sim_store<Store>: puts any LeaseStore on the simulated
+// network. It is itself a LeaseStore, so `lease<sim_store<S>, sim_clock>` runs unchanged.
+//
+// Every call from a simulated client goes through these stages, each a decision (0 = benign):
+//
+//   stage     | what may happen                                                  | client sees
+//   ----------+------------------------------------------------------------------+--------------
+//   request   | delivered | in flight 1 ms .. 1.5 scale (others run meanwhile) |
+//             | lost (never applied) | store error before applying | store goes  | timeout /
+//             | down for a restart (durable stores only)                         | unavailable
+//   apply     | the wrapped store applies it, atomically (recorded in the history |
+//             | at this instant, with the store's clock)                          |
+//   reply     | delivered | in flight 1 ms .. 1.5 scale | lost (applied, client   | the result /
+//             | gets errc::timeout) | store error after applying                 | timeout /
+//             |                                                                  | unavailable
+//
+// The wrapped store gets its own simulated node and clock (a sim_clock that is never an
+// interposition point, since stores read it inside their critical sections), so expiry is judged
+// by the store's clock, which drifts like any other (DESIGN T2).
+//
+// Composition: one sim_store per store. A quorum of N members is N sim_stores, each with its own
+// node, clock, faults and restarts; a quorum_store over them is itself a LeaseStore, and may in
+// turn be wrapped (with faults off) to record the quorum-level operations.
+//
+// A restart (store_fault_options::restarts, only for stores that claim durability) takes the
+// store down for 0.1 to 2 scale: every request in that window fails with store_unavailable; the
+// state is kept (that is what durability means) and on_restart(), if set, runs when it comes back
+// (e.g. to restart a real server, or to reload a store from its snapshot).
+//
+// Multi-step stores: a store that is deliberately not atomic (testing/mutants.hpp) may call
+// step() between its steps (an interposition point for the calling client) and linearized() at
+// the step where its grant takes effect (the history then places the operation there).
+//
+// Thread-safety: the simulator's thread only.
+#ifndef HOLDFAST_TESTING_SIM_STORE_HPP
+#define HOLDFAST_TESTING_SIM_STORE_HPP
+
+#include <algorithm>
+#include <chrono>
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <type_traits>
+#include <utility>
+#include <vector>
+
+#include "holdfast/error.hpp"
+#include "holdfast/fencing_token.hpp"
+#include "holdfast/result.hpp"
+#include "holdfast/store.hpp"
+#include "holdfast/testing/history.hpp"
+#include "holdfast/testing/simulator.hpp"
+
+namespace holdfast::testing {
+
+/// Which faults a sim_store injects (all but restarts on by default).
+struct store_fault_options {
+  /// Requests spend time in flight before the store applies them. Default on.
+  bool request_delays = true;
+  /// Requests are lost before reaching the store (client gets errc::timeout). Default on.
+  bool lost_requests = true;
+  /// Replies spend time in flight. Default on.
+  bool reply_delays = true;
+  /// Replies are lost after the store applied the request (client gets errc::timeout). Default on.
+  bool lost_replies = true;
+  /// The store answers errc::store_unavailable before applying, or after applying. Default on.
+  bool errors = true;
+  /// The store goes down for a restart and comes back with its state (durable stores only).
+  /// Default off.
+  bool restarts = false;
+};
+
+namespace detail {
+
+template <class T>
+struct unique_ptr_target {
+  using type = void;
+};
+template <class T>
+struct unique_ptr_target<std::unique_ptr<T>> {
+  using type = T;
+};
+
+/// The store type a factory makes: F(sim_clock) or F() returning S or std::unique_ptr<S>.
+template <class F, bool = std::is_invocable_v<F&, sim_clock>>
+struct factory_result {
+  using type = std::decay_t<std::invoke_result_t<F&, sim_clock>>;
+};
+template <class F>
+struct factory_result<F, false> {
+  using type = std::decay_t<std::invoke_result_t<F&>>;
+};
+
+template <class F>
+using factory_store_t = std::conditional_t<
+    std::is_void_v<typename unique_ptr_target<typename factory_result<F>::type>::type>,
+    typename factory_result<F>::type,
+    typename unique_ptr_target<typename factory_result<F>::type>::type>;
+
+/// True iff F can be called as a store factory: F(sim_clock) or F().
+template <class F>
+inline constexpr bool is_store_factory_v =
+    std::is_invocable_v<F&, sim_clock> || std::is_invocable_v<F&>;
+
+/// True iff the factory takes the store's clock (so expiry runs on simulated time).
+template <class F>
+inline constexpr bool factory_takes_clock_v = std::is_invocable_v<F&, sim_clock>;
+
+/// Calls the factory and returns the store on the heap (stores need not be movable: a prvalue
+/// initializes the new object directly).
+template <class Store, class F>
+std::unique_ptr<Store> make_store(F& make, sim_clock clock) {
+  if constexpr (factory_takes_clock_v<F>) {
+    if constexpr (std::is_same_v<std::decay_t<std::invoke_result_t<F&, sim_clock>>,
+                                 std::unique_ptr<Store>>) {
+      return make(clock);
+    } else {
+      return std::unique_ptr<Store>(new Store(make(clock)));
+    }
+  } else {
+    (void)clock;
+    if constexpr (std::is_same_v<std::decay_t<std::invoke_result_t<F&>>, std::unique_ptr<Store>>) {
+      return make();
+    } else {
+      return std::unique_ptr<Store>(new Store(make()));
+    }
+  }
+}
+
+}  // namespace detail
+
+/// A LeaseStore that forwards to a wrapped Store through the simulated network (see the table at
+/// the top of sim_store.hpp), recording every applied operation in the simulator's history.
+///
+/// Calls from outside a simulated client (test set-up, the contract checks) go straight to the
+/// store, recorded but without faults. Calls from a crashed client fail with store_unavailable
+/// without reaching the store (a dead process sends nothing). Exceptions thrown by the wrapped
+/// store propagate unchanged.
+///
+/// Thread-safety: the simulator's thread only.
+template <class Store>
+class sim_store {
+  static_assert(assert_lease_store<Store>(), "sim_store<Store>: Store must model LeaseStore");
+
+ public:
+  using inner_type = Store;
+
+  /// Adds a store node named `name` to `sim` and builds the store with `make`, which is called
+  /// as make(sim_clock) (the store judges expiry by its node's simulated clock) or make(), and
+  /// returns a Store or a std::unique_ptr<Store>.
+  template <class Factory>
+  sim_store(simulator& sim, std::string name, Factory&& make, store_fault_options faults = {})
+      : sim_(sim), node_(sim.add_store(std::move(name))), faults_(faults) {
+    inner_ = detail::make_store<Store>(make, sim.clock(node_));
+    high_water_ = sim.local_ns(node_);
+  }
+
+  sim_store(const sim_store&) = delete;
+  sim_store& operator=(const sim_store&) = delete;
+
+  /// LeaseStore try_acquire, through the simulated network. \returns what the store returned, or
+  /// errc::timeout (request or reply lost), errc::store_unavailable (store error or down).
+  result<grant> try_acquire(std::string_view key, std::string_view owner,
+                            std::chrono::milliseconds ttl) {
+    return perform<grant>(event_kind::store_acquire, key, owner, fencing_token{}, ttl,
+                          [&] { return inner_->try_acquire(key, owner, ttl); });
+  }
+
+  /// LeaseStore renew, through the simulated network (outcomes as try_acquire).
+  result<grant> renew(std::string_view key, std::string_view owner, fencing_token token,
+                      std::chrono::milliseconds ttl) {
+    return perform<grant>(event_kind::store_renew, key, owner, token, ttl,
+                          [&] { return inner_->renew(key, owner, token, ttl); });
+  }
+
+  /// LeaseStore release, through the simulated network (outcomes as try_acquire).
+  result<void> release(std::string_view key, std::string_view owner, fencing_token token) {
+    return perform<void>(event_kind::store_release, key, owner, token, std::chrono::milliseconds{0},
+                         [&] { return inner_->release(key, owner, token); });
+  }
+
+  /// Forwards inspect() (when the store has it) without faults and without recording: it is an
+  /// observer's read. A crashed client gets store_unavailable.
+  template <class S = Store, class = std::enable_if_t<has_inspect_v<S>>>
+  result<std::optional<lease_record>> inspect(std::string_view key) {
+    if (sim_.current_crashed()) return errc::store_unavailable;
+    return inner_->inspect(key);
+  }
+
+  /// An interposition point for the calling client between two steps of a multi-step store.
+  void step() { sim_.point(simulator::point_kind::store_step); }
+
+  /// Tells the wrapper that the calling client's operation in progress takes effect now: its
+  /// history event is placed at this instant (by default an operation is placed where the store
+  /// returns, which for an atomic store is where it applied). For multi-step stores whose grant
+  /// is not their last step. Only the first call per operation counts.
+  void linearized() {
+    for (call* c : calls_) {
+      if (c->who == sim_.current_node() && c->index == npos) {
+        stamp(c->e);
+        c->index = sim_.log().add(c->e);
+        return;
+      }
+    }
+  }
+
+  /// Sets what runs when the store comes back from a restart (default: nothing; state is kept).
+  void on_restart(std::function<void(Store&)> fn) { on_restart_ = std::move(fn); }
+
+  /// Returns the wrapped store.
+  [[nodiscard]] Store& inner() noexcept { return *inner_; }
+  /// Returns this store's node in the simulator.
+  [[nodiscard]] node_id node() const noexcept { return node_; }
+  /// Returns the largest reading of this store's clock at any applied operation so far, or at
+  /// its creation (ns), to bound how long leases may still live after a backwards jump.
+  [[nodiscard]] std::int64_t clock_high_water() const noexcept { return high_water_; }
+  /// Returns the fault options.
+  [[nodiscard]] const store_fault_options& faults() const noexcept { return faults_; }
+
+ private:
+  static constexpr std::size_t npos = static_cast<std::size_t>(-1);
+
+  struct call {
+    node_id who = no_node;
+    std::size_t index = npos;
+    event e;
+  };
+
+  std::int64_t delay() {
+    const std::int64_t s = sim_.scale_ns();
+    switch (sim_.decide(5)) {
+      case 0:
+        return 1000000;
+      case 1:
+        return s / 50;
+      case 2:
+        return s / 10;
+      case 3:
+        return s / 2;
+      default:
+        return s * 3 / 2;
+    }
+  }
+
+  void stamp(event& e) const {
+    e.true_ns = sim_.now_ns();
+    e.local_ns = sim_.local_ns(node_);
+    e.store_ns = sim_.local_ns(sim_.log().primary_store);
+  }
+
+  event make(event_kind kind, std::string_view key, std::string_view owner, fencing_token token,
+             std::chrono::milliseconds ttl) {
+    event e = sim_.make_event(kind, node_);
+    e.peer = sim_.current_node();
+    e.key = key_index(key);
+    e.owner.assign(owner.data(), owner.size());
+    e.token = token.value();
+    e.ttl_ms = ttl.count();
+    return e;
+  }
+
+  std::uint8_t key_index(std::string_view key) {
+    std::vector<std::string>& keys = sim_.log().keys;
+    for (std::size_t i = 0; i < keys.size(); ++i) {
+      if (keys[i] == key) return static_cast<std::uint8_t>(i);
+    }
+    if (keys.size() >= 255) return 255;
+    keys.emplace_back(key);
+    return static_cast<std::uint8_t>(keys.size() - 1);
+  }
+
+  // Records a request that never reached the store, and returns the client's error.
+  std::error_code not_applied_(event_kind kind, std::string_view key, std::string_view owner,
+                               fencing_token token, std::chrono::milliseconds ttl, errc seen) {
+    event e = make(kind, key, owner, token, ttl);
+    e.outcome = not_applied;
+    e.seen = static_cast<outcome_code>(seen);
+    sim_.log().add(std::move(e));
+    return seen;
+  }
+
+  template <class T, class Apply>
+  result<T> perform(event_kind kind, std::string_view key, std::string_view owner,
+                    fencing_token token, std::chrono::milliseconds ttl, Apply&& apply) {
+    if (sim_.current_crashed()) return errc::store_unavailable;
+    if (down() && (sim_.now_ns() >= down_until_ || sim_.healed())) come_back();
+    const bool faulty = sim_.current_node() != no_node && !sim_.healed();
+    fault_note note = fault_note::none;
+    std::int64_t note_value = 0;
+    if (faulty) {
+      const store_fault_options& f = faults_;
+      switch (sim_.weighted({40, f.request_delays ? 6u : 0u, f.lost_requests ? 1u : 0u,
+                             f.errors ? 1u : 0u, f.restarts ? 1u : 0u})) {
+        case 0:
+          break;
+        case 1:
+          note = fault_note::request_delayed;
+          note_value = delay();
+          sim_.wait_true(note_value);
+          break;
+        case 2:
+          sim_.wait_true(delay());
+          return not_applied_(kind, key, owner, token, ttl, errc::timeout);
+        case 3:
+          return not_applied_(kind, key, owner, token, ttl, errc::store_unavailable);
+        default: {
+          static constexpr std::int64_t tenths[] = {1, 5, 20};
+          if (!down()) {
+            down_until_ = sim_.now_ns() + sim_.scale_ns() * tenths[sim_.decide(3)] / 10;
+            sim_.log().add(sim_.make_event(event_kind::store_down, node_));
+          }
+          break;
+        }
+      }
+    }
+    if (down()) {
+      if (sim_.now_ns() < down_until_ && !sim_.healed()) {
+        return not_applied_(kind, key, owner, token, ttl, errc::store_unavailable);
+      }
+      come_back();
+    }
+
+    // Apply. The event is placed where the store says its operation took effect (linearized())
+    // or, by default, where it returns: for an atomic store, the instant it applied.
+    call c;
+    c.who = sim_.current_node();
+    c.e = make(kind, key, owner, token, ttl);
+    c.e.outcome = not_applied;
+    calls_.push_back(&c);
+    high_water_ = std::max(high_water_, sim_.local_ns(node_));
+    struct unregister {
+      std::vector<call*>& calls;
+      call* c;
+      ~unregister() { calls.erase(std::find(calls.begin(), calls.end(), c)); }
+    } guard{calls_, &c};
+    result<T> r = apply();
+    if (c.index == npos) {
+      stamp(c.e);
+      c.index = sim_.log().add(c.e);
+    }
+    const std::size_t at = c.index;
+    history* h = &sim_.log();
+    h->events[at].outcome = to_outcome(r.error());
+    if constexpr (std::is_same_v<T, grant>) {
+      if (r) {
+        h->events[at].token = r->token.value();
+        h->events[at].ttl_ms = r->ttl.count();
+      }
+    }
+    h->events[at].note = note;
+    h->events[at].value = note_value;
+
+    result<T> seen = std::move(r);
+    if (faulty && !sim_.current_crashed()) {
+      const store_fault_options& f = faults_;
+      switch (sim_.weighted(
+          {40, f.reply_delays ? 6u : 0u, f.lost_replies ? 2u : 0u, f.errors ? 1u : 0u})) {
+        case 0:
+          break;
+        case 1: {
+          const std::int64_t d = delay();
+          h->events[at].note = fault_note::reply_delayed;
+          h->events[at].value = d;
+          sim_.wait_true(d);
+          break;
+        }
+        case 2:
+          h->events[at].note = fault_note::reply_lost;
+          sim_.wait_true(delay());
+          seen = errc::timeout;
+          break;
+        default:
+          h->events[at].note = fault_note::error_after;
+          seen = errc::store_unavailable;
+          break;
+      }
+    }
+    sim_.log().events[at].seen = to_outcome(seen.error());
+    if (sim_.current_crashed()) return errc::store_unavailable;
+    return seen;
+  }
+
+  bool down() const noexcept { return down_until_ >= 0; }
+
+  void come_back() {
+    down_until_ = -1;
+    sim_.log().add(sim_.make_event(event_kind::store_up, node_));
+    if (on_restart_) on_restart_(*inner_);
+  }
+
+  simulator& sim_;
+  node_id node_;
+  store_fault_options faults_;
+  std::unique_ptr<Store> inner_;
+  std::function<void(Store&)> on_restart_;
+  std::int64_t down_until_ = -1;
+  std::int64_t high_water_ = 0;
+  std::vector<call*> calls_;  // operations in progress (several, when a multi-step store yields)
+};
+
+}  // namespace holdfast::testing
+
+#endif  // HOLDFAST_TESTING_SIM_STORE_HPP

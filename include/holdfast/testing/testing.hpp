@@ -1,0 +1,29 @@
+// holdfast/testing/testing.hpp - the testing umbrella: simulator, checker, conformance kit.
+//
+//   decision.hpp      decision_source: seeded PRNG, bytes (libFuzzer), recordings
+//   simulator.hpp     simulator + sim_clock: virtual time, fibers, client faults, clock drift/jumps
+//   sim_store.hpp     sim_store<Store>: any LeaseStore on the simulated network (delays, losses,
+//                     errors, restarts), one per store so quorums compose
+//   resource.hpp      sim_resource: the downstream resource, guarded by the shipped fences
+//   history.hpp       what a run records
+//   checker.hpp       check(history): S1-S5, L1, and a DESIGN §1-style timeline
+//   mutants.hpp       the negative controls
+//   workload.hpp      generated schedules of shipped lease calls: run_schedule()
+//   conformance.hpp   check_store(factory), fuzz_store(factory, data, size)
+// Not included here: rapidcheck.hpp (needs rapidcheck).
+//
+// Not part of holdfast.hpp: the core never includes testing/ (DESIGN §2).
+#ifndef HOLDFAST_TESTING_TESTING_HPP
+#define HOLDFAST_TESTING_TESTING_HPP
+
+#include "holdfast/testing/checker.hpp"
+#include "holdfast/testing/conformance.hpp"
+#include "holdfast/testing/decision.hpp"
+#include "holdfast/testing/history.hpp"
+#include "holdfast/testing/mutants.hpp"
+#include "holdfast/testing/resource.hpp"
+#include "holdfast/testing/sim_store.hpp"
+#include "holdfast/testing/simulator.hpp"
+#include "holdfast/testing/workload.hpp"
+
+#endif  // HOLDFAST_TESTING_TESTING_HPP

@@ -1,0 +1,506 @@
+// holdfast/testing/workload.hpp - generated schedules: what simulated clients do with the shipped
+// lease API, run through the simulator and judged by the checker.
+//
+// A schedule is a workload (2-4 clients, 1-2 keys, a list of client operations) plus every
+// interleaving and fault the simulator draws while running it. Both come from one
+// decision_source, so one seed, one byte string or one rapidcheck case is one whole schedule.
+//
+//   operation        | what the client does (shipped calls in brackets)
+//   -----------------+----------------------------------------------------------------------------
+//   work             | sleeps 0.1-2 TTL on its own clock (doing something else)
+//   acquire          | blocks for the key, timeout 0.5-5 TTL        [holdfast::acquire]
+//   try_acquire      | one attempt                                   [holdfast::try_acquire]
+//   write            | checks its lease, writes with its token if valid  [lease::valid, fence]
+//   write_at_edge    | sleeps until just before its validity ends, then checks and writes
+//                    | (a holder using its lease to the last moment)   [lease::valid_until]
+//   write_unchecked  | writes with its token without checking (a holder that lost track)
+//   renew            | extends its lease, now or at the last moment    [lease::renew]
+//   release          | releases and drops its lease                    [lease::release]
+//   crash            | crashes now (restarts later with a new owner id)
+//
+// A client holds at most one lease at a time; operations that do not apply (write without a
+// lease) do nothing. At the end each client releases what it holds (RAII). Then, for L1, faults
+// heal and one contender per key must acquire within the bound: TTL (plus any time a backwards
+// store-clock jump added) on the store's clock, plus the backoff cap, on healed clocks.
+//
+// Holder mutants (mutants.hpp) change only how the client uses the shipped lease:
+// validity_from_reply keeps its own belief measured from the reply; no_drift_allowance configures
+// the lease with drift 0.
+#ifndef HOLDFAST_TESTING_WORKLOAD_HPP
+#define HOLDFAST_TESTING_WORKLOAD_HPP
+
+#include <chrono>
+#include <cstdint>
+#include <limits>
+#include <memory>
+#include <optional>
+#include <string>
+#include <type_traits>
+#include <utility>
+#include <vector>
+
+#include "holdfast/lease.hpp"
+#include "holdfast/stores/memory.hpp"
+#include "holdfast/testing/checker.hpp"
+#include "holdfast/testing/decision.hpp"
+#include "holdfast/testing/history.hpp"
+#include "holdfast/testing/mutants.hpp"
+#include "holdfast/testing/resource.hpp"
+#include "holdfast/testing/sim_store.hpp"
+#include "holdfast/testing/simulator.hpp"
+#include "holdfast/validity.hpp"
+
+namespace holdfast::testing {
+
+/// One operation of a workload (see the table at the top of workload.hpp).
+enum class op_kind : std::uint8_t {
+  work,
+  acquire,
+  try_acquire,
+  write,
+  write_at_edge,
+  write_unchecked,
+  renew,
+  release,
+  crash,
+};
+
+/// Returns the operation's name, e.g. "write_at_edge".
+inline const char* to_string(op_kind k) noexcept {
+  switch (k) {
+    case op_kind::work:
+      return "work";
+    case op_kind::acquire:
+      return "acquire";
+    case op_kind::try_acquire:
+      return "try_acquire";
+    case op_kind::write:
+      return "write";
+    case op_kind::write_at_edge:
+      return "write_at_edge";
+    case op_kind::write_unchecked:
+      return "write_unchecked";
+    case op_kind::renew:
+      return "renew";
+    case op_kind::release:
+      return "release";
+    case op_kind::crash:
+      return "crash";
+  }
+  return "?";
+}
+
+/// One step of one client: what, which key (for acquires), and a size class 0-3 (timeout, sleep
+/// or edge distance; see the table).
+struct client_op {
+  op_kind kind = op_kind::work;
+  std::uint8_t client = 0;
+  std::uint8_t key = 0;
+  std::uint8_t arg = 0;
+};
+
+/// What the clients of one schedule do.
+struct workload {
+  std::uint32_t clients = 2;                       ///< 2 to run_options::max_clients.
+  std::uint32_t keys = 1;                          ///< 1 to run_options::max_keys.
+  resource_mode resource = resource_mode::fenced;  ///< The guard at every resource.
+  std::vector<client_op> ops;                      ///< In program order (each client's in turn).
+};
+
+/// How schedules are generated and run.
+struct run_options {
+  /// The TTL every client asks for (ms). Fault durations scale with it. Default 1 s.
+  std::chrono::milliseconds ttl{1000};
+  /// Operations per schedule: drawn from [min_ops, max_ops]. Default 4..64.
+  std::uint32_t min_ops = 4;
+  std::uint32_t max_ops = 64;
+  /// Clients per schedule: drawn from [2, max_clients] (at most 4). Default 3.
+  std::uint32_t max_clients = 3;
+  /// Keys per schedule: drawn from [1, max_keys] (at most 2). Default 2.
+  std::uint32_t max_keys = 2;
+  /// Client and clock faults (scale and drift_bound are set from ttl and validity.drift).
+  fault_options faults{};
+  /// Store faults (set restarts only for a store that claims durability).
+  store_fault_options store_faults{};
+  /// A negative control to run instead of the correct stack (default none).
+  mutant mutation = mutant::none;
+  /// End with the L1 check (faults heal, a contender must acquire in time). Default on.
+  bool liveness = true;
+  /// The clients' validity options; `drift` is also the bound the simulated clocks respect.
+  validity_options validity{};
+  /// Store-clock tolerance when judging expiry (a store may round TTLs). Default 1 ms.
+  std::chrono::nanoseconds tolerance = std::chrono::milliseconds(1);
+};
+
+/// What a run produced: the workload, the full history, and the checker's verdict.
+struct run_result {
+  workload plan;
+  history log;
+  verdict result;
+};
+
+/// Draws a workload from `src` (the first decisions of a schedule). Each client's next operation
+/// is drawn from what makes sense for it: one that (as far as the plan knows) holds no lease
+/// mostly acquires; one that holds mostly writes, renews and releases. A source answering 0
+/// everywhere gives the smallest workload: 2 clients, 1 key, min_ops `work` operations.
+inline workload generate_workload(decision_source& src, const run_options& o) {
+  workload w;
+  const std::uint32_t max_clients =
+      std::min<std::uint32_t>(std::max<std::uint32_t>(o.max_clients, 2), 4);
+  w.clients = 2 + src.choose(max_clients - 1);
+  w.keys = o.max_keys > 1 && src.choose(4) == 3 ? 2 : 1;  // mostly one key: more contention
+  if (o.mutation == mutant::no_fence) {
+    w.resource = resource_mode::unfenced;
+  } else if (o.mutation == mutant::check_then_write) {
+    w.resource = resource_mode::check_then_write;
+  } else {
+    w.resource = src.choose(2) == 0 ? resource_mode::fenced : resource_mode::gate;
+  }
+  const std::uint32_t lo = std::max<std::uint32_t>(o.min_ops, 1);
+  const std::uint32_t hi = std::max(lo, o.max_ops);
+  const std::uint32_t n = lo + src.choose(hi - lo + 1);
+  static constexpr op_kind free_ops[] = {op_kind::work, op_kind::acquire, op_kind::try_acquire,
+                                         op_kind::crash};
+  static constexpr op_kind held_ops[] = {
+      op_kind::work,  op_kind::write,   op_kind::write_at_edge, op_kind::write_unchecked,
+      op_kind::renew, op_kind::release, op_kind::crash};
+  bool holds[4] = {false, false, false, false};
+  w.ops.reserve(n);
+  for (std::uint32_t i = 0; i < n; ++i) {
+    client_op op;
+    op.client = static_cast<std::uint8_t>(src.choose(w.clients));
+    bool& h = holds[op.client];
+    op.kind = h ? held_ops[pick(src, {2, 7, 5, 2, 5, 2, 1})] : free_ops[pick(src, {1, 6, 2, 0})];
+    if (op.kind == op_kind::acquire || op.kind == op_kind::try_acquire) h = true;
+    if (op.kind == op_kind::release || op.kind == op_kind::crash) h = false;
+    op.key = static_cast<std::uint8_t>(src.choose(w.keys));
+    op.arg = static_cast<std::uint8_t>(src.choose(4));
+    w.ops.push_back(op);
+  }
+  return w;
+}
+
+namespace detail {
+
+inline const char* key_name(std::uint32_t k) noexcept {
+  return k == 0 ? "orders" : "ledger";
+}
+
+template <class T>
+struct is_mutant_store : std::false_type {};
+template <class C>
+struct is_mutant_store<mutant_store<C>> : std::true_type {};
+
+/// Runs a workload's clients on the simulator against one sim_store, then the L1 contenders.
+template <class Store>
+class schedule_runner {
+ public:
+  using store_type = sim_store<Store>;
+  using lease_type = lease<store_type, sim_clock>;
+
+  schedule_runner(simulator& sim, store_type& store, const workload& w, const run_options& o)
+      : sim_(sim), store_(store), w_(w), o_(o) {
+    for (std::uint32_t k = 0; k < w.keys; ++k) {
+      resources_.push_back(
+          std::make_unique<sim_resource>(sim, static_cast<std::uint8_t>(k), w.resource));
+    }
+    clients_.resize(w.clients);
+    for (std::uint32_t i = 0; i < w.clients; ++i) {
+      client& c = clients_[i];
+      c.name = std::string(1, static_cast<char>('A' + i));
+      c.owner = c.name;
+      c.node = sim.add_client(c.name);
+    }
+    for (const client_op& op : w.ops) clients_[op.client].ops.push_back(op);
+  }
+
+  void run_clients() {
+    for (client& c : clients_) {
+      sim_.spawn(c.node, [this, &c] { program(c); });
+    }
+    sim_.run();
+  }
+
+  void run_liveness() {
+    sim_.heal();
+    const std::int64_t ttl_ns = std::chrono::nanoseconds(o_.ttl).count();
+    const std::int64_t store_now = sim_.local_ns(store_.node());
+    const std::int64_t excess = std::max<std::int64_t>(0, store_.clock_high_water() - store_now);
+    const std::int64_t span = ttl_ns + excess + std::chrono::nanoseconds(o_.tolerance).count();
+    const auto at_rate = [](std::int64_t local, std::int32_t ppm) {
+      const long double t = static_cast<long double>(local) * 1e6L / (1e6L + ppm);
+      return static_cast<std::int64_t>(t) + 1;
+    };
+    contenders_.resize(w_.keys);
+    std::int64_t bound = 0;
+    for (std::uint32_t k = 0; k < w_.keys; ++k) {
+      client& c = contenders_[k];
+      c.name = w_.keys == 1 ? "L" : "L" + std::to_string(k + 1);
+      c.owner = c.name;
+      c.node = sim_.add_client(c.name);
+      const std::int64_t b = at_rate(span, sim_.skew_ppm(store_.node())) +
+                             at_rate(backoff_cap().count(), sim_.skew_ppm(c.node)) + 1000000;
+      bound = std::max(bound, b);
+    }
+    event heal = sim_.make_event(event_kind::heal, no_node);
+    heal.value = bound;
+    sim_.log().add(std::move(heal));
+    for (std::uint32_t k = 0; k < w_.keys; ++k) {
+      client& c = contenders_[k];
+      sim_.spawn(c.node, [this, &c, k, bound] { contend(c, k, bound); });
+    }
+    sim_.run();
+  }
+
+ private:
+  struct client {
+    node_id node = no_node;
+    std::string name;
+    std::string owner;
+    std::uint32_t incarnation = 1;
+    std::uint32_t attempts = 0;
+    std::vector<client_op> ops;
+    std::optional<lease_type> held;
+    std::uint8_t key = 0;
+    std::int64_t belief_until = 0;  // validity_from_reply: the mutant's own belief (local ns)
+  };
+
+  std::chrono::nanoseconds backoff_cap() const {
+    return std::max<std::chrono::nanoseconds>(std::chrono::nanoseconds(o_.ttl) / 4,
+                                              std::chrono::milliseconds(2));
+  }
+
+  acquire_options<sim_clock> options(client& c) {
+    acquire_options<sim_clock> opts;
+    opts.clock = sim_.clock(c.node);
+    opts.owner = c.owner;
+    opts.validity = o_.validity;
+    if (o_.mutation == mutant::no_drift_allowance) opts.validity.drift = 0.0;
+    opts.backoff.initial = std::max<std::chrono::nanoseconds>(std::chrono::nanoseconds(o_.ttl) / 50,
+                                                              std::chrono::milliseconds(1));
+    opts.backoff.max_delay = backoff_cap();
+    opts.backoff.seed = (static_cast<std::uint64_t>(c.node) << 40) ^
+                        (static_cast<std::uint64_t>(c.incarnation) << 20) ^ ++c.attempts;
+    return opts;
+  }
+
+  void record(event_kind k, client& c, std::error_code ec = {}, std::uint64_t token = 0,
+              std::int64_t value = 0) {
+    if (sim_.current_crashed()) return;  // a dead process reports nothing
+    event e = sim_.make_event(k, c.node);
+    e.owner = c.owner;
+    e.key = c.key;
+    e.token = token;
+    e.outcome = to_outcome(ec);
+    e.value = value;
+    e.ttl_ms = o_.ttl.count();
+    sim_.log().add(std::move(e));
+  }
+
+  std::int64_t span_ns() const { return trusted_span(o_.ttl, o_.validity).count(); }
+
+  // The holder's belief: the shipped lease's valid(), or the mutant's reply-based belief.
+  bool believes(client& c) {
+    if (o_.mutation == mutant::validity_from_reply) {
+      const std::int64_t now = sim_.clock(c.node).now().time_since_epoch().count();
+      return c.held->state() == lease_state::held && now < c.belief_until;
+    }
+    return c.held->valid();
+  }
+
+  std::int64_t belief_end(client& c) const {
+    if (o_.mutation == mutant::validity_from_reply) return c.belief_until;
+    return c.held->valid_until().time_since_epoch().count();
+  }
+
+  void note_reply(client& c) {
+    // validity_from_reply: the bug is here, measuring from the reply's arrival.
+    if (o_.mutation == mutant::validity_from_reply)
+      c.belief_until = sim_.local_ns(c.node) + span_ns();
+  }
+
+  void checked_write(client& c) {
+    const bool valid = believes(c);
+    record(event_kind::validity, c, {}, c.held->token().value(), valid ? 1 : 0);
+    if (valid) (void)resources_[c.key]->write(c.held->token(), c.owner);
+  }
+
+  void program(client& c) {
+    for (const client_op& op : c.ops) {
+      if (sim_.current_crashed()) restart(c);
+      run(c, op);
+    }
+    if (sim_.current_crashed()) {
+      c.held.reset();  // a dead process releases nothing (the store call fails at once)
+    } else if (c.held) {
+      run(c, client_op{op_kind::release, 0, 0, 0});
+    }
+    c.held.reset();
+  }
+
+  void restart(client& c) {
+    c.held.reset();
+    ++c.incarnation;
+    c.owner = c.name + "#" + std::to_string(c.incarnation);
+    sim_.restart_current(c.owner);
+  }
+
+  void run(client& c, const client_op& op) {
+    const std::chrono::nanoseconds ttl = o_.ttl;
+    switch (op.kind) {
+      case op_kind::work: {
+        static constexpr int tenths[] = {1, 5, 10, 20};
+        const sim_clock clock = sim_.clock(c.node);
+        clock.sleep_until(clock.now() + ttl * tenths[op.arg & 3] / 10);
+        return;
+      }
+      case op_kind::acquire:
+      case op_kind::try_acquire: {
+        if (c.held) return;
+        c.key = op.key;
+        static constexpr int tenths[] = {5, 20, 50, 10};
+        const acquire_options<sim_clock> opts = options(c);
+        result<lease_type> r = op.kind == op_kind::try_acquire
+                                   ? holdfast::try_acquire(store_, key_name(op.key), o_.ttl, opts)
+                                   : holdfast::acquire(store_, key_name(op.key), o_.ttl,
+                                                       ttl * tenths[op.arg & 3] / 10, opts);
+        if (sim_.current_crashed()) return;
+        if (!r) {
+          record(event_kind::acquire_failed, c, r.error());
+          return;
+        }
+        record(event_kind::acquired, c, {}, r->token().value());
+        c.held.emplace(std::move(*r));
+        note_reply(c);
+        return;
+      }
+      case op_kind::write:
+        if (c.held) checked_write(c);
+        return;
+      case op_kind::write_at_edge: {
+        if (!c.held) return;
+        static constexpr std::int64_t before[] = {1, 1000000, 0, 0};
+        std::int64_t d = before[op.arg & 3];
+        if ((op.arg & 3) == 2) d = ttl.count() / 100;
+        if ((op.arg & 3) == 3) d = ttl.count() / 10;
+        sim_.clock(c.node).sleep_until(
+            sim_clock::time_point(sim_clock::duration(belief_end(c) - d)));
+        if (c.held && !sim_.current_crashed()) checked_write(c);
+        return;
+      }
+      case op_kind::write_unchecked:
+        if (c.held) (void)resources_[c.key]->write(c.held->token(), c.owner);
+        return;
+      case op_kind::renew: {
+        if (!c.held) return;
+        if ((op.arg & 2) != 0) {  // renew late: just before validity ends (the last moment)
+          const std::int64_t d = (op.arg & 1) != 0 ? ttl.count() / 50 : 1000000;
+          sim_.clock(c.node).sleep_until(sim_clock::time_point(
+              sim_clock::duration(c.held->valid_until().time_since_epoch().count() - d)));
+          if (!c.held || sim_.current_crashed()) return;
+        }
+        result<void> r = c.held->renew();
+        if (r) {
+          record(event_kind::renewed, c, {}, c.held->token().value());
+          note_reply(c);
+        } else {
+          record(event_kind::renew_failed, c, r.error(), c.held->token().value());
+        }
+        return;
+      }
+      case op_kind::release: {
+        if (!c.held) return;
+        result<void> r = c.held->release();
+        record(r ? event_kind::released : event_kind::release_failed, c, r.error(),
+               c.held->token().value());
+        c.held.reset();  // done with it either way (the destructor retries a failed release)
+        return;
+      }
+      case op_kind::crash:
+        sim_.crash_current();
+        return;
+    }
+  }
+
+  void contend(client& c, std::uint32_t key, std::int64_t bound) {
+    c.key = static_cast<std::uint8_t>(key);
+    const acquire_options<sim_clock> opts = options(c);
+    result<lease_type> r = holdfast::acquire(store_, key_name(key), o_.ttl,
+                                             std::chrono::nanoseconds(bound) + o_.ttl, opts);
+    if (!r) {
+      record(event_kind::liveness_failed, c, r.error());
+      return;
+    }
+    record(event_kind::liveness_acquired, c, {}, r->token().value());
+    (void)r->release();
+  }
+
+  simulator& sim_;
+  store_type& store_;
+  const workload& w_;
+  const run_options& o_;
+  std::vector<std::unique_ptr<sim_resource>> resources_;
+  std::vector<client> clients_;
+  std::vector<client> contenders_;
+};
+
+template <class Factory>
+run_result run_schedule_impl(decision_source& src, Factory& make_store, const run_options& o) {
+  using Store = factory_store_t<Factory>;
+  constexpr bool simulated_clock = factory_takes_clock_v<Factory>;
+  run_result out;
+  out.plan = generate_workload(src, o);
+  fault_options f = o.faults;
+  f.scale = o.ttl;
+  f.drift_bound = o.validity.drift;
+  {
+    simulator sim(src, f);
+    for (std::uint32_t k = 0; k < out.plan.keys; ++k) sim.log().keys.emplace_back(key_name(k));
+    sim_store<Store> store(sim, "store", make_store, o.store_faults);
+    if constexpr (is_mutant_store<Store>::value) {
+      store.inner().set_hooks([&store] { store.step(); }, [&store] { store.linearized(); });
+    }
+    if (simulated_clock) {
+      sim.log().primary_store = store.node();
+      sim.log().tolerance_ns = std::chrono::nanoseconds(o.tolerance).count();
+    } else {
+      // The store keeps real time, not simulated time: expiry cannot be judged (S3, S4, the
+      // expiry half of S5 and L1 are skipped; S1, S2 and ownership still are checked).
+      sim.log().tolerance_ns = std::numeric_limits<std::int64_t>::max() / 4;
+    }
+    schedule_runner<Store> runner(sim, store, out.plan, o);
+    runner.run_clients();
+    if (o.liveness && simulated_clock) runner.run_liveness();
+    out.log = std::move(sim.log());
+  }
+  out.result = check(out.log);
+  return out;
+}
+
+}  // namespace detail
+
+/// Runs one schedule drawn from `src` against a store made by `make_store` (called as
+/// make_store(sim_clock) or make_store(), returning the store or a std::unique_ptr to it), and
+/// checks the history. A store that does not take the simulated clock keeps real time, so
+/// invariants that judge expiry (S3, S4, expiry in S5, L1) are skipped for it.
+/// Exceptions thrown by the store propagate (after every simulated client has finished).
+template <class Factory,
+          class = std::enable_if_t<detail::is_store_factory_v<std::remove_reference_t<Factory>>>>
+run_result run_schedule(decision_source& src, Factory&& make_store, const run_options& o = {}) {
+  return detail::run_schedule_impl(src, make_store, o);
+}
+
+/// Runs one schedule drawn from `src` against the shipped memory_store, or, when o.mutation is a
+/// store mutant, against the broken mutant_store (see mutants.hpp), and checks the history.
+inline run_result run_schedule(decision_source& src, const run_options& o = {}) {
+  if (is_store_mutant(o.mutation)) {
+    auto make = [m = o.mutation](sim_clock c) { return mutant_store<sim_clock>(c, m); };
+    return detail::run_schedule_impl(src, make, o);
+  }
+  auto make = [](sim_clock c) { return std::make_unique<memory_store<sim_clock>>(c); };
+  return detail::run_schedule_impl(src, make, o);
+}
+
+}  // namespace holdfast::testing
+
+#endif  // HOLDFAST_TESTING_WORKLOAD_HPP
