@@ -27,6 +27,7 @@
 #include <cstdint>
 #include <mutex>
 #include <optional>
+#include <ratio>
 #include <string>
 #include <string_view>
 #include <tuple>
@@ -97,7 +98,7 @@ class memory_store {
     const time_point expires_at = expiry(now, ttl);
     if (it != map_.end()) {  // an expired or released record of this key: take it over in place
       record& r = it->second;
-      r.owner.assign(owner.data(), owner.size());  // the one step that may throw: before changes
+      set_owner(r, owner);  // the one step that may throw: before any change
       if (r.token.is_none()) unlist_released(&*it);
       r.token = token;
       r.expires_at = expires_at;
@@ -228,6 +229,11 @@ class memory_store {
   // held for 1 s, less than the TTL the grant reports and the holder's validity is computed from,
   // so a second owner could be granted the key while the first is still its holder by its grant.
   static time_point expiry(time_point now, std::chrono::milliseconds ttl) noexcept {
+    if constexpr (std::ratio_divide<std::milli, typename time_point::period>::den == 1) {
+      // A tick that divides 1 ms (ns, µs, ms) holds a whole-ms TTL exactly: nothing to round up,
+      // and where the sum saturates the general path below clamps to the same time_point::max().
+      return detail::saturating_add(now, ttl);
+    }
     const time_point t = detail::saturating_add(now, ttl);
     // Compared in whole milliseconds (truncated, exact for this test since ttl is whole), so that
     // no duration is ever widened into a finer, overflowing unit.
@@ -235,6 +241,16 @@ class memory_store {
         detail::checked_duration_cast<std::chrono::milliseconds>(detail::saturating_sub(t, now));
     if (held && *held < ttl) return detail::saturating_add(t, typename time_point::duration(1));
     return t;
+  }
+
+  // Copies an owner id into a record. Ids of one length (holdfast's are all 32 hex digits) are
+  // copied over the old bytes: std::string::assign would take an out-of-line call to do the same.
+  static void set_owner(record& r, std::string_view owner) {
+    if (r.owner.size() == owner.size()) {
+      owner.copy(r.owner.data(), owner.size());
+    } else {
+      r.owner.assign(owner.data(), owner.size());
+    }
   }
 
   typename map_type::iterator find(const std::string_view& key) {
@@ -254,7 +270,7 @@ class memory_store {
       typename map_type::node_type node =
           map_.extract(detail::string_key(detail::string_key::borrow_tag{}, old_key));
       node.key().assign(key);
-      node.mapped().owner.assign(owner.data(), owner.size());
+      set_owner(node.mapped(), owner);
       node.mapped().token = token;
       node.mapped().expires_at = expires_at;
       map_.insert(std::move(node));
