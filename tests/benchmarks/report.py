@@ -33,7 +33,10 @@ def load(paths):
     runs, errors, order = {}, [], []
     for path in paths:
         with open(path, encoding="utf-8") as f:
-            data = json.load(f)
+            text = f.read()
+        if not text.strip():  # the program ran no benchmark (a --benchmark_filter matched none)
+            continue
+        data = json.loads(text)
         for b in data.get("benchmarks", []):
             name = b.get("run_name", b["name"])
             if b.get("error_occurred"):
@@ -168,8 +171,9 @@ def main(argv):
     for arg in args:
         setting, files = arg.split("=", 1)
         runs, errors = load([f for f in files.split(",") if f])
-        print(report(setting, runs, markdown))
-        print()
+        if runs:
+            print(report(setting, runs, markdown))
+            print()
         for e in errors:
             failed = True
             print("ERROR %s" % e)
