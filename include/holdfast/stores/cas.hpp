@@ -1,0 +1,469 @@
+// holdfast/stores/cas.hpp - cas_store<KV, Clock>: a LeaseStore on top of any linearizable
+// compare-and-swap key-value store (etcd, Consul, ZooKeeper, DynamoDB, a SQL row with a version
+// column, FoundationDB, ...), with no clock shared between the store and its clients.
+//
+// The key-value store needs only two operations, per key, linearizable (the `cas_kv` concept):
+//
+//   expression                                  | result
+//   --------------------------------------------+------------------------------------------------
+//   kv.get(key)                                 | result<cas_entry>: {value, version}; version 0
+//                                               | iff the key is absent (value then empty)
+//   kv.compare_and_swap(key, expected, value)   | result<bool>: writes `value` iff the key's
+//                                               | version is `expected` (0: absent); true iff it
+//                                               | wrote. Every write gives the key a version it
+//                                               | never had before (etcd mod_revision, Consul
+//                                               | ModifyIndex, a version column + 1).
+//
+// with key and value as std::string_view (binary-safe) and versions as std::uint64_t. Errors
+// (unreachable, timeout) are reported as result errors; a KV may also throw, which propagates.
+//
+// Expiry without a shared clock (Amazon's DynamoDB lock client): the record of a key carries its
+// holder's owner id, fencing token and TTL, and its version changes on every write, renewals
+// included. A contender that finds a key held remembers the version it saw and when (on its own
+// steady clock, read after the read returned); it takes the key over only once it has seen that
+// *same* version unchanged for the record's full TTL. A live holder renews well within its TTL
+// (keepalive.hpp renews at half), which changes the version and restarts every contender's wait;
+// a holder that stalls or crashes stops changing it. Since the contender's wait starts no earlier
+// than the holder's own validity started, the holder's validity (lease.hpp) runs out first, within
+// the clock-drift bound (DESIGN §4, S4). Safety (S1) never rests on that: tokens do it.
+//
+// Tokens (T1) come from a counter kept in the record and raised in the SAME compare-and-swap that
+// grants the key. A released key keeps its record (state free, counter kept) instead of being
+// deleted, so the next grant still continues the key's counter: deleting it would restart tokens
+// at 1 below an old holder's (the "counter reset on release" bug). Tokens are per key.
+//
+// Record life cycle (per key; "seen unchanged" is on this cas_store's clock):
+//
+//   record            | try_acquire                      | renew               | release
+//   ------------------+----------------------------------+---------------------+-----------------
+//   absent            | create held, token 1             | lease_lost          | not_holder
+//   free (counter c)  | held, token c+1                  | lease_lost          | not_holder
+//   held by owner     | same token, TTL >= before        | holder+token: new   | holder+token:
+//                     |                                  | version, new TTL    | free, counter kept
+//   held by another,  | busy (the wait starts or goes on)| lease_lost unless   | not_holder
+//   seen < TTL        |                                  | holder+token        |
+//   held by another,  | take over: token c+1             | (as above)          | (as above)
+//   seen >= TTL       |                                  |                     |
+//
+// Differences from memory_store, by design: tokens are per key, not store-wide; the store cannot
+// tell that a lease expired until a contender takes it over, so a holder's renew after its TTL
+// succeeds if nobody took the key (a lease handle never sends one: it checks its validity first);
+// a contender's first try on a held key is always busy, since its wait starts then.
+// Value format: "hf1" + state + three 64-bit little-endian numbers + owner length + owner bytes;
+// anything else in a key is reported as protocol_error and left unchanged.
+#ifndef HOLDFAST_STORES_CAS_HPP
+#define HOLDFAST_STORES_CAS_HPP
+
+#include <chrono>
+#include <cstddef>
+#include <cstdint>
+#include <limits>
+#include <mutex>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <system_error>
+#include <type_traits>
+#include <unordered_map>
+#include <utility>
+
+#include "holdfast/clock.hpp"
+#include "holdfast/detail/config.hpp"
+#include "holdfast/detail/saturating.hpp"
+#include "holdfast/error.hpp"
+#include "holdfast/fencing_token.hpp"
+#include "holdfast/result.hpp"
+#include "holdfast/store.hpp"
+
+namespace holdfast {
+
+/// What a cas_kv's get() returns: the value and its version; version 0 means the key is absent.
+struct cas_entry {
+  std::string value;          ///< The stored bytes (binary-safe); empty when absent.
+  std::uint64_t version = 0;  ///< Changes on every write, never repeats for a key; 0: absent.
+};
+
+namespace detail {
+
+template <class KV, class = void>
+struct has_cas_get : std::false_type {};
+template <class KV>
+struct has_cas_get<KV,
+                   std::void_t<decltype(std::declval<KV&>().get(std::declval<std::string_view>()))>>
+    : std::is_convertible<decltype(std::declval<KV&>().get(std::declval<std::string_view>())),
+                          result<cas_entry>> {};
+
+template <class KV, class = void>
+struct has_cas_swap : std::false_type {};
+template <class KV>
+struct has_cas_swap<KV, std::void_t<decltype(std::declval<KV&>().compare_and_swap(
+                            std::declval<std::string_view>(), std::declval<std::uint64_t>(),
+                            std::declval<std::string_view>()))>>
+    : std::is_convertible<decltype(std::declval<KV&>().compare_and_swap(
+                              std::declval<std::string_view>(), std::declval<std::uint64_t>(),
+                              std::declval<std::string_view>())),
+                          result<bool>> {};
+
+}  // namespace detail
+
+/// True iff KV provides get() and compare_and_swap() as in the table at the top of cas.hpp
+/// (C++17 spelling; under C++20 use the concept cas_kv).
+template <class KV>
+inline constexpr bool is_cas_kv_v =
+    detail::has_cas_get<KV>::value&& detail::has_cas_swap<KV>::value;
+
+#if HOLDFAST_HAS_CONCEPTS
+/// A linearizable compare-and-swap key-value store (see the table at the top of cas.hpp).
+template <class KV>
+concept cas_kv = is_cas_kv_v<KV>;
+#endif
+
+/// An in-process cas_kv over a hash map: versions come from one counter, so they never repeat.
+/// For tests, examples and single-process use. Thread-safety: every member may be called
+/// concurrently. Exceptions: only std::bad_alloc.
+class memory_cas_kv {
+ public:
+  memory_cas_kv() = default;
+  memory_cas_kv(const memory_cas_kv&) = delete;
+  memory_cas_kv& operator=(const memory_cas_kv&) = delete;
+
+  /// Returns the key's value and version ({"", 0} if absent). Never fails.
+  result<cas_entry> get(std::string_view key) const {
+    std::lock_guard<std::mutex> lock(mutex_);
+    auto it = map_.find(std::string(key));
+    if (it == map_.end()) return cas_entry{};
+    return it->second;
+  }
+
+  /// Writes `value` iff the key's version is `expected` (0: the key is absent), giving it a new
+  /// version. \returns true iff written. Never fails.
+  result<bool> compare_and_swap(std::string_view key, std::uint64_t expected,
+                                std::string_view value) {
+    std::lock_guard<std::mutex> lock(mutex_);
+    std::string k(key);
+    auto it = map_.find(k);
+    const std::uint64_t current = it == map_.end() ? 0 : it->second.version;
+    if (current != expected) return false;
+    cas_entry e{std::string(value), ++last_version_};
+    if (it == map_.end()) {
+      map_.emplace(std::move(k), std::move(e));
+    } else {
+      it->second = std::move(e);
+    }
+    return true;
+  }
+
+  /// Returns how many keys have a value.
+  [[nodiscard]] std::size_t size() const {
+    std::lock_guard<std::mutex> lock(mutex_);
+    return map_.size();
+  }
+
+ private:
+  mutable std::mutex mutex_;
+  std::unordered_map<std::string, cas_entry> map_;
+  std::uint64_t last_version_ = 0;
+};
+
+namespace detail {
+
+// One key's lease record as cas_store encodes it in the value.
+struct cas_record {
+  bool held = false;
+  std::uint64_t counter = 0;  // the last token issued for this key
+  fencing_token token;        // the holder's token (none when free)
+  std::chrono::milliseconds ttl{0};
+  std::string owner;
+
+  static constexpr std::string_view magic{"hf1"};
+  static constexpr std::size_t header = 3 + 1 + 8 * 4;
+
+  std::string encode() const {
+    std::string out;
+    out.reserve(header + owner.size());
+    out.append(magic.data(), magic.size());
+    out.push_back(held ? 'H' : 'F');
+    put(out, counter);
+    put(out, token.value());
+    put(out, static_cast<std::uint64_t>(ttl.count()));
+    put(out, owner.size());
+    out.append(owner);
+    return out;
+  }
+
+  // Parses and validates; nullopt for anything this adapter would not have written.
+  static std::optional<cas_record> decode(std::string_view v) {
+    if (v.size() < header || v.substr(0, 3) != magic) return std::nullopt;
+    cas_record r;
+    const char state = v[3];
+    if (state != 'H' && state != 'F') return std::nullopt;
+    r.held = state == 'H';
+    const std::uint64_t counter = get(v, 4), token = get(v, 12), ttl = get(v, 20), len = get(v, 28);
+    if (len != v.size() - header) return std::nullopt;
+    constexpr std::uint64_t top = std::numeric_limits<std::uint64_t>::max();
+    if (counter == 0 || counter == top) return std::nullopt;  // never issued
+    r.counter = counter;
+    r.token = fencing_token(token);
+    if (r.held) {
+      if (!r.token.is_issuable() || token > counter) return std::nullopt;
+      if (ttl == 0 || ttl > static_cast<std::uint64_t>(max_ttl.count()) || len == 0) {
+        return std::nullopt;
+      }
+      r.ttl = std::chrono::milliseconds(static_cast<std::int64_t>(ttl));
+      r.owner.assign(v.data() + header, static_cast<std::size_t>(len));
+    } else if (token != 0 || ttl != 0 || len != 0) {
+      return std::nullopt;
+    }
+    return r;
+  }
+
+  static void put(std::string& out, std::uint64_t x) {
+    for (int i = 0; i < 8; ++i) out.push_back(static_cast<char>((x >> (8 * i)) & 0xff));
+  }
+  static std::uint64_t get(std::string_view v, std::size_t at) {
+    std::uint64_t x = 0;
+    for (int i = 7; i >= 0; --i) {
+      x = (x << 8) | static_cast<unsigned char>(v[at + static_cast<std::size_t>(i)]);
+    }
+    return x;
+  }
+};
+
+}  // namespace detail
+
+/// A LeaseStore over a cas_kv, with expiry judged the DynamoDB lock client's way (see the top of
+/// cas.hpp): a contender takes a held key over only after seeing its record's version unchanged
+/// for the record's full TTL on `Clock` (steady_clock by default; manual_clock in tests).
+/// Models LeaseStore with inspect(). Tokens strictly increase per key (T1), across release,
+/// expiry and takeover, and across restarts of this adapter (the counter lives in the KV).
+///
+/// Thread-safety: every member may be called concurrently if the KV allows concurrent calls.
+/// The KV must outlive the adapter. Exceptions: none of its own; one thrown by the KV, the clock
+/// or allocation propagates unchanged.
+template <class KV, class Clock = steady_clock>
+class cas_store {
+  static_assert(
+      is_cas_kv_v<KV>,
+      "holdfast::cas_store<KV>: KV must provide `result<cas_entry> get(std::string_view)` "
+      "and `result<bool> compare_and_swap(std::string_view, std::uint64_t, "
+      "std::string_view)`");
+  static_assert(is_ttl_clock_v<Clock>,
+                "holdfast::cas_store<KV, Clock>: Clock must model ttl_clock");
+
+ public:
+  using kv_type = KV;
+  using clock_type = Clock;
+  using time_point = typename Clock::time_point;
+
+  /// Makes an adapter over `kv`, measuring contenders' waits on `clock`.
+  explicit cas_store(KV& kv, Clock clock = Clock{}) : kv_(kv), clock_(std::move(clock)) {}
+
+  cas_store(const cas_store&) = delete;
+  cas_store& operator=(const cas_store&) = delete;
+
+  /// Grants `key` to `owner` for `ttl` (ms) if the key is absent, free, already `owner`'s (same
+  /// token, TTL not shortened), or held by another whose record this adapter has seen unchanged
+  /// for that record's full TTL; the grant and the token counter's increase are one CAS.
+  /// \returns the grant; errc::busy if another owner holds it (and the wait is not over, or the
+  ///   holder wrote meanwhile); errc::invalid_argument for bad arguments (see check_acquire_args);
+  ///   errc::token_exhausted if the key's next token would be fencing_token::max();
+  ///   errc::protocol_error if the key holds a value this adapter did not write, or the KV
+  ///   contradicts itself (a failed CAS with the version unchanged); any error of the KV.
+  result<grant> try_acquire(std::string_view key, std::string_view owner,
+                            std::chrono::milliseconds ttl) {
+    if (std::error_code ec = check_acquire_args(key, owner, ttl)) return ec;
+    std::uint64_t failed_version = 0;
+    for (int attempt = 0; attempt < kMaxAttempts; ++attempt) {
+      result<cas_entry> e = kv_.get(key);
+      if (!e) return e.error();
+      if (e->version != 0 && e->version == failed_version) return errc::protocol_error;
+      const time_point now = observe_clock();
+      detail::cas_record next;
+      if (e->version == 0) {
+        if (!e->value.empty()) return errc::protocol_error;
+        next = held_record(1, fencing_token(1), ttl, owner);
+      } else {
+        std::optional<detail::cas_record> rec = detail::cas_record::decode(e->value);
+        if (!rec) return errc::protocol_error;
+        if (rec->held && rec->owner == owner) {
+          next = *rec;  // re-acquire: same token; contenders wait at least as long as before
+          if (ttl > next.ttl) next.ttl = ttl;
+        } else {
+          if (rec->held && !waited_out(key, e->version, rec->ttl, now)) return errc::busy;
+          if (rec->counter >= fencing_token::max().value() - 1) return errc::token_exhausted;
+          next = held_record(rec->counter + 1, fencing_token(rec->counter + 1), ttl, owner);
+        }
+      }
+      result<bool> swapped = kv_.compare_and_swap(key, e->version, next.encode());
+      if (!swapped) return swapped.error();
+      if (*swapped) {
+        forget(key);
+        return grant{next.token, ttl};
+      }
+      failed_version = e->version;  // someone wrote in between: look again
+    }
+    return errc::busy;  // the key kept changing under us: contention
+  }
+
+  /// Extends the lease on `key` to `ttl` (ms) iff `owner` holds it with `token`: a new record
+  /// version, which restarts every contender's wait. The store cannot tell that the TTL passed if
+  /// nobody took the key over (see the top of cas.hpp). \returns the grant (same token);
+  ///   errc::lease_lost if the key is absent, free, or held by another owner or token;
+  ///   errc::invalid_argument for bad arguments (see check_renew_args); errc::protocol_error as
+  ///   for try_acquire; errc::store_unavailable if the record kept changing under the adapter;
+  ///   any error of the KV.
+  result<grant> renew(std::string_view key, std::string_view owner, fencing_token token,
+                      std::chrono::milliseconds ttl) {
+    if (std::error_code ec = check_renew_args(key, owner, token, ttl)) return ec;
+    std::uint64_t failed_version = 0;
+    for (int attempt = 0; attempt < kMaxAttempts; ++attempt) {
+      result<cas_entry> e = kv_.get(key);
+      if (!e) return e.error();
+      if (e->version == 0) return errc::lease_lost;
+      if (e->version == failed_version) return errc::protocol_error;
+      std::optional<detail::cas_record> rec = detail::cas_record::decode(e->value);
+      if (!rec) return errc::protocol_error;
+      if (!rec->held || rec->owner != owner || rec->token != token) return errc::lease_lost;
+      detail::cas_record next = *rec;
+      next.ttl = ttl;
+      result<bool> swapped = kv_.compare_and_swap(key, e->version, next.encode());
+      if (!swapped) return swapped.error();
+      if (*swapped) {
+        forget(key);
+        return grant{token, ttl};
+      }
+      failed_version = e->version;
+    }
+    return errc::store_unavailable;
+  }
+
+  /// Frees `key` iff `owner` holds it with `token`: the record stays, marked free, keeping its
+  /// token counter. \returns success; errc::not_holder otherwise; errc::invalid_argument for bad
+  ///   arguments (see check_release_args); errc::protocol_error as for try_acquire;
+  ///   errc::store_unavailable if the record kept changing under the adapter; any error of the KV.
+  ///   Reads no clock.
+  result<void> release(std::string_view key, std::string_view owner, fencing_token token) {
+    if (std::error_code ec = check_release_args(key, owner, token)) return ec;
+    std::uint64_t failed_version = 0;
+    for (int attempt = 0; attempt < kMaxAttempts; ++attempt) {
+      result<cas_entry> e = kv_.get(key);
+      if (!e) return e.error();
+      if (e->version == 0) return errc::not_holder;
+      if (e->version == failed_version) return errc::protocol_error;
+      std::optional<detail::cas_record> rec = detail::cas_record::decode(e->value);
+      if (!rec) return errc::protocol_error;
+      if (!rec->held || rec->owner != owner || rec->token != token) return errc::not_holder;
+      detail::cas_record next;
+      next.counter = rec->counter;  // freed, not deleted: the counter must survive (T1)
+      result<bool> swapped = kv_.compare_and_swap(key, e->version, next.encode());
+      if (!swapped) return swapped.error();
+      if (*swapped) {
+        forget(key);
+        return {};
+      }
+      failed_version = e->version;
+    }
+    return errc::store_unavailable;
+  }
+
+  /// Returns the lease on `key` as this adapter sees it: nullopt if absent or free, or if this
+  /// adapter has seen the same record version for its full TTL (a contender would take it over);
+  /// otherwise the record, with `remaining` = TTL minus how long this adapter has seen that
+  /// version unchanged (the full TTL if it has not watched it). Starts no wait.
+  /// \returns errc::invalid_argument for an empty key; errc::protocol_error for a value this
+  ///   adapter did not write; any error of the KV.
+  result<std::optional<lease_record>> inspect(std::string_view key) const {
+    if (key.empty()) return errc::invalid_argument;
+    result<cas_entry> e = kv_.get(key);
+    if (!e) return e.error();
+    if (e->version == 0) {
+      if (!e->value.empty()) return errc::protocol_error;
+      return std::optional<lease_record>{};
+    }
+    std::optional<detail::cas_record> rec = detail::cas_record::decode(e->value);
+    if (!rec) return errc::protocol_error;
+    if (!rec->held) return std::optional<lease_record>{};
+    const time_point now = clock_.now();
+    std::chrono::milliseconds left = rec->ttl;
+    {
+      std::lock_guard<std::mutex> lock(mutex_);
+      auto it = seen_.find(std::string(key));
+      if (it != seen_.end() && it->second.version == e->version && !(now < it->second.since)) {
+        const auto watched = std::chrono::duration_cast<std::chrono::milliseconds>(
+            detail::saturating_sub(now, it->second.since));
+        if (watched >= rec->ttl) return std::optional<lease_record>{};
+        left = rec->ttl - watched;
+      }
+    }
+    return std::optional<lease_record>{lease_record{rec->owner, rec->token, left}};
+  }
+
+  /// Returns how many held keys this adapter is watching (a wait in progress). Entries go when
+  /// the adapter writes the key or sees it free.
+  [[nodiscard]] std::size_t watching() const {
+    std::lock_guard<std::mutex> lock(mutex_);
+    return seen_.size();
+  }
+
+  /// Returns a copy of the adapter's clock.
+  [[nodiscard]] Clock clock() const { return clock_; }
+
+ private:
+  struct sighting {
+    std::uint64_t version;
+    time_point since;  // when this adapter first saw `version`, read after the read returned
+  };
+
+  static constexpr int kMaxAttempts = 8;
+
+  static detail::cas_record held_record(std::uint64_t counter, fencing_token token,
+                                        std::chrono::milliseconds ttl, std::string_view owner) {
+    detail::cas_record r;
+    r.held = true;
+    r.counter = counter;
+    r.token = token;
+    r.ttl = ttl;
+    r.owner.assign(owner.data(), owner.size());
+    return r;
+  }
+
+  // Reads the clock. If it went backwards, every wait in progress restarts: elapsed time can no
+  // longer be measured, and waiting longer is the safe side.
+  time_point observe_clock() {
+    const time_point now = clock_.now();
+    std::lock_guard<std::mutex> lock(mutex_);
+    if (last_now_ && now < *last_now_) seen_.clear();
+    last_now_ = now;
+    return now;
+  }
+
+  // Whether this adapter has now seen `version` of `key` unchanged for `ttl`; starts (or restarts)
+  // the wait when the version is new to it.
+  bool waited_out(std::string_view key, std::uint64_t version, std::chrono::milliseconds ttl,
+                  time_point now) {
+    std::lock_guard<std::mutex> lock(mutex_);
+    auto [it, inserted] = seen_.try_emplace(std::string(key), sighting{version, now});
+    if (inserted || it->second.version != version) {
+      it->second = sighting{version, now};
+      return false;
+    }
+    const auto ttl_ticks = detail::checked_duration_cast<typename Clock::duration>(ttl);
+    if (!ttl_ticks) return false;
+    return !(now < detail::saturating_add(it->second.since, *ttl_ticks));
+  }
+
+  void forget(std::string_view key) {
+    std::lock_guard<std::mutex> lock(mutex_);
+    if (!seen_.empty()) seen_.erase(std::string(key));
+  }
+
+  KV& kv_;
+  Clock clock_;
+  mutable std::mutex mutex_;  // guards seen_ and last_now_; never held across a KV call
+  std::unordered_map<std::string, sighting> seen_;
+  std::optional<time_point> last_now_;
+};
+
+}  // namespace holdfast
+
+#endif  // HOLDFAST_STORES_CAS_HPP
