@@ -7,6 +7,8 @@
 //   backoff.hpp               exponential backoff with full jitter for blocking acquire
 //   store.hpp                 the LeaseStore contract
 //   stores/memory.hpp         memory_store, the in-process LeaseStore
+//   stores/cas.hpp            cas_store: a LeaseStore on any compare-and-swap key-value store
+//   stores/checked.hpp        checked_store: refuses a store's answers that break the contract
 //   lease.hpp                 lease handles: try_acquire, acquire, renew, release, RAII, loss
 //   keepalive.hpp             keepalive: one background thread renews many leases
 //   mutex.hpp                 distributed_mutex: a lease as a std Lockable/TimedLockable
@@ -28,6 +30,8 @@
 #include "holdfast/quorum.hpp"
 #include "holdfast/result.hpp"
 #include "holdfast/store.hpp"
+#include "holdfast/stores/cas.hpp"
+#include "holdfast/stores/checked.hpp"
 #include "holdfast/stores/memory.hpp"
 #include "holdfast/validity.hpp"
 
