@@ -19,9 +19,9 @@
 // after the reply).
 #include <chrono>
 #include <cstdint>
-#include <memory>
 #include <mutex>
 #include <string>
+#include <string_view>
 
 #include "bench_common.hpp"
 #include "holdfast/lease.hpp"
@@ -46,31 +46,42 @@ struct mutex_and_clock {
 
 constexpr const char* kVsMutexNow = "vs std::mutex lock+unlock + steady_clock::now()";
 
+// One uncontended cycle on the store: try_acquire, then release of the grant.
+void store_cycle(benchmark::State& state, holdfast::memory_store<>& store, std::string_view key,
+                 const std::string& owner) {
+  auto g = store.try_acquire(key, owner, kTtl);
+  if (!g) {
+    state.SkipWithError("try_acquire failed");
+    return;
+  }
+  benchmark::DoNotOptimize(store.release(key, owner, g->token));
+}
+
+// One cycle through the lease handle: holdfast::try_acquire, then lease::release().
+void lease_cycle(benchmark::State& state, holdfast::memory_store<>& store,
+                 const holdfast::acquire_options<>& opts) {
+  auto l = holdfast::try_acquire(store, "orders", kTtl, opts);
+  if (!l) {
+    state.SkipWithError("holdfast::try_acquire failed");
+    return;
+  }
+  benchmark::DoNotOptimize(l->release());
+}
+
 void BM_memory_store_acquire_release(benchmark::State& state) {
-  auto store_ptr = std::make_unique<holdfast::memory_store<>>();
-  auto& store = *store_ptr;
+  holdfast::memory_store<> store;
   const std::string& owner = sample_owner();
-  auto baseline_ptr = std::make_unique<mutex_and_clock>();
-  auto& baseline = *baseline_ptr;
+  mutex_and_clock baseline;
   run_paired(
       state, "vs std::mutex lock+unlock + steady_clock::now(); target <= 2",
-      [&] {
-        auto g = store.try_acquire("orders", owner, kTtl);
-        if (!g) {
-          state.SkipWithError("try_acquire failed");
-          return;
-        }
-        benchmark::DoNotOptimize(store.release("orders", owner, g->token));
-      },
-      baseline);
+      [&] { store_cycle(state, store, "orders", owner); }, baseline);
 }
 BENCHMARK(BM_memory_store_acquire_release)->Apply(with_min_max);
 
 // The same cycle in a store that holds state.range(0) other live leases: lookups hash the key
 // instead of scanning a handful of records.
 void BM_memory_store_acquire_release_among(benchmark::State& state) {
-  auto store_ptr = std::make_unique<holdfast::memory_store<>>();
-  auto& store = *store_ptr;
+  holdfast::memory_store<> store;
   const std::string& owner = sample_owner();
   for (std::int64_t i = 0; i < state.range(0); ++i) {
     if (!store.try_acquire("other-" + std::to_string(i), sample_owner(1), kTtl)) {
@@ -78,33 +89,21 @@ void BM_memory_store_acquire_release_among(benchmark::State& state) {
       return;
     }
   }
-  auto baseline_ptr = std::make_unique<mutex_and_clock>();
-  auto& baseline = *baseline_ptr;
+  mutex_and_clock baseline;
   run_paired(
-      state, kVsMutexNow,
-      [&] {
-        auto g = store.try_acquire("orders", owner, kTtl);
-        if (!g) {
-          state.SkipWithError("try_acquire failed");
-          return;
-        }
-        benchmark::DoNotOptimize(store.release("orders", owner, g->token));
-      },
-      baseline);
+      state, kVsMutexNow, [&] { store_cycle(state, store, "orders", owner); }, baseline);
 }
 BENCHMARK(BM_memory_store_acquire_release_among)->Arg(1000)->Apply(with_min_max);
 
 void BM_memory_store_renew(benchmark::State& state) {
-  auto store_ptr = std::make_unique<holdfast::memory_store<>>();
-  auto& store = *store_ptr;
+  holdfast::memory_store<> store;
   const std::string& owner = sample_owner();
   const auto g = store.try_acquire("orders", owner, kTtl);
   if (!g) {
     state.SkipWithError("try_acquire failed");
     return;
   }
-  auto baseline_ptr = std::make_unique<mutex_and_clock>();
-  auto& baseline = *baseline_ptr;
+  mutex_and_clock baseline;
   run_paired(
       state, kVsMutexNow,
       [&] { benchmark::DoNotOptimize(store.renew("orders", owner, g->token, kTtl)); }, baseline);
@@ -112,42 +111,21 @@ void BM_memory_store_renew(benchmark::State& state) {
 BENCHMARK(BM_memory_store_renew)->Apply(with_min_max);
 
 void BM_lease_acquire_release(benchmark::State& state) {
-  auto store_ptr = std::make_unique<holdfast::memory_store<>>();
-  auto& store = *store_ptr;
-  auto baseline_ptr = std::make_unique<mutex_and_clock>();
-  auto& baseline = *baseline_ptr;
+  holdfast::memory_store<> store;
+  mutex_and_clock baseline;
   run_paired(
-      state, kVsMutexNow,
-      [&] {
-        auto l = holdfast::try_acquire(store, "orders", kTtl);
-        if (!l) {
-          state.SkipWithError("holdfast::try_acquire failed");
-          return;
-        }
-        benchmark::DoNotOptimize(l->release());
-      },
+      state, kVsMutexNow, [&] { lease_cycle(state, store, holdfast::acquire_options<>{}); },
       baseline);
 }
 BENCHMARK(BM_lease_acquire_release)->Apply(with_min_max);
 
 void BM_lease_acquire_release_given_owner(benchmark::State& state) {
-  auto store_ptr = std::make_unique<holdfast::memory_store<>>();
-  auto& store = *store_ptr;
+  holdfast::memory_store<> store;
   holdfast::acquire_options<> opts;
   opts.owner = sample_owner();
-  auto baseline_ptr = std::make_unique<mutex_and_clock>();
-  auto& baseline = *baseline_ptr;
+  mutex_and_clock baseline;
   run_paired(
-      state, kVsMutexNow,
-      [&] {
-        auto l = holdfast::try_acquire(store, "orders", kTtl, opts);
-        if (!l) {
-          state.SkipWithError("holdfast::try_acquire failed");
-          return;
-        }
-        benchmark::DoNotOptimize(l->release());
-      },
-      baseline);
+      state, kVsMutexNow, [&] { lease_cycle(state, store, opts); }, baseline);
 }
 BENCHMARK(BM_lease_acquire_release_given_owner)->Apply(with_min_max);
 
@@ -187,12 +165,7 @@ void BM_memory_store_distinct_keys(benchmark::State& state) {
   const std::string& owner = sample_owner(state.thread_index());
   std::int64_t cycles = 0;
   for (auto _ : state) {
-    auto g = store.try_acquire(key, owner, kTtl);
-    if (!g) {
-      state.SkipWithError("try_acquire failed");
-      break;
-    }
-    benchmark::DoNotOptimize(store.release(key, owner, g->token));
+    store_cycle(state, store, key, owner);
     ++cycles;
   }
   state.counters["ops_per_s"] =
