@@ -233,14 +233,15 @@ class memory_store {
       // A tick that divides 1 ms (ns, µs, ms) holds a whole-ms TTL exactly: nothing to round up,
       // and where the sum saturates the general path below clamps to the same time_point::max().
       return detail::saturating_add(now, ttl);
+    } else {
+      const time_point t = detail::saturating_add(now, ttl);
+      // Compared in whole milliseconds (truncated, exact for this test since ttl is whole), so
+      // that no duration is ever widened into a finer, overflowing unit.
+      const std::optional<std::chrono::milliseconds> held =
+          detail::checked_duration_cast<std::chrono::milliseconds>(detail::saturating_sub(t, now));
+      if (held && *held < ttl) return detail::saturating_add(t, typename time_point::duration(1));
+      return t;
     }
-    const time_point t = detail::saturating_add(now, ttl);
-    // Compared in whole milliseconds (truncated, exact for this test since ttl is whole), so that
-    // no duration is ever widened into a finer, overflowing unit.
-    const std::optional<std::chrono::milliseconds> held =
-        detail::checked_duration_cast<std::chrono::milliseconds>(detail::saturating_sub(t, now));
-    if (held && *held < ttl) return detail::saturating_add(t, typename time_point::duration(1));
-    return t;
   }
 
   // Copies an owner id into a record. Ids of one length (holdfast's are all 32 hex digits) are
