@@ -1,21 +1,24 @@
 // holdfast/detail/random.hpp - small, fast, seedable randomness for owner ids and jitter.
 //
 // Not a public header. Owner ids must be unique per acquirer (T3), so they take 128 bits from a
-// per-thread xoshiro256** generator seeded from std::random_device; after fork() a child would
-// share its parent's generator state, so on POSIX the generator is reseeded when the process id
-// changes. Backoff jitter can instead run from a caller-given seed, so the simulator replays it.
+// per-thread xoshiro256** generator whose whole 256-bit state comes from std::random_device.
+// After fork() a child would replay its parent's stream (and hand out the parent's next owner
+// ids), so on POSIX a pthread_atfork handler bumps a generation counter that makes every thread's
+// generator reseed in the child. Backoff jitter can instead run from a caller-given seed, so the
+// simulator replays it.
 #ifndef HOLDFAST_DETAIL_RANDOM_HPP
 #define HOLDFAST_DETAIL_RANDOM_HPP
 
+#include <atomic>
 #include <cstdint>
 #include <random>
 #include <string>
 
 #if defined(__unix__) || defined(__APPLE__)
-#include <unistd.h>
-#define HOLDFAST_DETAIL_HAS_GETPID 1
+#include <pthread.h>
+#define HOLDFAST_DETAIL_HAS_PTHREAD_ATFORK 1
 #else
-#define HOLDFAST_DETAIL_HAS_GETPID 0
+#define HOLDFAST_DETAIL_HAS_PTHREAD_ATFORK 0
 #endif
 
 namespace holdfast::detail {
@@ -35,6 +38,16 @@ class xoshiro256 {
 
   void reseed(std::uint64_t seed) noexcept {
     for (std::uint64_t& word : s_) word = splitmix64(seed);
+  }
+
+  /// Sets the whole 256-bit state from four words (e.g. of OS entropy). An all-zero state is the
+  /// one state xoshiro cannot leave, so it is replaced by a SplitMix64-derived one.
+  void seed_words(std::uint64_t a, std::uint64_t b, std::uint64_t c, std::uint64_t d) noexcept {
+    s_[0] = a;
+    s_[1] = b;
+    s_[2] = c;
+    s_[3] = d;
+    if ((a | b | c | d) == 0) reseed(0);
   }
 
   std::uint64_t next() noexcept {
@@ -67,22 +80,51 @@ inline std::uint64_t entropy64() {
   return (static_cast<std::uint64_t>(rd()) << 32) ^ static_cast<std::uint64_t>(rd());
 }
 
-/// Returns this thread's generator, reseeded from entropy on first use and after a fork.
+#if HOLDFAST_DETAIL_HAS_PTHREAD_ATFORK
+/// Counts fork()s in this process's ancestry, as seen by the child: a thread's generator that was
+/// seeded under another count belongs to the parent and must not be reused. Reading it costs one
+/// relaxed load, where getpid() costs a system call (~300 ns on a VM) per owner id.
+inline std::atomic<std::uint64_t>& fork_generation() noexcept {
+  static std::atomic<std::uint64_t> generation{0};
+  return generation;
+}
+
+inline void bump_fork_generation() noexcept {
+  fork_generation().fetch_add(1, std::memory_order_relaxed);
+}
+
+/// Registers the fork handler once per process; returns whether it is in place.
+inline bool fork_handler_registered() noexcept {
+  static const bool registered = ::pthread_atfork(nullptr, nullptr, &bump_fork_generation) == 0;
+  return registered;
+}
+#endif
+
+/// Returns this thread's generator, seeded with 256 bits of entropy on first use and again in the
+/// child after a fork(), so a parent and its children never share owner ids. (A child created by a
+/// raw clone() without fork handlers is not detected; such a child must not acquire leases before
+/// it execs, which is what posix_spawn and vfork children do anyway.)
 inline xoshiro256& thread_generator() {
   struct holder {
-    xoshiro256 gen{entropy64() ^ (entropy64() << 1)};
-#if HOLDFAST_DETAIL_HAS_GETPID
-    ::pid_t pid = ::getpid();
-#endif
+    xoshiro256 gen{0};
+    std::uint64_t generation = 0;
+    bool seeded = false;
   };
   thread_local holder h;
-#if HOLDFAST_DETAIL_HAS_GETPID
-  const ::pid_t now = ::getpid();
-  if (now != h.pid) {
-    h.gen.reseed(entropy64() ^ (entropy64() << 1));
-    h.pid = now;
-  }
+#if HOLDFAST_DETAIL_HAS_PTHREAD_ATFORK
+  // Without the handler (pthread_atfork failed), fall back to one generation per call: reseeding
+  // every time is slow but never shares a stream with a parent.
+  const std::uint64_t now = fork_handler_registered()
+                                ? fork_generation().load(std::memory_order_relaxed)
+                                : h.generation + 1;
+#else
+  const std::uint64_t now = 0;
 #endif
+  if (!h.seeded || now != h.generation) {
+    h.gen.seed_words(entropy64(), entropy64(), entropy64(), entropy64());
+    h.generation = now;
+    h.seeded = true;
+  }
   return h.gen;
 }
 
