@@ -142,8 +142,9 @@ class fenced {
   fenced& operator=(const fenced&) = delete;
 
   /// Admits `token` and, only if admitted, calls fn(T&) on the value, both under one lock.
-  /// The token is recorded only once fn has returned normally: if fn throws, the exception
-  /// propagates and the newest token is unchanged (the value is as fn left it).
+  /// Admission is the commit point: the token is recorded before fn runs, so if fn throws (the
+  /// exception propagates, the value is as fn left it) no older token can be admitted on top of
+  /// whatever fn changed before throwing. The same token may retry.
   /// \returns fn's result (result<void> for a void fn); errc::stale_token if a newer token was
   ///   admitted before (fn is not called); errc::invalid_argument for the none token or
   ///   fencing_token::max() (fn is not called).
@@ -154,13 +155,12 @@ class fenced {
     std::lock_guard<std::mutex> lock(mutex_);
     if (token < newest_) return errc::stale_token;
     if constexpr (std::is_void_v<R>) {
-      std::invoke(std::forward<F>(fn), value_);
       newest_ = token;
+      std::invoke(std::forward<F>(fn), value_);
       return {};
     } else {
-      R out = std::invoke(std::forward<F>(fn), value_);
       newest_ = token;
-      return out;
+      return std::invoke(std::forward<F>(fn), value_);
     }
   }
 

@@ -164,7 +164,9 @@ TEST_CASE("fenced<T>::write rejects tokens no store issues without calling fn", 
   CHECK(balance.newest().is_none());
 }
 
-TEST_CASE("fenced<T>::write with a throwing fn leaves the newest token unchanged", "[fence]") {
+TEST_CASE("fenced<T>::write admits the token even when fn throws", "[fence]") {
+  // Admission is the commit point: fn may have changed the value before it threw, so an older
+  // token admitted afterwards would write over a newer holder's (partial) write, breaking S1.
   fenced<std::vector<int>> log;
   REQUIRE(log.write(tok(5), [](std::vector<int>& v) { v.push_back(5); }));
   CHECK_THROWS_AS(log.write(tok(7),
@@ -173,11 +175,13 @@ TEST_CASE("fenced<T>::write with a throwing fn leaves the newest token unchanged
                               throw std::runtime_error("disk full");
                             }),
                   std::runtime_error);
-  CHECK(log.newest() == tok(5));                    // 7 was never admitted ...
-  CHECK(log.snapshot() == std::vector<int>{5, 7});  // ... the value is as fn left it
-  // So token 6 is still admissible, and the lock was released.
-  REQUIRE(log.write(tok(6), [](std::vector<int>& v) { v.push_back(6); }));
-  CHECK(log.newest() == tok(6));
+  CHECK(log.newest() == tok(7));                    // 7 was admitted ...
+  CHECK(log.snapshot() == std::vector<int>{5, 7});  // ... and the value is as fn left it
+  // So the older token 6 is refused, and the lock was released.
+  CHECK(log.write(tok(6), [](std::vector<int>& v) { v.push_back(6); }).error() ==
+        errc::stale_token);
+  REQUIRE(log.write(tok(7), [](std::vector<int>& v) { v.push_back(8); }));  // 7 may retry
+  CHECK(log.snapshot() == std::vector<int>{5, 7, 8});
 }
 
 TEST_CASE("fenced<T>: a read-modify-write must read through the gate too", "[fence]") {

@@ -34,6 +34,7 @@
 #include <utility>
 
 #include "holdfast/clock.hpp"
+#include "holdfast/detail/config.hpp"
 #include "holdfast/detail/saturating.hpp"
 #include "holdfast/detail/string_key.hpp"
 #include "holdfast/error.hpp"
@@ -323,9 +324,15 @@ class memory_store {
   // Gives back the bucket array when it is far larger than the records (after many distinct keys
   // came and went), so memory returns to what the live leases need. The factor-8 gap between
   // growth and shrink keeps acquire/release cycles from rehashing back and forth.
-  void maybe_shrink() {
+  // Shrinking is only an optimisation and rehash() allocates: a failure to shrink must not turn a
+  // release that already took effect into an exception (the caller would retry and get
+  // not_holder), so it is swallowed and the larger bucket array simply stays.
+  void maybe_shrink() noexcept {
     if (map_.bucket_count() > kShrinkBuckets && map_.size() * 8 < map_.bucket_count()) {
-      map_.rehash(0);
+      HOLDFAST_TRY {
+        map_.rehash(0);
+      }
+      HOLDFAST_CATCH_ALL {}
     }
   }
 
