@@ -110,7 +110,8 @@
 // is decided; replies still in flight are handled when they arrive: a late grant is raised to T
 // when the quorum succeeded, else released. quorum_dispatch::sequential calls the members one after
 // another in the caller's thread and treats a reply that took longer than the per-member timeout
-// (on the quorum's clock) as lost: deterministic, for manual_clock tests and the simulator.
+// (on the quorum's clock) as lost, giving back a late grant at once: deterministic, for
+// manual_clock tests and the simulator.
 #ifndef HOLDFAST_QUORUM_HPP
 #define HOLDFAST_QUORUM_HPP
 
@@ -320,13 +321,22 @@ enum class quorum_slot : unsigned char {
 template <class R>
 struct quorum_round {
   using late_fn = std::function<void(std::size_t, R&)>;
+  using replies = std::vector<std::optional<R>>;
+  // Whether the outcome is known from the replies in so far and the number still outstanding.
+  using decided_fn = std::function<bool(const replies&, std::size_t)>;
 
-  explicit quorum_round(std::size_t n) : state(n, quorum_slot::idle), reply(n) {}
+  explicit quorum_round(std::size_t n) : state(n, quorum_slot::idle), reply(n), on_time(n) {}
+
+  // The caller needs waking: every reply is in, or the ones in decide the outcome. Evaluated by
+  // the worker that files a reply, so the caller wakes once per round, not once per reply.
+  bool ready() const { return outstanding == 0 || (decided && decided(on_time, outstanding)); }
 
   std::mutex mutex;
   std::condition_variable cv;
   std::vector<quorum_slot> state;
-  std::vector<std::optional<R>> reply;
+  replies reply;    // every reply, on time or late
+  replies on_time;  // the replies that came while the caller waited
+  decided_fn decided;
   std::size_t outstanding = 0;  // pending slots
   bool abandoned = false;       // the caller stopped waiting
   bool finalized = false;       // the outcome is known; late replies go to on_late
@@ -533,6 +543,15 @@ class quorum_store {
         failure = errc::busy;
       }
     } else if (holding >= w) {
+      const auto release_late = [this, args](std::size_t i, result<grant>& r) {
+        if (r && r->token.is_issuable()) {
+          (void)members_[i]->release(args->key, args->owner, r->token);
+        }
+      };
+      // Sequential: late grants are given back now, inline, so that no member call (and no time)
+      // passes between the validity check and the report. (Threads: they join below, on their
+      // workers, without delaying the caller.)
+      if (opts_.dispatch == quorum_dispatch::sequential) finalize(r1.round, release_late);
       const time_point now = clock_.now();
       if (now < start || !(detail::saturating_sub(now, start) <
                            std::chrono::duration_cast<typename Clock::duration>(
@@ -827,6 +846,7 @@ class quorum_store {
     auto round = std::make_shared<detail::quorum_round<R>>(members_.size());
     round->skip_unstarted = skip_unstarted;
     round_result<R> out{round, std::vector<std::optional<R>>(members_.size())};
+    if constexpr (!std::is_same_v<Decided, std::nullptr_t>) round->decided = std::move(decided);
     if (opts_.dispatch == quorum_dispatch::sequential) {
       const auto limit = std::chrono::duration_cast<typename Clock::duration>(wait);
       for (std::size_t i : targets) {
@@ -837,8 +857,9 @@ class quorum_store {
         std::lock_guard<std::mutex> lock(round->mutex);
         round->state[i] = late ? detail::quorum_slot::late : detail::quorum_slot::on_time;
         round->reply[i] = std::move(r);
-        if (!late) out.on_time[i] = round->reply[i];
+        if (!late) round->on_time[i] = round->reply[i];
       }
+      out.on_time = round->on_time;
       std::lock_guard<std::mutex> lock(round->mutex);
       round->abandoned = true;
       return out;
@@ -860,29 +881,14 @@ class quorum_store {
       }
     }
     std::unique_lock<std::mutex> lock(round->mutex);
-    const bool decided_in_time = round->cv.wait_until(lock, deadline, [&] {
-      if (round->outstanding == 0) return true;
-      if constexpr (!std::is_same_v<Decided, std::nullptr_t>) {
-        return decided(on_time_view(*round), round->outstanding);
-      } else {
-        return false;
-      }
-    });
+    const bool decided_in_time =
+        round->cv.wait_until(lock, deadline, [&] { return round->ready(); });
     round->abandoned = true;
     // Decided in time: requests not yet started still go out (a late grant joins the lease, a late
     // renewal extends it). Timed out: a member that far behind is not sent more of this round.
     round->skip_unstarted = skip_unstarted && !decided_in_time;
-    out.on_time = on_time_view(*round);
+    out.on_time = round->on_time;
     return out;
-  }
-
-  template <class R>
-  static std::vector<std::optional<R>> on_time_view(const detail::quorum_round<R>& round) {
-    std::vector<std::optional<R>> v(round.reply.size());
-    for (std::size_t i = 0; i < v.size(); ++i) {
-      if (round.state[i] == detail::quorum_slot::on_time) v[i] = round.reply[i];
-    }
-    return v;
   }
 
   // Calls `call` on a member, turning an exception into store_unavailable for the protocol and
@@ -914,8 +920,7 @@ class quorum_store {
       if (round.abandoned && round.skip_unstarted) {
         round.state[i] = detail::quorum_slot::skipped;
         --round.outstanding;
-        round.cv.notify_all();
-        return;
+        return;  // the caller stopped waiting: nobody to wake
       }
     }
     std::optional<R> r = invoke_member<R>(round, i, member, call);
@@ -926,13 +931,14 @@ class quorum_store {
       round.reply[i] = std::move(r);
       if (!round.abandoned) {
         round.state[i] = detail::quorum_slot::on_time;
+        round.on_time[i] = round.reply[i];
+        if (round.ready()) round.cv.notify_all();
       } else if (!round.finalized) {
         round.state[i] = detail::quorum_slot::late;
       } else {
         round.state[i] = detail::quorum_slot::done;
         late = round.on_late;
       }
-      round.cv.notify_all();
     }
     if (late) {
       HOLDFAST_TRY {

@@ -328,7 +328,7 @@ TEST_CASE("quorum_store under contention: busy below W, partial grants released"
   CHECK(r.try_acquire("y", "alice", 1000ms).error() == errc::store_unavailable);
 }
 
-TEST_CASE("a member slower than its timeout counts as failed; its late grant joins or is freed",
+TEST_CASE("a member slower than its timeout counts as failed; its late grant is given back",
           "[quorum]") {
   cluster c({0, 0, 0, 0, 0});
   quorum_options o = sequential();
@@ -336,26 +336,17 @@ TEST_CASE("a member slower than its timeout counts as failed; its late grant joi
   quorum q(c.pointers(), o, c.clock);
   c[4].delay = 30ms;  // over the 20 ms per-member timeout
   const grant g = q.try_acquire("k", "alice", 1000ms).value();
-  // Member 4's grant came late; it issued the same token, so it simply holds the lease too.
-  CHECK(c.holding("k", g.token) == 5);
+  CHECK(c.holding("k", g.token) == 4);
+  CHECK(!c[4].holder("k"));  // its late grant was released before the quorum reported
+  CHECK(c[4].acquires == 1);
+  CHECK(c[4].releases == 1);
   REQUIRE(q.release("k", "alice", g.token));
-  // Now member 4 is behind (its counter lags the others): its late grant is raised to T.
-  c[4].delay = 0ms;
-  REQUIRE(c[4].store().try_acquire("other", "x", 10ms));  // lifts member 4 above the rest
-  REQUIRE(c[0].store().raise_token_floor(fencing_token(40)));
-  REQUIRE(c[1].store().raise_token_floor(fencing_token(40)));
-  REQUIRE(c[2].store().raise_token_floor(fencing_token(40)));
-  c[4].delay = 30ms;
-  const grant h = q.try_acquire("k", "alice", 1000ms).value();
-  CHECK(h.token == fencing_token(41));
-  CHECK(c.holding("k", h.token) == 5);  // 0-2 issued it, 3 was raised, 4 was raised late
-  CHECK(c[4].holder("k")->token == h.token);
-  REQUIRE(q.release("k", "alice", h.token));
   CHECK(c.holding_any("k") == 0);
   // When too many are slow the quorum fails and every late grant is given back.
   c[2].delay = c[3].delay = 30ms;
   CHECK(q.try_acquire("k", "alice", 1000ms).error() == errc::store_unavailable);
   CHECK(c.holding_any("k") == 0);
+  // (Under quorum_dispatch::threads a late grant joins the lease instead: test_quorum_concurrency.)
 }
 
 TEST_CASE("a quorum reached after the validity is gone is given back with timeout", "[quorum]") {
