@@ -45,8 +45,7 @@
 //                 | the granting members disagree): raise_token | under T, and validity > 0
 //                 | to the members below T                      |
 //   renew         | renew(key, owner, T, ttl)                   | >= W renewed, validity > 0
-//   release       | release(key, owner, T)                      | >= 1 released and >= W no longer
-//                 |                                             | hold it
+//   release       | release(key, owner, T)                      | >= W released
 //   inspect       | inspect(key)                                | >= W agree on one holder
 //
 // Round 2 is skipped when W granting members already issued T themselves: members' counters move
@@ -661,10 +660,14 @@ class quorum_store {
   }
 
   /// Releases the lease on `key` held by `owner` with `token` on every member.
-  /// \returns success once at least one member released it and at least W no longer hold it
-  ///   (the rest expire by TTL); errc::not_holder if no member released it and at least W said
-  ///   not_holder; errc::store_unavailable otherwise (retry; the TTL frees the key regardless);
-  ///   errc::invalid_argument (see check_release_args and check()). Reads no clock.
+  /// \returns success once W members released it (any others expire by TTL);
+  ///   errc::not_holder if it cannot be held under `owner` and `token` on W members any more (it
+  ///     expired and was taken over, was released already, or never granted): the caller is not
+  ///     the quorum's holder, and whatever it still had on a minority has been removed;
+  ///   errc::store_unavailable if too few members answered to tell (retry; the TTL frees the key
+  ///     regardless); errc::invalid_argument (see check_release_args and check()). Reads no
+  ///     clock. (Releasing on W, not on one member, is what makes the answer mean "you held it":
+  ///     a holder whose lease was taken over may still find its stale record on a minority.)
   result<void> release(std::string_view key, std::string_view owner, fencing_token token) {
     if (std::error_code ec = check_release_args(key, owner, token)) return ec;
     if (config_error_) return config_error_;
@@ -678,14 +681,10 @@ class quorum_store {
           if (!tokens[i].is_issuable()) return errc::not_holder;
           return s.release(args->key, args->owner, tokens[i]);
         },
-        [w](const std::vector<std::optional<result<void>>>& on_time, std::size_t outstanding) {
-          std::size_t released = 0, gone = 0;
-          for (const auto& x : on_time) {
-            if (!x) continue;
-            released += *x ? 1 : 0;
-            gone += (*x || x->error() == errc::not_holder) ? 1 : 0;
-          }
-          return (released >= 1 && gone >= w) || outstanding == 0;
+        [w](const std::vector<std::optional<result<void>>>& on_time, std::size_t) {
+          std::size_t released = 0;
+          for (const auto& x : on_time) released += (x && *x) ? 1 : 0;
+          return released >= w;
         });
     finalize(r.round, nullptr);
     std::size_t released = 0, not_holder = 0;
@@ -697,11 +696,12 @@ class quorum_store {
         ++not_holder;
       }
     }
-    if (released >= 1 && released + not_holder >= w) {
+    const std::size_t unknown = members_.size() - released - not_holder;
+    if (released >= w) {
       forget_naive(*args);
       return {};
     }
-    if (released == 0 && not_holder >= w) {
+    if (released + unknown < w) {
       forget_naive(*args);
       return errc::not_holder;
     }

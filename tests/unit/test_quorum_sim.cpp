@@ -1,0 +1,469 @@
+// Simulator schedules for quorum.hpp: the shipped quorum_store over 3 and 5 simulated members,
+// driven by the workload generator (holdfast/testing/workload.hpp) and judged by the checker.
+//
+// The set-up, per schedule:
+//   members    N sim_member: a memory_store on its own simulated node and clock (per-member
+//              drift), with request/reply delays, lost requests, lost replies (applied, then an
+//              error), errors, and optionally restarts: durable (state kept) or EMPTY (counter and
+//              records lost; a shared budget bounds how many members may do so per run).
+//   clients    each simulated client has its own quorum_store (as each process would), sequential
+//              dispatch, on the client's own clock: every clock read inside the quorum is a point
+//              where the simulator may pause or crash the client, e.g. between the two rounds.
+//   recording  a sim_store with faults off wraps the clients' quorums and records the quorum-level
+//              operations; it is the primary store the checker judges S2-S5 and L1 on, and the
+//              resources (fenced) give S1. A quorum lease has no single clock, so the recorder
+//              reports each grant with the validity that is left of it on the recorder's clock
+//              (ttl*(1-drift) - margin - elapsed), places a grant where the quorum reported it and
+//              a renewal or release where it was sent: then "live by the recorder's clock" never
+//              outlasts the members' own leases, and the checker's S3/S5 judge the quorum soundly.
+//              A release the quorum could not confirm but that left fewer than W members holding
+//              the lease is recorded as applied (the client still sees its error), as sim_store
+//              records a store operation whose reply was lost.
+#include <catch2/catch.hpp>
+
+#include <chrono>
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "holdfast/quorum.hpp"
+#include "holdfast/stores/memory.hpp"
+#include "holdfast/testing/testing.hpp"
+#include "test_support.hpp"
+
+using namespace std::chrono_literals;
+using holdfast::errc;
+using holdfast::fencing_token;
+using holdfast::grant;
+using holdfast::quorum_options;
+using holdfast::quorum_token_mode;
+using holdfast::result;
+using holdfast::testing::decision_source;
+using holdfast::testing::event_kind;
+using holdfast::testing::invariant;
+using holdfast::testing::run_options;
+using holdfast::testing::run_result;
+using holdfast::testing::seeded_source;
+using holdfast::testing::sim_clock;
+using holdfast::testing::simulator;
+
+namespace {
+
+enum class restart_mode { none, durable, empty };
+
+// How many members may still restart empty in this run.
+struct restart_budget {
+  int left = 0;
+};
+
+// A memory_store on the simulated network (fault stages as in sim_store.hpp), not recorded:
+// the quorum-level operations are what the checker judges.
+class sim_member {
+ public:
+  sim_member(simulator& sim, std::string name, restart_mode restarts, restart_budget* budget)
+      : sim_(sim), node_(sim.add_store(std::move(name))), restarts_(restarts), budget_(budget) {
+    store_ = fresh();
+  }
+
+  result<grant> try_acquire(std::string_view key, std::string_view owner,
+                            std::chrono::milliseconds ttl) {
+    return perform<grant>([&] { return store_->try_acquire(key, owner, ttl); });
+  }
+  result<grant> renew(std::string_view key, std::string_view owner, fencing_token token,
+                      std::chrono::milliseconds ttl) {
+    return perform<grant>([&] { return store_->renew(key, owner, token, ttl); });
+  }
+  result<void> release(std::string_view key, std::string_view owner, fencing_token token) {
+    return perform<void>([&] { return store_->release(key, owner, token); });
+  }
+  result<void> raise_token(std::string_view key, std::string_view owner, fencing_token token,
+                           fencing_token to) {
+    return perform<void>([&] { return store_->raise_token(key, owner, token, to); });
+  }
+
+  // True iff this member holds `owner`'s live lease on `key` with `token` right now (an
+  // observer's look, outside the simulated network).
+  bool holds(std::string_view key, std::string_view owner, fencing_token token) const {
+    const auto rec = store_->inspect(key);
+    return rec && rec->has_value() && (*rec)->owner == owner && (*rec)->token == token;
+  }
+
+  int empty_restarts = 0;
+
+ private:
+  using mem = holdfast::memory_store<sim_clock>;
+
+  std::unique_ptr<mem> fresh() { return std::make_unique<mem>(sim_.clock(node_)); }
+
+  std::int64_t delay() {
+    static constexpr std::int64_t parts[] = {0, 50, 10, 2};
+    const std::int64_t s = sim_.scale_ns();
+    const std::uint32_t d = sim_.decide(5);
+    if (d == 0) return 1000000;
+    if (d == 4) return s * 3 / 2;
+    return s / parts[d];
+  }
+
+  bool down() const { return down_until_ >= 0; }
+
+  void go_down() {
+    if (down()) return;
+    static constexpr std::int64_t tenths[] = {1, 5, 20};
+    down_until_ = sim_.now_ns() + sim_.scale_ns() * tenths[sim_.decide(3)] / 10;
+    lose_state_ = restarts_ == restart_mode::empty && budget_ != nullptr && budget_->left > 0;
+    if (lose_state_) --budget_->left;
+    sim_.log().add(sim_.make_event(event_kind::store_down, node_));
+  }
+
+  void come_back() {
+    down_until_ = -1;
+    if (lose_state_) {
+      store_ = fresh();  // counter and records gone
+      ++empty_restarts;
+    }
+    lose_state_ = false;
+    sim_.log().add(sim_.make_event(event_kind::store_up, node_));
+  }
+
+  template <class T, class Apply>
+  result<T> perform(Apply&& apply) {
+    if (sim_.current_crashed()) return errc::store_unavailable;  // a dead process sends nothing
+    if (down() && (sim_.now_ns() >= down_until_ || sim_.healed())) come_back();
+    const bool faulty = sim_.current_node() != holdfast::testing::no_node && !sim_.healed();
+    if (faulty) {
+      switch (sim_.weighted({40, 6, 1, 1, restarts_ != restart_mode::none ? 1u : 0u})) {
+        case 0:
+          break;
+        case 1:
+          sim_.wait_true(delay());
+          break;
+        case 2:  // lost request
+          sim_.wait_true(delay());
+          return errc::timeout;
+        case 3:
+          return errc::store_unavailable;
+        default:
+          go_down();
+          break;
+      }
+    }
+    if (down()) {
+      if (sim_.now_ns() < down_until_ && !sim_.healed()) return errc::store_unavailable;
+      come_back();
+    }
+    result<T> r = apply();
+    if (faulty && !sim_.current_crashed()) {
+      switch (sim_.weighted({40, 6, 2, 1})) {
+        case 0:
+          break;
+        case 1:
+          sim_.wait_true(delay());
+          break;
+        case 2:  // lost reply: applied, the quorum sees an error
+          sim_.wait_true(delay());
+          return errc::timeout;
+        default:
+          return errc::store_unavailable;
+      }
+    }
+    if (sim_.current_crashed()) return errc::store_unavailable;
+    return r;
+  }
+
+  simulator& sim_;
+  holdfast::testing::node_id node_;
+  restart_mode restarts_;
+  restart_budget* budget_;
+  std::unique_ptr<mem> store_;
+  std::int64_t down_until_ = -1;
+  bool lose_state_ = false;
+};
+
+using member_quorum = holdfast::quorum_store<sim_member, sim_clock>;
+
+// The LeaseStore the recorder wraps: routes each call to the calling client's own quorum_store
+// and reports what is left of the grant's validity on the recorder's clock (see the file comment).
+class quorum_front {
+ public:
+  quorum_front(simulator& sim, sim_clock recorder_clock, std::vector<sim_member*> members,
+               quorum_options qo, run_options o)
+      : sim_(sim), clock_(recorder_clock), members_(std::move(members)), qo_(qo), o_(o) {}
+
+  void set_recorder(holdfast::testing::sim_store<quorum_front>* r) { recorder_ = r; }
+
+  result<grant> try_acquire(std::string_view key, std::string_view owner,
+                            std::chrono::milliseconds ttl) {
+    member_quorum& q = current();
+    const auto t0 = clock_.now();
+    result<grant> g = q.try_acquire(key, owner, ttl);
+    if (!g) return g;
+    const std::chrono::milliseconds left = validity_left(ttl, clock_.now() - t0);
+    if (left <= 0ms) {
+      (void)q.release(key, owner, g->token);
+      return errc::timeout;
+    }
+    return grant{g->token, left};
+  }
+
+  result<grant> renew(std::string_view key, std::string_view owner, fencing_token token,
+                      std::chrono::milliseconds) {
+    if (recorder_ != nullptr) recorder_->linearized();  // judged where it was sent
+    member_quorum& q = current();
+    const auto t0 = clock_.now();
+    result<grant> g = q.renew(key, owner, token, o_.ttl);  // the run's TTL, not the remainder
+    if (!g) return g;
+    const std::chrono::milliseconds left = validity_left(o_.ttl, clock_.now() - t0);
+    if (left <= 0ms) return errc::timeout;
+    return grant{token, left};
+  }
+
+  result<void> release(std::string_view key, std::string_view owner, fencing_token token) {
+    // Judged where it was sent: members free the key from then on, not only when it returns.
+    std::size_t event = static_cast<std::size_t>(-1);
+    if (recorder_ != nullptr) {
+      recorder_->linearized();
+      event = sim_.log().events.size() - 1;  // linearized() just placed this call's event
+    }
+    member_quorum& q = current();
+    const std::size_t before = holding(key, owner, token);
+    result<void> r = q.release(key, owner, token);
+    // The quorum could not confirm it (a reply lost, the client died half-way), yet the lease
+    // that W members held when it was sent is held by fewer now: it did take effect.
+    if (!r && before >= q.quorum() && holding(key, owner, token) < q.quorum()) {
+      applied_releases_.push_back(event);
+    }
+    return r;
+  }
+
+  // Marks the releases that took effect although the quorum reported an error as applied (the
+  // client still saw the error), as sim_store does for a store whose reply was lost.
+  void amend(holdfast::testing::history& h) const {
+    for (std::size_t i : applied_releases_) {
+      if (i < h.events.size() && h.events[i].kind == event_kind::store_release) {
+        h.events[i].outcome = 0;
+      }
+    }
+  }
+
+ private:
+  std::size_t holding(std::string_view key, std::string_view owner, fencing_token token) const {
+    std::size_t n = 0;
+    for (const sim_member* m : members_) n += m->holds(key, owner, token) ? 1 : 0;
+    return n;
+  }
+
+  std::chrono::milliseconds validity_left(std::chrono::milliseconds ttl,
+                                          sim_clock::duration elapsed) const {
+    return std::chrono::duration_cast<std::chrono::milliseconds>(
+        holdfast::trusted_span(ttl, o_.validity) - elapsed);
+  }
+
+  member_quorum& current() {
+    const holdfast::testing::node_id n = sim_.current_node();
+    std::unique_ptr<member_quorum>& q = quorums_[n];
+    if (!q) {
+      const sim_clock c = n == holdfast::testing::no_node ? clock_ : sim_.clock(n);
+      q = std::make_unique<member_quorum>(members_, qo_, c);
+    }
+    return *q;
+  }
+
+  simulator& sim_;
+  sim_clock clock_;
+  std::vector<sim_member*> members_;
+  quorum_options qo_;
+  run_options o_;
+  holdfast::testing::sim_store<quorum_front>* recorder_ = nullptr;
+  std::map<holdfast::testing::node_id, std::unique_ptr<member_quorum>> quorums_;
+  std::vector<std::size_t> applied_releases_;  // history indices
+};
+
+struct quorum_sim_options {
+  std::size_t members = 5;
+  quorum_token_mode mode = quorum_token_mode::floor;
+  std::size_t empty_restarts_tolerated = 0;  // quorum_options::empty_restarts
+  restart_mode restarts = restart_mode::none;
+  int empty_restart_budget = 0;  // members that may restart empty, per run
+};
+
+struct quorum_run {
+  run_result run;
+  int empty_restarts = 0;  // how many members did restart empty
+};
+
+quorum_run run_quorum_schedule(decision_source& src, const quorum_sim_options& q,
+                               run_options o = {}) {
+  namespace t = holdfast::testing;
+  if (q.restarts == restart_mode::empty) o.max_keys = 1;  // the restart bound is per key
+  quorum_run out;
+  out.run.plan = t::generate_workload(src, o);
+  t::fault_options f = o.faults;
+  f.scale = o.ttl;
+  f.drift_bound = o.validity.drift;
+  {
+    simulator sim(src, f);
+    for (std::uint32_t k = 0; k < out.run.plan.keys; ++k) {
+      sim.log().keys.emplace_back(t::detail::key_name(k));
+    }
+    restart_budget budget{q.empty_restart_budget};
+    std::vector<std::unique_ptr<sim_member>> members;
+    std::vector<sim_member*> ptrs;
+    for (std::size_t i = 0; i < q.members; ++i) {
+      members.push_back(
+          std::make_unique<sim_member>(sim, "m" + std::to_string(i + 1), q.restarts, &budget));
+      ptrs.push_back(members.back().get());
+    }
+    quorum_options qo;
+    qo.dispatch = holdfast::quorum_dispatch::sequential;
+    qo.token_mode = q.mode;
+    qo.empty_restarts = q.empty_restarts_tolerated;
+    qo.member_timeout = o.ttl;  // the share (10% of the TTL) decides
+    qo.validity = o.validity;
+    t::store_fault_options quiet;
+    quiet.request_delays = quiet.lost_requests = quiet.reply_delays = quiet.lost_replies = false;
+    quiet.errors = quiet.restarts = false;
+    t::sim_store<quorum_front> recorder(
+        sim, "quorum",
+        [&](sim_clock c) { return std::make_unique<quorum_front>(sim, c, ptrs, qo, o); }, quiet);
+    recorder.inner().set_recorder(&recorder);
+    sim.log().primary_store = recorder.node();
+    sim.log().tolerance_ns = std::chrono::nanoseconds(o.tolerance).count();
+    t::detail::schedule_runner<quorum_front> runner(sim, recorder, out.run.plan, o);
+    runner.run_clients();
+    if (o.liveness) runner.run_liveness();
+    out.run.log = std::move(sim.log());
+    recorder.inner().amend(out.run.log);
+    for (const auto& m : members) out.empty_restarts += m->empty_restarts;
+  }
+  out.run.result = t::check(out.run.log);
+  return out;
+}
+
+// The history without the quorum-level store events and with no primary store: what S1 alone
+// is judged on (the resources' admitted writes), whatever happened to tokens.
+holdfast::testing::history resources_only(const holdfast::testing::history& h) {
+  holdfast::testing::history out = h;
+  out.events.clear();
+  for (const auto& e : h.events) {
+    if (e.kind == event_kind::store_acquire || e.kind == event_kind::store_renew ||
+        e.kind == event_kind::store_release || e.kind == event_kind::validity ||
+        e.kind == event_kind::heal || e.kind == event_kind::liveness_acquired ||
+        e.kind == event_kind::liveness_failed) {
+      continue;
+    }
+    out.events.push_back(e);
+  }
+  out.primary_store = holdfast::testing::no_node;
+  return out;
+}
+
+bool some_write_refused(const holdfast::testing::history& h) {
+  for (const auto& e : h.events) {
+    if (e.kind == event_kind::write && e.outcome == static_cast<std::int16_t>(errc::stale_token)) {
+      return true;
+    }
+  }
+  return false;
+}
+
+}  // namespace
+
+TEST_CASE("simulated quorums of 3 and 5 members keep S1-S5 and L1 under member faults",
+          "[quorum]") {
+  for (std::size_t n : {3u, 5u}) {
+    quorum_sim_options q;
+    q.members = n;
+    for (std::uint64_t seed = 0; seed < 150; ++seed) {
+      seeded_source src(seed);
+      const quorum_run r = run_quorum_schedule(src, q);
+      INFO(n << " members, seed " << seed << "\n" << r.run.result.report());
+      REQUIRE(r.run.result.ok());
+    }
+  }
+}
+
+TEST_CASE("simulated quorum: the naive max token is caught going backwards (S2)", "[quorum]") {
+  for (std::size_t n : {3u, 5u}) {
+    quorum_sim_options q;
+    q.members = n;
+    q.mode = quorum_token_mode::naive_max;
+    std::uint64_t caught_at = 0;
+    holdfast::testing::verdict v;
+    for (std::uint64_t seed = 0; seed < 3000 && caught_at == 0; ++seed) {
+      seeded_source src(seed);
+      quorum_run r = run_quorum_schedule(src, q);
+      if (!r.run.result.ok()) {
+        caught_at = seed + 1;
+        v = std::move(r.run.result);
+      }
+    }
+    INFO(n << " members: caught after " << caught_at << " schedules\n" << v.report());
+    REQUIRE(caught_at > 0);
+    CHECK(v.violated == invariant::s2_token_order);
+  }
+}
+
+TEST_CASE("simulated quorum: members restarting with their state keep S1-S5 and L1", "[quorum]") {
+  quorum_sim_options q;
+  q.restarts = restart_mode::durable;
+  for (std::uint64_t seed = 0; seed < 150; ++seed) {
+    seeded_source src(seed);
+    const quorum_run r = run_quorum_schedule(src, q);
+    INFO("seed " << seed << "\n" << r.run.result.report());
+    REQUIRE(r.run.result.ok());
+  }
+}
+
+TEST_CASE("simulated quorum: empty restarts regress tokens with W = majority; the fence holds",
+          "[quorum]") {
+  // Three members, W = 2, up to four members per run restarting without their counter: two
+  // majorities can then meet only in a member that forgot the first one's token.
+  quorum_sim_options q;
+  q.members = 3;
+  q.restarts = restart_mode::empty;
+  q.empty_restart_budget = 4;
+  std::uint64_t found = 0;
+  for (std::uint64_t seed = 0; seed < 3000 && found == 0; ++seed) {
+    seeded_source src(seed);
+    const quorum_run r = run_quorum_schedule(src, q);
+    // Whatever happened to the tokens, no stale write was ever admitted.
+    const holdfast::testing::verdict s1 = holdfast::testing::check(resources_only(r.run.log));
+    INFO("seed " << seed << "\n" << s1.report());
+    REQUIRE(s1.ok());
+    if (r.run.result.violated == invariant::s2_token_order && some_write_refused(r.run.log)) {
+      found = seed + 1;
+      INFO("regression after " << found << " schedules:\n" << r.run.result.report());
+      CHECK(r.empty_restarts >= 1);
+    }
+  }
+  // A schedule where a token went backwards AND the fence refused a write for it.
+  REQUIRE(found > 0);
+}
+
+TEST_CASE("simulated quorum: empty_restarts = f keeps S1-S5 and L1 through f empty restarts",
+          "[quorum]") {
+  struct config {
+    std::size_t members, f;
+  };
+  for (const config cfg : {config{5, 2}, config{3, 1}}) {  // W = 4 of 5, W = 3 of 3
+    quorum_sim_options q;
+    q.members = cfg.members;
+    q.restarts = restart_mode::empty;
+    q.empty_restart_budget = static_cast<int>(cfg.f);
+    q.empty_restarts_tolerated = cfg.f;
+    int restarted = 0;
+    for (std::uint64_t seed = 0; seed < 200; ++seed) {
+      seeded_source src(seed);
+      const quorum_run r = run_quorum_schedule(src, q);
+      restarted += r.empty_restarts;
+      INFO(cfg.members << " members, f = " << cfg.f << ", seed " << seed << "\n"
+                       << r.run.result.report());
+      REQUIRE(r.run.result.ok());
+    }
+    CHECK(restarted > 50);  // the schedules did exercise empty restarts
+  }
+}
