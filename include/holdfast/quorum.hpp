@@ -439,9 +439,9 @@ class quorum_store {
   /// the lease (restart, expiry) it may return a greater one, which only fences this owner's own
   /// older writes.
   /// \returns the grant {T, the smallest TTL the W members applied};
-  ///   errc::busy if fewer than W granted but at least W answered (contention);
-  ///   errc::store_unavailable if fewer than W members answered, or the raise round left fewer
-  ///     than W members holding T;
+  ///   errc::busy if fewer than W granted and no more than N - W members failed (contention);
+  ///   errc::store_unavailable if more than N - W members failed (an error, or no reply within
+  ///     the per-member timeout), or the raise round left fewer than W members holding T;
   ///   errc::token_exhausted if too many members' counters are exhausted to form W;
   ///   errc::timeout if W granted but no validity was left (or the quorum's clock went backwards);
   ///   errc::invalid_argument (see check_acquire_args and check()).
@@ -467,7 +467,7 @@ class quorum_store {
           return granted >= w || granted + outstanding < w;
         });
     std::vector<std::optional<fencing_token>> held(n);  // the token each member granted on time
-    std::size_t granted = 0, busy = 0, exhausted = 0;
+    std::size_t granted = 0, exhausted = 0, failed = r1.unanswered;
     fencing_token top{};
     std::chrono::milliseconds applied = ttl;
     for (std::size_t i = 0; i < n; ++i) {
@@ -481,10 +481,14 @@ class quorum_store {
         // A malformed grant (token none/max, TTL <= 0): the member is failed; give back what it
         // may hold.
         if ((*r)->token.is_issuable()) release_in_background(i, args, (*r)->token);
+        ++failed;
       } else if (r->error() == errc::busy) {
-        ++busy;
+        // Contention: neither granted nor failed.
       } else if (r->error() == errc::token_exhausted) {
         ++exhausted;
+        ++failed;
+      } else {
+        ++failed;
       }
     }
 
@@ -538,8 +542,8 @@ class quorum_store {
     if (granted < w) {
       if (exhausted > n - w) {
         failure = errc::token_exhausted;
-      } else if (granted + busy >= w) {
-        failure = errc::busy;
+      } else if (failed <= n - w) {
+        failure = errc::busy;  // enough members answered (or may yet): contention
       }
     } else if (holding >= w) {
       const auto release_late = [this, args](std::size_t i, result<grant>& r) {
@@ -789,6 +793,10 @@ class quorum_store {
   struct round_result {
     std::shared_ptr<detail::quorum_round<R>> round;
     std::vector<std::optional<R>> on_time;  // replies that came while the caller waited
+    // Members that count as failed for want of a reply: late (sequential), still outstanding
+    // when the wait ran out, or never sent (queue full). Not those still outstanding when the
+    // replies in had already decided the outcome: they might have answered anything.
+    std::size_t unanswered = 0;
   };
 
   static bool usable(const grant& g) noexcept {
@@ -858,6 +866,7 @@ class quorum_store {
         round->state[i] = late ? detail::quorum_slot::late : detail::quorum_slot::on_time;
         round->reply[i] = std::move(r);
         if (!late) round->on_time[i] = round->reply[i];
+        out.unanswered += late ? 1 : 0;
       }
       out.on_time = round->on_time;
       std::lock_guard<std::mutex> lock(round->mutex);
@@ -878,6 +887,7 @@ class quorum_store {
         std::lock_guard<std::mutex> lock(round->mutex);
         round->state[i] = detail::quorum_slot::skipped;
         --round->outstanding;
+        ++out.unanswered;
       }
     }
     std::unique_lock<std::mutex> lock(round->mutex);
@@ -887,6 +897,7 @@ class quorum_store {
     // Decided in time: requests not yet started still go out (a late grant joins the lease, a late
     // renewal extends it). Timed out: a member that far behind is not sent more of this round.
     round->skip_unstarted = skip_unstarted && !decided_in_time;
+    if (!decided_in_time) out.unanswered += round->outstanding;
     out.on_time = round->on_time;
     return out;
   }
