@@ -1,0 +1,851 @@
+// holdfast/stores/redis.hpp - redis_store: a LeaseStore in Redis, and redis_fence: fenced writes
+// that live in Redis. Opt-in: needs hiredis (link -lhiredis); nothing in the core includes it.
+//
+// Every operation is ONE round trip: a Lua script, loaded once per connection (SCRIPT LOAD),
+// called by its SHA1 (EVALSHA), and loaded again if the server answers NOSCRIPT (after SCRIPT FLUSH
+// or a failover). Redis runs a script atomically, so check, grant and token are one step:
+//
+//   script   | keys                  | does, atomically
+//   ---------+-----------------------+---------------------------------------------------------
+//   acquire  | lease key, counter    | free or expired: INCR the store-wide counter, SET the record
+//            |                       |   "<token>:<owner>" with PX ttl, return the token;
+//            |                       | same owner: keep the token, extend the TTL (never shorten);
+//            |                       | other owner: busy
+//   renew    | lease key             | record == "<token>:<owner>": PEXPIRE ttl, else lease_lost
+//   release  | lease key             | record == "<token>:<owner>": DEL, else not_holder
+//   inspect  | lease key             | GET + PTTL
+//   fence    | fence key             | token >= fence: run the caller's command, then SET fence
+//
+// "SET NX PX, then INCR" in two round trips is the classic bug this avoids: a stalled acquirer
+// can receive a newer token than a holder granted after it (DESIGN §3, T1).
+//
+// Keys, owners and values travel as binary-safe bulk arguments (redisCommandArgv with lengths):
+// any bytes, NUL included, up to Redis' 512 MB limit; nothing is ever spliced into a script.
+// Tokens stay decimal strings end to end (Lua numbers are doubles and would round tokens above
+// 2^53), so the usable token range is Redis INCR's: 1 .. 2^63-1. A counter at 2^63-1 makes acquire
+// report token_exhausted.
+//
+// Durability (T1 across restarts): the counter lives in Redis' memory. With `appendonly yes` and
+// `appendfsync always` a restart keeps it; with `everysec` a crash may lose the last second of
+// INCRs and re-issue tokens; with no persistence a restart resets it to 0. A reset counter is
+// safe for fences (they reject every token below the newest they admitted, the old holders' among
+// them) but not live: new holders are rejected too until the counter passes the fence. Recover
+// with advance_counter_to(newest token any fence admitted), or keep the counter durable. The same
+// holds for an asynchronous replica promoted by failover (see the Redlock debate, Kleppmann 2016).
+//
+// Expiry is judged by the Redis server's clock (T2). Connection: TCP or a Unix socket, connect and
+// command timeouts, AUTH (password or ACL user + password), SELECT, CLIENT SETNAME. No TLS: the
+// hiredis 0.14 that Debian 12 ships has none; tunnel (stunnel, spiped) or use a newer hiredis with
+// a socket you secure yourself. Standalone Redis only: keys are given a `{holdfast}` hash tag so
+// they share one slot, but MOVED/ASK redirections are not followed.
+//
+// Failures (T4): a dropped connection, a refused connect, a timeout or a server that is not serving
+// (LOADING, BUSY, READONLY, ...) is an error, never a grant. The connection is dropped and
+// re-established by the next call; the failed call itself is never retried (its script may or may
+// not have run, so a retry could only guess). Every failure keeps the server's or hiredis' text in
+// last_error_message().
+#ifndef HOLDFAST_STORES_REDIS_HPP
+#define HOLDFAST_STORES_REDIS_HPP
+
+#include <hiredis/hiredis.h>
+#include <pthread.h>
+#include <signal.h>
+#include <sys/time.h>
+
+#include <cerrno>
+#include <chrono>
+#include <cstddef>
+#include <cstdint>
+#include <cstring>
+#include <limits>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <system_error>
+#include <utility>
+#include <vector>
+
+#include "holdfast/error.hpp"
+#include "holdfast/fencing_token.hpp"
+#include "holdfast/result.hpp"
+#include "holdfast/store.hpp"
+
+namespace holdfast {
+
+/// The greatest token a Redis counter can issue: INCR works on signed 64-bit integers.
+inline constexpr fencing_token redis_max_token{
+    static_cast<fencing_token::rep>(std::numeric_limits<std::int64_t>::max())};
+
+/// How to reach a Redis server and where holdfast keeps its keys there.
+struct redis_options {
+  /// Server host name or address (TCP). Default "127.0.0.1".
+  std::string host = "127.0.0.1";
+  /// Server TCP port, in [1, 65535]. Default 6379.
+  int port = 6379;
+  /// Path of a Unix socket; when non-empty it is used instead of host and port.
+  std::string unix_socket{};
+  /// ACL user name for AUTH (Redis 6+); empty means the legacy single-password AUTH.
+  std::string username{};
+  /// Password for AUTH; empty means no AUTH is sent.
+  std::string password{};
+  /// Database number for SELECT, >= 0; 0 (the default) sends no SELECT.
+  int database = 0;
+  /// Name for CLIENT SETNAME (shows in CLIENT LIST); empty sends none. No spaces (Redis' rule).
+  std::string client_name{};
+  /// Prefix of every lease key: lease "k" lives at key_prefix + "k". Must be non-empty, and the
+  /// counter key must not start with it (a lease could otherwise overwrite the counter).
+  /// The default's `{holdfast}` hash tag keeps all keys in one cluster slot.
+  std::string key_prefix = "{holdfast}:lease:";
+  /// The key of the store-wide token counter. Default "{holdfast}:token".
+  std::string counter_key = "{holdfast}:token";
+  /// Bound on establishing a connection (and its AUTH/SELECT/SCRIPT LOAD round trip), in ms, > 0.
+  std::chrono::milliseconds connect_timeout{2000};
+  /// Bound on each command's send and receive, in ms, > 0. A timeout reports errc::timeout and
+  /// drops the connection (its reply could otherwise be mistaken for the next command's).
+  std::chrono::milliseconds command_timeout{2000};
+  /// Blocks SIGPIPE in the calling thread while talking to the server, so that writing to a
+  /// connection the server has closed reports an error instead of killing the process (hiredis
+  /// 0.14 uses plain write()). Costs three system calls per operation; turn it off only if the
+  /// program already ignores SIGPIPE. Default true.
+  bool guard_sigpipe = true;
+
+  /// Returns errc::invalid_argument if an option is out of range (see each field); a zero error
+  /// code otherwise.
+  [[nodiscard]] std::error_code check() const noexcept {
+    if (unix_socket.empty() && (host.empty() || port < 1 || port > 65535)) {
+      return errc::invalid_argument;
+    }
+    if (database < 0 || key_prefix.empty() || counter_key.empty()) return errc::invalid_argument;
+    if (counter_key.compare(0, key_prefix.size(), key_prefix) == 0) return errc::invalid_argument;
+    if (connect_timeout <= std::chrono::milliseconds::zero() ||
+        command_timeout <= std::chrono::milliseconds::zero()) {
+      return errc::invalid_argument;
+    }
+    if (client_name.find_first_of(" \n\r\t") != std::string::npos) return errc::invalid_argument;
+    for (const std::string* s : {&host, &unix_socket}) {
+      if (s->find('\0') != std::string::npos) return errc::invalid_argument;
+    }
+    return {};
+  }
+};
+
+namespace detail {
+
+struct redis_reply_deleter {
+  void operator()(redisReply* r) const noexcept { freeReplyObject(r); }
+};
+/// An owned hiredis reply.
+using redis_reply_ptr = std::unique_ptr<redisReply, redis_reply_deleter>;
+
+struct redis_context_deleter {
+  void operator()(redisContext* c) const noexcept { redisFree(c); }
+};
+
+/// Keeps a SIGPIPE raised by writing to a closed socket from killing the process: blocks it in
+/// this thread for the guard's life and consumes one that became pending meanwhile (libpq's
+/// technique; Linux has no per-socket SO_NOSIGPIPE).
+class sigpipe_guard {
+ public:
+  explicit sigpipe_guard(bool enabled) noexcept {
+    if (!enabled) return;
+    sigemptyset(&pipe_);
+    sigaddset(&pipe_, SIGPIPE);
+    sigset_t pending;
+    sigemptyset(&pending);
+    if (sigpending(&pending) != 0) return;
+    was_pending_ = sigismember(&pending, SIGPIPE) == 1;
+    active_ = pthread_sigmask(SIG_BLOCK, &pipe_, &old_) == 0;
+  }
+  ~sigpipe_guard() {
+    if (!active_) return;
+    if (!was_pending_) {
+      sigset_t pending;
+      sigemptyset(&pending);
+      if (sigpending(&pending) == 0 && sigismember(&pending, SIGPIPE) == 1) {
+        const int saved = errno;
+        struct timespec zero {};
+        (void)sigtimedwait(&pipe_, nullptr, &zero);
+        errno = saved;
+      }
+    }
+    pthread_sigmask(SIG_SETMASK, &old_, nullptr);
+  }
+  sigpipe_guard(const sigpipe_guard&) = delete;
+  sigpipe_guard& operator=(const sigpipe_guard&) = delete;
+
+ private:
+  sigset_t pipe_{};
+  sigset_t old_{};
+  bool was_pending_ = false;
+  bool active_ = false;
+};
+
+/// Parses a canonical decimal token ("1" .. "18446744073709551615", no sign, no leading zero).
+inline std::optional<fencing_token> parse_redis_token(const char* s, std::size_t n) noexcept {
+  if (s == nullptr || n == 0 || n > 20 || (n > 1 && s[0] == '0')) return std::nullopt;
+  std::uint64_t v = 0;
+  for (std::size_t i = 0; i < n; ++i) {
+    if (s[i] < '0' || s[i] > '9') return std::nullopt;
+    const std::uint64_t digit = static_cast<std::uint64_t>(s[i] - '0');
+    if (v > (std::numeric_limits<std::uint64_t>::max() - digit) / 10) return std::nullopt;
+    v = v * 10 + digit;
+  }
+  return fencing_token(v);
+}
+
+inline struct timeval to_timeval(std::chrono::milliseconds ms) noexcept {
+  struct timeval tv {};
+  tv.tv_sec = static_cast<decltype(tv.tv_sec)>(ms.count() / 1000);
+  tv.tv_usec = static_cast<decltype(tv.tv_usec)>((ms.count() % 1000) * 1000);
+  return tv;
+}
+
+inline bool starts_with(const char* s, std::size_t n, std::string_view prefix) noexcept {
+  return n >= prefix.size() && std::memcmp(s, prefix.data(), prefix.size()) == 0;
+}
+
+/// Maps an error reply from Redis (or from one of our scripts) to an errc.
+inline errc classify_redis_error(const char* s, std::size_t n) noexcept {
+  if (starts_with(s, n, "HOLDFAST_EXHAUSTED")) return errc::token_exhausted;
+  if (starts_with(s, n, "HOLDFAST_CORRUPT")) return errc::protocol_error;
+  if (starts_with(s, n, "HOLDFAST_COMMAND")) {
+    // The caller's own command failed inside a fence script: their mistake, unless the server
+    // was simply not serving.
+    constexpr std::string_view tag = "HOLDFAST_COMMAND ";
+    const std::size_t skip = n >= tag.size() ? tag.size() : n;
+    const errc inner = classify_redis_error(s + skip, n - skip);
+    return inner == errc::store_unavailable ? inner : errc::invalid_argument;
+  }
+  // The server is up but not serving this request now: loading, busy with a script, a replica,
+  // out of memory, failing over, or not accepting our credentials.
+  for (std::string_view code :
+       {"LOADING", "BUSY", "MASTERDOWN", "TRYAGAIN", "CLUSTERDOWN", "READONLY", "NOREPLICAS", "OOM",
+        "NOAUTH", "WRONGPASS", "NOPERM", "MISCONF", "UNBLOCKED"}) {
+    if (starts_with(s, n, code) && (n == code.size() || s[code.size()] == ' ')) {
+      return errc::store_unavailable;
+    }
+  }
+  // WRONGTYPE, ERR ...: the store holds something our scripts did not write, or answered
+  // something we do not understand.
+  return errc::protocol_error;
+}
+
+/// One hiredis connection with its scripts: connects lazily, loads the scripts on every
+/// (re)connect, drops the connection on any transport failure, and keeps the last failure's text.
+/// Not thread-safe by itself: the owner holds lock() around every use.
+class redis_link {
+ public:
+  redis_link(redis_options opts, std::vector<std::string> scripts)
+      : opts_(std::move(opts)), scripts_(std::move(scripts)), shas_(scripts_.size()) {}
+
+  [[nodiscard]] std::unique_lock<std::mutex> lock() const {
+    return std::unique_lock<std::mutex>(mutex_);
+  }
+  [[nodiscard]] const redis_options& options() const noexcept { return opts_; }
+  [[nodiscard]] bool connected() const noexcept { return ctx_ != nullptr; }
+
+  /// Records a failure's text and returns its code (so callers can `return fail(...)`).
+  std::error_code fail(errc code, std::string message) {
+    last_error_ = std::move(message);
+    return code;
+  }
+  [[nodiscard]] const std::string& last_error() const noexcept { return last_error_; }
+
+  void disconnect() noexcept { ctx_.reset(); }
+
+  /// Connects if not connected: TCP/Unix connect within connect_timeout, then one pipelined round
+  /// trip of AUTH, SELECT, CLIENT SETNAME and SCRIPT LOAD of every script.
+  std::error_code ensure_connected() {
+    if (ctx_) return {};
+    if (std::error_code ec = opts_.check()) {
+      return fail(errc::invalid_argument, "invalid redis_options");
+    }
+    sigpipe_guard guard(opts_.guard_sigpipe);
+    const struct timeval ctv = to_timeval(opts_.connect_timeout);
+    std::unique_ptr<redisContext, redis_context_deleter> c(
+        opts_.unix_socket.empty() ? redisConnectWithTimeout(opts_.host.c_str(), opts_.port, ctv)
+                                  : redisConnectUnixWithTimeout(opts_.unix_socket.c_str(), ctv));
+    if (!c) return fail(errc::store_unavailable, "redis: cannot allocate a connection context");
+    if (c->err != 0) {
+      return fail(errc::store_unavailable, std::string("redis: connect: ") + c->errstr);
+    }
+    // The setup round trip is bounded by the connect timeout; commands after it by their own.
+    if (redisSetTimeout(c.get(), ctv) != REDIS_OK) {
+      return fail(errc::store_unavailable, std::string("redis: set timeout: ") + c->errstr);
+    }
+    std::size_t sent = 0;
+    if (!opts_.password.empty()) {
+      if (opts_.username.empty()) {
+        append(c.get(), {"AUTH", opts_.password});
+      } else {
+        append(c.get(), {"AUTH", opts_.username, opts_.password});
+      }
+      ++sent;
+    }
+    std::string db;
+    if (opts_.database != 0) {
+      db = std::to_string(opts_.database);
+      append(c.get(), {"SELECT", db});
+      ++sent;
+    }
+    if (!opts_.client_name.empty()) {
+      append(c.get(), {"CLIENT", "SETNAME", opts_.client_name});
+      ++sent;
+    }
+    for (const std::string& s : scripts_) append(c.get(), {"SCRIPT", "LOAD", s});
+    const std::size_t setup = sent;
+    sent += scripts_.size();
+    std::error_code first_error{};
+    for (std::size_t i = 0; i < sent; ++i) {
+      void* raw = nullptr;
+      if (redisGetReply(c.get(), &raw) != REDIS_OK || raw == nullptr) {
+        return fail(transport_code(c.get()), std::string("redis: setup: ") + c->errstr);
+      }
+      redis_reply_ptr r(static_cast<redisReply*>(raw));
+      if (r->type == REDIS_REPLY_ERROR) {
+        if (!first_error) {
+          first_error =
+              fail(classify_redis_error(r->str, r->len), "redis: setup: " + text_of(r.get()));
+        }
+        continue;
+      }
+      if (i >= setup) {
+        if (r->type != REDIS_REPLY_STRING || r->len != 40) {
+          if (!first_error) {
+            first_error = fail(errc::protocol_error, "redis: SCRIPT LOAD answered no SHA1");
+          }
+          continue;
+        }
+        shas_[i - setup].assign(r->str, r->len);
+      }
+    }
+    if (first_error) return first_error;
+    const struct timeval tv = to_timeval(opts_.command_timeout);
+    if (redisSetTimeout(c.get(), tv) != REDIS_OK) {
+      return fail(errc::store_unavailable, std::string("redis: set timeout: ") + c->errstr);
+    }
+    ctx_ = std::move(c);
+    return {};
+  }
+
+  /// Runs script `index` by EVALSHA with the given keys and arguments (binary-safe), loading it
+  /// again once if the server answers NOSCRIPT. Returns the reply (which may be an error reply
+  /// the caller has not classified yet only if it is not one: error replies become error codes).
+  result<redis_reply_ptr> eval(std::size_t index, const std::string_view* keys, std::size_t nkeys,
+                               const std::string_view* args, std::size_t nargs) {
+    if (std::error_code ec = ensure_connected()) return ec;
+    sigpipe_guard guard(opts_.guard_sigpipe);
+    numkeys_ = std::to_string(nkeys);
+    argv_.clear();
+    lens_.clear();
+    push("EVALSHA");
+    push(shas_[index]);
+    push(numkeys_);
+    for (std::size_t i = 0; i < nkeys; ++i) push(keys[i]);
+    for (std::size_t i = 0; i < nargs; ++i) push(args[i]);
+    for (int attempt = 0;; ++attempt) {
+      result<redis_reply_ptr> r = command_locked();
+      if (!r) return r.error();
+      redisReply* reply = r->get();
+      if (reply->type != REDIS_REPLY_ERROR) return r;
+      // NOSCRIPT: the script did not run, so loading it and calling again is safe.
+      if (attempt == 0 && starts_with(reply->str, reply->len, "NOSCRIPT")) {
+        if (std::error_code ec = reload(index)) return ec;
+        argv_[1] = shas_[index].data();
+        lens_[1] = shas_[index].size();
+        continue;
+      }
+      return fail(classify_redis_error(reply->str, reply->len), "redis: " + text_of(reply));
+    }
+  }
+
+  /// Runs one plain command (binary-safe arguments). Error replies become error codes.
+  result<redis_reply_ptr> command(std::initializer_list<std::string_view> args) {
+    if (std::error_code ec = ensure_connected()) return ec;
+    sigpipe_guard guard(opts_.guard_sigpipe);
+    argv_.clear();
+    lens_.clear();
+    for (std::string_view a : args) push(a);
+    result<redis_reply_ptr> r = command_locked();
+    if (!r) return r.error();
+    if ((*r)->type == REDIS_REPLY_ERROR) {
+      return fail(classify_redis_error((*r)->str, (*r)->len), "redis: " + text_of(r->get()));
+    }
+    return r;
+  }
+
+  static std::string text_of(const redisReply* r) {
+    if (r->str == nullptr) return {};
+    return std::string(r->str, r->len);
+  }
+
+ private:
+  void push(std::string_view s) {
+    argv_.push_back(s.data() != nullptr ? s.data() : "");
+    lens_.push_back(s.size());
+  }
+
+  static void append(redisContext* c, std::initializer_list<std::string_view> args) {
+    std::vector<const char*> argv;
+    std::vector<std::size_t> lens;
+    for (std::string_view a : args) {
+      argv.push_back(a.data() != nullptr ? a.data() : "");
+      lens.push_back(a.size());
+    }
+    // Only fails on allocation failure, which then shows up as a failed redisGetReply.
+    (void)redisAppendCommandArgv(c, static_cast<int>(argv.size()), argv.data(), lens.data());
+  }
+
+  // A transport failure leaves the context unusable (a late reply would be read as the answer to
+  // the next command), so it is always dropped. errno is read at once, before anything resets it.
+  static errc transport_code(const redisContext* c) noexcept {
+    if (c->err == REDIS_ERR_PROTOCOL) return errc::protocol_error;
+    if (c->err == REDIS_ERR_IO) {
+      const int e = errno;
+      if (e == EAGAIN || e == EWOULDBLOCK || e == ETIMEDOUT) return errc::timeout;
+      if (std::strstr(c->errstr, "temporarily unavailable") != nullptr) return errc::timeout;
+    }
+    return errc::store_unavailable;
+  }
+
+  result<redis_reply_ptr> command_locked() {
+    void* raw =
+        redisCommandArgv(ctx_.get(), static_cast<int>(argv_.size()), argv_.data(), lens_.data());
+    if (raw == nullptr) {
+      const errc code = transport_code(ctx_.get());
+      std::string msg = std::string("redis: ") + ctx_->errstr;
+      disconnect();
+      return fail(code, std::move(msg));
+    }
+    redis_reply_ptr r(static_cast<redisReply*>(raw));
+    return r;
+  }
+
+  std::error_code reload(std::size_t index) {
+    const std::vector<const char*> saved_argv = argv_;
+    const std::vector<std::size_t> saved_lens = lens_;
+    argv_.clear();
+    lens_.clear();
+    push("SCRIPT");
+    push("LOAD");
+    push(scripts_[index]);
+    result<redis_reply_ptr> r = command_locked();
+    argv_ = saved_argv;
+    lens_ = saved_lens;
+    if (!r) return r.error();
+    if ((*r)->type == REDIS_REPLY_ERROR) {
+      return fail(classify_redis_error((*r)->str, (*r)->len), "redis: " + text_of(r->get()));
+    }
+    if ((*r)->type != REDIS_REPLY_STRING || (*r)->len != 40) {
+      return fail(errc::protocol_error, "redis: SCRIPT LOAD answered no SHA1");
+    }
+    shas_[index].assign((*r)->str, (*r)->len);
+    return {};
+  }
+
+  redis_options opts_;
+  std::vector<std::string> scripts_;
+  std::vector<std::string> shas_;
+  std::unique_ptr<redisContext, redis_context_deleter> ctx_;
+  std::vector<const char*> argv_;
+  std::vector<std::size_t> lens_;
+  std::string numkeys_;
+  std::string last_error_;
+  mutable std::mutex mutex_;
+};
+
+// Tokens compare as canonical decimal strings (shorter is smaller; equal length: byte order), so
+// no token is ever turned into a Lua number (a double).
+inline constexpr const char* redis_older_fn =
+    "local function older(a, b)\n"
+    "  if #a ~= #b then return #a < #b end\n"
+    "  for i = 1, #a do\n"
+    "    local x, y = string.byte(a, i), string.byte(b, i)\n"
+    "    if x ~= y then return x < y end\n"
+    "  end\n"
+    "  return false\n"
+    "end\n";
+
+// KEYS[1] lease key, KEYS[2] counter; ARGV[1] owner, ARGV[2] ttl (ms).
+// Returns the token (a bulk string) on a grant, integer 0 when busy.
+inline constexpr const char* redis_acquire_script =
+    "local v = redis.call('GET', KEYS[1])\n"
+    "if v then\n"
+    "  local p = string.find(v, ':', 1, true)\n"
+    "  if not p or p == 1 then\n"
+    "    return redis.error_reply('HOLDFAST_CORRUPT lease record is not <token>:<owner>')\n"
+    "  end\n"
+    "  if string.sub(v, p + 1) ~= ARGV[1] then return 0 end\n"
+    "  if redis.call('PTTL', KEYS[1]) < tonumber(ARGV[2]) then\n"
+    "    redis.call('PEXPIRE', KEYS[1], ARGV[2])\n"
+    "  end\n"
+    "  return string.sub(v, 1, p - 1)\n"
+    "end\n"
+    "local n = redis.pcall('INCR', KEYS[2])\n"
+    "if type(n) == 'table' and n.err then\n"
+    "  if string.find(n.err, 'overflow', 1, true) then\n"
+    "    return redis.error_reply('HOLDFAST_EXHAUSTED the token counter is at 2^63-1')\n"
+    "  end\n"
+    "  return redis.error_reply('HOLDFAST_CORRUPT token counter: ' .. n.err)\n"
+    "end\n"
+    "if n < 1 then\n"
+    "  return redis.error_reply('HOLDFAST_CORRUPT token counter is not positive')\n"
+    "end\n"
+    "local t = redis.call('GET', KEYS[2])\n"
+    "redis.call('SET', KEYS[1], t .. ':' .. ARGV[1], 'PX', ARGV[2])\n"
+    "return t\n";
+
+// KEYS[1] lease key; ARGV[1] owner, ARGV[2] token, ARGV[3] ttl (ms). 1 renewed, 0 lost.
+inline constexpr const char* redis_renew_script =
+    "if redis.call('GET', KEYS[1]) == ARGV[2] .. ':' .. ARGV[1] then\n"
+    "  redis.call('PEXPIRE', KEYS[1], ARGV[3])\n"
+    "  return 1\n"
+    "end\n"
+    "return 0\n";
+
+// KEYS[1] lease key; ARGV[1] owner, ARGV[2] token. 1 released, 0 not the holder.
+inline constexpr const char* redis_release_script =
+    "if redis.call('GET', KEYS[1]) == ARGV[2] .. ':' .. ARGV[1] then\n"
+    "  redis.call('DEL', KEYS[1])\n"
+    "  return 1\n"
+    "end\n"
+    "return 0\n";
+
+// KEYS[1] lease key. 0 when free, else {record, pttl}.
+inline constexpr const char* redis_inspect_script =
+    "local v = redis.call('GET', KEYS[1])\n"
+    "if not v then return 0 end\n"
+    "return {v, redis.call('PTTL', KEYS[1])}\n";
+
+// KEYS[1] counter; ARGV[1] floor. Raises the counter to at least the floor; returns the counter.
+inline std::string redis_advance_script() {
+  return std::string(redis_older_fn) +
+         "local c = redis.call('GET', KEYS[1])\n"
+         "if c and not string.find(c, '^[1-9][0-9]*$') and c ~= '0' then\n"
+         "  return redis.error_reply('HOLDFAST_CORRUPT token counter is not a token')\n"
+         "end\n"
+         "if not c or older(c, ARGV[1]) then redis.call('SET', KEYS[1], ARGV[1]) end\n"
+         "return redis.call('GET', KEYS[1])\n";
+}
+
+// KEYS[1] fence key; ARGV[1] token, ARGV[2..] an optional command run only when admitted.
+// 1 admitted (and the command ran), 0 stale. The command runs before the fence is raised, so a
+// failing command leaves the fence as it was (a script's writes are not rolled back on error).
+inline std::string redis_fence_script() {
+  return std::string(redis_older_fn) +
+         "local t = ARGV[1]\n"
+         "local f = redis.call('GET', KEYS[1])\n"
+         "if f then\n"
+         "  if not string.find(f, '^[1-9][0-9]*$') then\n"
+         "    return redis.error_reply('HOLDFAST_CORRUPT fence key does not hold a token')\n"
+         "  end\n"
+         "  if older(t, f) then return 0 end\n"
+         "end\n"
+         "if #ARGV > 1 then\n"
+         "  local r = redis.pcall(unpack(ARGV, 2))\n"
+         "  if type(r) == 'table' and r.err then\n"
+         "    return redis.error_reply('HOLDFAST_COMMAND ' .. r.err)\n"
+         "  end\n"
+         "end\n"
+         "if f ~= t then redis.call('SET', KEYS[1], t) end\n"
+         "return 1\n";
+}
+
+}  // namespace detail
+
+/// A LeaseStore in a Redis server, over one hiredis connection (see the file overview for the
+/// scripts, durability and failure behaviour). Models LeaseStore with inspect().
+///
+/// Tokens are store-wide (one INCR counter per store configuration): every new grant of any key
+/// carries a token greater than every token the counter issued before, in 1 .. 2^63-1.
+///
+/// Differences from memory_store: releasing a lease that has already expired reports not_holder
+/// (Redis deleted the record at expiry); the granted TTL is exactly the one asked for.
+///
+/// Thread-safety: every member function may be called concurrently; one mutex serializes the
+/// connection (a hiredis context is single-threaded), so concurrent callers take turns, one round
+/// trip each. For parallel round trips, use one redis_store per thread. Not fork-safe: a child
+/// process makes its own store. Connects lazily on first use (or connect()).
+class redis_store {
+ public:
+  /// Makes a store for the server in `opts`; connects on first use. Never throws on its own.
+  explicit redis_store(redis_options opts = {})
+      : link_(std::move(opts), {detail::redis_acquire_script, detail::redis_renew_script,
+                                detail::redis_release_script, detail::redis_inspect_script,
+                                detail::redis_advance_script()}) {}
+
+  redis_store(const redis_store&) = delete;
+  redis_store& operator=(const redis_store&) = delete;
+
+  /// Connects now (and loads the scripts) if not connected, instead of on first use.
+  /// \returns success; errc::invalid_argument for bad options; errc::store_unavailable if the
+  ///   server cannot be reached or refuses AUTH/SELECT; errc::timeout; errc::protocol_error.
+  result<void> connect() {
+    auto guard = link_.lock();
+    if (std::error_code ec = link_.ensure_connected()) return ec;
+    return {};
+  }
+
+  /// Grants `key` to `owner` for `ttl` (ms) iff it has no unexpired lease, with the next token of
+  /// the store-wide counter, in one round trip. The same owner re-acquiring its live lease gets the
+  /// same token back and its TTL extended to at least `ttl` from now (never shortened).
+  /// \returns the grant {token, ttl}; errc::busy if another owner holds a live lease;
+  ///   errc::invalid_argument for an empty key/owner or ttl not in (0, max_ttl];
+  ///   errc::token_exhausted if the counter is at 2^63-1; errc::store_unavailable or
+  ///   errc::timeout if the server is unreachable, not serving, or too slow (no grant is
+  ///   reported; one may exist in Redis and simply expires); errc::protocol_error for a reply
+  ///   of the wrong shape or a key holding something holdfast did not write.
+  result<grant> try_acquire(std::string_view key, std::string_view owner,
+                            std::chrono::milliseconds ttl) {
+    if (std::error_code ec = check_acquire_args(key, owner, ttl)) return ec;
+    auto guard = link_.lock();
+    const std::string_view keys[] = {lease_key(key), link_.options().counter_key};
+    ttl_text_ = std::to_string(ttl.count());
+    const std::string_view args[] = {owner, ttl_text_};
+    result<detail::redis_reply_ptr> r = link_.eval(kAcquire, keys, 2, args, 2);
+    if (!r) return r.error();
+    const redisReply* reply = r->get();
+    if (reply->type == REDIS_REPLY_INTEGER && reply->integer == 0) return errc::busy;
+    if (reply->type == REDIS_REPLY_STRING) {
+      const std::optional<fencing_token> t = detail::parse_redis_token(reply->str, reply->len);
+      if (t && t->is_issuable()) return grant{*t, ttl};
+    }
+    return link_.fail(errc::protocol_error, "redis: acquire: unexpected reply");
+  }
+
+  /// Extends the lease on `key` to `ttl` (ms) from now iff `owner` holds it with `token` and it
+  /// has not expired, in one round trip. \returns the grant (same token); errc::lease_lost if the
+  ///   key is free, expired or held by another owner or token; errc::invalid_argument (see
+  ///   check_renew_args); store_unavailable, timeout, protocol_error as for try_acquire.
+  result<grant> renew(std::string_view key, std::string_view owner, fencing_token token,
+                      std::chrono::milliseconds ttl) {
+    if (std::error_code ec = check_renew_args(key, owner, token, ttl)) return ec;
+    auto guard = link_.lock();
+    const std::string_view keys[] = {lease_key(key)};
+    token_text_ = std::to_string(token.value());
+    ttl_text_ = std::to_string(ttl.count());
+    const std::string_view args[] = {owner, token_text_, ttl_text_};
+    result<detail::redis_reply_ptr> r = link_.eval(kRenew, keys, 1, args, 3);
+    if (!r) return r.error();
+    const redisReply* reply = r->get();
+    if (reply->type == REDIS_REPLY_INTEGER && reply->integer == 1) return grant{token, ttl};
+    if (reply->type == REDIS_REPLY_INTEGER && reply->integer == 0) return errc::lease_lost;
+    return link_.fail(errc::protocol_error, "redis: renew: unexpected reply");
+  }
+
+  /// Deletes the lease on `key` iff `owner` holds it with `token`, in one round trip.
+  /// \returns success; errc::not_holder if the key is free, expired, or held by another owner or
+  ///   token; errc::invalid_argument (see check_release_args); store_unavailable, timeout,
+  ///   protocol_error as for try_acquire.
+  result<void> release(std::string_view key, std::string_view owner, fencing_token token) {
+    if (std::error_code ec = check_release_args(key, owner, token)) return ec;
+    auto guard = link_.lock();
+    const std::string_view keys[] = {lease_key(key)};
+    token_text_ = std::to_string(token.value());
+    const std::string_view args[] = {owner, token_text_};
+    result<detail::redis_reply_ptr> r = link_.eval(kRelease, keys, 1, args, 2);
+    if (!r) return r.error();
+    const redisReply* reply = r->get();
+    if (reply->type == REDIS_REPLY_INTEGER && reply->integer == 1) return {};
+    if (reply->type == REDIS_REPLY_INTEGER && reply->integer == 0) return errc::not_holder;
+    return link_.fail(errc::protocol_error, "redis: release: unexpected reply");
+  }
+
+  /// Returns the live lease on `key` (owner, token, time left by Redis' clock in ms), or nullopt.
+  /// \returns errc::invalid_argument for an empty key; store_unavailable, timeout; protocol_error
+  ///   for a record holdfast did not write (or one without a TTL).
+  result<std::optional<lease_record>> inspect(std::string_view key) {
+    if (key.empty()) return errc::invalid_argument;
+    auto guard = link_.lock();
+    const std::string_view keys[] = {lease_key(key)};
+    result<detail::redis_reply_ptr> r = link_.eval(kInspect, keys, 1, nullptr, 0);
+    if (!r) return r.error();
+    const redisReply* reply = r->get();
+    if (reply->type == REDIS_REPLY_INTEGER && reply->integer == 0) {
+      return std::optional<lease_record>{};
+    }
+    if (reply->type == REDIS_REPLY_ARRAY && reply->elements == 2 &&
+        reply->element[0]->type == REDIS_REPLY_STRING &&
+        reply->element[1]->type == REDIS_REPLY_INTEGER && reply->element[1]->integer >= 0) {
+      const std::string_view v(reply->element[0]->str, reply->element[0]->len);
+      const std::size_t colon = v.find(':');
+      if (colon != std::string_view::npos) {
+        const std::optional<fencing_token> t = detail::parse_redis_token(v.data(), colon);
+        if (t && t->is_issuable()) {
+          return std::optional<lease_record>{
+              lease_record{std::string(v.substr(colon + 1)), *t,
+                           std::chrono::milliseconds(reply->element[1]->integer)}};
+        }
+      }
+    }
+    return link_.fail(errc::protocol_error, "redis: inspect: unexpected reply");
+  }
+
+  /// Returns the newest token the counter has issued (none if it has issued none).
+  /// \returns store_unavailable, timeout; protocol_error if the counter holds no token.
+  result<fencing_token> last_token() {
+    auto guard = link_.lock();
+    result<detail::redis_reply_ptr> r = link_.command({"GET", link_.options().counter_key});
+    if (!r) return r.error();
+    const redisReply* reply = r->get();
+    if (reply->type == REDIS_REPLY_NIL) return fencing_token{};
+    if (reply->type == REDIS_REPLY_STRING) {
+      if (std::optional<fencing_token> t = detail::parse_redis_token(reply->str, reply->len)) {
+        return *t;
+      }
+    }
+    return link_.fail(errc::protocol_error, "redis: the token counter holds no token");
+  }
+
+  /// Raises the token counter to at least `floor` (never lowers it), atomically, so the next grant
+  /// carries a token above `floor`. Use it after a restart that lost the counter (no persistence,
+  /// or a failover to a lagging replica): pass the newest token any fence downstream admitted,
+  /// and new holders get past the fences again. \returns the counter afterwards;
+  ///   errc::invalid_argument unless `floor` is in [1, 2^63-1]; store_unavailable, timeout,
+  ///   protocol_error.
+  result<fencing_token> advance_counter_to(fencing_token floor) {
+    if (!floor.is_issuable() || floor > redis_max_token) return errc::invalid_argument;
+    auto guard = link_.lock();
+    const std::string_view keys[] = {link_.options().counter_key};
+    token_text_ = std::to_string(floor.value());
+    const std::string_view args[] = {token_text_};
+    result<detail::redis_reply_ptr> r = link_.eval(kAdvance, keys, 1, args, 1);
+    if (!r) return r.error();
+    const redisReply* reply = r->get();
+    if (reply->type == REDIS_REPLY_STRING) {
+      if (std::optional<fencing_token> t = detail::parse_redis_token(reply->str, reply->len)) {
+        return *t;
+      }
+    }
+    return link_.fail(errc::protocol_error, "redis: advance_counter_to: unexpected reply");
+  }
+
+  /// Returns the text of the most recent failure of any operation on this store: the server's
+  /// error reply (e.g. "NOAUTH Authentication required."), hiredis' transport error (e.g.
+  /// "Connection refused"), or holdfast's own note on a malformed reply. Empty if nothing failed.
+  /// Under concurrent use it may belong to another thread's call. Contention (busy, lease_lost,
+  /// not_holder) is not a failure and does not change it.
+  [[nodiscard]] std::string last_error_message() const {
+    auto guard = link_.lock();
+    return link_.last_error();
+  }
+
+  /// Returns the options the store was made with.
+  [[nodiscard]] const redis_options& options() const noexcept { return link_.options(); }
+
+ private:
+  static constexpr std::size_t kAcquire = 0;
+  static constexpr std::size_t kRenew = 1;
+  static constexpr std::size_t kRelease = 2;
+  static constexpr std::size_t kInspect = 3;
+  static constexpr std::size_t kAdvance = 4;
+
+  std::string_view lease_key(std::string_view key) {
+    key_.assign(link_.options().key_prefix);
+    key_.append(key.data(), key.size());
+    return key_;
+  }
+
+  detail::redis_link link_;
+  std::string key_;  // scratch buffers, guarded by the link's mutex
+  std::string ttl_text_;
+  std::string token_text_;
+};
+
+/// Fenced writes whose fence lives in Redis next to the data: one script admits the token and
+/// runs the write together, so no newer holder can slip in between (DESIGN §5; Kleppmann 2016).
+/// A fence key holds the newest admitted token as a decimal string; a write with an older token
+/// is refused with stale_token and changes nothing. Equal tokens are admitted (one holder writes
+/// many times).
+///
+/// Fence keys and the keys a command touches are used exactly as given (no prefix). They are
+/// independent of any lease store: tokens from a redis_store, postgres_store or memory_store work
+/// alike. Keep fence keys as durable as the data they guard (same server, same persistence).
+///
+/// Thread-safety: as redis_store (one mutex around one connection).
+class redis_fence {
+ public:
+  /// Makes a fence client for the server in `opts` (only the connection fields are used).
+  explicit redis_fence(redis_options opts = {})
+      : link_(std::move(opts), {detail::redis_fence_script()}) {}
+
+  redis_fence(const redis_fence&) = delete;
+  redis_fence& operator=(const redis_fence&) = delete;
+
+  /// Admits `token` at `fence_key` iff it is not older than the newest admitted there, and
+  /// records it, atomically. \returns success; errc::stale_token if a newer token was admitted
+  ///   (nothing changes); errc::invalid_argument for an empty key or a token no store issues
+  ///   (none, max); store_unavailable, timeout; protocol_error if the key holds no token.
+  result<void> admit(std::string_view fence_key, fencing_token token) {
+    return execute(fence_key, token, {});
+  }
+
+  /// Admits `token` at `fence_key` and, only if admitted, SETs `data_key` to `value`, in one
+  /// atomic script. \returns as admit().
+  result<void> write(std::string_view fence_key, fencing_token token, std::string_view data_key,
+                     std::string_view value) {
+    const std::string_view cmd[] = {"SET", data_key, value};
+    return run(fence_key, token, cmd, 3);
+  }
+
+  /// Admits `token` at `fence_key` and, only if admitted, runs the Redis `command` (e.g.
+  /// {"HSET", "account:7", "balance", "120"}), in one atomic script; the command's reply is not
+  /// returned. If the command fails, the fence is not raised. An empty command only admits.
+  /// \returns as admit(), and errc::invalid_argument (with the server's text in
+  ///   last_error_message()) if the command itself fails, e.g. WRONGTYPE or an unknown command.
+  result<void> execute(std::string_view fence_key, fencing_token token,
+                       const std::vector<std::string_view>& command) {
+    return run(fence_key, token, command.data(), command.size());
+  }
+
+  /// Returns the newest token admitted at `fence_key` (none if none was). A snapshot only:
+  /// deciding on it and then writing is the check-then-write race; use write() or execute().
+  result<fencing_token> newest(std::string_view fence_key) {
+    if (fence_key.empty()) return errc::invalid_argument;
+    auto guard = link_.lock();
+    result<detail::redis_reply_ptr> r = link_.command({"GET", fence_key});
+    if (!r) return r.error();
+    const redisReply* reply = r->get();
+    if (reply->type == REDIS_REPLY_NIL) return fencing_token{};
+    if (reply->type == REDIS_REPLY_STRING) {
+      if (std::optional<fencing_token> t = detail::parse_redis_token(reply->str, reply->len)) {
+        return *t;
+      }
+    }
+    return link_.fail(errc::protocol_error, "redis: fence key holds no token");
+  }
+
+  /// As redis_store::last_error_message().
+  [[nodiscard]] std::string last_error_message() const {
+    auto guard = link_.lock();
+    return link_.last_error();
+  }
+
+ private:
+  result<void> run(std::string_view fence_key, fencing_token token, const std::string_view* command,
+                   std::size_t n) {
+    if (fence_key.empty() || !token.is_issuable()) return errc::invalid_argument;
+    auto guard = link_.lock();
+    token_text_ = std::to_string(token.value());
+    args_.clear();
+    args_.push_back(token_text_);
+    args_.insert(args_.end(), command, command + n);
+    const std::string_view keys[] = {fence_key};
+    result<detail::redis_reply_ptr> r = link_.eval(0, keys, 1, args_.data(), args_.size());
+    if (!r) return r.error();
+    const redisReply* reply = r->get();
+    if (reply->type == REDIS_REPLY_INTEGER && reply->integer == 1) return {};
+    if (reply->type == REDIS_REPLY_INTEGER && reply->integer == 0) return errc::stale_token;
+    return link_.fail(errc::protocol_error, "redis: fence: unexpected reply");
+  }
+
+  detail::redis_link link_;
+  std::string token_text_;
+  std::vector<std::string_view> args_;
+};
+
+}  // namespace holdfast
+
+#endif  // HOLDFAST_STORES_REDIS_HPP

@@ -1,0 +1,722 @@
+// Tests of stores/redis.hpp against real redis-server processes: the LeaseStore contract (the same
+// checks memory_store passes), hostile keys, garbage in the store, token exhaustion, NOSCRIPT,
+// dropped connections, AUTH, the fence script, and faults on servers the tests own (kill -9,
+// restart with and without persistence, a frozen server).
+#include <hiredis/hiredis.h>
+#include <catch2/catch.hpp>
+
+#include <atomic>
+#include <chrono>
+#include <memory>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "../support/real_servers.hpp"
+#include "../support/store_contract.hpp"
+#include "holdfast/clock.hpp"
+#include "holdfast/fence.hpp"
+#include "holdfast/lease.hpp"
+#include "holdfast/stores/memory.hpp"
+#include "holdfast/stores/redis.hpp"
+
+using holdfast::errc;
+using holdfast::fencing_token;
+using holdfast::redis_options;
+using holdfast::redis_store;
+using std::chrono::milliseconds;
+using namespace std::string_literals;
+
+namespace {
+
+/// A plain hiredis connection for the test's own look behind the store's back.
+class admin {
+ public:
+  explicit admin(const redis_options& o) {
+    const struct timeval tv { 5, 0 };
+    ctx_ = redisConnectWithTimeout(o.host.c_str(), o.port, tv);
+    REQUIRE(ctx_ != nullptr);
+    REQUIRE(ctx_->err == 0);
+    if (!o.password.empty()) cmd({"AUTH", o.password});
+  }
+  ~admin() { redisFree(ctx_); }
+  admin(const admin&) = delete;
+  admin& operator=(const admin&) = delete;
+
+  holdfast::detail::redis_reply_ptr cmd(std::initializer_list<std::string> args) {
+    std::vector<const char*> argv;
+    std::vector<std::size_t> lens;
+    for (const std::string& a : args) {
+      argv.push_back(a.data());
+      lens.push_back(a.size());
+    }
+    void* r = redisCommandArgv(ctx_, static_cast<int>(argv.size()), argv.data(), lens.data());
+    REQUIRE(r != nullptr);
+    return holdfast::detail::redis_reply_ptr(static_cast<redisReply*>(r));
+  }
+  std::string str(std::initializer_list<std::string> args) {
+    auto r = cmd(args);
+    return r->str ? std::string(r->str, r->len) : std::string();
+  }
+
+ private:
+  redisContext* ctx_ = nullptr;
+};
+
+/// The Redis server for tests that do not hurt it: the shared one from .ci/servers
+/// (HOLDFAST_REDIS_PORT), else one of our own. nullopt (after a loud skip) only outside CI.
+std::optional<redis_options> shared_redis() {
+  redis_options o;
+  if (std::optional<std::string> port = hf_test::env("HOLDFAST_REDIS_PORT")) {
+    o.port = std::stoi(*port);
+    o.host = hf_test::env("HOLDFAST_REDIS_HOST").value_or("127.0.0.1");
+    o.password = hf_test::env("HOLDFAST_REDIS_PASSWORD").value_or("");
+    return o;
+  }
+  static std::unique_ptr<hf_test::redis_server> own;
+  if (!own) {
+    own = std::make_unique<hf_test::redis_server>();
+    if (!own->start()) {
+      const std::string why = "no Redis server: HOLDFAST_REDIS_PORT unset and " + own->why();
+      own.reset();
+      if (hf_test::in_ci()) FAIL(why);
+      hf_test::loud_skip(why);
+      return std::nullopt;
+    }
+  }
+  o.port = own->port();
+  return o;
+}
+
+/// Options with keys of their own, so tests and runs never see each other's leases or counter.
+redis_options isolated(redis_options o) {
+  const std::string tag = hf_test::random_tag();
+  o.key_prefix = "{hf-" + tag + "}:lease:";
+  o.counter_key = "{hf-" + tag + "}:token";
+  return o;
+}
+
+/// A server the test owns (to kill, freeze or restart). Fails in CI, skips loudly elsewhere.
+std::unique_ptr<hf_test::redis_server> own_redis(hf_test::redis_server::config cfg = {}) {
+  auto s = std::make_unique<hf_test::redis_server>(cfg);
+  if (!s->start()) {
+    const std::string why = "cannot start redis-server: " + s->why();
+    if (hf_test::in_ci() || s->available()) FAIL(why);
+    hf_test::loud_skip(why);
+    return nullptr;
+  }
+  return s;
+}
+
+redis_options options_for(const hf_test::redis_server& s) {
+  redis_options o;
+  o.port = s.port();
+  o.password = s.cfg().password;
+  o.connect_timeout = milliseconds(1000);
+  o.command_timeout = milliseconds(1000);
+  return isolated(o);
+}
+
+hf_test::contract_hooks redis_hooks(const redis_options& o) {
+  auto adm = std::make_shared<admin>(o);
+  hf_test::contract_hooks h;
+  h.key_prefix = "k-";
+  h.release_after_expiry_may_fail = true;
+  const std::string prefix = o.key_prefix;
+  // PEXPIREAT in the past: Redis deletes the key at once, by its own clock.
+  h.expire_now = [adm, prefix](std::string_view key) {
+    adm->cmd({"PEXPIREAT", prefix + std::string(key), "1"});
+  };
+  return h;
+}
+
+#define REQUIRE_NO_VIOLATIONS(list)                            \
+  do {                                                         \
+    const std::vector<std::string> v_ = (list);                \
+    std::string t_;                                            \
+    for (const std::string& s_ : v_) t_ += "  - " + s_ + "\n"; \
+    INFO("violations:\n" << t_);                               \
+    CHECK(v_.empty());                                         \
+  } while (0)
+
+}  // namespace
+
+// ------------------------------------------------------------------------------------------------
+// The contract, on the reference and on Redis, and the checks' negative controls.
+// ------------------------------------------------------------------------------------------------
+
+namespace {
+
+/// memory_store with a manual clock: the reference the contract checks are calibrated on.
+struct memory_reference {
+  holdfast::manual_clock clock;
+  holdfast::memory_store<holdfast::manual_clock> store{clock};
+  hf_test::contract_hooks hooks() {
+    hf_test::contract_hooks h;
+    h.key_prefix = "k-";
+    h.expire_now = [c = clock](std::string_view) mutable { c.advance(std::chrono::hours(1)); };
+    return h;
+  }
+};
+
+/// Negative controls: memory_store with one rule broken each. The contract checks must catch
+/// every one of them, or they prove nothing.
+enum class breakage {
+  release_without_owner_check,
+  new_token_on_reacquire,
+  token_reset,
+  grant_busy
+};
+
+struct broken_store {
+  breakage kind;
+  memory_reference ref;
+  std::uint64_t fake_token = 0;
+
+  holdfast::result<holdfast::grant> try_acquire(std::string_view k, std::string_view o,
+                                                milliseconds ttl) {
+    auto g = ref.store.try_acquire(k, o, ttl);
+    if (kind == breakage::new_token_on_reacquire && g) {
+      return holdfast::grant{fencing_token(g->token.value() + 1000 + ++fake_token), g->ttl};
+    }
+    if (kind == breakage::token_reset && g) {
+      return holdfast::grant{fencing_token(1), g->ttl};  // a per-key counter reset to 1
+    }
+    if (kind == breakage::grant_busy && !g && g.error() == errc::busy) {
+      return holdfast::grant{fencing_token(999999), ttl};
+    }
+    return g;
+  }
+  holdfast::result<holdfast::grant> renew(std::string_view k, std::string_view o, fencing_token t,
+                                          milliseconds ttl) {
+    if (kind == breakage::token_reset) {
+      auto r = ref.store.inspect(k);
+      if (r && r->has_value() && (*r)->owner == o) t = (*r)->token;
+    }
+    return ref.store.renew(k, o, t, ttl);
+  }
+  holdfast::result<void> release(std::string_view k, std::string_view o, fencing_token t) {
+    if (holdfast::check_release_args(k, o, t)) return errc::invalid_argument;
+    auto r = ref.store.inspect(k);
+    if (kind == breakage::release_without_owner_check || kind == breakage::token_reset) {
+      if (r && r->has_value()) return ref.store.release(k, (*r)->owner, (*r)->token);
+    }
+    return ref.store.release(k, o, t);
+  }
+  holdfast::result<std::optional<holdfast::lease_record>> inspect(std::string_view k) {
+    return ref.store.inspect(k);
+  }
+};
+
+}  // namespace
+
+TEST_CASE("the contract checks pass on memory_store, the reference", "[redis][contract]") {
+  memory_reference ref;
+  REQUIRE_NO_VIOLATIONS(hf_test::check_store_contract(ref.store, ref.hooks()));
+  memory_reference ref2;
+  REQUIRE_NO_VIOLATIONS(hf_test::check_hostile_strings(ref2.store, ref2.hooks()));
+}
+
+TEST_CASE("the contract checks catch deliberately broken stores", "[redis][contract]") {
+  for (breakage b : {breakage::release_without_owner_check, breakage::new_token_on_reacquire,
+                     breakage::token_reset, breakage::grant_busy}) {
+    broken_store s{b, {}, 0};
+    const std::vector<std::string> v = hf_test::check_store_contract(s, s.ref.hooks());
+    INFO("breakage " << static_cast<int>(b));
+    CHECK_FALSE(v.empty());
+  }
+}
+
+TEST_CASE("redis_store meets the LeaseStore contract", "[redis][contract]") {
+  static_assert(holdfast::assert_lease_store<redis_store>());
+  static_assert(holdfast::has_inspect_v<redis_store>);
+  std::optional<redis_options> base = shared_redis();
+  if (!base) return;
+  const redis_options o = isolated(*base);
+  redis_store s(o);
+  REQUIRE_NO_VIOLATIONS(hf_test::check_store_contract(s, redis_hooks(o)));
+  CHECK(s.last_error_message().empty());
+}
+
+TEST_CASE("redis_store: hostile keys and owners round-trip exactly", "[redis]") {
+  std::optional<redis_options> base = shared_redis();
+  if (!base) return;
+  const redis_options o = isolated(*base);
+  redis_store s(o);
+  REQUIRE_NO_VIOLATIONS(hf_test::check_hostile_strings(s, redis_hooks(o)));
+  // The counter and the rest of the server were not touched by any of them.
+  admin adm(o);
+  auto t = s.last_token();
+  REQUIRE(t);
+  CHECK(t->value() >= hf_test::hostile_strings().size());
+  CHECK(adm.cmd({"EXISTS", o.counter_key})->integer == 1);
+}
+
+TEST_CASE("redis_store: contending threads get exclusive grants, increasing tokens",
+          "[redis][concurrency]") {
+  std::optional<redis_options> base = shared_redis();
+  if (!base) return;
+  const redis_options o = isolated(*base);
+  SECTION("one store per thread") {
+    REQUIRE_NO_VIOLATIONS(hf_test::check_exclusive_grants(
+        [&] { return std::make_unique<redis_store>(o); }, "contended", 4, 25));
+  }
+  SECTION("one store shared by every thread") {
+    auto shared = std::make_shared<redis_store>(o);
+    struct handle {
+      std::shared_ptr<redis_store> s;
+      redis_store* operator->() { return s.get(); }
+    };
+    REQUIRE_NO_VIOLATIONS(
+        hf_test::check_exclusive_grants([&] { return handle{shared}; }, "contended-2", 4, 25));
+  }
+}
+
+TEST_CASE("redis_store under holdfast::lease: acquire, renew, RAII release", "[redis][lease]") {
+  std::optional<redis_options> base = shared_redis();
+  if (!base) return;
+  const redis_options o = isolated(*base);
+  redis_store s(o);
+  fencing_token first;
+  {
+    auto l = holdfast::try_acquire(s, "job", std::chrono::seconds(30));
+    REQUIRE(l);
+    CHECK(l->valid());
+    first = l->token();
+    CHECK(l->renew());
+    CHECK(holdfast::try_acquire(s, "job", std::chrono::seconds(30)).error() == errc::busy);
+  }  // released here
+  auto again = holdfast::try_acquire(s, "job", std::chrono::seconds(30));
+  REQUIRE(again);
+  CHECK(first < again->token());
+}
+
+// ------------------------------------------------------------------------------------------------
+// Garbage, exhaustion, scripts, options, connections.
+// ------------------------------------------------------------------------------------------------
+
+TEST_CASE("redis_store: store garbage is protocol_error with the reason kept, never a grant",
+          "[redis]") {
+  std::optional<redis_options> base = shared_redis();
+  if (!base) return;
+  const redis_options o = isolated(*base);
+  redis_store s(o);
+  admin adm(o);
+  SECTION("a lease record holdfast did not write") {
+    adm.cmd({"SET", o.key_prefix + "g", "no-colon-here"});
+    CHECK(s.try_acquire("g", "me", milliseconds(1000)).error() == errc::protocol_error);
+    CHECK(s.last_error_message().find("HOLDFAST_CORRUPT") != std::string::npos);
+    CHECK(s.inspect("g").error() == errc::protocol_error);
+    CHECK(adm.str({"GET", o.key_prefix + "g"}) == "no-colon-here");  // left alone
+  }
+  SECTION("a lease key of the wrong type") {
+    adm.cmd({"HSET", o.key_prefix + "h", "f", "v"});
+    CHECK(s.try_acquire("h", "me", milliseconds(1000)).error() == errc::protocol_error);
+    CHECK(s.last_error_message().find("WRONGTYPE") != std::string::npos);
+    CHECK(s.renew("h", "me", fencing_token(1), milliseconds(1000)).error() == errc::protocol_error);
+    CHECK(s.release("h", "me", fencing_token(1)).error() == errc::protocol_error);
+  }
+  SECTION("a counter that is not a number") {
+    adm.cmd({"SET", o.counter_key, "abc"});
+    CHECK(s.try_acquire("c", "me", milliseconds(1000)).error() == errc::protocol_error);
+    CHECK(s.last_error_message().find("not an integer") != std::string::npos);
+    CHECK(s.last_token().error() == errc::protocol_error);
+    CHECK(adm.cmd({"EXISTS", o.key_prefix + "c"})->integer == 0);  // nothing granted
+  }
+  SECTION("a negative counter") {
+    adm.cmd({"SET", o.counter_key, "-5"});
+    CHECK(s.try_acquire("c", "me", milliseconds(1000)).error() == errc::protocol_error);
+    CHECK(adm.cmd({"EXISTS", o.key_prefix + "c"})->integer == 0);
+  }
+}
+
+TEST_CASE("redis_store: the counter at 2^63-1 reports token_exhausted", "[redis]") {
+  std::optional<redis_options> base = shared_redis();
+  if (!base) return;
+  const redis_options o = isolated(*base);
+  redis_store s(o);
+  admin adm(o);
+  adm.cmd({"SET", o.counter_key, "9223372036854775806"});
+  auto last = s.try_acquire("a", "me", milliseconds(10000));
+  REQUIRE(last);
+  CHECK(last->token == holdfast::redis_max_token);  // exact: no rounding through Lua doubles
+  CHECK(s.try_acquire("b", "me", milliseconds(10000)).error() == errc::token_exhausted);
+  CHECK(s.last_error_message().find("HOLDFAST_EXHAUSTED") != std::string::npos);
+  CHECK(adm.cmd({"EXISTS", o.key_prefix + "b"})->integer == 0);
+  // The holder of the last token can still renew and release.
+  CHECK(s.renew("a", "me", last->token, milliseconds(10000)));
+  CHECK(s.release("a", "me", last->token));
+  CHECK(s.advance_counter_to(fencing_token(5)).value() == holdfast::redis_max_token);
+  CHECK(s.advance_counter_to(fencing_token::max()).error() == errc::invalid_argument);
+}
+
+TEST_CASE("redis_store: tokens above 2^53 stay exact", "[redis]") {
+  std::optional<redis_options> base = shared_redis();
+  if (!base) return;
+  const redis_options o = isolated(*base);
+  redis_store s(o);
+  REQUIRE(s.advance_counter_to(fencing_token(9007199254740993ULL)));  // 2^53 + 1
+  auto g = s.try_acquire("big", "me", milliseconds(10000));
+  REQUIRE(g);
+  CHECK(g->token.value() == 9007199254740994ULL);
+  auto r = s.inspect("big");
+  REQUIRE(r);
+  REQUIRE(r->has_value());
+  CHECK((*r)->token == g->token);
+  CHECK(s.renew("big", "me", g->token, milliseconds(10000)));
+  CHECK(s.release("big", "me", fencing_token(9007199254740995ULL)).error() == errc::not_holder);
+  CHECK(s.release("big", "me", g->token));
+}
+
+TEST_CASE("redis_store: scripts are reloaded after SCRIPT FLUSH (NOSCRIPT)", "[redis]") {
+  std::optional<redis_options> base = shared_redis();
+  if (!base) return;
+  const redis_options o = isolated(*base);
+  redis_store s(o);
+  admin adm(o);
+  auto g = s.try_acquire("n", "me", milliseconds(10000));
+  REQUIRE(g);
+  adm.cmd({"SCRIPT", "FLUSH"});
+  auto r = s.renew("n", "me", g->token, milliseconds(10000));
+  CHECK(r);
+  CHECK(s.release("n", "me", g->token));
+  CHECK(s.last_error_message().empty());
+}
+
+TEST_CASE("redis_store: bad options and unreachable servers are errors, not grants", "[redis]") {
+  redis_options bad;
+  bad.port = 0;
+  CHECK(redis_store(bad).try_acquire("k", "o", milliseconds(100)).error() ==
+        errc::invalid_argument);
+  redis_options clash;
+  clash.counter_key = clash.key_prefix + "token";
+  CHECK(redis_store(clash).connect().error() == errc::invalid_argument);
+  redis_options empty_prefix;
+  empty_prefix.key_prefix = "";
+  CHECK(redis_store(empty_prefix).connect().error() == errc::invalid_argument);
+
+  redis_options closed;
+  closed.port = hf_test::free_port();  // nothing listens there
+  redis_store s(closed);
+  auto r = s.try_acquire("k", "o", milliseconds(100));
+  CHECK(r.error() == errc::store_unavailable);
+  CHECK(s.last_error_message().find("refused") != std::string::npos);
+  CHECK(holdfast::is_transient(r.error()));
+}
+
+TEST_CASE("redis_store: a connection killed mid-request reports an error and reconnects",
+          "[redis]") {
+  // An owned server: CLIENT PAUSE would hold up every other client of a shared one.
+  auto srv = own_redis();
+  if (!srv) return;
+  redis_options o = options_for(*srv);
+  o.client_name = "hf-victim-" + hf_test::random_tag();
+  o.command_timeout = milliseconds(5000);
+  redis_store s(o);
+  REQUIRE(s.connect());
+  admin adm(o);
+  // Writes (scripts) are held back by CLIENT PAUSE WRITE, so the store's acquire is in flight
+  // when its connection is killed: the script never runs.
+  adm.cmd({"CLIENT", "PAUSE", "10000", "WRITE"});
+  std::atomic<bool> done{false};
+  holdfast::result<holdfast::grant> in_flight = errc::timeout;
+  std::thread t([&] {
+    in_flight = s.try_acquire("drop", "me", milliseconds(10000));
+    done = true;
+  });
+  std::string victim_id;
+  const bool blocked = hf_test::wait_until(
+      [&] {
+        const std::string list = adm.str({"CLIENT", "LIST"});
+        const std::size_t name = list.find("name=" + o.client_name + " ");
+        if (name == std::string::npos) return false;
+        const std::size_t begin =
+            list.rfind('\n', name) == std::string::npos ? 0 : list.rfind('\n', name) + 1;
+        const std::string line = list.substr(begin, list.find('\n', name) - begin);
+        if (line.find("cmd=evalsha") == std::string::npos ||
+            line.find("flags=b") == std::string::npos) {
+          return false;
+        }
+        victim_id = line.substr(3, line.find(' ') - 3);  // "id=<n> ..."
+        return true;
+      },
+      milliseconds(5000));
+  if (blocked) adm.cmd({"CLIENT", "KILL", "ID", victim_id});
+  adm.cmd({"CLIENT", "UNPAUSE"});
+  t.join();
+  REQUIRE(blocked);
+  CHECK(in_flight.error() == errc::store_unavailable);
+  CHECK_FALSE(s.last_error_message().empty());
+  CHECK(adm.cmd({"EXISTS", o.key_prefix + "drop"})->integer == 0);  // no grant was made
+  // The next call reconnects.
+  auto g = s.try_acquire("drop", "me", milliseconds(10000));
+  REQUIRE(g);
+  CHECK(s.release("drop", "me", g->token));
+}
+
+// ------------------------------------------------------------------------------------------------
+// redis_fence
+// ------------------------------------------------------------------------------------------------
+
+TEST_CASE("redis_fence admits and writes in one script, refuses older tokens", "[redis][fence]") {
+  std::optional<redis_options> base = shared_redis();
+  if (!base) return;
+  const redis_options o = isolated(*base);
+  const std::string fk = o.key_prefix + "fence";
+  const std::string dk = o.key_prefix + "data";
+  holdfast::redis_fence f(o);
+  admin adm(o);
+  CHECK(f.newest(fk).value() == fencing_token{});
+  CHECK(f.write(fk, fencing_token(10), dk, "from 10"));
+  CHECK(f.write(fk, fencing_token(10), dk, "from 10 again"));  // equal: same holder
+  CHECK(f.write(fk, fencing_token(9), dk, "from 9").error() == errc::stale_token);
+  CHECK(adm.str({"GET", dk}) == "from 10 again");
+  CHECK(f.write(fk, fencing_token(11), dk, "from 11"));
+  CHECK(f.newest(fk).value() == fencing_token(11));
+  // Decimal comparison, not string comparison: 100 > 99, 9 < 10.
+  CHECK(f.admit(fk, fencing_token(99)));
+  CHECK(f.admit(fk, fencing_token(100)));
+  CHECK(f.admit(fk, fencing_token(99)).error() == errc::stale_token);
+  CHECK(f.admit(fk, fencing_token(18446744073709551614ULL)));
+  CHECK(f.admit(fk, fencing_token(18446744073709551613ULL)).error() == errc::stale_token);
+  CHECK(f.admit(fk, fencing_token{}).error() == errc::invalid_argument);
+  CHECK(f.admit(fk, fencing_token::max()).error() == errc::invalid_argument);
+  CHECK(f.admit("", fencing_token(5)).error() == errc::invalid_argument);
+
+  SECTION("a failing command leaves the fence where it was") {
+    const std::string fk2 = o.key_prefix + "fence2";
+    adm.cmd({"HSET", dk + "h", "f", "v"});
+    CHECK(f.execute(fk2, fencing_token(3), {"LPUSH", dk + "h", "x"}).error() ==
+          errc::invalid_argument);
+    CHECK(f.last_error_message().find("WRONGTYPE") != std::string::npos);
+    CHECK(f.newest(fk2).value() == fencing_token{});
+    CHECK(f.execute(fk2, fencing_token(4), {"HSET", dk + "h", "f", "w"}));
+    CHECK(adm.str({"HGET", dk + "h", "f"}) == "w");
+    CHECK(f.newest(fk2).value() == fencing_token(4));
+  }
+  SECTION("a fence key holding garbage is protocol_error") {
+    adm.cmd({"SET", fk, "garbage"});
+    CHECK(f.admit(fk, fencing_token(50)).error() == errc::protocol_error);
+    CHECK(f.newest(fk).error() == errc::protocol_error);
+  }
+  SECTION("hostile values and keys round-trip") {
+    for (const std::string& h : hf_test::hostile_strings()) {
+      INFO("hostile value " << hf_test::printable(h));
+      CHECK(f.write(fk + "-hostile", fencing_token(20000), o.key_prefix + h, h));
+      CHECK((adm.str({"GET", o.key_prefix + h}) == h));  // not printed: up to 1 MiB
+    }
+  }
+}
+
+TEST_CASE("redis_fence: racing writers, the newest token wins and stays",
+          "[redis][fence][concurrency]") {
+  std::optional<redis_options> base = shared_redis();
+  if (!base) return;
+  const redis_options o = isolated(*base);
+  const std::string fk = o.key_prefix + "race";
+  const std::string log = o.key_prefix + "log";
+  hf_test::violations v;  // Catch2 assertions are not thread-safe: collect, check after join
+  std::vector<std::thread> pool;
+  for (int t = 0; t < 4; ++t) {
+    pool.emplace_back([&, t] {
+      holdfast::redis_fence f(o);
+      for (int i = 1; i <= 50; ++i) {
+        const fencing_token tok(static_cast<std::uint64_t>(i * 4 + t));
+        auto r = f.execute(fk, tok, {"RPUSH", log, std::to_string(tok.value())});
+        v.expect(r || r.error() == errc::stale_token, "fenced RPUSH: " + r.error().message());
+      }
+    });
+  }
+  for (auto& th : pool) th.join();
+  REQUIRE_NO_VIOLATIONS(v.list());
+  // Every admitted write is in the log, in non-decreasing token order (S1).
+  admin adm(o);
+  auto all = adm.cmd({"LRANGE", log, "0", "-1"});
+  REQUIRE(all->type == REDIS_REPLY_ARRAY);
+  std::uint64_t prev = 0;
+  for (std::size_t i = 0; i < all->elements; ++i) {
+    const std::uint64_t v = std::stoull(std::string(all->element[i]->str, all->element[i]->len));
+    CHECK(prev <= v);
+    prev = v;
+  }
+  CHECK(prev == 203);  // the greatest token, 50 * 4 + 3, is never refused
+}
+
+// ------------------------------------------------------------------------------------------------
+// Faults on servers the tests own.
+// ------------------------------------------------------------------------------------------------
+
+TEST_CASE("redis_store: AUTH is passed through; a refused AUTH is an error with its reason",
+          "[redis][faults]") {
+  auto srv = own_redis({false, "s3cret pass"});
+  if (!srv) return;
+  redis_options o = options_for(*srv);
+  SECTION("right password") {
+    redis_store s(o);
+    auto g = s.try_acquire("k", "me", milliseconds(1000));
+    CHECK(g);
+  }
+  SECTION("no password") {
+    o.password.clear();
+    redis_store s(o);
+    CHECK(s.try_acquire("k", "me", milliseconds(1000)).error() == errc::store_unavailable);
+    CHECK(s.last_error_message().find("NOAUTH") != std::string::npos);
+  }
+  SECTION("wrong password") {
+    o.password = "wrong";
+    redis_store s(o);
+    CHECK(s.try_acquire("k", "me", milliseconds(1000)).error() == errc::store_unavailable);
+    CHECK(s.last_error_message().find("WRONGPASS") != std::string::npos);
+  }
+}
+
+TEST_CASE(
+    "redis_store: kill -9 mid-run: errors only, no invented grant, the lease sees itself lost",
+    "[redis][faults]") {
+  auto srv = own_redis({true, ""});
+  if (!srv) return;
+  const redis_options o = options_for(*srv);
+  redis_store s(o);
+  holdfast::manual_clock clock;
+  holdfast::acquire_options<holdfast::manual_clock> opts;
+  opts.clock = clock;
+  auto l = holdfast::try_acquire(s, "held", std::chrono::seconds(10), opts);
+  REQUIRE(l);
+
+  // A second client hammers the store while the server is killed under it.
+  std::atomic<bool> killed{false};
+  std::atomic<int> ops{0};
+  std::atomic<int> grants_after_kill{0};
+  std::atomic<int> errors_after_kill{0};
+  std::vector<std::string> bad;
+  std::thread worker([&] {
+    redis_store w(o);
+    for (int i = 0; i < 2000 && errors_after_kill < 20; ++i) {
+      ++ops;
+      const bool was_killed = killed.load();
+      auto g = w.try_acquire("churn-" + std::to_string(i % 8), "worker", milliseconds(10000));
+      if (g) {
+        if (was_killed) ++grants_after_kill;
+        (void)w.release("churn-" + std::to_string(i % 8), "worker", g->token);
+      } else if (was_killed) {
+        ++errors_after_kill;
+        if (g.error() != errc::store_unavailable && g.error() != errc::timeout) {
+          bad.push_back(g.error().message());
+        }
+      }
+    }
+  });
+  // Kill it once the worker is well into its run (any point of the run will do).
+  CHECK(hf_test::wait_until([&] { return ops >= 50; }, milliseconds(10000)));
+  srv->kill9();
+  killed = true;
+  worker.join();
+  CHECK(grants_after_kill == 0);
+  CHECK(errors_after_kill > 0);
+  CHECK(bad.empty());
+
+  // Every operation of the store reports an error, never a value.
+  for (auto e : {s.try_acquire("x", "y", milliseconds(100)).error(),
+                 s.renew("held", l->owner(), l->token(), milliseconds(100)).error(),
+                 s.release("held", l->owner(), l->token()).error(), s.inspect("held").error()}) {
+    CHECK((e == errc::store_unavailable || e == errc::timeout));
+  }
+  CHECK_FALSE(s.last_error_message().empty());
+  // The lease: renew fails transiently (still held, old validity applies) ...
+  auto r = l->renew();
+  CHECK((r.error() == errc::store_unavailable || r.error() == errc::timeout));
+  CHECK(l->state() == holdfast::lease_state::held);
+  CHECK(l->valid());
+  // ... until its own clock passes its validity: then it knows it is lost, without the store.
+  clock.advance(std::chrono::seconds(10));
+  CHECK_FALSE(l->valid());
+  CHECK(l->renew().error() == errc::lease_lost);
+  CHECK(l->state() == holdfast::lease_state::lost);
+}
+
+TEST_CASE("redis_store: restart with persistence keeps tokens increasing", "[redis][faults]") {
+  auto srv = own_redis({true, ""});
+  if (!srv) return;
+  const redis_options o = options_for(*srv);
+  redis_store s(o);
+  fencing_token newest;
+  for (int i = 0; i < 20; ++i) {
+    auto g = s.try_acquire("p-" + std::to_string(i), "me", milliseconds(60000));
+    REQUIRE(g);
+    newest = g->token;
+  }
+  srv->kill9();
+  REQUIRE(srv->start());  // same directory: the AOF (fsync always) is replayed
+  // The first call after the restart may meet the dead connection; it must not invent anything.
+  auto first = s.try_acquire("after", "me", milliseconds(60000));
+  if (!first) {
+    CHECK(first.error() == errc::store_unavailable);
+    first = s.try_acquire("after", "me", milliseconds(60000));
+  }
+  REQUIRE(first);
+  CHECK(newest < first->token);
+  // The leases survived too: still held by their owner.
+  CHECK(s.try_acquire("p-19", "other", milliseconds(1000)).error() == errc::busy);
+}
+
+TEST_CASE("redis_store: restart without persistence resets the counter; fences stay safe",
+          "[redis][faults][fence]") {
+  auto srv = own_redis({false, ""});
+  if (!srv) return;
+  const redis_options o = options_for(*srv);
+  redis_store s(o);
+  holdfast::fence_gate gate;  // downstream, outlives the Redis restart
+  fencing_token old_holder;
+  fencing_token newest;
+  for (int i = 0; i < 10; ++i) {
+    auto g = s.try_acquire("job", "holder-" + std::to_string(i), milliseconds(60000));
+    REQUIRE(g);
+    REQUIRE(gate.admit(g->token));
+    old_holder = newest;
+    newest = g->token;
+    REQUIRE(s.release("job", "holder-" + std::to_string(i), g->token));
+  }
+  srv->kill9();
+  REQUIRE(srv->start());  // empty: no AOF, no RDB
+  (void)s.connect();      // drop the dead connection if this call meets it
+  auto g = s.try_acquire("job", "new-holder", milliseconds(60000));
+  if (!g) g = s.try_acquire("job", "new-holder", milliseconds(60000));
+  REQUIRE(g);
+  CHECK(g->token <= old_holder);  // the counter started again from zero
+  // Safety holds: the gate refuses every pre-restart token below its newest ...
+  CHECK(gate.admit(old_holder).error() == errc::stale_token);
+  // ... but liveness does not: the new, legitimate holder is refused as well.
+  CHECK(gate.admit(g->token).error() == errc::stale_token);
+  REQUIRE(s.release("job", "new-holder", g->token));
+  // The remedy: raise the counter past the newest token the fence admitted.
+  REQUIRE(s.advance_counter_to(gate.newest()));
+  auto g2 = s.try_acquire("job", "new-holder", milliseconds(60000));
+  REQUIRE(g2);
+  CHECK(newest < g2->token);
+  CHECK(gate.admit(g2->token));
+}
+
+TEST_CASE("redis_store: a frozen server times out, and the store recovers after",
+          "[redis][faults]") {
+  auto srv = own_redis({false, ""});
+  if (!srv) return;
+  redis_options o = options_for(*srv);
+  o.command_timeout = milliseconds(200);
+  o.connect_timeout = milliseconds(200);
+  redis_store s(o);
+  REQUIRE(s.connect());
+  srv->pause();  // SIGSTOP: the socket stays open, nothing answers
+  const auto t0 = std::chrono::steady_clock::now();
+  auto r = s.try_acquire("frozen", "me", milliseconds(10000));
+  const auto took = std::chrono::steady_clock::now() - t0;
+  // A new connection to a frozen server: the kernel accepts it, the setup round trip times out.
+  auto r2 = s.try_acquire("frozen", "me", milliseconds(10000));
+  srv->resume();
+  CHECK(r.error() == errc::timeout);
+  CHECK(took < std::chrono::seconds(5));
+  CHECK(r2.error() == errc::timeout);
+  auto g = s.try_acquire("frozen", "me", milliseconds(10000));
+  if (!g) g = s.try_acquire("frozen", "me", milliseconds(10000));
+  REQUIRE(g);
+  CHECK(s.release("frozen", "me", g->token));
+}
