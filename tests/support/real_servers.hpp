@@ -293,32 +293,62 @@ class owned_server {
   /// Why the last start failed, or the server's log tail.
   [[nodiscard]] const std::string& why() const { return why_; }
 
-  /// Kills the whole server (every process of its group) with SIGKILL and reaps it.
+  /// Kills the whole server with SIGKILL, every process of it at once, and reaps it.
   void kill9() {
     if (pid_ <= 0) return;
-    ::kill(-pid_, SIGCONT);
-    ::kill(-pid_, SIGKILL);
+    ::kill(pid_, SIGSTOP);  // no new children while we collect them
+    signal_all(SIGKILL);
     wait_exit(pid_, std::chrono::seconds(10));
     pid_ = -1;
   }
   /// Stops the server cleanly (bounded; SIGKILL if it does not stop in time).
   void stop() {
     if (pid_ <= 0) return;
-    ::kill(-pid_, SIGCONT);
+    signal_all(SIGCONT);
     ::kill(pid_, stop_signal());
     if (wait_exit(pid_, std::chrono::seconds(20)) == -1) {
-      ::kill(-pid_, SIGKILL);
+      signal_all(SIGKILL);
       wait_exit(pid_, std::chrono::seconds(10));
     }
     pid_ = -1;
   }
   /// Freezes every process of the server (SIGSTOP): connections stay open, nothing answers.
   void pause() {
-    if (pid_ > 0) ::kill(-pid_, SIGSTOP);
+    if (pid_ > 0) signal_all(SIGSTOP);
   }
   /// Undoes pause().
   void resume() {
-    if (pid_ > 0) ::kill(-pid_, SIGCONT);
+    if (pid_ > 0) signal_all(SIGCONT);
+  }
+
+  /// Sends `sig` to the server and all its descendants. A process group is not enough:
+  /// PostgreSQL's backends call setsid(), so they leave the postmaster's group.
+  void signal_all(int sig) {
+    std::vector<pid_t> all = {pid_};
+    for (std::size_t i = 0; i < all.size(); ++i) {
+      for (pid_t child : children_of(all[i])) all.push_back(child);
+    }
+    ::kill(-pid_, sig);
+    for (pid_t p : all) ::kill(p, sig);
+  }
+
+  /// The processes whose parent is `parent` (from /proc/<pid>/stat).
+  static std::vector<pid_t> children_of(pid_t parent) {
+    std::vector<pid_t> out;
+    DIR* d = ::opendir("/proc");
+    if (d == nullptr) return out;
+    while (dirent* e = ::readdir(d)) {
+      const int pid = std::atoi(e->d_name);
+      if (pid <= 0) continue;
+      const std::string stat = read_file("/proc/" + std::string(e->d_name) + "/stat");
+      const std::size_t close = stat.rfind(')');  // the command name may contain anything
+      if (close == std::string::npos || close + 4 > stat.size()) continue;
+      // after ")": " <state> <ppid> ..."
+      const int ppid = std::atoi(stat.c_str() + close + 4);
+      if (ppid == parent) out.push_back(pid);
+    }
+    ::closedir(d);
+    return out;
   }
 
   /// Starts (or restarts) the server and waits until it serves. Returns false, with why() set,

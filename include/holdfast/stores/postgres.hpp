@@ -1,0 +1,841 @@
+// holdfast/stores/postgres.hpp - postgres_store: a LeaseStore in a PostgreSQL table, and
+// postgres_fenced_update: a user's data row and its fence changed in ONE statement. Opt-in: needs
+// libpq (link -lpq, include path from `pkg-config --cflags libpq`); nothing in the core includes
+// it.
+//
+// Lease records live in a table (created on demand, name configurable, quoted safely), tokens come
+// from one SEQUENCE (store-wide, durable: WAL-logged, so they keep increasing across restarts and
+// crashes). Every operation is ONE prepared, parameterized statement, judged by the database's
+// clock (clock_timestamp()), and atomic per key by PostgreSQL's row locking:
+//
+//   operation | statement (T = the table, S = the sequence)
+//   ----------+-------------------------------------------------------------------------------
+//   acquire   | INSERT INTO T ... VALUES (sha256(key), key, owner, nextval(S), now + ttl)
+//             |   ON CONFLICT (key_hash) DO UPDATE SET owner, token = CASE same owner and live
+//             |   THEN old token ELSE nextval(S) END, expires_at ... WHERE expired OR same owner
+//             |   RETURNING token                      (no row back: busy)
+//   renew     | UPDATE T SET expires_at = now + ttl WHERE key, owner, token match AND live
+//   release   | UPDATE T SET owner = '', expires_at = -infinity WHERE key, owner, token match
+//   inspect   | SELECT owner, token, remaining ms WHERE key matches AND live
+//
+// The ON CONFLICT branch draws its token *after* it has locked the row, so two acquirers of one key
+// get tokens in the order they were granted (T1). The row is the key's memory: release and expiry
+// keep it (the token stays with it), so a key's next grant always comes through the locked branch.
+// A row is needed only while a statement that started before its last grant could still be
+// running; purge_expired() deletes rows expired longer ago than that (see its bounds).
+//
+// Table layout: key_hash bytea PRIMARY KEY (sha256 of the key: btree entries are limited to ~2.7
+// kB, keys are not), key bytea, owner bytea, token bigint, expires_at timestamptz. Keys and owners
+// are bytea parameters in binary format: any bytes, NUL included, up to 1 GB. Tokens: 1 .. 2^63-1
+// (a bigint sequence); a sequence at its maximum makes acquire report token_exhausted. The sequence
+// is also drawn (and the value dropped) by acquires that end busy or re-acquire: tokens have gaps.
+//
+// Time (T2): expiry uses clock_timestamp(), the database server's wall clock: a step of that clock
+// (an operator's `date -s`, NTP stepping instead of slewing) moves every expiry with it. Run the
+// database host with a slewing time daemon. TTLs are sent as durations, never as client instants.
+//
+// Connection: libpq conninfo string or URI; connect and command timeouts enforced by holdfast on a
+// non-blocking connection (poll), plus statement_timeout on the server. Authentication, TLS
+// (sslmode=...), host lists and target_session_attrs are whatever libpq and the conninfo give.
+// Host names are resolved by libpq synchronously, outside the connect timeout: use hostaddr= to
+// avoid DNS. Any transport failure, timeout or server error is an error, never a grant (T4): the
+// connection is dropped and re-established by the next call, the failed call is not retried, and
+// the server's message is kept in last_error_message().
+#ifndef HOLDFAST_STORES_POSTGRES_HPP
+#define HOLDFAST_STORES_POSTGRES_HPP
+
+#include <libpq-fe.h>
+#include <poll.h>
+
+#include <cerrno>
+#include <chrono>
+#include <climits>
+#include <cstddef>
+#include <cstdint>
+#include <cstring>
+#include <limits>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <system_error>
+#include <utility>
+#include <vector>
+
+#include "holdfast/error.hpp"
+#include "holdfast/fencing_token.hpp"
+#include "holdfast/result.hpp"
+#include "holdfast/store.hpp"
+
+namespace holdfast {
+
+/// The greatest token a PostgreSQL bigint sequence can issue.
+inline constexpr fencing_token postgres_max_token{
+    static_cast<fencing_token::rep>(std::numeric_limits<std::int64_t>::max())};
+
+/// How to reach PostgreSQL and where holdfast keeps its lease records there.
+struct postgres_options {
+  /// A libpq connection string ("host=10.0.0.5 dbname=app user=leases") or URI
+  /// ("postgresql://..."); empty uses libpq's defaults and PG* environment variables.
+  std::string conninfo{};
+  /// Schema of the table and sequence; empty means the first schema on the search_path.
+  std::string schema{};
+  /// Table of lease records, 1..63 bytes, no NUL; quoted, so any other bytes are fine.
+  /// Default "holdfast_leases".
+  std::string table = "holdfast_leases";
+  /// The token sequence; empty (default) means table + "_token_seq". Same rules as table.
+  std::string sequence{};
+  /// Creates the table and sequence (IF NOT EXISTS, under an advisory lock so that concurrent
+  /// first connections do not race) on every (re)connect. Turn off where the role may not create
+  /// tables; then create them from postgres_store::schema_sql(). Default true.
+  bool create_schema = true;
+  /// application_name reported to the server (unless conninfo sets one). Default "holdfast".
+  std::string application_name = "holdfast";
+  /// Bound on connecting and the session setup (SET, CREATE, PREPARE), in ms, > 0.
+  std::chrono::milliseconds connect_timeout{5000};
+  /// Bound on each statement, in ms, > 0: enforced by the client (the connection is dropped and
+  /// errc::timeout reported) and by the server (statement_timeout, errc::timeout).
+  std::chrono::milliseconds command_timeout{5000};
+
+  /// Returns errc::invalid_argument if a name or timeout is out of range; a zero code otherwise.
+  [[nodiscard]] std::error_code check() const noexcept;
+};
+
+namespace detail {
+
+struct pg_conn_deleter {
+  void operator()(PGconn* c) const noexcept { PQfinish(c); }
+};
+struct pg_result_deleter {
+  void operator()(PGresult* r) const noexcept { PQclear(r); }
+};
+using pg_conn_ptr = std::unique_ptr<PGconn, pg_conn_deleter>;
+/// An owned libpq result.
+using pg_result_ptr = std::unique_ptr<PGresult, pg_result_deleter>;
+
+inline constexpr unsigned int pg_bytea_oid = 17;
+inline constexpr unsigned int pg_int8_oid = 20;
+
+/// Quotes an SQL identifier ("a""b" for a"b). nullopt for an empty name, one longer than 63 bytes
+/// (PostgreSQL would silently truncate it) or one containing NUL.
+inline std::optional<std::string> pg_quote_ident(std::string_view name) {
+  if (name.empty() || name.size() > 63 || name.find('\0') != std::string_view::npos) {
+    return std::nullopt;
+  }
+  std::string out = "\"";
+  for (char c : name) {
+    if (c == '"') out += '"';
+    out += c;
+  }
+  out += '"';
+  return out;
+}
+
+/// Quotes a (possibly schema-qualified) name: "schema"."name", or "name".
+inline std::optional<std::string> pg_qualified(std::string_view schema, std::string_view name) {
+  std::optional<std::string> n = pg_quote_ident(name);
+  if (!n) return std::nullopt;
+  if (schema.empty()) return n;
+  std::optional<std::string> s = pg_quote_ident(schema);
+  if (!s) return std::nullopt;
+  return *s + "." + *n;
+}
+
+/// Makes an SQL string literal ('...' with quotes doubled; the session runs with
+/// standard_conforming_strings on, so backslashes are ordinary characters).
+inline std::string pg_literal(std::string_view text) {
+  std::string out = "'";
+  for (char c : text) {
+    if (c == '\'') out += '\'';
+    out += c;
+  }
+  out += '\'';
+  return out;
+}
+
+inline std::string pg_sequence_name(const postgres_options& o) {
+  return o.sequence.empty() ? o.table + "_token_seq" : o.sequence;
+}
+
+/// Maps a SQLSTATE (empty: a client-side failure such as a lost connection) to an errc.
+/// `user_statement`: the statement is the caller's own (a fenced update), so data, integrity and
+/// syntax errors (classes 22, 23, 42) are their invalid_argument rather than our protocol_error.
+inline errc classify_pg_error(const char* sqlstate, bool user_statement) noexcept {
+  const std::string_view s = sqlstate != nullptr ? sqlstate : "";
+  if (s.size() != 5) return errc::store_unavailable;  // no SQLSTATE: the connection failed
+  auto cls = [&](std::string_view c) { return s.compare(0, 2, c) == 0; };
+  if (s == "2200H") return errc::token_exhausted;          // sequence_generator_limit_exceeded
+  if (s == "57014" || s == "55P03") return errc::timeout;  // statement / lock timeout
+  if (cls("08") || cls("53") || cls("57") || cls("58") || cls("28") || s == "3D000" ||
+      s == "25006" || s == "40001" || s == "40P01" || s == "42501") {
+    // connection, resources, operator intervention (shutdown, crash), system, authentication,
+    // missing database, read-only (a standby), serialization/deadlock, privileges
+    return errc::store_unavailable;
+  }
+  if (user_statement && (cls("22") || cls("23") || cls("42"))) return errc::invalid_argument;
+  return errc::protocol_error;
+}
+
+inline std::uint64_t pg_read_be64(const char* p) noexcept {
+  std::uint64_t v = 0;
+  for (int i = 0; i < 8; ++i) v = (v << 8) | static_cast<unsigned char>(p[i]);
+  return v;
+}
+
+/// Reads column `col` of row 0 as a binary int8.
+inline std::optional<std::int64_t> pg_int8(const PGresult* r, int col) noexcept {
+  if (PQnfields(r) <= col || PQftype(r, col) != pg_int8_oid || PQfformat(r, col) != 1 ||
+      PQgetisnull(r, 0, col) || PQgetlength(r, 0, col) != 8) {
+    return std::nullopt;
+  }
+  return static_cast<std::int64_t>(pg_read_be64(PQgetvalue(r, 0, col)));
+}
+
+/// Waits until `fd` is ready for `events` or `deadline` passes: 1 ready, 0 timed out, -1 error.
+inline int pg_wait(int fd, short events, std::chrono::steady_clock::time_point deadline) {
+  for (;;) {
+    const auto left =
+        std::chrono::ceil<std::chrono::milliseconds>(deadline - std::chrono::steady_clock::now());
+    if (left <= std::chrono::milliseconds::zero()) return 0;
+    pollfd p{fd, events, 0};
+    const int ms = left.count() > INT_MAX ? INT_MAX : static_cast<int>(left.count());
+    const int r = ::poll(&p, 1, ms);
+    if (r < 0 && errno == EINTR) continue;
+    if (r < 0) return -1;
+    if (r == 0) continue;  // re-check the deadline (poll may round)
+    return 1;
+  }
+}
+
+inline void pg_ignore_notice(void*, const char*) {}
+
+/// One libpq connection driven in non-blocking mode with deadlines: connects lazily, prepares the
+/// given statements on every (re)connect, drops the connection on any failure that leaves its
+/// state in doubt, and keeps the last failure's text. Not thread-safe: the owner holds lock().
+class pg_link {
+ public:
+  struct statement {
+    std::string name;
+    std::string sql;
+    std::vector<unsigned int> types;
+  };
+
+  pg_link(postgres_options opts, std::vector<std::string> setup, std::vector<statement> prepared)
+      : opts_(std::move(opts)), setup_(std::move(setup)), prepared_(std::move(prepared)) {}
+
+  [[nodiscard]] std::unique_lock<std::mutex> lock() const {
+    return std::unique_lock<std::mutex>(mutex_);
+  }
+  [[nodiscard]] const postgres_options& options() const noexcept { return opts_; }
+  [[nodiscard]] const std::string& last_error() const noexcept { return last_error_; }
+
+  std::error_code fail(errc code, std::string message) {
+    while (!message.empty() && (message.back() == '\n' || message.back() == ' ')) {
+      message.pop_back();
+    }
+    last_error_ = std::move(message);
+    return code;
+  }
+
+  void disconnect() noexcept { conn_.reset(); }
+
+  std::error_code ensure_connected() {
+    if (conn_ && PQstatus(conn_.get()) == CONNECTION_OK) return {};
+    conn_.reset();
+    if (opts_.check()) return fail(errc::invalid_argument, "invalid postgres_options");
+    const auto deadline = std::chrono::steady_clock::now() + opts_.connect_timeout;
+    const char* keys[] = {"application_name", "dbname", nullptr};
+    const char* values[] = {opts_.application_name.c_str(), opts_.conninfo.c_str(), nullptr};
+    pg_conn_ptr c(PQconnectStartParams(keys, values, 1));
+    if (!c) return fail(errc::store_unavailable, "postgres: cannot allocate a connection");
+    if (PQstatus(c.get()) == CONNECTION_BAD) {
+      return fail(errc::store_unavailable, std::string("postgres: ") + PQerrorMessage(c.get()));
+    }
+    PostgresPollingStatusType st = PGRES_POLLING_WRITING;
+    while (st != PGRES_POLLING_OK) {
+      if (st == PGRES_POLLING_FAILED) {
+        return fail(errc::store_unavailable, std::string("postgres: ") + PQerrorMessage(c.get()));
+      }
+      const short events = st == PGRES_POLLING_READING ? POLLIN : POLLOUT;
+      const int w = pg_wait(PQsocket(c.get()), events, deadline);
+      if (w == 0) return fail(errc::timeout, "postgres: connect timed out");
+      if (w < 0) return fail(errc::store_unavailable, "postgres: poll failed while connecting");
+      st = PQconnectPoll(c.get());
+    }
+    PQsetNoticeProcessor(c.get(), pg_ignore_notice, nullptr);
+    if (PQsetnonblocking(c.get(), 1) != 0) {
+      return fail(errc::store_unavailable, std::string("postgres: ") + PQerrorMessage(c.get()));
+    }
+    conn_ = std::move(c);
+    for (const std::string& sql : setup_) {
+      result<pg_result_ptr> r =
+          run([&](PGconn* pc) { return PQsendQuery(pc, sql.c_str()); }, deadline, false);
+      if (!r) {
+        conn_.reset();
+        return r.error();
+      }
+    }
+    for (const statement& s : prepared_) {
+      result<pg_result_ptr> r = run(
+          [&](PGconn* pc) {
+            return PQsendPrepare(pc, s.name.c_str(), s.sql.c_str(),
+                                 static_cast<int>(s.types.size()),
+                                 reinterpret_cast<const Oid*>(s.types.data()));
+          },
+          deadline, false);
+      if (!r) {
+        conn_.reset();
+        return r.error();
+      }
+    }
+    return {};
+  }
+
+  /// Runs prepared statement `index` with binary-or-text parameters; results in binary format.
+  result<pg_result_ptr> exec(std::size_t index, int n, const char* const* values,
+                             const int* lengths, const int* formats) {
+    if (std::error_code ec = ensure_connected()) return ec;
+    const auto deadline = std::chrono::steady_clock::now() + opts_.command_timeout;
+    const std::string& name = prepared_[index].name;
+    return run(
+        [&](PGconn* pc) {
+          return PQsendQueryPrepared(pc, name.c_str(), n, values, lengths, formats, 1);
+        },
+        deadline, false);
+  }
+
+  /// Sends with `send`, then reads every result until the deadline. Returns the last result, or
+  /// the error of the first failed one (classified; `user_statement` as for classify_pg_error).
+  template <class Send>
+  result<pg_result_ptr> run(Send send, std::chrono::steady_clock::time_point deadline,
+                            bool user_statement) {
+    PGconn* c = conn_.get();
+    if (!send(c)) return broken("postgres: send: ");
+    for (;;) {
+      const int f = PQflush(c);
+      if (f == 0) break;
+      if (f < 0) return broken("postgres: send: ");
+      const int w = pg_wait(PQsocket(c), POLLIN | POLLOUT, deadline);
+      if (w == 0) return timed_out();
+      if (w < 0 || !PQconsumeInput(c)) return broken("postgres: ");
+    }
+    pg_result_ptr last;
+    pg_result_ptr first_error;
+    for (;;) {
+      while (PQisBusy(c)) {
+        const int w = pg_wait(PQsocket(c), POLLIN, deadline);
+        if (w == 0) return timed_out();
+        if (w < 0 || !PQconsumeInput(c)) return broken("postgres: ");
+      }
+      pg_result_ptr r(PQgetResult(c));
+      if (!r) break;
+      const ExecStatusType st = PQresultStatus(r.get());
+      if (st == PGRES_COMMAND_OK || st == PGRES_TUPLES_OK) {
+        last = std::move(r);
+      } else if (!first_error) {
+        first_error = std::move(r);
+      }
+    }
+    if (first_error) {
+      const char* state = PQresultErrorField(first_error.get(), PG_DIAG_SQLSTATE);
+      const errc code = PQresultStatus(first_error.get()) == PGRES_FATAL_ERROR
+                            ? classify_pg_error(state, user_statement)
+                            : errc::protocol_error;
+      std::string msg = "postgres: ";
+      if (state != nullptr) msg += std::string(state) + ": ";
+      msg += PQresultErrorMessage(first_error.get());
+      if (PQstatus(c) != CONNECTION_OK || PQtransactionStatus(c) != PQTRANS_IDLE) {
+        conn_.reset();  // a session in doubt (or inside a failed setup transaction) is not reused
+      }
+      return fail(code, std::move(msg));
+    }
+    if (PQstatus(c) != CONNECTION_OK) return broken("postgres: ");
+    if (!last) return fail(errc::protocol_error, "postgres: no result");
+    return last;
+  }
+
+  [[nodiscard]] PGconn* connection() const noexcept { return conn_.get(); }
+
+ private:
+  std::error_code broken(const char* what) {
+    std::string msg = std::string(what) + PQerrorMessage(conn_.get());
+    conn_.reset();
+    return fail(errc::store_unavailable, std::move(msg));
+  }
+  std::error_code timed_out() {
+    // The statement may still run on the server (a grant may be made that nobody is told about:
+    // it expires). The session's state is unknown, so it is dropped rather than reused.
+    conn_.reset();
+    return fail(errc::timeout, "postgres: statement timed out (client deadline)");
+  }
+
+  postgres_options opts_;
+  std::vector<std::string> setup_;
+  std::vector<statement> prepared_;
+  pg_conn_ptr conn_;
+  std::string last_error_;
+  mutable std::mutex mutex_;
+};
+
+}  // namespace detail
+
+inline std::error_code postgres_options::check() const noexcept {
+  if (connect_timeout <= std::chrono::milliseconds::zero() ||
+      command_timeout <= std::chrono::milliseconds::zero() || command_timeout.count() > INT_MAX) {
+    return errc::invalid_argument;
+  }
+  if (conninfo.find('\0') != std::string::npos ||
+      application_name.find('\0') != std::string::npos) {
+    return errc::invalid_argument;
+  }
+  if (!detail::pg_qualified(schema, table)) return errc::invalid_argument;
+  if (!detail::pg_qualified(schema, detail::pg_sequence_name(*this))) {
+    return errc::invalid_argument;
+  }
+  return {};
+}
+
+/// A LeaseStore in a PostgreSQL table (see the file overview for the statements, durability and
+/// failure behaviour). Models LeaseStore with inspect().
+///
+/// Tokens are store-wide (one sequence per table): every new grant of any key carries a token
+/// greater than every token the sequence issued before, across restarts and crashes, in
+/// 1 .. 2^63-1. Semantics match memory_store, including "release of an expired lease nobody took
+/// over succeeds", except that expiry follows the database server's clock.
+///
+/// Thread-safety: every member function may be called concurrently; one mutex serializes the
+/// connection (a PGconn is single-threaded), so callers take turns, one round trip each. For
+/// parallel round trips use one postgres_store per thread. Not fork-safe: a child process makes
+/// its own. Connects lazily on first use (or connect()).
+class postgres_store {
+ public:
+  /// Makes a store for the database in `opts`; connects on first use. Never throws on its own
+  /// (allocation aside).
+  explicit postgres_store(postgres_options opts = {})
+      : link_(opts, setup_sql(opts), statements(opts)) {}
+
+  postgres_store(const postgres_store&) = delete;
+  postgres_store& operator=(const postgres_store&) = delete;
+
+  /// Returns the SQL that creates the table and sequence (what create_schema runs), for a DBA to
+  /// run ahead of time. Empty if the options name an invalid table or sequence.
+  static std::string schema_sql(const postgres_options& o) {
+    const std::optional<std::string> t = detail::pg_qualified(o.schema, o.table);
+    const std::optional<std::string> s =
+        detail::pg_qualified(o.schema, detail::pg_sequence_name(o));
+    if (!t || !s) return {};
+    return "CREATE TABLE IF NOT EXISTS " + *t +
+           " (key_hash bytea PRIMARY KEY, key bytea NOT NULL, owner bytea NOT NULL, "
+           "token bigint NOT NULL, expires_at timestamptz NOT NULL);\n"
+           "CREATE SEQUENCE IF NOT EXISTS " +
+           *s + " AS bigint MINVALUE 1 NO CYCLE;\n";
+  }
+
+  /// Connects now (session setup, table creation, statement preparation) instead of on first use.
+  /// \returns success; errc::invalid_argument for bad options; errc::store_unavailable (cannot
+  ///   connect, authentication refused, ...), errc::timeout, errc::protocol_error (e.g. a table
+  ///   of that name with another layout), with the server's text in last_error_message().
+  result<void> connect() {
+    auto guard = link_.lock();
+    if (std::error_code ec = link_.ensure_connected()) return ec;
+    return {};
+  }
+
+  /// Grants `key` to `owner` for `ttl` (ms) iff it has no unexpired lease (by the database's
+  /// clock), with the next value of the sequence, in one statement. The same owner re-acquiring
+  /// its live lease gets the same token back and its expiry moved to at least now + ttl.
+  /// \returns the grant {token, ttl}; errc::busy if another owner holds a live lease;
+  ///   errc::invalid_argument for an empty key/owner or ttl not in (0, max_ttl];
+  ///   errc::token_exhausted if the sequence is at 2^63-1; errc::store_unavailable or
+  ///   errc::timeout if the database is unreachable, not serving or too slow (no grant is
+  ///   reported; one may have been made and simply expires); errc::protocol_error for a result
+  ///   of the wrong shape or an unexpected SQL error.
+  result<grant> try_acquire(std::string_view key, std::string_view owner,
+                            std::chrono::milliseconds ttl) {
+    if (std::error_code ec = check_acquire_args(key, owner, ttl)) return ec;
+    auto guard = link_.lock();
+    ttl_text_ = std::to_string(ttl.count());
+    const char* values[] = {key.data(), owner.data(), ttl_text_.c_str()};
+    const int lengths[] = {length(key), length(owner), 0};
+    const int formats[] = {1, 1, 0};
+    if (lengths[0] < 0 || lengths[1] < 0) return errc::invalid_argument;
+    result<detail::pg_result_ptr> r = link_.exec(kAcquire, 3, values, lengths, formats);
+    if (!r) return r.error();
+    const PGresult* res = r->get();
+    if (PQntuples(res) == 0 && PQnfields(res) == 1) return errc::busy;
+    if (PQntuples(res) == 1 && PQnfields(res) == 1) {
+      const std::optional<std::int64_t> t = detail::pg_int8(res, 0);
+      if (t && *t > 0) return grant{fencing_token(static_cast<std::uint64_t>(*t)), ttl};
+    }
+    return link_.fail(errc::protocol_error, "postgres: acquire: unexpected result shape");
+  }
+
+  /// Moves the expiry of the lease on `key` to now + `ttl` (ms) iff `owner` holds it with `token`
+  /// and it has not expired, in one statement. \returns the grant (same token); errc::lease_lost
+  ///   otherwise; errc::invalid_argument (see check_renew_args); store_unavailable, timeout,
+  ///   protocol_error as for try_acquire.
+  result<grant> renew(std::string_view key, std::string_view owner, fencing_token token,
+                      std::chrono::milliseconds ttl) {
+    if (std::error_code ec = check_renew_args(key, owner, token, ttl)) return ec;
+    if (token > postgres_max_token) return errc::lease_lost;  // no sequence issues it
+    auto guard = link_.lock();
+    ttl_text_ = std::to_string(ttl.count());
+    token_text_ = std::to_string(token.value());
+    const char* values[] = {key.data(), owner.data(), token_text_.c_str(), ttl_text_.c_str()};
+    const int lengths[] = {length(key), length(owner), 0, 0};
+    const int formats[] = {1, 1, 0, 0};
+    if (lengths[0] < 0 || lengths[1] < 0) return errc::invalid_argument;
+    result<detail::pg_result_ptr> r = link_.exec(kRenew, 4, values, lengths, formats);
+    if (!r) return r.error();
+    const PGresult* res = r->get();
+    if (PQntuples(res) == 0 && PQnfields(res) == 1) return errc::lease_lost;
+    if (PQntuples(res) == 1 &&
+        detail::pg_int8(res, 0) == static_cast<std::int64_t>(token.value())) {
+      return grant{token, ttl};
+    }
+    return link_.fail(errc::protocol_error, "postgres: renew: unexpected result shape");
+  }
+
+  /// Frees `key` iff `owner` holds it with `token` (expired or not, as memory_store), in one
+  /// statement; the row stays, emptied, to carry the key's history. \returns success;
+  ///   errc::not_holder otherwise; errc::invalid_argument (see check_release_args);
+  ///   store_unavailable, timeout, protocol_error as for try_acquire.
+  result<void> release(std::string_view key, std::string_view owner, fencing_token token) {
+    if (std::error_code ec = check_release_args(key, owner, token)) return ec;
+    if (token > postgres_max_token) return errc::not_holder;
+    auto guard = link_.lock();
+    token_text_ = std::to_string(token.value());
+    const char* values[] = {key.data(), owner.data(), token_text_.c_str()};
+    const int lengths[] = {length(key), length(owner), 0};
+    const int formats[] = {1, 1, 0};
+    if (lengths[0] < 0 || lengths[1] < 0) return errc::invalid_argument;
+    result<detail::pg_result_ptr> r = link_.exec(kRelease, 3, values, lengths, formats);
+    if (!r) return r.error();
+    const PGresult* res = r->get();
+    if (PQntuples(res) == 1 && PQnfields(res) == 1) return {};
+    if (PQntuples(res) == 0 && PQnfields(res) == 1) return errc::not_holder;
+    return link_.fail(errc::protocol_error, "postgres: release: unexpected result shape");
+  }
+
+  /// Returns the live lease on `key` (owner, token, time left by the database's clock in ms,
+  /// rounded down), or nullopt. \returns errc::invalid_argument for an empty key;
+  ///   store_unavailable, timeout, protocol_error.
+  result<std::optional<lease_record>> inspect(std::string_view key) {
+    if (key.empty()) return errc::invalid_argument;
+    auto guard = link_.lock();
+    const char* values[] = {key.data()};
+    const int lengths[] = {length(key)};
+    const int formats[] = {1};
+    if (lengths[0] < 0) return errc::invalid_argument;
+    result<detail::pg_result_ptr> r = link_.exec(kInspect, 1, values, lengths, formats);
+    if (!r) return r.error();
+    const PGresult* res = r->get();
+    if (PQntuples(res) == 0 && PQnfields(res) == 3) return std::optional<lease_record>{};
+    if (PQntuples(res) == 1 && PQnfields(res) == 3 && PQftype(res, 0) == detail::pg_bytea_oid &&
+        PQfformat(res, 0) == 1 && !PQgetisnull(res, 0, 0)) {
+      const std::optional<std::int64_t> t = detail::pg_int8(res, 1);
+      const std::optional<std::int64_t> left = detail::pg_int8(res, 2);
+      if (t && *t > 0 && left && *left >= 0) {
+        return std::optional<lease_record>{lease_record{
+            std::string(PQgetvalue(res, 0, 0), static_cast<std::size_t>(PQgetlength(res, 0, 0))),
+            fencing_token(static_cast<std::uint64_t>(*t)), std::chrono::milliseconds(*left)}};
+      }
+    }
+    return link_.fail(errc::protocol_error, "postgres: inspect: unexpected result shape");
+  }
+
+  /// Returns the newest token the sequence has issued (none if it has issued none). Values drawn
+  /// by statements that ended busy count too. \returns store_unavailable, timeout, protocol_error.
+  result<fencing_token> last_token() {
+    auto guard = link_.lock();
+    result<detail::pg_result_ptr> r = link_.exec(kLastToken, 0, nullptr, nullptr, nullptr);
+    if (!r) return r.error();
+    const PGresult* res = r->get();
+    if (PQntuples(res) == 1) {
+      const std::optional<std::int64_t> t = detail::pg_int8(res, 0);
+      if (t && *t >= 0) return fencing_token(static_cast<std::uint64_t>(*t));
+    }
+    return link_.fail(errc::protocol_error, "postgres: last_token: unexpected result shape");
+  }
+
+  /// Deletes lease rows that expired (or were released) more than `grace` (ms) ago, to bound the
+  /// table to the keys in recent use. Safe iff no acquire statement on this table can run longer
+  /// than `grace`: a statement that drew its token before a row's last grant must be gone before
+  /// the row is, or it could insert that older token afresh (T1). holdfast bounds its own
+  /// statements by command_timeout (statement_timeout), so `grace` must exceed the command_timeout
+  /// of every store on the table. \returns how many rows were deleted; errc::invalid_argument if
+  ///   `grace` <= this store's command_timeout or > max_ttl; store_unavailable, timeout,
+  ///   protocol_error.
+  result<std::uint64_t> purge_expired(std::chrono::milliseconds grace) {
+    if (grace <= link_.options().command_timeout || grace > max_ttl) {
+      return errc::invalid_argument;
+    }
+    auto guard = link_.lock();
+    ttl_text_ = std::to_string(grace.count());
+    const char* values[] = {ttl_text_.c_str()};
+    const int lengths[] = {0};
+    const int formats[] = {0};
+    result<detail::pg_result_ptr> r = link_.exec(kPurge, 1, values, lengths, formats);
+    if (!r) return r.error();
+    const PGresult* res = r->get();
+    if (PQnfields(res) == 1 && PQntuples(res) == 1) {
+      const std::optional<std::int64_t> n = detail::pg_int8(res, 0);
+      if (n && *n >= 0) return static_cast<std::uint64_t>(*n);
+    }
+    return link_.fail(errc::protocol_error, "postgres: purge: unexpected result shape");
+  }
+
+  /// Returns the text of the most recent failure on this store, with the SQLSTATE first when the
+  /// server sent one (e.g. "postgres: 57P01: FATAL: terminating connection due to administrator
+  /// command"), or libpq's own text (e.g. "connection refused"). Empty if nothing failed. Under
+  /// concurrent use it may belong to another thread's call. busy, lease_lost and not_holder are
+  /// outcomes, not failures, and do not change it.
+  [[nodiscard]] std::string last_error_message() const {
+    auto guard = link_.lock();
+    return link_.last_error();
+  }
+
+  /// Returns the options the store was made with.
+  [[nodiscard]] const postgres_options& options() const noexcept { return link_.options(); }
+
+ private:
+  static constexpr std::size_t kAcquire = 0;
+  static constexpr std::size_t kRenew = 1;
+  static constexpr std::size_t kRelease = 2;
+  static constexpr std::size_t kInspect = 3;
+  static constexpr std::size_t kLastToken = 4;
+  static constexpr std::size_t kPurge = 5;
+
+  static int length(std::string_view s) noexcept {
+    return s.size() > static_cast<std::size_t>(INT_MAX) ? -1 : static_cast<int>(s.size());
+  }
+
+  static std::vector<std::string> setup_sql(const postgres_options& o) {
+    std::vector<std::string> out;
+    out.push_back("SET statement_timeout = " + std::to_string(o.command_timeout.count()) +
+                  "; SET client_min_messages = warning; SET standard_conforming_strings = on");
+    if (o.create_schema && !schema_sql(o).empty()) {
+      // One transaction under an advisory lock: CREATE ... IF NOT EXISTS alone still races
+      // (two sessions can both see "absent" and one fails on the catalog's unique index).
+      out.push_back("BEGIN; SELECT pg_advisory_xact_lock(4684075206217541709); " + schema_sql(o) +
+                    "COMMIT");
+    }
+    return out;
+  }
+
+  static std::vector<detail::pg_link::statement> statements(const postgres_options& o) {
+    using detail::pg_bytea_oid;
+    using detail::pg_int8_oid;
+    const std::string t = detail::pg_qualified(o.schema, o.table).value_or("\"invalid\"");
+    const std::string s =
+        detail::pg_qualified(o.schema, detail::pg_sequence_name(o)).value_or("\"invalid\"");
+    const std::string next = "nextval(" + detail::pg_literal(s) + "::regclass)";
+    // "now" is read once, when the proposed row is built; EXCLUDED.expires_at - ttl gives it back
+    // inside ON CONFLICT. A statement that waited for the row lock judges expiry by that earlier
+    // instant: it may answer busy a little longer, never grant early.
+    const std::string now = "(EXCLUDED.expires_at - $3 * interval '1 millisecond')";
+    const std::string live_same_owner = "(l.owner = EXCLUDED.owner AND l.expires_at > " + now + ")";
+    return {
+        {"holdfast_acquire",
+         "INSERT INTO " + t +
+             " AS l (key_hash, key, owner, token, expires_at) VALUES (sha256($1), $1, $2, " + next +
+             ", clock_timestamp() + $3 * interval '1 millisecond') ON CONFLICT (key_hash) DO "
+             "UPDATE "
+             "SET owner = EXCLUDED.owner, token = CASE WHEN " +
+             live_same_owner + " THEN l.token ELSE " + next + " END, expires_at = CASE WHEN " +
+             live_same_owner +
+             " THEN GREATEST(l.expires_at, EXCLUDED.expires_at) ELSE EXCLUDED.expires_at END "
+             "WHERE l.expires_at <= " +
+             now + " OR l.owner = EXCLUDED.owner RETURNING token",
+         {pg_bytea_oid, pg_bytea_oid, pg_int8_oid}},
+        {"holdfast_renew",
+         "UPDATE " + t +
+             " SET expires_at = clock_timestamp() + $4 * interval '1 millisecond' "
+             "WHERE key_hash = sha256($1) AND owner = $2 AND token = $3 "
+             "AND expires_at > clock_timestamp() RETURNING token",
+         {pg_bytea_oid, pg_bytea_oid, pg_int8_oid, pg_int8_oid}},
+        {"holdfast_release",
+         "UPDATE " + t +
+             " SET owner = ''::bytea, expires_at = '-infinity' "
+             "WHERE key_hash = sha256($1) AND owner = $2 AND token = $3 RETURNING token",
+         {pg_bytea_oid, pg_bytea_oid, pg_int8_oid}},
+        {"holdfast_inspect",
+         "WITH n AS MATERIALIZED (SELECT clock_timestamp() AS now) "
+         "SELECT owner, token, GREATEST(0, floor(EXTRACT(EPOCH FROM (expires_at - n.now)) * 1000))"
+         "::int8 FROM " +
+             t + ", n WHERE key_hash = sha256($1) AND expires_at > n.now",
+         {pg_bytea_oid}},
+        {"holdfast_last_token",
+         "SELECT CASE WHEN is_called THEN last_value ELSE 0 END::int8 FROM " + s,
+         {}},
+        {"holdfast_purge",
+         "WITH d AS (DELETE FROM " + t +
+             " WHERE expires_at < clock_timestamp() - $1 * interval '1 millisecond' RETURNING 1) "
+             "SELECT count(*)::int8 FROM d",
+         {pg_int8_oid}},
+    };
+  }
+
+  detail::pg_link link_;
+  std::string ttl_text_;  // scratch, guarded by the link's mutex
+  std::string token_text_;
+};
+
+/// One parameter of a fenced statement: text (the server parses it as the column's type, so it
+/// may not contain NUL), raw bytes (binary format, for a bytea column), or SQL NULL.
+struct postgres_param {
+  std::optional<std::string_view> value;  ///< nullopt is SQL NULL
+  bool binary = false;                    ///< true: raw bytes for a bytea column
+
+  /// A text parameter.
+  postgres_param(std::string_view text) : value(text) {}  // NOLINT: implicit by design
+  /// A text parameter.
+  postgres_param(const char* text) : value(std::string_view(text)) {}  // NOLINT
+  /// A text parameter.
+  postgres_param(const std::string& text) : value(std::string_view(text)) {}  // NOLINT
+  /// SQL NULL.
+  static postgres_param null() { return postgres_param(std::nullopt, false); }
+  /// Raw bytes, sent in binary format (for a bytea column; any bytes, NUL included).
+  static postgres_param bytes(std::string_view raw) { return postgres_param(raw, true); }
+
+ private:
+  postgres_param(std::optional<std::string_view> v, bool b) : value(v), binary(b) {}
+};
+
+/// Where the fenced rows live: the user's table, its key column and its fence column (a bigint,
+/// NULL or the newest token admitted for that row).
+struct postgres_fence_options {
+  std::string schema{};                ///< Empty: the search_path decides.
+  std::string table;                   ///< The user's table (quoted: any name up to 63 bytes).
+  std::string id_column = "id";        ///< The column that identifies a row.
+  std::string fence_column = "fence";  ///< bigint column holding the row's newest admitted token.
+};
+
+/// A fenced UPDATE of one row of the user's table: the data columns and the fence change in ONE
+/// statement, which admits the token iff it is not older than the row's fence (DESIGN §5;
+/// Kleppmann 2016). PostgreSQL re-checks the WHERE clause on the newest row version after waiting
+/// for a concurrent writer, so two racing writers are admitted in token order and an older token
+/// can never land after a newer one. No read-then-write, no transaction needed:
+///
+///   WITH holdfast_row AS (SELECT 1 FROM T WHERE id = $2),
+///        holdfast_write AS (UPDATE T SET <set_sql>, fence = $1
+///                           WHERE id = $2 AND (fence IS NULL OR fence <= $1) RETURNING 1)
+///   SELECT (SELECT count(*) FROM holdfast_write), (SELECT count(*) FROM holdfast_row)
+///
+/// `set_sql` is the caller's own SQL (trusted, never user input), e.g. "balance = balance + $3",
+/// with $3, $4, ... bound to the parameters passed to execute(); $1 is the token, $2 the id.
+///
+/// Thread-safety: immutable after make(); execute() uses the caller's connection, which the caller
+/// must not use concurrently (libpq's rule).
+class postgres_fenced_update {
+ public:
+  /// Builds the statement. \returns it; errc::invalid_argument for an invalid table/column name
+  ///   or an empty set_sql.
+  static result<postgres_fenced_update> make(const postgres_fence_options& opts,
+                                             std::string_view set_sql) {
+    const std::optional<std::string> t = detail::pg_qualified(opts.schema, opts.table);
+    const std::optional<std::string> id = detail::pg_quote_ident(opts.id_column);
+    const std::optional<std::string> f = detail::pg_quote_ident(opts.fence_column);
+    if (!t || !id || !f || set_sql.empty() || set_sql.find('\0') != std::string_view::npos) {
+      return errc::invalid_argument;
+    }
+    postgres_fenced_update u;
+    u.sql_ = "WITH holdfast_row AS (SELECT 1 FROM " + *t + " WHERE " + *id +
+             " = $2), holdfast_write AS (UPDATE " + *t + " SET " + std::string(set_sql) + ", " +
+             *f + " = $1 WHERE " + *id + " = $2 AND (" + *f + " IS NULL OR " + *f +
+             " <= $1) RETURNING 1) SELECT (SELECT count(*) FROM holdfast_write)::int8, "
+             "(SELECT count(*) FROM holdfast_row)::int8";
+    return u;
+  }
+
+  /// Returns the statement text ($1 token, $2 id, $3... the caller's parameters).
+  [[nodiscard]] const std::string& sql() const noexcept { return sql_; }
+
+  /// Runs the fenced update on `conn` (blocking, in the caller's session and transaction, if
+  /// any): the row `id` gets `set_sql` applied and its fence set to `token` iff its fence is NULL
+  /// or not newer than `token`.
+  /// \returns success (the row was written);
+  ///   errc::stale_token if the row's fence holds a newer token (nothing changes);
+  ///   errc::invalid_argument for a token that no store issues (none, max, or above 2^63-1, the
+  ///     bigint limit), a text parameter containing NUL, no row with that id, or an SQL error in
+  ///     the caller's own statement (syntax, types, constraints);
+  ///   errc::store_unavailable (no or a broken connection, server shutting down), errc::timeout
+  ///     (statement_timeout), errc::protocol_error (anything else).
+  /// The server's message, when there is one, is stored in `*error_message` if given.
+  result<void> execute(PGconn* conn, fencing_token token, postgres_param id,
+                       const std::vector<postgres_param>& params = {},
+                       std::string* error_message = nullptr) const {
+    auto say = [&](errc e, std::string msg) -> result<void> {
+      if (error_message != nullptr) *error_message = std::move(msg);
+      return e;
+    };
+    if (!token.is_issuable() || token > postgres_max_token) {
+      return say(errc::invalid_argument, "token outside 1 .. 2^63-1");
+    }
+    if (conn == nullptr || PQstatus(conn) != CONNECTION_OK) {
+      return say(errc::store_unavailable, "postgres: no open connection");
+    }
+    const std::string token_text = std::to_string(token.value());
+    std::vector<const char*> values;
+    std::vector<int> lengths;
+    std::vector<int> formats;
+    auto add = [&](const postgres_param& p) {
+      if (!p.value) {
+        values.push_back(nullptr);
+        lengths.push_back(0);
+        formats.push_back(0);
+        return true;
+      }
+      if (p.value->size() > static_cast<std::size_t>(INT_MAX)) return false;
+      if (!p.binary && p.value->find('\0') != std::string_view::npos) return false;
+      values.push_back(p.value->data() != nullptr ? p.value->data() : "");
+      lengths.push_back(static_cast<int>(p.value->size()));
+      formats.push_back(p.binary ? 1 : 0);
+      return true;
+    };
+    bool ok = add(postgres_param(std::string_view(token_text))) && add(id);
+    for (const postgres_param& p : params) ok = ok && add(p);
+    if (!ok) return say(errc::invalid_argument, "a text parameter contains NUL, or is > 2 GB");
+    // Text parameters need 0-terminated strings: copy those that are not.
+    std::vector<std::string> copies;
+    copies.reserve(values.size());
+    for (std::size_t i = 0; i < values.size(); ++i) {
+      if (values[i] != nullptr && formats[i] == 0) {
+        copies.emplace_back(values[i], static_cast<std::size_t>(lengths[i]));
+        values[i] = copies.back().c_str();
+      }
+    }
+    detail::pg_result_ptr r(PQexecParams(conn, sql_.c_str(), static_cast<int>(values.size()),
+                                         nullptr, values.data(), lengths.data(), formats.data(),
+                                         1));
+    if (!r) return say(errc::store_unavailable, std::string("postgres: ") + PQerrorMessage(conn));
+    if (PQresultStatus(r.get()) != PGRES_TUPLES_OK) {
+      const char* state = PQresultErrorField(r.get(), PG_DIAG_SQLSTATE);
+      std::string msg = "postgres: ";
+      if (state != nullptr) msg += std::string(state) + ": ";
+      msg += PQresultErrorMessage(r.get());
+      const errc e = PQresultStatus(r.get()) == PGRES_FATAL_ERROR
+                         ? detail::classify_pg_error(state, true)
+                         : errc::protocol_error;
+      return say(e, std::move(msg));
+    }
+    const std::optional<std::int64_t> written =
+        PQntuples(r.get()) == 1 ? detail::pg_int8(r.get(), 0) : std::nullopt;
+    const std::optional<std::int64_t> exists =
+        PQntuples(r.get()) == 1 ? detail::pg_int8(r.get(), 1) : std::nullopt;
+    if (!written || !exists) return say(errc::protocol_error, "postgres: unexpected result shape");
+    if (*written == 1) return {};
+    if (*written == 0 && *exists == 1) return errc::stale_token;
+    if (*written == 0 && *exists == 0) return say(errc::invalid_argument, "no row with that id");
+    return say(errc::protocol_error, "postgres: the id matched more than one row");
+  }
+
+ private:
+  postgres_fenced_update() = default;
+  std::string sql_;
+};
+
+}  // namespace holdfast
+
+#endif  // HOLDFAST_STORES_POSTGRES_HPP

@@ -1,0 +1,668 @@
+// Tests of stores/postgres.hpp against real PostgreSQL servers: the LeaseStore contract (the same
+// checks memory_store passes), hostile keys, table naming, token exhaustion, purge, the fenced
+// update, a backend terminated mid-statement, statement timeouts, and faults on a server the tests
+// own (kill -9 of every server process, restart, a frozen server).
+#include <libpq-fe.h>
+#include <catch2/catch.hpp>
+
+#include <atomic>
+#include <chrono>
+#include <memory>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "../support/real_servers.hpp"
+#include "../support/store_contract.hpp"
+#include "holdfast/clock.hpp"
+#include "holdfast/lease.hpp"
+#include "holdfast/stores/postgres.hpp"
+
+using holdfast::errc;
+using holdfast::fencing_token;
+using holdfast::postgres_options;
+using holdfast::postgres_store;
+using std::chrono::milliseconds;
+using namespace std::string_literals;
+
+namespace {
+
+#define REQUIRE_NO_VIOLATIONS(list)                            \
+  do {                                                         \
+    const std::vector<std::string> v_ = (list);                \
+    std::string t_;                                            \
+    for (const std::string& s_ : v_) t_ += "  - " + s_ + "\n"; \
+    INFO("violations:\n" << t_);                               \
+    CHECK(v_.empty());                                         \
+  } while (0)
+
+/// A plain libpq session for the test's own look behind the store's back.
+class admin {
+ public:
+  explicit admin(const std::string& conninfo) : c_(PQconnectdb(conninfo.c_str())) {
+    REQUIRE(c_ != nullptr);
+    INFO(PQerrorMessage(c_));
+    REQUIRE(PQstatus(c_) == CONNECTION_OK);
+    PQsetNoticeProcessor(
+        c_, [](void*, const char*) {}, nullptr);
+  }
+  ~admin() { PQfinish(c_); }
+  admin(const admin&) = delete;
+  admin& operator=(const admin&) = delete;
+
+  /// Runs `sql` with text parameters; returns the first column of the first row ("" if none).
+  std::string exec(const std::string& sql, std::vector<std::string> params = {}) {
+    std::vector<const char*> values;
+    for (const std::string& p : params) values.push_back(p.c_str());
+    PGresult* r = PQexecParams(c_, sql.c_str(), static_cast<int>(values.size()), nullptr,
+                               values.data(), nullptr, nullptr, 0);
+    const ExecStatusType st = PQresultStatus(r);
+    INFO(sql << ": " << PQresultErrorMessage(r));
+    CHECK((st == PGRES_COMMAND_OK || st == PGRES_TUPLES_OK));
+    std::string out;
+    if (st == PGRES_TUPLES_OK && PQntuples(r) > 0 && PQnfields(r) > 0) out = PQgetvalue(r, 0, 0);
+    PQclear(r);
+    return out;
+  }
+  /// Sends `sql` without waiting for its result (for statements that block).
+  void send(const std::string& sql) { REQUIRE(PQsendQuery(c_, sql.c_str()) == 1); }
+  void drain() {
+    while (PGresult* r = PQgetResult(c_)) PQclear(r);
+  }
+  PGconn* conn() { return c_; }
+
+ private:
+  PGconn* c_;
+};
+
+/// The database for tests that do not hurt the server: the shared one (HOLDFAST_PG_CONNINFO) or
+/// one of our own. nullopt (after a loud skip) only outside CI.
+std::optional<std::string> shared_pg() {
+  if (std::optional<std::string> ci = hf_test::env("HOLDFAST_PG_CONNINFO")) return ci;
+  static std::unique_ptr<hf_test::postgres_server> own;
+  if (!own) {
+    own = std::make_unique<hf_test::postgres_server>();
+    if (!own->start()) {
+      const std::string why = "no PostgreSQL: HOLDFAST_PG_CONNINFO unset and " + own->why();
+      own.reset();
+      if (hf_test::in_ci()) FAIL(why);
+      hf_test::loud_skip(why);
+      return std::nullopt;
+    }
+  }
+  return own->conninfo();
+}
+
+/// Options naming a table and sequence of their own; both are dropped when the test ends.
+struct isolated {
+  postgres_options opts;
+  std::string conninfo;
+  explicit isolated(std::string ci, std::string table = "") : conninfo(std::move(ci)) {
+    opts.conninfo = conninfo;
+    opts.table = table.empty() ? "hf_" + hf_test::random_tag() : table;
+    opts.command_timeout = milliseconds(5000);
+  }
+  ~isolated() {
+    PGconn* c = PQconnectdb(conninfo.c_str());
+    if (PQstatus(c) == CONNECTION_OK) {
+      const std::string t = *holdfast::detail::pg_qualified(opts.schema, opts.table);
+      const std::string s =
+          *holdfast::detail::pg_qualified(opts.schema, holdfast::detail::pg_sequence_name(opts));
+      PQclear(PQexec(c, ("DROP TABLE IF EXISTS " + t).c_str()));
+      PQclear(PQexec(c, ("DROP SEQUENCE IF EXISTS " + s).c_str()));
+    }
+    PQfinish(c);
+  }
+  [[nodiscard]] std::string table() const {
+    return *holdfast::detail::pg_qualified(opts.schema, opts.table);
+  }
+  [[nodiscard]] std::string sequence() const {
+    return *holdfast::detail::pg_qualified(opts.schema, holdfast::detail::pg_sequence_name(opts));
+  }
+};
+
+hf_test::contract_hooks pg_hooks(const isolated& iso) {
+  auto adm = std::make_shared<admin>(iso.conninfo);
+  hf_test::contract_hooks h;
+  h.key_prefix = "k-";
+  const std::string table = iso.table();
+  // Expire by the database's own clock: move the record's expiry into the past.
+  h.expire_now = [adm, table](std::string_view key) {
+    const char* values[] = {key.data()};
+    const int lengths[] = {static_cast<int>(key.size())};
+    const int formats[] = {1};
+    PGresult* r = PQexecParams(adm->conn(),
+                               ("UPDATE " + table +
+                                " SET expires_at = clock_timestamp() - interval '1 millisecond' "
+                                "WHERE key_hash = sha256($1::bytea)")
+                                   .c_str(),
+                               1, nullptr, values, lengths, formats, 0);
+    PQclear(r);
+  };
+  return h;
+}
+
+/// A server the fault tests own (to kill, freeze, restart): one per process, since initdb costs
+/// seconds; each test finds it running. Fails in CI, skips loudly elsewhere.
+hf_test::postgres_server* own_pg() {
+  static std::unique_ptr<hf_test::postgres_server> s;
+  if (!s) s = std::make_unique<hf_test::postgres_server>();
+  if (!s->start()) {
+    const std::string why = "cannot start PostgreSQL: " + s->why();
+    if (hf_test::in_ci() || s->available()) FAIL(why);
+    hf_test::loud_skip(why);
+    return nullptr;
+  }
+  return s.get();
+}
+
+}  // namespace
+
+// ------------------------------------------------------------------------------------------------
+// The contract
+// ------------------------------------------------------------------------------------------------
+
+TEST_CASE("postgres_store meets the LeaseStore contract", "[postgres][contract]") {
+  static_assert(holdfast::assert_lease_store<postgres_store>());
+  static_assert(holdfast::has_inspect_v<postgres_store>);
+  std::optional<std::string> ci = shared_pg();
+  if (!ci) return;
+  isolated iso(*ci);
+  postgres_store s(iso.opts);
+  REQUIRE_NO_VIOLATIONS(hf_test::check_store_contract(s, pg_hooks(iso)));
+  CHECK(s.last_error_message().empty());
+}
+
+TEST_CASE("postgres_store: hostile keys and owners round-trip exactly", "[postgres]") {
+  std::optional<std::string> ci = shared_pg();
+  if (!ci) return;
+  isolated iso(*ci);
+  postgres_store s(iso.opts);
+  REQUIRE_NO_VIOLATIONS(hf_test::check_hostile_strings(s, pg_hooks(iso)));
+  admin adm(*ci);
+  CHECK(adm.exec("SELECT count(*) FROM " + iso.table()) ==
+        std::to_string(hf_test::hostile_strings().size() + 3));
+}
+
+TEST_CASE("postgres_store: contending threads get exclusive grants, increasing tokens",
+          "[postgres][concurrency]") {
+  std::optional<std::string> ci = shared_pg();
+  if (!ci) return;
+  isolated iso(*ci);
+  SECTION("one store per thread") {
+    REQUIRE_NO_VIOLATIONS(hf_test::check_exclusive_grants(
+        [&] { return std::make_unique<postgres_store>(iso.opts); }, "contended", 4, 15));
+  }
+  SECTION("one store shared by every thread") {
+    auto shared = std::make_shared<postgres_store>(iso.opts);
+    struct handle {
+      std::shared_ptr<postgres_store> s;
+      postgres_store* operator->() { return s.get(); }
+    };
+    REQUIRE_NO_VIOLATIONS(
+        hf_test::check_exclusive_grants([&] { return handle{shared}; }, "contended-2", 4, 15));
+  }
+}
+
+TEST_CASE("postgres_store: first connections racing to create the table all succeed",
+          "[postgres][concurrency]") {
+  std::optional<std::string> ci = shared_pg();
+  if (!ci) return;
+  isolated iso(*ci);
+  hf_test::violations v;
+  std::vector<std::thread> pool;
+  for (int t = 0; t < 4; ++t) {
+    pool.emplace_back([&] {
+      postgres_store s(iso.opts);
+      auto r = s.connect();
+      v.expect(bool(r), "connect: " + s.last_error_message());
+    });
+  }
+  for (auto& th : pool) th.join();
+  REQUIRE_NO_VIOLATIONS(v.list());
+}
+
+TEST_CASE("postgres_store under holdfast::lease: acquire, renew, RAII release",
+          "[postgres][lease]") {
+  std::optional<std::string> ci = shared_pg();
+  if (!ci) return;
+  isolated iso(*ci);
+  postgres_store s(iso.opts);
+  fencing_token first;
+  {
+    auto l = holdfast::try_acquire(s, "job", std::chrono::seconds(30));
+    REQUIRE(l);
+    CHECK(l->valid());
+    first = l->token();
+    CHECK(l->renew());
+    CHECK(holdfast::try_acquire(s, "job", std::chrono::seconds(30)).error() == errc::busy);
+  }
+  auto again = holdfast::try_acquire(s, "job", std::chrono::seconds(30));
+  REQUIRE(again);
+  CHECK(first < again->token());
+}
+
+TEST_CASE("postgres_store: an acquire that waited for the row lock still gets the newest token",
+          "[postgres]") {
+  // The race T1 forbids, staged: B's acquire starts (and would draw a token for a new row), then
+  // waits on the key's row lock while another grant with a newer token is made and expires. The
+  // token B gets must be drawn after the lock, above that newer one, not the one drawn earlier.
+  std::optional<std::string> ci = shared_pg();
+  if (!ci) return;
+  isolated iso(*ci);
+  iso.opts.application_name = "hf-waiter-" + hf_test::random_tag(8);
+  postgres_store a(iso.opts);
+  REQUIRE(a.try_acquire("k", "a", milliseconds(60000)));
+  admin locker(*ci);
+  locker.exec("BEGIN");
+  locker.exec("SELECT 1 FROM " + iso.table() + " FOR UPDATE");
+  postgres_store b(iso.opts);
+  REQUIRE(b.connect());
+  holdfast::result<holdfast::grant> got = errc::timeout;
+  std::thread t([&] { got = b.try_acquire("k", "b", milliseconds(60000)); });
+  admin watcher(*ci);
+  const bool waiting = hf_test::wait_until(
+      [&] {
+        return watcher.exec(
+                   "SELECT count(*) FROM pg_stat_activity WHERE application_name = $1 "
+                   "AND wait_event_type = 'Lock'",
+                   {iso.opts.application_name}) == "1";
+      },
+      milliseconds(5000));
+  // Meanwhile: a grant with a newer token, which then expired.
+  const std::string newer =
+      locker.exec("UPDATE " + iso.table() + " SET token = nextval('" + iso.sequence() +
+                  "'), owner = 'x'::bytea, expires_at = '-infinity' "
+                  "RETURNING token");
+  locker.exec("COMMIT");
+  t.join();
+  REQUIRE(waiting);
+  REQUIRE(got);
+  CHECK(std::stoull(newer) < got->token.value());
+}
+
+// ------------------------------------------------------------------------------------------------
+// Names, schema, exhaustion, purge
+// ------------------------------------------------------------------------------------------------
+
+TEST_CASE("postgres_store: table names are quoted, bad names refused", "[postgres]") {
+  std::optional<std::string> ci = shared_pg();
+  if (!ci) return;
+  SECTION("a name full of SQL metacharacters is just a name") {
+    isolated iso(*ci, "hf \"odd\"; DROP TABLE x; -- '" + hf_test::random_tag(6));
+    postgres_store s(iso.opts);
+    auto g = s.try_acquire("k", "me", milliseconds(10000));
+    INFO(s.last_error_message());
+    REQUIRE(g);
+    admin adm(*ci);
+    CHECK(adm.exec("SELECT count(*) FROM " + iso.table()) == "1");
+  }
+  SECTION("schema-qualified") {
+    admin adm(*ci);
+    const std::string schema = "hf_schema_" + hf_test::random_tag(6);
+    adm.exec("CREATE SCHEMA \"" + schema + "\"");
+    {
+      isolated iso(*ci);
+      iso.opts.schema = schema;
+      postgres_store s(iso.opts);
+      REQUIRE(s.try_acquire("k", "me", milliseconds(10000)));
+      CHECK(adm.exec("SELECT count(*) FROM " + iso.table()) == "1");
+    }
+    adm.exec("DROP SCHEMA \"" + schema + "\" CASCADE");
+  }
+  SECTION("invalid names") {
+    for (const std::string& bad : {""s, std::string(64, 'x'), "nul\0name"s}) {
+      postgres_options o;
+      o.conninfo = *ci;
+      o.table = bad;
+      postgres_store s(o);
+      CHECK(s.try_acquire("k", "me", milliseconds(1000)).error() == errc::invalid_argument);
+    }
+    postgres_options o;
+    o.conninfo = *ci;
+    o.table = std::string(60, 't');  // the derived sequence name would exceed 63 bytes
+    CHECK(postgres_store(o).connect().error() == errc::invalid_argument);
+    o.sequence = "short_seq";
+    CHECK(o.check() == std::error_code{});
+  }
+}
+
+TEST_CASE("postgres_store: a missing or foreign table is an error with the server's reason",
+          "[postgres]") {
+  std::optional<std::string> ci = shared_pg();
+  if (!ci) return;
+  SECTION("create_schema off and no table") {
+    isolated iso(*ci);
+    iso.opts.create_schema = false;
+    postgres_store s(iso.opts);
+    CHECK(s.try_acquire("k", "me", milliseconds(1000)).error() == errc::protocol_error);
+    CHECK(s.last_error_message().find("42P01") != std::string::npos);  // undefined_table
+    // A DBA creates it from schema_sql(); then the same store works.
+    admin adm(*ci);
+    const std::string sql = postgres_store::schema_sql(iso.opts);
+    PQclear(PQexec(adm.conn(), sql.c_str()));
+    CHECK(s.try_acquire("k", "me", milliseconds(1000)));
+  }
+  SECTION("a table of that name with another layout") {
+    isolated iso(*ci);
+    admin adm(*ci);
+    adm.exec("CREATE TABLE " + iso.table() + " (key_hash text PRIMARY KEY, note text)");
+    postgres_store s(iso.opts);
+    CHECK(s.try_acquire("k", "me", milliseconds(1000)).error() == errc::protocol_error);
+    CHECK_FALSE(s.last_error_message().empty());
+  }
+}
+
+TEST_CASE("postgres_store: the sequence at 2^63-1 reports token_exhausted", "[postgres]") {
+  std::optional<std::string> ci = shared_pg();
+  if (!ci) return;
+  isolated iso(*ci);
+  postgres_store s(iso.opts);
+  auto held = s.try_acquire("held", "me", milliseconds(10000));
+  REQUIRE(held);
+  admin adm(*ci);
+  adm.exec("SELECT setval('" + iso.sequence() + "', 9223372036854775806)");
+  auto last = s.try_acquire("last", "me", milliseconds(10000));
+  REQUIRE(last);
+  CHECK(last->token == holdfast::postgres_max_token);
+  CHECK(s.try_acquire("more", "me", milliseconds(10000)).error() == errc::token_exhausted);
+  CHECK(s.last_error_message().find("2200H") != std::string::npos);
+  CHECK(s.inspect("more").value() == std::nullopt);
+  // Holders can still renew and release; only new grants are impossible.
+  CHECK(s.renew("held", "me", held->token, milliseconds(10000)));
+  CHECK(s.release("held", "me", held->token));
+  CHECK(s.last_token().value() == holdfast::postgres_max_token);
+}
+
+TEST_CASE("postgres_store: released and expired rows are kept until purge_expired", "[postgres]") {
+  std::optional<std::string> ci = shared_pg();
+  if (!ci) return;
+  isolated iso(*ci);
+  iso.opts.command_timeout = milliseconds(2000);
+  postgres_store s(iso.opts);
+  auto a = s.try_acquire("a", "me", milliseconds(60000));
+  auto b = s.try_acquire("b", "me", milliseconds(60000));
+  auto c = s.try_acquire("c", "me", milliseconds(60000));
+  REQUIRE((a && b && c));
+  REQUIRE(s.release("a", "me", a->token));
+  admin adm(*ci);
+  CHECK(adm.exec("SELECT count(*) FROM " + iso.table()) == "3");
+  CHECK(s.purge_expired(milliseconds(2000)).error() == errc::invalid_argument);
+  CHECK(s.purge_expired(holdfast::max_ttl + milliseconds(1)).error() == errc::invalid_argument);
+  CHECK(s.purge_expired(milliseconds(3000)).value() == 1);  // "a": released (-infinity)
+  // "b" expired an hour ago by the database's clock; "c" is live.
+  adm.exec("UPDATE " + iso.table() +
+           " SET expires_at = clock_timestamp() - interval '1 hour' WHERE key = 'b'::bytea");
+  CHECK(s.purge_expired(milliseconds(3000)).value() == 1);
+  CHECK(adm.exec("SELECT count(*) FROM " + iso.table()) == "1");
+  // A purged key starts again with a fresh, greater token.
+  auto a2 = s.try_acquire("a", "me", milliseconds(60000));
+  REQUIRE(a2);
+  CHECK(c->token < a2->token);
+}
+
+// ------------------------------------------------------------------------------------------------
+// Fenced updates
+// ------------------------------------------------------------------------------------------------
+
+TEST_CASE("postgres_fenced_update changes the row and its fence in one statement",
+          "[postgres][fence]") {
+  std::optional<std::string> ci = shared_pg();
+  if (!ci) return;
+  admin adm(*ci);
+  const std::string table = "hf_data_" + hf_test::random_tag(8);
+  adm.exec("CREATE TABLE " + table +
+           " (id text PRIMARY KEY, balance bigint NOT NULL, note text, fence bigint)");
+  adm.exec("INSERT INTO " + table + " VALUES ('acct', 100, NULL, NULL), ('other', 0, NULL, 50)");
+  holdfast::postgres_fence_options fo;
+  fo.table = table;
+  auto upd = holdfast::postgres_fenced_update::make(fo, "balance = balance + $3, note = $4");
+  REQUIRE(upd);
+  PGconn* c = adm.conn();
+  std::string msg;
+
+  CHECK(upd->execute(c, fencing_token(7), "acct", {"10", "by 7"}));        // NULL fence: admitted
+  CHECK(upd->execute(c, fencing_token(7), "acct", {"10", "by 7 again"}));  // equal: admitted
+  CHECK(upd->execute(c, fencing_token(6), "acct", {"1000", "stale"}).error() == errc::stale_token);
+  CHECK(upd->execute(c, fencing_token(9), "acct", {"-5", "by 9"}));
+  CHECK(upd->execute(c, fencing_token(8), "acct", {"1000", "stale"}).error() == errc::stale_token);
+  CHECK(adm.exec("SELECT balance || ' ' || note || ' ' || fence FROM " + table +
+                 " WHERE id = 'acct'") == "115 by 9 9");
+  CHECK(upd->execute(c, fencing_token(49), "other", {"1", "x"}).error() == errc::stale_token);
+  CHECK(upd->execute(c, fencing_token(9), "nobody", {"1", "x"}, &msg).error() ==
+        errc::invalid_argument);
+  CHECK(msg == "no row with that id");
+  CHECK(upd->execute(c, fencing_token{}, "acct", {"1", "x"}).error() == errc::invalid_argument);
+  CHECK(upd->execute(c, fencing_token(holdfast::postgres_max_token.value() + 1), "acct", {"1", "x"})
+            .error() == errc::invalid_argument);
+  CHECK(upd->execute(c, fencing_token(10), "acct", {"not a number", "x"}, &msg).error() ==
+        errc::invalid_argument);
+  CHECK(msg.find("22P02") != std::string::npos);  // invalid_text_representation, kept
+  CHECK(upd->execute(c, fencing_token(10), "acct", {"1", "nul\0inside"s}).error() ==
+        errc::invalid_argument);
+  CHECK(upd->execute(c, fencing_token(10), "acct", {"1", holdfast::postgres_param::null()}));
+  CHECK(adm.exec("SELECT coalesce(note, 'NULL') FROM " + table + " WHERE id = 'acct'") == "NULL");
+  CHECK(upd->execute(nullptr, fencing_token(10), "acct").error() == errc::store_unavailable);
+  CHECK_FALSE(holdfast::postgres_fenced_update::make(fo, ""));
+  fo.table = "";
+  CHECK_FALSE(holdfast::postgres_fenced_update::make(fo, "note = 'x'"));
+  adm.exec("DROP TABLE " + table);
+}
+
+TEST_CASE("postgres_fenced_update: racing writers are admitted in token order",
+          "[postgres][fence][concurrency]") {
+  std::optional<std::string> ci = shared_pg();
+  if (!ci) return;
+  admin adm(*ci);
+  const std::string table = "hf_race_" + hf_test::random_tag(8);
+  adm.exec("CREATE TABLE " + table +
+           " (id bytea PRIMARY KEY, log bigint[] NOT NULL, fence bigint)");
+  const std::string id = "row\0with'nul"s;
+  {
+    const char* values[] = {id.data()};
+    const int lengths[] = {static_cast<int>(id.size())};
+    const int formats[] = {1};
+    PQclear(PQexecParams(adm.conn(), ("INSERT INTO " + table + " VALUES ($1, '{}', NULL)").c_str(),
+                         1, nullptr, values, lengths, formats, 0));
+  }
+  holdfast::postgres_fence_options fo;
+  fo.table = table;
+  auto upd = holdfast::postgres_fenced_update::make(fo, "log = log || $1::bigint");
+  REQUIRE(upd);
+  hf_test::violations v;
+  std::vector<std::thread> pool;
+  for (int t = 0; t < 4; ++t) {
+    pool.emplace_back([&, t] {
+      PGconn* c = PQconnectdb(ci->c_str());
+      for (int i = 1; i <= 25; ++i) {
+        auto r = upd->execute(c, fencing_token(static_cast<std::uint64_t>(i * 4 + t)),
+                              holdfast::postgres_param::bytes(id));
+        v.expect(r || r.error() == errc::stale_token, "fenced update: " + r.error().message());
+      }
+      PQfinish(c);
+    });
+  }
+  for (auto& th : pool) th.join();
+  REQUIRE_NO_VIOLATIONS(v.list());
+  // The log holds every admitted token in non-decreasing order, ending with the greatest (S1).
+  const std::string ok = adm.exec(
+      "SELECT bool_and(a <= b) AND max(b) = 103 FROM (SELECT x AS a, lead(x) OVER (ORDER BY o) AS "
+      "b FROM " +
+      table + ", unnest(log) WITH ORDINALITY AS u(x, o)) s WHERE b IS NOT NULL");
+  CHECK(ok == "t");
+  adm.exec("DROP TABLE " + table);
+}
+
+// ------------------------------------------------------------------------------------------------
+// Connections and faults
+// ------------------------------------------------------------------------------------------------
+
+TEST_CASE("postgres_store: a backend terminated mid-statement reports an error, then reconnects",
+          "[postgres][faults]") {
+  std::optional<std::string> ci = shared_pg();
+  if (!ci) return;
+  isolated iso(*ci);
+  iso.opts.application_name = "hf-victim-" + hf_test::random_tag(8);
+  postgres_store s(iso.opts);
+  auto g = s.try_acquire("k", "me", milliseconds(60000));
+  REQUIRE(g);
+  // Hold the lease row locked, so the store's renew is in flight, waiting, when it is killed.
+  admin locker(*ci);
+  locker.exec("BEGIN");
+  locker.exec("SELECT 1 FROM " + iso.table() + " FOR UPDATE");
+  holdfast::result<holdfast::grant> in_flight = errc::timeout;
+  std::thread t([&] { in_flight = s.renew("k", "me", g->token, milliseconds(60000)); });
+  admin killer(*ci);
+  const bool waiting = hf_test::wait_until(
+      [&] {
+        return killer.exec(
+                   "SELECT count(*) FROM pg_stat_activity WHERE application_name = $1 "
+                   "AND wait_event_type = 'Lock'",
+                   {iso.opts.application_name}) == "1";
+      },
+      milliseconds(5000));
+  if (waiting) {
+    killer.exec(
+        "SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE application_name = $1",
+        {iso.opts.application_name});
+  }
+  t.join();
+  locker.exec("ROLLBACK");
+  REQUIRE(waiting);
+  CHECK(in_flight.error() == errc::store_unavailable);
+  CHECK(s.last_error_message().find("terminating connection") != std::string::npos);
+  // Nothing changed, and the next call reconnects.
+  auto r = s.renew("k", "me", g->token, milliseconds(60000));
+  CHECK(r);
+  CHECK(s.release("k", "me", g->token));
+}
+
+TEST_CASE("postgres_store: a statement stuck past command_timeout reports timeout", "[postgres]") {
+  std::optional<std::string> ci = shared_pg();
+  if (!ci) return;
+  isolated iso(*ci);
+  iso.opts.command_timeout = milliseconds(300);
+  postgres_store s(iso.opts);
+  auto g = s.try_acquire("k", "me", milliseconds(60000));
+  REQUIRE(g);
+  admin locker(*ci);
+  locker.exec("BEGIN");
+  locker.exec("SELECT 1 FROM " + iso.table() + " FOR UPDATE");
+  const auto t0 = std::chrono::steady_clock::now();
+  auto r = s.try_acquire("k", "other", milliseconds(60000));
+  const auto took = std::chrono::steady_clock::now() - t0;
+  locker.exec("ROLLBACK");
+  CHECK(r.error() == errc::timeout);
+  CHECK(took < std::chrono::seconds(3));
+  CHECK_FALSE(s.last_error_message().empty());
+  CHECK(s.try_acquire("k", "other", milliseconds(60000)).error() == errc::busy);
+}
+
+TEST_CASE("postgres_store: unreachable server and bad options are errors, not grants",
+          "[postgres]") {
+  postgres_options o;
+  o.conninfo = "host=127.0.0.1 port=" + std::to_string(hf_test::free_port()) +
+               " dbname=postgres user=holdfast";
+  postgres_store s(o);
+  auto r = s.try_acquire("k", "me", milliseconds(1000));
+  CHECK(r.error() == errc::store_unavailable);
+  CHECK(s.last_error_message().find("refused") != std::string::npos);
+  postgres_options bad = o;
+  bad.command_timeout = milliseconds(0);
+  CHECK(postgres_store(bad).connect().error() == errc::invalid_argument);
+}
+
+TEST_CASE("postgres_store: kill -9 of the server: errors only, the lease sees itself lost",
+          "[postgres][faults]") {
+  auto srv = own_pg();
+  if (!srv) return;
+  isolated iso(srv->conninfo());
+  iso.opts.connect_timeout = milliseconds(1000);
+  iso.opts.command_timeout = milliseconds(1000);
+  postgres_store s(iso.opts);
+  holdfast::manual_clock clock;
+  holdfast::acquire_options<holdfast::manual_clock> opts;
+  opts.clock = clock;
+  auto l = holdfast::try_acquire(s, "held", std::chrono::seconds(10), opts);
+  REQUIRE(l);
+
+  std::atomic<bool> killed{false};
+  std::atomic<int> ops{0};
+  std::atomic<int> grants_after_kill{0};
+  std::atomic<int> errors_after_kill{0};
+  std::atomic<int> wrong_errors{0};
+  std::thread worker([&] {
+    postgres_store w(iso.opts);
+    for (int i = 0; i < 5000 && errors_after_kill < 10; ++i) {
+      ++ops;
+      const bool was_killed = killed.load();
+      const std::string key = "churn-" + std::to_string(i % 8);
+      auto g = w.try_acquire(key, "worker", milliseconds(10000));
+      if (g) {
+        if (was_killed) ++grants_after_kill;
+        (void)w.release(key, "worker", g->token);
+      } else if (was_killed) {
+        ++errors_after_kill;
+        if (g.error() != errc::store_unavailable && g.error() != errc::timeout) ++wrong_errors;
+      }
+    }
+  });
+  CHECK(hf_test::wait_until([&] { return ops >= 30; }, milliseconds(20000)));
+  srv->kill9();
+  killed = true;
+  worker.join();
+  CHECK(grants_after_kill == 0);
+  CHECK(errors_after_kill > 0);
+  CHECK(wrong_errors == 0);
+  for (auto e : {s.try_acquire("x", "y", milliseconds(100)).error(),
+                 s.renew("held", l->owner(), l->token(), milliseconds(100)).error(),
+                 s.release("held", l->owner(), l->token()).error(), s.inspect("held").error()}) {
+    CHECK((e == errc::store_unavailable || e == errc::timeout));
+  }
+  CHECK_FALSE(s.last_error_message().empty());
+  auto r = l->renew();
+  CHECK((r.error() == errc::store_unavailable || r.error() == errc::timeout));
+  CHECK(l->valid());
+  clock.advance(std::chrono::seconds(10));
+  CHECK_FALSE(l->valid());
+  CHECK(l->renew().error() == errc::lease_lost);
+
+  SECTION("restart: the sequence and the leases survive") {
+    const fencing_token before = l->token();
+    REQUIRE(srv->start());
+    auto g = s.try_acquire("after", "me", milliseconds(60000));
+    INFO(s.last_error_message());
+    REQUIRE(g);
+    CHECK(before < g->token);
+    // The killed run's grants were committed or not; either way, "held" is still held by the
+    // lease's owner (its TTL has 10 s by the database's clock) or free, never someone else's.
+    auto rec = s.inspect("held");
+    REQUIRE(rec);
+    if (rec->has_value()) CHECK((*rec)->owner == l->owner());
+  }
+}
+
+TEST_CASE("postgres_store: a frozen server times out, and the store recovers after",
+          "[postgres][faults]") {
+  auto srv = own_pg();
+  if (!srv) return;
+  isolated iso(srv->conninfo());
+  iso.opts.connect_timeout = milliseconds(300);
+  iso.opts.command_timeout = milliseconds(300);
+  postgres_store s(iso.opts);
+  REQUIRE(s.connect());
+  srv->pause();
+  const auto t0 = std::chrono::steady_clock::now();
+  auto r = s.try_acquire("frozen", "me", milliseconds(10000));
+  const auto took = std::chrono::steady_clock::now() - t0;
+  auto r2 = s.try_acquire("frozen", "me", milliseconds(10000));  // a new connection: also stuck
+  srv->resume();
+  CHECK(r.error() == errc::timeout);
+  CHECK(took < std::chrono::seconds(5));
+  CHECK(r2.error() == errc::timeout);
+  iso.opts.command_timeout = milliseconds(5000);
+  postgres_store s2(iso.opts);
+  auto g = s2.try_acquire("frozen", "me", milliseconds(10000));
+  INFO(s2.last_error_message());
+  REQUIRE(g);
+}
