@@ -7,11 +7,12 @@
 //   owned    started by the test itself (redis_server / postgres_server below) on 127.0.0.1, an
 //            unused port and a temporary directory, for tests that kill -9, stop or restart it.
 //
-// A server that cannot be had is a FAILURE when the CI environment variable is set, and a loudly
-// printed skip otherwise (a developer without redis-server installed can still run the rest).
-// Binaries: HOLDFAST_REDIS_SERVER (default: redis-server on PATH or /usr/bin), HOLDFAST_PG_BINDIR
-// (default: the newest /usr/lib/postgresql/*/bin). PostgreSQL refuses to run as root, so when the
-// tests run as root its processes run as HOLDFAST_PG_USER (default "nobody").
+// A server that cannot be had is a FAILURE when CI (or HOLDFAST_REQUIRE_SERVERS, which .ci/servers
+// exports) is set, and a loudly printed skip otherwise (a developer without redis-server installed
+// can still run the rest). Binaries: HOLDFAST_REDIS_SERVER (default: redis-server on PATH or
+// /usr/bin), HOLDFAST_PG_BINDIR (default: the newest /usr/lib/postgresql/*/bin). PostgreSQL refuses
+// to run as root, so when the tests run as root its processes run as HOLDFAST_PG_USER (default
+// "nobody").
 #ifndef HOLDFAST_TESTS_SUPPORT_REAL_SERVERS_HPP
 #define HOLDFAST_TESTS_SUPPORT_REAL_SERVERS_HPP
 
@@ -20,6 +21,7 @@
 #include <netinet/in.h>
 #include <pwd.h>
 #include <signal.h>
+#include <sys/prctl.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/time.h>
@@ -41,12 +43,16 @@
 
 namespace hf_test {
 
-/// True when running in CI (the CI variable is set to anything but "", "0" or "false").
+/// True when a missing server must fail the test rather than skip it: in CI (the CI variable is
+/// set to anything but "", "0" or "false"), or under `.ci/servers` (HOLDFAST_REQUIRE_SERVERS=1).
 inline bool in_ci() {
-  const char* ci = std::getenv("CI");
-  if (ci == nullptr) return false;
-  const std::string v(ci);
-  return !v.empty() && v != "0" && v != "false";
+  for (const char* name : {"CI", "HOLDFAST_REQUIRE_SERVERS"}) {
+    const char* v = std::getenv(name);
+    if (v == nullptr) continue;
+    const std::string s(v);
+    if (!s.empty() && s != "0" && s != "false") return true;
+  }
+  return false;
 }
 
 inline std::optional<std::string> env(const char* name) {
@@ -173,6 +179,7 @@ inline pid_t spawn(const std::vector<std::string>& argv, const std::string& log,
   std::vector<char*> args;
   for (const std::string& a : argv) args.push_back(const_cast<char*>(a.c_str()));
   args.push_back(nullptr);
+  const pid_t parent = ::getpid();
   const pid_t pid = ::fork();
   if (pid < 0) return -1;
   if (pid == 0) {
@@ -188,6 +195,10 @@ inline pid_t spawn(const std::vector<std::string>& argv, const std::string& log,
     if (user.drop) {
       if (::setgid(user.gid) != 0 || ::setuid(user.uid) != 0) ::_exit(126);
     }
+    // The server dies with the test process, however that ends (a sanitizer's _exit skips our
+    // destructors). Set after setuid, which clears it.
+    ::prctl(PR_SET_PDEATHSIG, SIGKILL);
+    if (::getppid() != parent) ::_exit(126);
     if (::chdir(cwd.c_str()) != 0) ::_exit(126);
     ::execv(args[0], args.data());
     ::_exit(127);
