@@ -19,11 +19,11 @@
 // "SET NX PX, then INCR" in two round trips is the classic bug this avoids: a stalled acquirer
 // can receive a newer token than a holder granted after it (DESIGN §3, T1).
 //
-// Keys, owners and values travel as binary-safe bulk arguments (redisCommandArgv with lengths):
-// any bytes, NUL included, up to Redis' 512 MB limit; nothing is ever spliced into a script.
-// Tokens stay decimal strings end to end (Lua numbers are doubles and would round tokens above
-// 2^53), so the usable token range is Redis INCR's: 1 .. 2^63-1. A counter at 2^63-1 makes acquire
-// report token_exhausted.
+// Keys, owners and values travel as binary-safe bulk arguments (redisFormatCommandArgv with
+// lengths): any bytes, NUL included, up to Redis' 512 MB limit; nothing is ever spliced into a
+// script. Tokens travel as decimal strings and never pass through a Lua number (a double) above
+// 2^53, so they are exact across the usable range, which is Redis INCR's: 1 .. 2^63-1. A counter
+// at 2^63-1 makes acquire report token_exhausted.
 //
 // Durability (T1 across restarts): the counter lives in Redis' memory. With `appendonly yes` and
 // `appendfsync always` a restart keeps it; with `everysec` a crash may lose the last second of
@@ -39,6 +39,10 @@
 // a socket you secure yourself. Standalone Redis only: keys are given a `{holdfast}` hash tag so
 // they share one slot, but MOVED/ASK redirections are not followed.
 //
+// Commands are written with send(MSG_NOSIGNAL), so a connection the server has closed reports an
+// error instead of raising SIGPIPE (hiredis 0.14's own write() would kill a process that does not
+// ignore SIGPIPE).
+//
 // Failures (T4): a dropped connection, a refused connect, a timeout or a server that is not serving
 // (LOADING, BUSY, READONLY, ...) is an error, never a grant. The connection is dropped and
 // re-established by the next call; the failed call itself is never retried (its script may or may
@@ -48,8 +52,7 @@
 #define HOLDFAST_STORES_REDIS_HPP
 
 #include <hiredis/hiredis.h>
-#include <pthread.h>
-#include <signal.h>
+#include <sys/socket.h>
 #include <sys/time.h>
 
 #include <cerrno>
@@ -105,12 +108,6 @@ struct redis_options {
   /// Bound on each command's send and receive, in ms, > 0. A timeout reports errc::timeout and
   /// drops the connection (its reply could otherwise be mistaken for the next command's).
   std::chrono::milliseconds command_timeout{2000};
-  /// Blocks SIGPIPE in the calling thread while talking to the server, so that writing to a
-  /// connection the server has closed reports an error instead of killing the process (hiredis
-  /// 0.14 uses plain write()). Costs three system calls per operation; turn it off only if the
-  /// program already ignores SIGPIPE. Default true.
-  bool guard_sigpipe = true;
-
   /// Returns errc::invalid_argument if an option is out of range (see each field); a zero error
   /// code otherwise.
   [[nodiscard]] std::error_code check() const noexcept {
@@ -141,45 +138,6 @@ using redis_reply_ptr = std::unique_ptr<redisReply, redis_reply_deleter>;
 
 struct redis_context_deleter {
   void operator()(redisContext* c) const noexcept { redisFree(c); }
-};
-
-/// Keeps a SIGPIPE raised by writing to a closed socket from killing the process: blocks it in
-/// this thread for the guard's life and consumes one that became pending meanwhile (libpq's
-/// technique; Linux has no per-socket SO_NOSIGPIPE).
-class sigpipe_guard {
- public:
-  explicit sigpipe_guard(bool enabled) noexcept {
-    if (!enabled) return;
-    sigemptyset(&pipe_);
-    sigaddset(&pipe_, SIGPIPE);
-    sigset_t pending;
-    sigemptyset(&pending);
-    if (sigpending(&pending) != 0) return;
-    was_pending_ = sigismember(&pending, SIGPIPE) == 1;
-    active_ = pthread_sigmask(SIG_BLOCK, &pipe_, &old_) == 0;
-  }
-  ~sigpipe_guard() {
-    if (!active_) return;
-    if (!was_pending_) {
-      sigset_t pending;
-      sigemptyset(&pending);
-      if (sigpending(&pending) == 0 && sigismember(&pending, SIGPIPE) == 1) {
-        const int saved = errno;
-        struct timespec zero {};
-        (void)sigtimedwait(&pipe_, nullptr, &zero);
-        errno = saved;
-      }
-    }
-    pthread_sigmask(SIG_SETMASK, &old_, nullptr);
-  }
-  sigpipe_guard(const sigpipe_guard&) = delete;
-  sigpipe_guard& operator=(const sigpipe_guard&) = delete;
-
- private:
-  sigset_t pipe_{};
-  sigset_t old_{};
-  bool was_pending_ = false;
-  bool active_ = false;
 };
 
 /// Parses a canonical decimal token ("1" .. "18446744073709551615", no sign, no leading zero).
@@ -262,7 +220,6 @@ class redis_link {
     if (std::error_code ec = opts_.check()) {
       return fail(errc::invalid_argument, "invalid redis_options");
     }
-    sigpipe_guard guard(opts_.guard_sigpipe);
     const struct timeval ctv = to_timeval(opts_.connect_timeout);
     std::unique_ptr<redisContext, redis_context_deleter> c(
         opts_.unix_socket.empty() ? redisConnectWithTimeout(opts_.host.c_str(), opts_.port, ctv)
@@ -275,28 +232,29 @@ class redis_link {
     if (redisSetTimeout(c.get(), ctv) != REDIS_OK) {
       return fail(errc::store_unavailable, std::string("redis: set timeout: ") + c->errstr);
     }
+    // One pipelined round trip: every setup command is formatted into one buffer and sent.
+    std::string pipeline;
     std::size_t sent = 0;
     if (!opts_.password.empty()) {
       if (opts_.username.empty()) {
-        append(c.get(), {"AUTH", opts_.password});
+        format(pipeline, {"AUTH", opts_.password});
       } else {
-        append(c.get(), {"AUTH", opts_.username, opts_.password});
+        format(pipeline, {"AUTH", opts_.username, opts_.password});
       }
       ++sent;
     }
-    std::string db;
     if (opts_.database != 0) {
-      db = std::to_string(opts_.database);
-      append(c.get(), {"SELECT", db});
+      format(pipeline, {"SELECT", std::to_string(opts_.database)});
       ++sent;
     }
     if (!opts_.client_name.empty()) {
-      append(c.get(), {"CLIENT", "SETNAME", opts_.client_name});
+      format(pipeline, {"CLIENT", "SETNAME", opts_.client_name});
       ++sent;
     }
-    for (const std::string& s : scripts_) append(c.get(), {"SCRIPT", "LOAD", s});
+    for (const std::string& script : scripts_) format(pipeline, {"SCRIPT", "LOAD", script});
     const std::size_t setup = sent;
     sent += scripts_.size();
+    if (std::error_code ec = send_all(c.get(), pipeline.data(), pipeline.size())) return ec;
     std::error_code first_error{};
     for (std::size_t i = 0; i < sent; ++i) {
       void* raw = nullptr;
@@ -336,7 +294,6 @@ class redis_link {
   result<redis_reply_ptr> eval(std::size_t index, const std::string_view* keys, std::size_t nkeys,
                                const std::string_view* args, std::size_t nargs) {
     if (std::error_code ec = ensure_connected()) return ec;
-    sigpipe_guard guard(opts_.guard_sigpipe);
     numkeys_ = std::to_string(nkeys);
     argv_.clear();
     lens_.clear();
@@ -364,7 +321,6 @@ class redis_link {
   /// Runs one plain command (binary-safe arguments). Error replies become error codes.
   result<redis_reply_ptr> command(std::initializer_list<std::string_view> args) {
     if (std::error_code ec = ensure_connected()) return ec;
-    sigpipe_guard guard(opts_.guard_sigpipe);
     argv_.clear();
     lens_.clear();
     for (std::string_view a : args) push(a);
@@ -387,15 +343,38 @@ class redis_link {
     lens_.push_back(s.size());
   }
 
-  static void append(redisContext* c, std::initializer_list<std::string_view> args) {
-    std::vector<const char*> argv;
-    std::vector<std::size_t> lens;
+  // Appends one command in RESP, binary-safe, to `out`.
+  static void format(std::string& out, std::initializer_list<std::string_view> args) {
+    out += '*';
+    out += std::to_string(args.size());
+    out += "\r\n";
     for (std::string_view a : args) {
-      argv.push_back(a.data() != nullptr ? a.data() : "");
-      lens.push_back(a.size());
+      out += '$';
+      out += std::to_string(a.size());
+      out += "\r\n";
+      out.append(a.data(), a.size());
+      out += "\r\n";
     }
-    // Only fails on allocation failure, which then shows up as a failed redisGetReply.
-    (void)redisAppendCommandArgv(c, static_cast<int>(argv.size()), argv.data(), lens.data());
+  }
+
+  // Writes the whole buffer with send(MSG_NOSIGNAL) rather than letting hiredis 0.14 write(): a
+  // peer that closed the connection then yields EPIPE, not a SIGPIPE that kills the process.
+  // hiredis only reads replies (its output buffer stays empty). SO_SNDTIMEO bounds each send.
+  std::error_code send_all(redisContext* c, const char* data, std::size_t size) {
+    std::size_t off = 0;
+    while (off < size) {
+      const ssize_t n = ::send(c->fd, data + off, size - off, MSG_NOSIGNAL);
+      if (n > 0) {
+        off += static_cast<std::size_t>(n);
+        continue;
+      }
+      const int e = n < 0 ? errno : EPIPE;
+      if (n < 0 && e == EINTR) continue;
+      if (c == ctx_.get()) disconnect();
+      return fail(e == EAGAIN || e == EWOULDBLOCK ? errc::timeout : errc::store_unavailable,
+                  "redis: send: " + std::generic_category().message(e));
+    }
+    return {};
   }
 
   // A transport failure leaves the context unusable (a late reply would be read as the answer to
@@ -411,9 +390,17 @@ class redis_link {
   }
 
   result<redis_reply_ptr> command_locked() {
-    void* raw =
-        redisCommandArgv(ctx_.get(), static_cast<int>(argv_.size()), argv_.data(), lens_.data());
-    if (raw == nullptr) {
+    char* cmd = nullptr;
+    const int len =
+        redisFormatCommandArgv(&cmd, static_cast<int>(argv_.size()), argv_.data(), lens_.data());
+    if (len < 0 || cmd == nullptr) {
+      return fail(errc::store_unavailable, "redis: cannot format a command (out of memory)");
+    }
+    const std::error_code sent = send_all(ctx_.get(), cmd, static_cast<std::size_t>(len));
+    redisFreeCommand(cmd);
+    if (sent) return sent;
+    void* raw = nullptr;
+    if (redisGetReply(ctx_.get(), &raw) != REDIS_OK || raw == nullptr) {
       const errc code = transport_code(ctx_.get());
       std::string msg = std::string("redis: ") + ctx_->errstr;
       disconnect();
@@ -493,7 +480,10 @@ inline constexpr const char* redis_acquire_script =
     "if n < 1 then\n"
     "  return redis.error_reply('HOLDFAST_CORRUPT token counter is not positive')\n"
     "end\n"
-    "local t = redis.call('GET', KEYS[2])\n"
+    // Below 2^53 the Lua number is exact; above, the counter is read back as a string.
+    "local t\n"
+    "if n < 9007199254740992 then t = string.format('%d', n)\n"
+    "else t = redis.call('GET', KEYS[2]) end\n"
     "redis.call('SET', KEYS[1], t .. ':' .. ARGV[1], 'PX', ARGV[2])\n"
     "return t\n";
 
