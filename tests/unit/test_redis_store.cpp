@@ -17,8 +17,10 @@
 #include "holdfast/clock.hpp"
 #include "holdfast/fence.hpp"
 #include "holdfast/lease.hpp"
+#include "holdfast/quorum.hpp"
 #include "holdfast/stores/memory.hpp"
 #include "holdfast/stores/redis.hpp"
+#include "holdfast/testing/conformance.hpp"
 
 using holdfast::errc;
 using holdfast::fencing_token;
@@ -238,6 +240,22 @@ TEST_CASE("redis_store meets the LeaseStore contract", "[redis][contract]") {
   CHECK(s.last_error_message().empty());
 }
 
+TEST_CASE("redis_store passes the conformance kit (contract and simulated schedules)",
+          "[redis][contract]") {
+  std::optional<redis_options> base = shared_redis();
+  if (!base) return;
+  holdfast::testing::conformance_options co;
+  co.schedules = 100;  // each some dozens of real round trips
+  // Redis keeps its own time, so the kit skips the checks that need to move the store's clock
+  // (and says so); expiry is covered by the contract checks above, through PEXPIREAT.
+  const holdfast::testing::conformance_report report = holdfast::testing::check_store(
+      [&] { return std::make_unique<redis_store>(isolated(*base)); }, co);
+  INFO(report.summary());
+  CHECK(report.ok());
+  CHECK(report.schedules == 100);
+  CHECK(report.contract_checks > 10);
+}
+
 TEST_CASE("redis_store: hostile keys and owners round-trip exactly", "[redis]") {
   std::optional<redis_options> base = shared_redis();
   if (!base) return;
@@ -346,8 +364,9 @@ TEST_CASE("redis_store: the counter at 2^63-1 reports token_exhausted", "[redis]
   // The holder of the last token can still renew and release.
   CHECK(s.renew("a", "me", last->token, milliseconds(10000)));
   CHECK(s.release("a", "me", last->token));
-  CHECK(s.advance_counter_to(fencing_token(5)).value() == holdfast::redis_max_token);
-  CHECK(s.advance_counter_to(fencing_token::max()).error() == errc::invalid_argument);
+  CHECK(s.raise_token_floor(fencing_token(5)));  // never lowers
+  CHECK(s.last_token().value() == holdfast::redis_max_token);
+  CHECK(s.raise_token_floor(fencing_token::max()).error() == errc::invalid_argument);
 }
 
 TEST_CASE("redis_store: tokens above 2^53 stay exact", "[redis]") {
@@ -357,14 +376,14 @@ TEST_CASE("redis_store: tokens above 2^53 stay exact", "[redis]") {
   redis_store s(o);
   // The script formats tokens below 2^53 from the Lua number and reads larger ones back as text:
   // both sides of the switch.
-  REQUIRE(s.advance_counter_to(fencing_token(9007199254740990ULL)));
+  REQUIRE(s.raise_token_floor(fencing_token(9007199254740990ULL)));
   auto below = s.try_acquire("below", "me", milliseconds(10000));
   REQUIRE(below);
   CHECK(below->token.value() == 9007199254740991ULL);  // 2^53 - 1
   auto at = s.try_acquire("at", "me", milliseconds(10000));
   REQUIRE(at);
-  CHECK(at->token.value() == 9007199254740992ULL);                    // 2^53
-  REQUIRE(s.advance_counter_to(fencing_token(9007199254740993ULL)));  // 2^53 + 1
+  CHECK(at->token.value() == 9007199254740992ULL);                   // 2^53
+  REQUIRE(s.raise_token_floor(fencing_token(9007199254740993ULL)));  // 2^53 + 1
   auto g = s.try_acquire("big", "me", milliseconds(10000));
   REQUIRE(g);
   CHECK(g->token.value() == 9007199254740994ULL);
@@ -461,6 +480,79 @@ TEST_CASE("redis_store: a connection killed mid-request reports an error and rec
   auto g = s.try_acquire("drop", "me", milliseconds(10000));
   REQUIRE(g);
   CHECK(s.release("drop", "me", g->token));
+}
+
+TEST_CASE("redis_store: raise_token re-labels only the holder's live lease", "[redis][quorum]") {
+  static_assert(holdfast::has_raise_token_v<redis_store>);
+  static_assert(holdfast::has_raise_token_floor_v<redis_store>);
+  std::optional<redis_options> base = shared_redis();
+  if (!base) return;
+  const redis_options o = isolated(*base);
+  redis_store s(o);
+  admin adm(o);
+  auto g = s.try_acquire("k", "me", milliseconds(60000));
+  REQUIRE(g);
+  const fencing_token to(g->token.value() + 100);
+  CHECK(s.raise_token("k", "other", g->token, to).error() == errc::lease_lost);
+  CHECK(s.raise_token("k", "me", fencing_token(g->token.value() + 1), to).error() ==
+        errc::lease_lost);
+  CHECK(s.raise_token("k", "me", to, g->token).error() == errc::invalid_argument);  // to < token
+  CHECK(s.raise_token("k", "me", g->token, fencing_token::max()).error() == errc::invalid_argument);
+  REQUIRE(s.raise_token("k", "me", g->token, to));
+  CHECK(s.raise_token("k", "me", g->token, to));  // already raised: idempotent
+  auto rec = s.inspect("k");
+  REQUIRE(rec);
+  REQUIRE(rec->has_value());
+  CHECK((*rec)->token == to);
+  CHECK((*rec)->remaining > milliseconds(0));  // the TTL was kept
+  CHECK(s.last_token().value() == to);
+  CHECK(s.renew("k", "me", g->token, milliseconds(60000)).error() == errc::lease_lost);
+  CHECK(s.renew("k", "me", to, milliseconds(60000)));
+  auto next = s.try_acquire("other-key", "me", milliseconds(60000));
+  REQUIRE(next);
+  CHECK(to < next->token);
+  adm.cmd({"PEXPIREAT", o.key_prefix + "k", "1"});
+  CHECK(s.raise_token("k", "me", to, fencing_token(to.value() + 5)).error() == errc::lease_lost);
+}
+
+TEST_CASE("quorum_store over three Redis servers: monotonic tokens, a member killed -9",
+          "[redis][quorum][faults][concurrency]") {
+  std::vector<std::unique_ptr<hf_test::redis_server>> servers;
+  for (int i = 0; i < 3; ++i) {
+    servers.push_back(own_redis());
+    if (!servers.back()) return;
+  }
+  std::vector<std::unique_ptr<redis_store>> members;
+  for (auto& srv : servers) members.push_back(std::make_unique<redis_store>(options_for(*srv)));
+  // The members' counters disagree, as independent servers' do.
+  REQUIRE(members[1]->raise_token_floor(fencing_token(1000)));
+  holdfast::quorum_options qo;
+  qo.member_timeout = milliseconds(500);
+  holdfast::quorum_store<redis_store> q({members[0].get(), members[1].get(), members[2].get()}, qo);
+  static_assert(holdfast::is_lease_store_v<holdfast::quorum_store<redis_store>>);
+  fencing_token last;
+  auto cycle = [&](const std::string& owner) {
+    auto g = q.try_acquire("job", owner, milliseconds(10000));
+    INFO(owner << ": " << g.error().message());
+    REQUIRE(g);
+    CHECK(last < g->token);
+    last = g->token;
+    // Never a grant. (With a member down, quorum_store reports store_unavailable rather than
+    // busy when the live majority says busy: its choice, both are transient.)
+    auto intruder = q.try_acquire("job", "intruder", milliseconds(10000));
+    CHECK((intruder.error() == errc::busy || intruder.error() == errc::store_unavailable));
+    CHECK(q.release("job", owner, g->token));
+  };
+  cycle("a");
+  CHECK(last.value() > 1000);  // the quorum's token is the members' max, and they were raised
+  cycle("b");
+  servers[2]->kill9();  // a majority (2 of 3) remains
+  cycle("c");
+  cycle("d");
+  servers[1]->kill9();  // no majority: an error, never a grant
+  auto none = q.try_acquire("job", "e", milliseconds(10000));
+  CHECK_FALSE(none);
+  CHECK(none.error() != errc::busy);
 }
 
 // ------------------------------------------------------------------------------------------------
@@ -698,7 +790,7 @@ TEST_CASE("redis_store: restart without persistence resets the counter; fences s
   CHECK(gate.admit(g->token).error() == errc::stale_token);
   REQUIRE(s.release("job", "new-holder", g->token));
   // The remedy: raise the counter past the newest token the fence admitted.
-  REQUIRE(s.advance_counter_to(gate.newest()));
+  REQUIRE(s.raise_token_floor(gate.newest()));
   auto g2 = s.try_acquire("job", "new-holder", milliseconds(60000));
   REQUIRE(g2);
   CHECK(newest < g2->token);

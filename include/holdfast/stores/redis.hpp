@@ -30,7 +30,7 @@
 // INCRs and re-issue tokens; with no persistence a restart resets it to 0. A reset counter is
 // safe for fences (they reject every token below the newest they admitted, the old holders' among
 // them) but not live: new holders are rejected too until the counter passes the fence. Recover
-// with advance_counter_to(newest token any fence admitted), or keep the counter durable. The same
+// with raise_token_floor(newest token any fence admitted), or keep the counter durable. The same
 // holds for an asynchronous replica promoted by failover (see the Redlock debate, Kleppmann 2016).
 //
 // Expiry is judged by the Redis server's clock (T2). Connection: TCP or a Unix socket, connect and
@@ -509,6 +509,22 @@ inline constexpr const char* redis_inspect_script =
     "if not v then return 0 end\n"
     "return {v, redis.call('PTTL', KEYS[1])}\n";
 
+// KEYS[1] lease key, KEYS[2] counter; ARGV[1] owner, ARGV[2] token, ARGV[3] to. If the live record
+// is <token>:<owner> (or already <to>:<owner>), re-labels it <to>:<owner> keeping its TTL and lifts
+// the counter to >= to: 1. Otherwise 0 (lost).
+inline std::string redis_raise_script() {
+  return std::string(redis_older_fn) +
+         "local v = redis.call('GET', KEYS[1])\n"
+         "if v ~= ARGV[2] .. ':' .. ARGV[1] and v ~= ARGV[3] .. ':' .. ARGV[1] then return 0 end\n"
+         "local c = redis.call('GET', KEYS[2])\n"
+         "if c and not string.find(c, '^[1-9][0-9]*$') and c ~= '0' then\n"
+         "  return redis.error_reply('HOLDFAST_CORRUPT token counter is not a token')\n"
+         "end\n"
+         "redis.call('SET', KEYS[1], ARGV[3] .. ':' .. ARGV[1], 'KEEPTTL')\n"
+         "if not c or older(c, ARGV[3]) then redis.call('SET', KEYS[2], ARGV[3]) end\n"
+         "return 1\n";
+}
+
 // KEYS[1] counter; ARGV[1] floor. Raises the counter to at least the floor; returns the counter.
 inline std::string redis_advance_script() {
   return std::string(redis_older_fn) +
@@ -564,7 +580,7 @@ class redis_store {
   explicit redis_store(redis_options opts = {})
       : link_(std::move(opts), {detail::redis_acquire_script, detail::redis_renew_script,
                                 detail::redis_release_script, detail::redis_inspect_script,
-                                detail::redis_advance_script()}) {}
+                                detail::redis_advance_script(), detail::redis_raise_script()}) {}
 
   redis_store(const redis_store&) = delete;
   redis_store& operator=(const redis_store&) = delete;
@@ -689,13 +705,14 @@ class redis_store {
     return link_.fail(errc::protocol_error, "redis: the token counter holds no token");
   }
 
-  /// Raises the token counter to at least `floor` (never lowers it), atomically, so the next grant
-  /// carries a token above `floor`. Use it after a restart that lost the counter (no persistence,
-  /// or a failover to a lagging replica): pass the newest token any fence downstream admitted,
-  /// and new holders get past the fences again. \returns the counter afterwards;
-  ///   errc::invalid_argument unless `floor` is in [1, 2^63-1]; store_unavailable, timeout,
-  ///   protocol_error.
-  result<fencing_token> advance_counter_to(fencing_token floor) {
+  /// Raises the token counter to at least `floor` (never lowers it), atomically, so every later
+  /// grant carries a token above `floor`; live leases keep theirs. Use it after a restart that
+  /// lost the counter (no persistence, or a failover to a lagging replica): pass the newest token
+  /// any fence downstream admitted, and new holders get past the fences again. It is also the
+  /// token-floor capability quorum_store uses for recovery (see quorum.hpp).
+  /// \returns success; errc::invalid_argument unless `floor` is in [1, 2^63-1];
+  ///   store_unavailable, timeout, protocol_error.
+  result<void> raise_token_floor(fencing_token floor) {
     if (!floor.is_issuable() || floor > redis_max_token) return errc::invalid_argument;
     auto guard = link_.lock();
     const std::string_view keys[] = {link_.options().counter_key};
@@ -704,12 +721,34 @@ class redis_store {
     result<detail::redis_reply_ptr> r = link_.eval(kAdvance, keys, 1, args, 1);
     if (!r) return r.error();
     const redisReply* reply = r->get();
-    if (reply->type == REDIS_REPLY_STRING) {
-      if (std::optional<fencing_token> t = detail::parse_redis_token(reply->str, reply->len)) {
-        return *t;
-      }
+    if (reply->type == REDIS_REPLY_STRING && detail::parse_redis_token(reply->str, reply->len)) {
+      return {};
     }
-    return link_.fail(errc::protocol_error, "redis: advance_counter_to: unexpected reply");
+    return link_.fail(errc::protocol_error, "redis: raise_token_floor: unexpected reply");
+  }
+
+  /// Re-labels the live lease `owner` holds on `key` with `token` (or already with `to`) with the
+  /// greater token `to`, keeping its TTL, and lifts the counter to at least `to`, in one script:
+  /// the token-floor capability quorum_store needs from its members, so that a quorum of Redis
+  /// servers hands out strictly increasing tokens (quorum.hpp has the argument).
+  /// \returns success; errc::lease_lost if the key is free, expired, or held by another owner or
+  ///   token; errc::invalid_argument for an empty key or owner, `token` or `to` not issuable,
+  ///   `to` < `token` or `to` > 2^63-1; store_unavailable, timeout, protocol_error.
+  result<void> raise_token(std::string_view key, std::string_view owner, fencing_token token,
+                           fencing_token to) {
+    if (std::error_code ec = check_release_args(key, owner, token)) return ec;
+    if (!to.is_issuable() || to < token || to > redis_max_token) return errc::invalid_argument;
+    auto guard = link_.lock();
+    const std::string_view keys[] = {lease_key(key), link_.options().counter_key};
+    token_text_ = std::to_string(token.value());
+    to_text_ = std::to_string(to.value());
+    const std::string_view args[] = {owner, token_text_, to_text_};
+    result<detail::redis_reply_ptr> r = link_.eval(kRaise, keys, 2, args, 3);
+    if (!r) return r.error();
+    const redisReply* reply = r->get();
+    if (reply->type == REDIS_REPLY_INTEGER && reply->integer == 1) return {};
+    if (reply->type == REDIS_REPLY_INTEGER && reply->integer == 0) return errc::lease_lost;
+    return link_.fail(errc::protocol_error, "redis: raise_token: unexpected reply");
   }
 
   /// Returns the text of the most recent failure of any operation on this store: the server's
@@ -731,6 +770,7 @@ class redis_store {
   static constexpr std::size_t kRelease = 2;
   static constexpr std::size_t kInspect = 3;
   static constexpr std::size_t kAdvance = 4;
+  static constexpr std::size_t kRaise = 5;
 
   std::string_view lease_key(std::string_view key) {
     key_.assign(link_.options().key_prefix);
@@ -742,6 +782,7 @@ class redis_store {
   std::string key_;  // scratch buffers, guarded by the link's mutex
   std::string ttl_text_;
   std::string token_text_;
+  std::string to_text_;
 };
 
 /// Fenced writes whose fence lives in Redis next to the data: one script admits the token and
