@@ -7,9 +7,12 @@
 //              |             | a durable row) + prepared UPDATE (owner/token-checked release)
 //   advisory   | 2           | SELECT pg_try_advisory_lock($1) + SELECT pg_advisory_unlock($1):
 //              |             | in memory only, no token, no TTL, dies with the session (baseline)
+//   bare       | 2           | two prepared "UPDATE one row SET v = v + 1": the cheapest durable
+//              |             | write of the same shape (each commits, as holdfast's do)
 //
-// BM_postgres_side_by_side interleaves both in every iteration (alternating their order) and
-// reports per-variant median and p99 in microseconds and the ratio holdfast/advisory as counters.
+// BM_postgres_side_by_side interleaves the three in every iteration (rotating their order) and
+// reports per-variant median and p99 in microseconds and the ratios holdfast/advisory and
+// holdfast/bare as counters.
 // The holdfast statements write and commit (WAL), so their cost depends on the server's
 // synchronous_commit and fsync: tests/benchmarks/run_store_benchmarks.sh says which it used.
 //
@@ -65,6 +68,12 @@ class advisory_client {
     if (!good()) return;
     PQclear(PQprepare(c_, "lock", "SELECT pg_try_advisory_lock($1::int8)", 1, nullptr));
     PQclear(PQprepare(c_, "unlock", "SELECT pg_advisory_unlock($1::int8)", 1, nullptr));
+    PQclear(PQexec(c_, "SET client_min_messages = warning"));
+    PQclear(PQexec(c_,
+                   "CREATE TABLE IF NOT EXISTS holdfast_bench_bare (id int PRIMARY KEY, v bigint); "
+                   "INSERT INTO holdfast_bench_bare VALUES (1, 0) ON CONFLICT DO NOTHING"));
+    PQclear(
+        PQprepare(c_, "bump", "UPDATE holdfast_bench_bare SET v = v + 1 WHERE id = 1", 0, nullptr));
   }
   ~advisory_client() { PQfinish(c_); }
   advisory_client(const advisory_client&) = delete;
@@ -72,6 +81,7 @@ class advisory_client {
   [[nodiscard]] bool good() const { return c_ != nullptr && PQstatus(c_) == CONNECTION_OK; }
 
   bool once() { return call("lock") && call("unlock"); }
+  bool bare_once() { return bump() && bump(); }
 
  private:
   bool call(const char* name) {
@@ -79,6 +89,12 @@ class advisory_client {
     PGresult* r = PQexecPrepared(c_, name, 1, values, nullptr, nullptr, 0);
     const bool ok =
         PQresultStatus(r) == PGRES_TUPLES_OK && PQntuples(r) == 1 && PQgetvalue(r, 0, 0)[0] == 't';
+    PQclear(r);
+    return ok;
+  }
+  bool bump() {
+    PGresult* r = PQexecPrepared(c_, "bump", 0, nullptr, nullptr, nullptr, 0);
+    const bool ok = PQresultStatus(r) == PGRES_COMMAND_OK;
     PQclear(r);
     return ok;
   }
@@ -104,18 +120,25 @@ void BM_postgres_side_by_side(benchmark::State& state) {
     state.SkipWithError("cannot reach PostgreSQL");
     return;
   }
-  latencies hf, ad;
+  latencies hf, ad, bare;
   std::size_t i = 0;
   for (auto _ : state) {
     bool good = true;
-    for (std::size_t k = 0; k < 2; ++k) {
+    for (std::size_t k = 0; k < 3; ++k) {  // rotate the order: no variant always goes first
       const auto t0 = clock_type::now();
-      if ((i + k) % 2 == 0) {
-        good = holdfast_once(store) && good;
-        hf.add(clock_type::now() - t0);
-      } else {
-        good = adv.once() && good;
-        ad.add(clock_type::now() - t0);
+      switch ((i + k) % 3) {
+        case 0:
+          good = holdfast_once(store) && good;
+          hf.add(clock_type::now() - t0);
+          break;
+        case 1:
+          good = adv.once() && good;
+          ad.add(clock_type::now() - t0);
+          break;
+        default:
+          good = adv.bare_once() && good;
+          bare.add(clock_type::now() - t0);
+          break;
       }
     }
     if (!good) {
@@ -132,6 +155,11 @@ void BM_postgres_side_by_side(benchmark::State& state) {
   state.counters["advisory_p99_us"] = ad99;
   state.counters["hf/advisory_p50"] = ad50 > 0 ? hf50 / ad50 : 0;
   state.counters["hf/advisory_p99"] = ad99 > 0 ? hf99 / ad99 : 0;
+  const double b50 = bare.quantile_us(0.5), b99 = bare.quantile_us(0.99);
+  state.counters["bare_p50_us"] = b50;
+  state.counters["bare_p99_us"] = b99;
+  state.counters["hf/bare_p50"] = b50 > 0 ? hf50 / b50 : 0;
+  state.counters["hf/bare_p99"] = b99 > 0 ? hf99 / b99 : 0;
 }
 BENCHMARK(BM_postgres_side_by_side)->Unit(benchmark::kMicrosecond);
 
