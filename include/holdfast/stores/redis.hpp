@@ -289,8 +289,8 @@ class redis_link {
   }
 
   /// Runs script `index` by EVALSHA with the given keys and arguments (binary-safe), loading it
-  /// again once if the server answers NOSCRIPT. Returns the reply (which may be an error reply
-  /// the caller has not classified yet only if it is not one: error replies become error codes).
+  /// again once if the server answers NOSCRIPT (the script did not run, so that retry is safe).
+  /// Returns the reply; an error reply becomes its classified error code, its text kept.
   result<redis_reply_ptr> eval(std::size_t index, const std::string_view* keys, std::size_t nkeys,
                                const std::string_view* args, std::size_t nargs) {
     if (std::error_code ec = ensure_connected()) return ec;
