@@ -820,14 +820,15 @@ class postgres_fenced_update {
                          : errc::protocol_error;
       return say(e, std::move(msg));
     }
-    const std::optional<std::int64_t> written =
-        PQntuples(r.get()) == 1 ? detail::pg_int8(r.get(), 0) : std::nullopt;
-    const std::optional<std::int64_t> exists =
-        PQntuples(r.get()) == 1 ? detail::pg_int8(r.get(), 1) : std::nullopt;
-    if (!written || !exists) return say(errc::protocol_error, "postgres: unexpected result shape");
-    if (*written == 1) return {};
-    if (*written == 0 && *exists == 1) return errc::stale_token;
-    if (*written == 0 && *exists == 0) return say(errc::invalid_argument, "no row with that id");
+    // Plain integers (-1: absent or malformed) rather than optionals: gcc 12 at -O1 and above
+    // warns, falsely, that an optional compared here may be uninitialized (-Wmaybe-uninitialized).
+    if (PQntuples(r.get()) != 1) return say(errc::protocol_error, "postgres: unexpected result");
+    const std::int64_t written = detail::pg_int8(r.get(), 0).value_or(-1);
+    const std::int64_t exists = detail::pg_int8(r.get(), 1).value_or(-1);
+    if (written < 0 || exists < 0) return say(errc::protocol_error, "postgres: unexpected result");
+    if (written == 1) return {};
+    if (written == 0 && exists == 1) return errc::stale_token;
+    if (written == 0 && exists == 0) return say(errc::invalid_argument, "no row with that id");
     return say(errc::protocol_error, "postgres: the id matched more than one row");
   }
 
