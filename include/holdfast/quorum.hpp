@@ -555,17 +555,19 @@ class quorum_store {
       // passes between the validity check and the report. (Threads: they join below, on their
       // workers, without delaying the caller.)
       if (opts_.dispatch == quorum_dispatch::sequential) finalize(r1.round, release_late);
+      // Validity is judged by the TTL the members actually applied (a member may grant less than
+      // was asked): judging by the requested TTL could report a grant that already expired there.
+      for (std::size_t i = 0; i < n; ++i) {
+        if (holds_top[i] && r1.on_time[i] && (*r1.on_time[i])->ttl < applied) {
+          applied = (*r1.on_time[i])->ttl;
+        }
+      }
       const time_point now = clock_.now();
       if (now < start || !(detail::saturating_sub(now, start) <
                            std::chrono::duration_cast<typename Clock::duration>(
-                               trusted_span(ttl, opts_.validity)))) {
+                               trusted_span(applied, opts_.validity)))) {
         failure = errc::timeout;
       } else {
-        for (std::size_t i = 0; i < n; ++i) {
-          if (holds_top[i] && r1.on_time[i] && (*r1.on_time[i])->ttl < applied) {
-            applied = (*r1.on_time[i])->ttl;
-          }
-        }
         if (opts_.token_mode == quorum_token_mode::naive_max) remember_naive(args, top, held);
         // A late grant joins the lease (raised to `top`) or is given back.
         finalize(r1.round, [this, args, top](std::size_t i, result<grant>& r) {
@@ -640,9 +642,12 @@ class quorum_store {
     finalize(r.round, nullptr);
     std::size_t renewed = 0, lost = 0;
     std::chrono::milliseconds applied = ttl;
-    for (const auto& x : r.on_time) {
+    for (std::size_t i = 0; i < r.on_time.size(); ++i) {
+      const auto& x = r.on_time[i];
       if (!x) continue;
-      if (*x && (*x)->ttl > std::chrono::milliseconds::zero()) {
+      // A renewal counts only if it carries the token it was asked to extend (T4: a member that
+      // answers with another token is garbage, not a renewal) and a positive TTL.
+      if (*x && (*x)->token == tokens[i] && (*x)->ttl > std::chrono::milliseconds::zero()) {
         ++renewed;
         if ((*x)->ttl < applied) applied = (*x)->ttl;
       } else if (!*x && x->error() == errc::lease_lost) {
@@ -653,7 +658,7 @@ class quorum_store {
       const time_point now = clock_.now();
       if (now < start || !(detail::saturating_sub(now, start) <
                            std::chrono::duration_cast<typename Clock::duration>(
-                               trusted_span(ttl, opts_.validity)))) {
+                               trusted_span(applied, opts_.validity)))) {
         return errc::timeout;
       }
       return grant{token, applied};

@@ -607,3 +607,80 @@ TEST_CASE("a member's exception is masked by a quorum and reaches the caller wit
   CHECK_THROWS_AS(q.try_acquire("k", "alice", 1000ms), std::runtime_error);
   CHECK(c.holding_any("k") == 0);  // member 0's grant was given back before the exception
 }
+
+namespace {
+
+// A member that caps every TTL at 30 ms (store.hpp allows granting less than asked) and whose
+// acquire reply takes 40 ms of the shared clock to arrive.
+struct capped_slow_member {
+  mem& store;
+  manual_clock clock;
+  result<grant> try_acquire(std::string_view k, std::string_view o, std::chrono::milliseconds t) {
+    auto g = store.try_acquire(k, o, std::min(t, std::chrono::milliseconds(30)));
+    clock.advance(40ms);
+    return g;
+  }
+  result<grant> renew(std::string_view k, std::string_view o, fencing_token tok,
+                      std::chrono::milliseconds t) {
+    auto g = store.renew(k, o, tok, std::min(t, std::chrono::milliseconds(30)));
+    clock.advance(40ms);
+    return g;
+  }
+  result<void> release(std::string_view k, std::string_view o, fencing_token t) {
+    return store.release(k, o, t);
+  }
+  result<void> raise_token(std::string_view k, std::string_view o, fencing_token a,
+                           fencing_token b) {
+    return store.raise_token(k, o, a, b);
+  }
+};
+
+// A member that answers every renew with a grant it did not make: another token.
+struct foreign_token_renew_member {
+  mem store;
+  explicit foreign_token_renew_member(manual_clock c) : store(c) {}
+  result<grant> try_acquire(std::string_view k, std::string_view o, std::chrono::milliseconds t) {
+    return store.try_acquire(k, o, t);
+  }
+  result<grant> renew(std::string_view, std::string_view, fencing_token tok,
+                      std::chrono::milliseconds t) {
+    return grant{fencing_token(tok.value() + 1000), t};
+  }
+  result<void> release(std::string_view k, std::string_view o, fencing_token t) {
+    return store.release(k, o, t);
+  }
+  result<void> raise_token(std::string_view k, std::string_view o, fencing_token a,
+                           fencing_token b) {
+    return store.raise_token(k, o, a, b);
+  }
+};
+
+}  // namespace
+
+TEST_CASE("quorum validity is judged by the TTL the members applied, not the one asked for",
+          "[quorum]") {
+  manual_clock clock;
+  mem m(clock);
+  capped_slow_member member{m, clock};
+  quorum_options opts;
+  opts.dispatch = quorum_dispatch::sequential;
+  quorum_store<capped_slow_member, manual_clock> q({&member}, opts, clock);
+  // The member applied 30 ms and the reply took 40 ms: the grant expired at the member before it
+  // arrived, so reporting it would let a second owner in while the first believes it holds it.
+  auto g = q.try_acquire("orders", "owner-A", 10s);
+  REQUIRE_FALSE(g);
+  CHECK(g.error() == errc::timeout);
+  CHECK(m.try_acquire("orders", "owner-B", 10s));  // and nothing was reported for it
+}
+
+TEST_CASE("quorum renew counts only renewals that carry the token presented", "[quorum]") {
+  manual_clock clock;
+  foreign_token_renew_member a(clock), b(clock), c(clock);
+  quorum_options opts;
+  opts.dispatch = quorum_dispatch::sequential;
+  quorum_store<foreign_token_renew_member, manual_clock> q({&a, &b, &c}, opts, clock);
+  auto g = q.try_acquire("orders", "owner-A", 10s);
+  REQUIRE(g);
+  auto r = q.renew("orders", "owner-A", g->token, 10s);
+  CHECK_FALSE(r);  // every member answered with a grant it did not make: nothing was renewed
+}
