@@ -76,17 +76,22 @@ struct keepalive_options {
   backoff_options retry{};
   /// On a clock that is neither steady_clock nor interruptible, how often (real time, ns) the
   /// thread reads the clock to see whether a renewal is due. Also the real-time pause after the
-  /// clock itself threw. > 0; default 100 ms.
+  /// clock itself threw. In (0, 1 h]; default 100 ms. (The bound keeps the wait's deadline,
+  /// now + poll_interval on std::chrono::steady_clock, from overflowing.)
   std::chrono::nanoseconds poll_interval = std::chrono::milliseconds(100);
   /// Start the background thread (default). false: no thread; the owner calls poll().
   bool start_thread = true;
 
   /// Returns errc::invalid_argument if renew_fraction is not in (0, 1) (or NaN), the retry backoff
-  /// is invalid (backoff_options::check), or poll_interval <= 0; a zero error code otherwise.
+  /// is invalid (backoff_options::check), or poll_interval is not in (0, 1 h]; a zero error code
+  /// otherwise.
   [[nodiscard]] std::error_code check() const noexcept {
     if (!(renew_fraction > 0.0 && renew_fraction < 1.0)) return errc::invalid_argument;
     if (std::error_code ec = retry.check()) return ec;
-    if (poll_interval <= std::chrono::nanoseconds::zero()) return errc::invalid_argument;
+    if (poll_interval <= std::chrono::nanoseconds::zero() ||
+        poll_interval > std::chrono::hours(1)) {
+      return errc::invalid_argument;
+    }
     return {};
   }
 };
@@ -165,22 +170,37 @@ class keepalive {
     result<std::pair<time_point, bool>> due = t->attach(id_, opts_.renew_fraction);
     if (!due) return due.error();
     if (!due->second) return {};  // already ours
-    {
-      std::lock_guard<std::mutex> lock(mu_);
-      if (!stopping_) {
-        backoff_options retry = opts_.retry;
-        retry.max_attempts = 0;
-        if (retry.seed) retry.seed = *retry.seed + (++seq_);
-        schedule_.emplace(due->first, entry(t, t.get(), retry));
-        ++size_;
-        wake_locked();
-        return {};
-      }
+      // The lease is attached now; if scheduling it fails (bad_alloc), detach it again, or a
+      // retried add() would find it "already ours" and it would never be renewed.
+#if HOLDFAST_HAS_EXCEPTIONS
+    try {
+#endif
+      if (schedule(t, due->first)) return {};
+#if HOLDFAST_HAS_EXCEPTIONS
+    } catch (...) {
+      t->detach(id_);
+      throw;
     }
+#endif
     t->detach(id_);
     return errc::invalid_argument;
   }
 
+ private:
+  // Puts an attached lease on the schedule; false if the keepalive is stopping.
+  bool schedule(const std::shared_ptr<target_type>& t, time_point due) {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (stopping_) return false;
+    backoff_options retry = opts_.retry;
+    retry.max_attempts = 0;
+    if (retry.seed) retry.seed = *retry.seed + (++seq_);
+    schedule_.emplace(due, entry(t, t.get(), retry));
+    ++size_;
+    wake_locked();
+    return true;
+  }
+
+ public:
   /// Stops renewing `l`; the lease itself stays as it is (held until its TTL runs out, unless
   /// renewed by hand). Returns once any renewal of `l` in flight has finished; after that this
   /// keepalive sends no renewal of `l`. Does nothing if this keepalive does not renew `l`.

@@ -358,6 +358,8 @@ TEST_CASE("keepalive options are checked", "[keepalive]") {
     cases.push_back({"poll_interval 0", o});
     o.poll_interval = -1ms;
     cases.push_back({"poll_interval < 0", o});
+    o.poll_interval = std::chrono::nanoseconds::max();  // now + interval would overflow
+    cases.push_back({"poll_interval huge", o});
   }
   {
     auto o = base;
