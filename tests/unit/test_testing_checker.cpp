@@ -235,6 +235,38 @@ TEST_CASE("checker: S5 catches renew and release by non-holders, and revival",
   REQUIRE(check(refused.h).ok());
 }
 
+TEST_CASE("checker: raise_token re-labels the holder's lease; by anyone else it is S5",
+          "[testing/checker]") {
+  builder ok;
+  ok.grant(ok.a, "A", 0, 3);
+  event& r = ok.grant(ok.a, "A", 10 * ms, 3, 0, event_kind::store_raise);
+  r.value = 9;
+  ok.grant(ok.a, "A", 20 * ms, 9, 1000, event_kind::store_renew);  // renewed under the new token
+  ok.belief(ok.a, "A", 900 * ms, 9, true);
+  ok.release(ok.a, "A", 950 * ms, 9);
+  ok.grant(ok.b, "B", 960 * ms, 10);
+  REQUIRE(check(ok.h).ok());
+
+  builder low;  // after a raise to 9, a grant must carry more than 9
+  low.grant(low.a, "A", 0, 3);
+  low.grant(low.a, "A", 10 * ms, 3, 0, event_kind::store_raise).value = 9;
+  low.release(low.a, "A", 20 * ms, 9);
+  low.grant(low.b, "B", 30 * ms, 4);
+  REQUIRE(check(low.h).violated == invariant::s2_token_order);
+
+  builder stranger;
+  stranger.grant(stranger.a, "A", 0, 3);
+  stranger.grant(stranger.b, "B", 10 * ms, 3, 0, event_kind::store_raise).value = 9;
+  const verdict v = check(stranger.h);
+  REQUIRE(v.violated == invariant::s5_ownership);
+  REQUIRE_THAT(v.timeline, Catch::Contains("raises"));
+
+  builder late;
+  late.grant(late.a, "A", 0, 3, 1000);
+  late.grant(late.a, "A", 1500 * ms, 3, 0, event_kind::store_raise).value = 9;
+  REQUIRE(check(late.h).violated == invariant::s5_ownership);
+}
+
 TEST_CASE("checker: a request the store never applied is ignored", "[testing/checker]") {
   builder x;
   x.grant(x.a, "A", 0, 1, 1000);

@@ -6,6 +6,7 @@
 #include <chrono>
 #include <cstdint>
 #include <holdfast/holdfast.hpp>
+#include <holdfast/quorum.hpp>
 #include <holdfast/testing/testing.hpp>
 #include <limits>
 #include <memory>
@@ -240,7 +241,7 @@ TEST_CASE("sim_store: a durable store's restart is an outage that keeps its stat
   f.restarts = true;
   sim_store<mstore> store(sim, "store", make_memory, f);
   int restarts = 0;
-  store.on_restart([&](mstore&) { ++restarts; });
+  store.on_restart([&](std::unique_ptr<mstore>&) { ++restarts; });
   REQUIRE(store.try_acquire("orders", "X", 100000ms));  // outside any client: no faults
   const node_id a = sim.add_client("A");
   std::error_code during;
@@ -390,4 +391,67 @@ TEST_CASE("simulator: the correct stack keeps every invariant under every fault"
     }
     REQUIRE(events > 300 * 20);
   }
+}
+
+TEST_CASE("sim_store: quorum members compose (raise_token, empty restarts, unrecorded members)",
+          "[testing/simulator]") {
+  using member = sim_store<mstore>;
+  static_assert(holdfast::has_raise_token_v<member>, "sim_store forwards raise_token");
+  static_assert(holdfast::has_raise_token_floor_v<member>, "sim_store forwards raise_token_floor");
+  static_assert(holdfast::has_inspect_v<member>, "sim_store forwards inspect");
+
+  seeded_source src(5);
+  simulator sim(src, no_faults());
+  std::vector<std::unique_ptr<member>> members;
+  for (int i = 0; i < 3; ++i) {
+    members.push_back(
+        std::make_unique<member>(sim, "m" + std::to_string(i), make_memory, no_store_faults()));
+  }
+  members[2]->record(false);  // its operations see faults but stay out of the history
+  const node_id a = sim.add_client("A");
+  std::optional<holdfast::fencing_token> token;
+  sim.spawn(a, [&] {
+    holdfast::quorum_options qo;
+    qo.dispatch = holdfast::quorum_dispatch::sequential;
+    // Member 0 has issued more tokens than the others: the quorum's grant must raise the rest.
+    REQUIRE(members[0]->try_acquire("warmup", "W", 1000ms));
+    REQUIRE(members[0]->try_acquire("warmup2", "W", 1000ms));
+    holdfast::quorum_store<member, sim_clock> q(
+        {members[0].get(), members[1].get(), members[2].get()}, qo, sim.clock(a));
+    auto l = holdfast::try_acquire(q, "orders", 1000ms, opts_for(sim, a, "A"));
+    REQUIRE(l);
+    token = l->token();
+    REQUIRE(l->release());
+  });
+  sim.run();
+  REQUIRE(token);
+  REQUIRE(token->value() == 3);  // the floor: the max of the members' tokens, raised onto W
+  std::size_t raises = 0;
+  std::size_t from_m2 = 0;
+  for (const event& e : sim.log().events) {
+    raises += e.kind == event_kind::store_raise && e.outcome == 0 ? 1 : 0;
+    from_m2 += e.node == members[2]->node() ? 1 : 0;
+  }
+  REQUIRE(raises >= 1);
+  REQUIRE(from_m2 == 0);
+  const verdict v = check(sim.log());
+  INFO(v.report());
+  REQUIRE(v.ok());  // member-level S2/S5 accept the raises
+
+  // A restart that loses the state: on_restart replaces the store with a fresh one.
+  last_option_source worst;
+  simulator sim2(worst, no_faults());
+  store_fault_options f = no_store_faults();
+  f.restarts = true;
+  member m(sim2, "m", make_memory, f);
+  m.on_restart([&m](std::unique_ptr<mstore>& s) { s = std::make_unique<mstore>(m.clock()); });
+  REQUIRE(m.try_acquire("orders", "X", 1000ms));  // outside a client: no faults; token 1
+  const node_id b = sim2.add_client("B");
+  sim2.spawn(b, [&] {
+    (void)m.try_acquire("orders", "B", 1000ms);  // goes down
+    sim2.clock(b).sleep_until(sim2.clock(b).now() + 5s);
+    (void)m.try_acquire("orders", "B", 1000ms);  // comes back empty, then goes down again
+  });
+  sim2.run();
+  REQUIRE(m.inner().last_token().is_none());  // the counter was lost with the state
 }

@@ -183,6 +183,7 @@ class checker {
       case event_kind::store_acquire:
       case event_kind::store_renew:
       case event_kind::store_release:
+      case event_kind::store_raise:
         if (e.outcome != not_applied) store_op(i, e);
         break;
       case event_kind::write:
@@ -271,6 +272,10 @@ class checker {
       r.key = e.key;
       return;
     }
+    if (e.kind == event_kind::store_raise) {
+      raise(i, e, s, now);
+      return;
+    }
     const bool holder = s.held && s.owner == e.owner && s.token == e.token;
     if (e.kind == event_kind::store_renew) {
       if (!holder || definitely_expired(s, now)) {
@@ -312,6 +317,37 @@ class checker {
     s.held = false;
     auto it = leases_.find({e.node, e.key, e.token});
     if (it != leases_.end()) it->second.end = i;
+  }
+
+  // raise_token (quorum.hpp's token floor): only the live holder's lease is re-labelled, and
+  // every later grant on the key must carry a greater token.
+  void raise(std::size_t i, const event& e, key_state& s, std::int64_t now) {
+    const std::uint64_t to = static_cast<std::uint64_t>(e.value);
+    const bool holder = s.held && s.owner == e.owner && (s.token == e.token || s.token == to);
+    if (!holder || definitely_expired(s, now)) {
+      std::vector<std::size_t> ctx = lease_events(e.node, e.key, e.token);
+      ctx.push_back(i);
+      fail(invariant::s5_ownership, i,
+           "the store raised " + e.owner + "'s " + fmt_token(e.token) + " to " + fmt_token(to) +
+               " on \"" + key_name(e.key) + "\", but " +
+               (holder ? std::string("that lease had expired by the store's clock")
+                       : "the holder is " + (s.held ? s.owner + "'s " + fmt_token(s.token)
+                                                    : std::string("nobody"))),
+           ctx);
+      return;
+    }
+    auto old = leases_.find({e.node, e.key, s.token});
+    lease_rec moved = old != leases_.end() ? old->second : lease_rec{};
+    moved.last = i;
+    moved.store = e.node;
+    moved.key = e.key;
+    if (moved.grant == npos) moved.grant = i;
+    leases_[{e.node, e.key, to}] = moved;
+    s.token = to;
+    if (to > s.max_token) {
+      s.max_token = to;
+      s.max_event = i;
+    }
   }
 
   void extend(std::size_t i, const event& e, std::int64_t until) {
@@ -527,6 +563,11 @@ class checker {
       case event_kind::liveness_failed:
         act = h_.node_name(e.node) + " (contender) gives up on " + key;
         res = outcome_name(e.outcome);
+        break;
+      case event_kind::store_raise:
+        act = who(e) + " raises " + key + " " + fmt_token(e.token) + " to " +
+              fmt_token(static_cast<std::uint64_t>(e.value));
+        res = ok ? "raised" : outcome_name(e.outcome);
         break;
     }
     switch (e.note) {

@@ -51,6 +51,7 @@
 #include "holdfast/fencing_token.hpp"
 #include "holdfast/store.hpp"
 #include "holdfast/testing/decision.hpp"
+#include "holdfast/testing/shrink.hpp"
 #include "holdfast/testing/sim_store.hpp"
 #include "holdfast/testing/simulator.hpp"
 #include "holdfast/testing/workload.hpp"
@@ -238,7 +239,8 @@ class contract_checker {
 /// Checks the store made by `make_store` against the LeaseStore contract and the safety and
 /// liveness invariants (see the table at the top of conformance.hpp) and returns the report.
 /// The first failing schedule is reported with its seed (re-run it with seeded_source(seed)
-/// and run_schedule()) and its timeline; contract checks report every failure.
+/// and run_schedule()) and the timeline of its shrunk form (shrink.hpp); contract checks report
+/// every failure.
 /// Exceptions thrown by the store propagate.
 template <class Factory>
 conformance_report check_store(Factory&& make_store, const conformance_options& o = {}) {
@@ -266,26 +268,54 @@ conformance_report check_store(Factory&& make_store, const conformance_options& 
     ++rep.schedules;
     rep.events += r.log.events.size();
     if (!r.result.ok()) {
-      rep.failures.push_back("schedule seed=" + std::to_string(o.seed + i) + ": " +
-                             r.result.report());
+      // Replay it recorded, shrink it, and report the minimal timeline (the seed replays the
+      // original: run_schedule(seeded_source(seed), factory, options)).
+      seeded_source again(o.seed + i);
+      recording_source rec(again);
+      (void)run_schedule(rec, make_store, ro);
+      const shrink_result s = shrink_failure(
+          rec.to_bytes(), [&](byte_source& b) { return run_schedule(b, make_store, ro); }, 2000);
+      rep.failures.push_back("schedule seed=" + std::to_string(o.seed + i) + " (" +
+                             std::to_string(r.log.events.size()) + " events; shrunk to " +
+                             std::to_string(s.run.log.events.size()) +
+                             "): " + s.run.result.report());
       break;
     }
   }
   return rep;
 }
 
+namespace detail {
+
+// Prints a violation found by a fuzz entry point, and its shrunk form, then traps.
+template <class Runner>
+[[noreturn]] void report_and_trap(const run_result& r, const std::uint8_t* data, std::size_t size,
+                                  Runner&& run) {
+  std::fprintf(stderr, "holdfast: %s", r.result.report().c_str());
+  const shrink_result s = shrink_failure(std::vector<std::uint8_t>(data, data + size), run, 2000);
+  std::fprintf(stderr,
+               "holdfast: shrunk to %zu decision bytes (from %zu) in %zu runs; minimal timeline:\n"
+               "%s",
+               s.bytes.size(), size, s.runs, s.run.result.report().c_str());
+  std::fflush(stderr);
+  __builtin_trap();
+}
+
+}  // namespace detail
+
 /// Runs the schedule that `data` decodes to (one byte per decision; see byte_source) against
-/// the store made by `make_store`, and calls __builtin_trap() after printing the report if an
-/// invariant is violated, so libFuzzer records the input. Returns 0. A whole fuzz target is
-/// three lines (see the top of conformance.hpp).
+/// the store made by `make_store`. If an invariant is violated it prints the report, shrinks the
+/// input (shrink.hpp) and prints the minimal timeline too, then calls __builtin_trap() so
+/// libFuzzer records the input (the crash file replays the original schedule). Returns 0. A
+/// whole fuzz target is three lines (see the top of conformance.hpp).
 template <class Factory>
 int fuzz_store(Factory&& make_store, const std::uint8_t* data, std::size_t size,
                const run_options& o = {}) {
   byte_source src(data, size);
-  run_result r = run_schedule(src, make_store, o);
+  const run_result r = run_schedule(src, make_store, o);
   if (!r.result.ok()) {
-    std::fprintf(stderr, "holdfast: %s\n", r.result.report().c_str());
-    __builtin_trap();
+    detail::report_and_trap(r, data, size,
+                            [&](byte_source& s) { return run_schedule(s, make_store, o); });
   }
   return 0;
 }
@@ -293,10 +323,9 @@ int fuzz_store(Factory&& make_store, const std::uint8_t* data, std::size_t size,
 /// As fuzz_store(), against the shipped memory_store, or the mutant o.mutation selects.
 inline int fuzz_schedule(const std::uint8_t* data, std::size_t size, const run_options& o = {}) {
   byte_source src(data, size);
-  run_result r = run_schedule(src, o);
+  const run_result r = run_schedule(src, o);
   if (!r.result.ok()) {
-    std::fprintf(stderr, "holdfast: %s\n", r.result.report().c_str());
-    __builtin_trap();
+    detail::report_and_trap(r, data, size, [&](byte_source& s) { return run_schedule(s, o); });
   }
   return 0;
 }

@@ -22,7 +22,8 @@
 //   outcome    | 0 on success, else an outcome_code (what the store did, for store events)
 //   seen       | for store events: what the client was told (differs under injected faults)
 //   value      | kind-specific: newest token before a write, a pause's length (ns), 1/0 for a
-//              | validity check, a jump's size (ns), liveness bound (ns) for `heal`
+//              | validity check, a jump's size (ns), liveness bound (ns) for `heal`, the new
+//              | token of a raise; for other store events, the injected delay (ns)
 //   note       | for store events: the fault injected around it (fault_note)
 //
 // Events are appended in true-time order; a store operation is placed at its linearization
@@ -69,6 +70,7 @@ enum class event_kind : std::uint8_t {
   heal,               ///< Faults stop here; value = the L1 bound (ns) for a contender to acquire.
   liveness_acquired,  ///< The liveness contender acquired (`token`).
   liveness_failed,    ///< The liveness contender gave up (`outcome`).
+  store_raise,        ///< The store applied raise_token (quorum.hpp): `token` -> `value`.
 };
 
 /// The fault injected around a store operation.
@@ -168,6 +170,8 @@ inline const char* to_string(event_kind k) noexcept {
       return "liveness_acquired";
     case event_kind::liveness_failed:
       return "liveness_failed";
+    case event_kind::store_raise:
+      return "store_raise";
   }
   return "?";
 }

@@ -22,10 +22,16 @@
 // node, clock, faults and restarts; a quorum_store over them is itself a LeaseStore, and may in
 // turn be wrapped (with faults off) to record the quorum-level operations.
 //
-// A restart (store_fault_options::restarts, only for stores that claim durability) takes the
-// store down for 0.1 to 2 scale: every request in that window fails with store_unavailable; the
-// state is kept (that is what durability means) and on_restart(), if set, runs when it comes back
-// (e.g. to restart a real server, or to reload a store from its snapshot).
+// A restart (store_fault_options::restarts) takes the store down for 0.1 to 2 scale: every
+// request in that window fails with store_unavailable. By default the state is kept (a store that
+// claims durability); on_restart(), if set, runs when it comes back and may change or replace the
+// store (restart a real server, reload a snapshot, or model a member that comes back empty:
+// `[&](auto& s) { s = std::make_unique<S>(wrapper.clock()); }`).
+//
+// Optional capabilities are forwarded when the wrapped store has them: inspect() (no faults, not
+// recorded), and quorum.hpp's token floor, raise_token() (through the network like any operation,
+// recorded as store_raise) and raise_token_floor(). record(false) keeps a store's operations out
+// of the history (e.g. quorum members, when the quorum-level operations are what is judged).
 //
 // Multi-step stores: a store that is deliberately not atomic (testing/mutants.hpp) may call
 // step() between its steps (an interposition point for the calling client) and linearized() at
@@ -190,6 +196,25 @@ class sim_store {
     return inner_->inspect(key);
   }
 
+  /// Forwards the token-floor capability raise_token(key, owner, token, to) (quorum.hpp) through
+  /// the simulated network, like try_acquire (recorded as store_raise, `to` in event::value).
+  template <class S = Store>
+  auto raise_token(std::string_view key, std::string_view owner, fencing_token token,
+                   fencing_token to)
+      -> decltype(std::declval<S&>().raise_token(key, owner, token, to), result<void>()) {
+    return perform<void>(
+        event_kind::store_raise, key, owner, token, std::chrono::milliseconds{0},
+        [&] { return inner_->raise_token(key, owner, token, to); }, to.value());
+  }
+
+  /// Forwards raise_token_floor(floor) directly: a recovery step an operator runs, not a client
+  /// request, so it sees no faults and is not recorded.
+  template <class S = Store>
+  auto raise_token_floor(fencing_token floor)
+      -> decltype(std::declval<S&>().raise_token_floor(floor), result<void>()) {
+    return inner_->raise_token_floor(floor);
+  }
+
   /// An interposition point for the calling client between two steps of a multi-step store.
   void step() { sim_.point(simulator::point_kind::store_step); }
 
@@ -201,14 +226,22 @@ class sim_store {
     for (call* c : calls_) {
       if (c->who == sim_.current_node() && c->index == npos) {
         stamp(c->e);
-        c->index = sim_.log().add(c->e);
+        if (record_) c->index = sim_.log().add(c->e);
         return;
       }
     }
   }
 
-  /// Sets what runs when the store comes back from a restart (default: nothing; state is kept).
-  void on_restart(std::function<void(Store&)> fn) { on_restart_ = std::move(fn); }
+  /// Sets what runs when the store comes back from a restart: it gets the store and may modify
+  /// or replace it (default: nothing; the state is kept, as a durable store's is).
+  void on_restart(std::function<void(std::unique_ptr<Store>&)> fn) { on_restart_ = std::move(fn); }
+
+  /// Records this store's operations in the history (default), or not (`false`): unrecorded
+  /// operations still see every fault; store_down/store_up are always recorded.
+  void record(bool on) noexcept { record_ = on; }
+
+  /// Returns this store's simulated clock (the one the wrapped store was built with).
+  [[nodiscard]] sim_clock clock() const noexcept { return sim_.clock(node_); }
 
   /// Returns the wrapped store.
   [[nodiscard]] Store& inner() noexcept { return *inner_; }
@@ -273,39 +306,51 @@ class sim_store {
   }
 
   // Records a request that never reached the store, and returns the client's error.
-  std::error_code not_applied_(event_kind kind, std::string_view key, std::string_view owner,
-                               fencing_token token, std::chrono::milliseconds ttl, errc seen) {
-    event e = make(kind, key, owner, token, ttl);
-    e.outcome = not_applied;
-    e.seen = static_cast<outcome_code>(seen);
-    sim_.log().add(std::move(e));
+  std::error_code not_applied_(const event& proto, errc seen) {
+    if (record_) {
+      event e = proto;
+      stamp(e);
+      e.outcome = not_applied;
+      e.seen = static_cast<outcome_code>(seen);
+      sim_.log().add(std::move(e));
+    }
     return seen;
   }
 
   template <class T, class Apply>
   result<T> perform(event_kind kind, std::string_view key, std::string_view owner,
-                    fencing_token token, std::chrono::milliseconds ttl, Apply&& apply) {
+                    fencing_token token, std::chrono::milliseconds ttl, Apply&& apply,
+                    std::uint64_t to = 0) {
     if (sim_.current_crashed()) return errc::store_unavailable;
     if (down() && (sim_.now_ns() >= down_until_ || sim_.healed())) come_back();
     const bool faulty = sim_.current_node() != no_node && !sim_.healed();
-    fault_note note = fault_note::none;
-    std::int64_t note_value = 0;
+    call c;
+    c.who = sim_.current_node();
+    c.e = make(kind, key, owner, token, ttl);
+    c.e.outcome = not_applied;
+    if (kind == event_kind::store_raise) c.e.value = static_cast<std::int64_t>(to);
+    // The fault note goes into event::value, except for a raise, whose value is its `to`.
+    const auto note = [kind](event& e, fault_note n, std::int64_t d) {
+      e.note = n;
+      if (kind != event_kind::store_raise) e.value = d;
+    };
     if (faulty) {
       const store_fault_options& f = faults_;
-      switch (sim_.weighted({40, f.request_delays ? 6u : 0u, f.lost_requests ? 1u : 0u,
+      switch (sim_.weighted({40, f.request_delays ? 10u : 0u, f.lost_requests ? 1u : 0u,
                              f.errors ? 1u : 0u, f.restarts ? 1u : 0u})) {
         case 0:
           break;
-        case 1:
-          note = fault_note::request_delayed;
-          note_value = delay();
-          sim_.wait_true(note_value);
+        case 1: {
+          const std::int64_t d = delay();
+          note(c.e, fault_note::request_delayed, d);
+          sim_.wait_true(d);
           break;
+        }
         case 2:
           sim_.wait_true(delay());
-          return not_applied_(kind, key, owner, token, ttl, errc::timeout);
+          return not_applied_(c.e, errc::timeout);
         case 3:
-          return not_applied_(kind, key, owner, token, ttl, errc::store_unavailable);
+          return not_applied_(c.e, errc::store_unavailable);
         default: {
           static constexpr std::int64_t tenths[] = {1, 5, 20};
           if (!down()) {
@@ -318,17 +363,13 @@ class sim_store {
     }
     if (down()) {
       if (sim_.now_ns() < down_until_ && !sim_.healed()) {
-        return not_applied_(kind, key, owner, token, ttl, errc::store_unavailable);
+        return not_applied_(c.e, errc::store_unavailable);
       }
       come_back();
     }
 
     // Apply. The event is placed where the store says its operation took effect (linearized())
     // or, by default, where it returns: for an atomic store, the instant it applied.
-    call c;
-    c.who = sim_.current_node();
-    c.e = make(kind, key, owner, token, ttl);
-    c.e.outcome = not_applied;
     calls_.push_back(&c);
     high_water_ = std::max(high_water_, sim_.local_ns(node_));
     struct unregister {
@@ -339,46 +380,46 @@ class sim_store {
     result<T> r = apply();
     if (c.index == npos) {
       stamp(c.e);
-      c.index = sim_.log().add(c.e);
+      if (record_) c.index = sim_.log().add(c.e);
     }
-    const std::size_t at = c.index;
-    history* h = &sim_.log();
-    h->events[at].outcome = to_outcome(r.error());
+    // The recorded event (a reference into the history is re-taken after every wait: the
+    // history grows while this client waits for its reply).
+    const auto ev = [this, &c]() -> event& {
+      return record_ && c.index != npos ? sim_.log().events[c.index] : c.e;
+    };
+    ev().outcome = to_outcome(r.error());
     if constexpr (std::is_same_v<T, grant>) {
       if (r) {
-        h->events[at].token = r->token.value();
-        h->events[at].ttl_ms = r->ttl.count();
+        ev().token = r->token.value();
+        ev().ttl_ms = r->ttl.count();
       }
     }
-    h->events[at].note = note;
-    h->events[at].value = note_value;
 
     result<T> seen = std::move(r);
     if (faulty && !sim_.current_crashed()) {
       const store_fault_options& f = faults_;
       switch (sim_.weighted(
-          {40, f.reply_delays ? 6u : 0u, f.lost_replies ? 2u : 0u, f.errors ? 1u : 0u})) {
+          {40, f.reply_delays ? 10u : 0u, f.lost_replies ? 2u : 0u, f.errors ? 1u : 0u})) {
         case 0:
           break;
         case 1: {
           const std::int64_t d = delay();
-          h->events[at].note = fault_note::reply_delayed;
-          h->events[at].value = d;
+          note(ev(), fault_note::reply_delayed, d);
           sim_.wait_true(d);
           break;
         }
         case 2:
-          h->events[at].note = fault_note::reply_lost;
+          note(ev(), fault_note::reply_lost, 0);
           sim_.wait_true(delay());
           seen = errc::timeout;
           break;
         default:
-          h->events[at].note = fault_note::error_after;
+          note(ev(), fault_note::error_after, 0);
           seen = errc::store_unavailable;
           break;
       }
     }
-    sim_.log().events[at].seen = to_outcome(seen.error());
+    ev().seen = to_outcome(seen.error());
     if (sim_.current_crashed()) return errc::store_unavailable;
     return seen;
   }
@@ -388,14 +429,15 @@ class sim_store {
   void come_back() {
     down_until_ = -1;
     sim_.log().add(sim_.make_event(event_kind::store_up, node_));
-    if (on_restart_) on_restart_(*inner_);
+    if (on_restart_) on_restart_(inner_);
   }
 
   simulator& sim_;
   node_id node_;
   store_fault_options faults_;
   std::unique_ptr<Store> inner_;
-  std::function<void(Store&)> on_restart_;
+  std::function<void(std::unique_ptr<Store>&)> on_restart_;
+  bool record_ = true;
   std::int64_t down_until_ = -1;
   std::int64_t high_water_ = 0;
   std::vector<call*> calls_;  // operations in progress (several, when a multi-step store yields)

@@ -9,6 +9,7 @@
 //   checker.hpp       check(history): S1-S5, L1, and a DESIGN §1-style timeline
 //   mutants.hpp       the negative controls
 //   workload.hpp      generated schedules of shipped lease calls: run_schedule()
+//   shrink.hpp        shrink_failure(): a failing schedule's minimal form
 //   conformance.hpp   check_store(factory), fuzz_store(factory, data, size)
 // Not included here: rapidcheck.hpp (needs rapidcheck).
 //
@@ -22,6 +23,7 @@
 #include "holdfast/testing/history.hpp"
 #include "holdfast/testing/mutants.hpp"
 #include "holdfast/testing/resource.hpp"
+#include "holdfast/testing/shrink.hpp"
 #include "holdfast/testing/sim_store.hpp"
 #include "holdfast/testing/simulator.hpp"
 #include "holdfast/testing/workload.hpp"

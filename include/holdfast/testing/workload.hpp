@@ -111,8 +111,9 @@ struct workload {
 struct run_options {
   /// The TTL every client asks for (ms). Fault durations scale with it. Default 1 s.
   std::chrono::milliseconds ttl{1000};
-  /// Operations per schedule: drawn from [min_ops, max_ops]. Default 4..64.
-  std::uint32_t min_ops = 4;
+  /// Operations per schedule: drawn from [min_ops, max_ops]. Default 32..64: long enough that a
+  /// random schedule usually exercises a whole acquire/write/expire/take-over cycle.
+  std::uint32_t min_ops = 32;
   std::uint32_t max_ops = 64;
   /// Clients per schedule: drawn from [2, max_clients] (at most 4). Default 3.
   std::uint32_t max_clients = 3;
@@ -393,8 +394,8 @@ class schedule_runner {
         return;
       case op_kind::renew: {
         if (!c.held) return;
-        if ((op.arg & 2) != 0) {  // renew late: just before validity ends (the last moment)
-          const std::int64_t d = (op.arg & 1) != 0 ? ttl.count() / 50 : 1000000;
+        if (op.arg != 0) {  // renew late: just before validity ends (the last moment)
+          const std::int64_t d = op.arg == 1 ? ttl.count() / 50 : 1000000;
           sim_.clock(c.node).sleep_until(sim_clock::time_point(
               sim_clock::duration(c.held->valid_until().time_since_epoch().count() - d)));
           if (!c.held || sim_.current_crashed()) return;
