@@ -164,6 +164,22 @@ TEMPLATE_TEST_CASE("contract: a renewal keeps contenders out", "[cas][memory_sto
   CHECK(f.store.try_acquire("orders", "B", 10s));
 }
 
+TEMPLATE_TEST_CASE("contract: a renew after the TTL ran out is lease_lost, never a revival",
+                   "[cas][memory_store]", memory_fixture, cas_fixture) {
+  TestType f;
+  auto a = f.store.try_acquire("orders", "A", 10s);
+  REQUIRE(a);
+  f.clock.advance(10s - 1ms);
+  REQUIRE(f.store.renew("orders", "A", a->token, 10s));  // in time
+  f.clock.advance(10s);                                  // nobody took it over, yet it expired
+  const std::string before = f.snapshot("orders");
+  CHECK(f.store.renew("orders", "A", a->token, 10s).error() == errc::lease_lost);
+  CHECK(f.snapshot("orders") == before);
+  auto b = f.store.try_acquire("orders", "B", 10s);  // and it is free for the next owner
+  REQUIRE(b);
+  CHECK(b->token > a->token);
+}
+
 TEMPLATE_TEST_CASE("contract: tokens strictly increase across release and takeover",
                    "[cas][memory_store]", memory_fixture, cas_fixture) {
   TestType f;
@@ -327,16 +343,51 @@ TEST_CASE("the wait restarts whenever the record's version changes", "[cas]") {
   f.clock.advance(1h);
   auto b = f.store.try_acquire("orders", "B", 10s);
   REQUIRE(b);
-  CHECK(f.store.watching() == 0);  // nothing left to watch once granted
+  CHECK(f.store.watching() == 1);  // one entry per key: now B's grant, timed from its write
+  REQUIRE(f.store.release("orders", "B", b->token));
+  CHECK(f.store.watching() == 0);  // a free key needs no timing
 }
 
 TEST_CASE("a contender's first sight starts the wait, however old the record is", "[cas]") {
+  // Two processes: A's adapter wrote the record, B's never saw it being written.
+  manual_clock clock;
+  holdfast::memory_cas_kv kv;
+  holdfast::cas_store<holdfast::memory_cas_kv, manual_clock> a(kv, clock), b(kv, clock);
+  REQUIRE(a.try_acquire("orders", "A", 10s));
+  clock.advance(1h);  // nobody in B's process looked: B cannot know how old the record is
+  CHECK(b.try_acquire("orders", "B", 10s).error() == errc::busy);
+  clock.advance(10s - 1ms);
+  CHECK(b.try_acquire("orders", "B", 10s).error() == errc::busy);
+  clock.advance(1ms);
+  CHECK(b.try_acquire("orders", "B", 10s));
+}
+
+TEST_CASE("an adapter times the records it wrote from the write itself", "[cas]") {
   cas_fixture f;
   REQUIRE(f.store.try_acquire("orders", "A", 10s));
-  f.clock.advance(1h);  // nobody looked: the adapter cannot know how old the record is
-  CHECK(f.store.try_acquire("orders", "B", 10s).error() == errc::busy);
-  f.clock.advance(10s);
-  CHECK(f.store.try_acquire("orders", "B", 10s));
+  CHECK(f.store.watching() == 1);
+  f.clock.advance(10s);                            // a full TTL since the grant this adapter made
+  CHECK(f.store.try_acquire("orders", "B", 10s));  // no extra wait in the same process
+}
+
+TEST_CASE("renew is refused only once this adapter has seen the record for a full TTL", "[cas]") {
+  manual_clock clock;
+  holdfast::memory_cas_kv kv;
+  holdfast::cas_store<holdfast::memory_cas_kv, manual_clock> a(kv, clock), b(kv, clock);
+  auto g = a.try_acquire("orders", "A", 10s);
+  REQUIRE(g);
+  clock.advance(10s);
+  // B never saw the record: no contender of B's could have taken it, so B renews it for A ...
+  auto r = b.renew("orders", "A", g->token, 10s);
+  REQUIRE(r);
+  // ... which is a new record version: A's adapter, which saw the old one expire, sees a new one.
+  REQUIRE(a.renew("orders", "A", g->token, 10s));
+  clock.advance(10s);
+  CHECK(a.renew("orders", "A", g->token, 10s).error() == errc::lease_lost);  // A wrote the last
+  CHECK(b.renew("orders", "A", g->token, 10s));  // B never saw A's last write: renews it
+  CHECK(b.renew("orders", "A", g->token, 10s));  // and, having written it now, times it
+  clock.advance(10s);
+  CHECK(b.renew("orders", "A", g->token, 10s).error() == errc::lease_lost);
 }
 
 TEST_CASE("the wait is the holder's TTL, and re-acquiring never shortens it", "[cas]") {
@@ -356,15 +407,20 @@ TEST_CASE("cas inspect reports what a contender would conclude", "[cas]") {
   REQUIRE(a);
   auto r = f.store.inspect("orders");
   REQUIRE(*r);
-  CHECK((*r)->remaining == 10s);   // not watched yet: the full TTL
-  CHECK(f.store.watching() == 0);  // inspect starts no wait
-  CHECK(f.store.try_acquire("orders", "B", 10s).error() == errc::busy);
+  CHECK((*r)->remaining == 10s);  // timed from the grant this adapter wrote
   f.clock.advance(4s);
   r = f.store.inspect("orders");
   REQUIRE(*r);
   CHECK((*r)->remaining == 6s);
   f.clock.advance(6s);
   CHECK_FALSE(*f.store.inspect("orders"));
+  // Another process's adapter, which never saw the record written, assumes the full TTL and
+  // starts no wait by inspecting.
+  holdfast::cas_store<holdfast::memory_cas_kv, manual_clock> other(f.kv, f.clock);
+  r = other.inspect("orders");
+  REQUIRE(*r);
+  CHECK((*r)->remaining == 10s);
+  CHECK(other.watching() == 0);
 }
 
 TEST_CASE("a clock going backwards restarts every wait", "[cas]") {
@@ -512,11 +568,13 @@ TEST_CASE("two processes, each with its own clock, share one KV", "[cas]") {
   auto ga = a.try_acquire("orders", "A", 10s);
   REQUIRE(ga);
   CHECK(b.try_acquire("orders", "B", 10s).error() == errc::busy);
-  a_clock.advance(1h);  // A's clock racing ahead changes nothing for B's wait
+  a_clock.advance(1h);  // A's clock racing ahead changes nothing for B's wait ...
+  CHECK(b.try_acquire("orders", "B", 10s).error() == errc::busy);
+  // ... though A's own adapter now considers the lease expired, and will not renew it.
+  CHECK(a.renew("orders", "A", ga->token, 10s).error() == errc::lease_lost);
   CHECK(b.try_acquire("orders", "B", 10s).error() == errc::busy);
   b_clock.advance(10s);
   auto gb = b.try_acquire("orders", "B", 10s);
   REQUIRE(gb);
   CHECK(gb->token > ga->token);
-  CHECK(a.renew("orders", "A", ga->token, 10s).error() == errc::lease_lost);
 }

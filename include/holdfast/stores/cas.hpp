@@ -18,39 +18,49 @@
 // (unreachable, timeout) are reported as result errors; a KV may also throw, which propagates.
 //
 // Expiry without a shared clock (Amazon's DynamoDB lock client): the record of a key carries its
-// holder's owner id, fencing token and TTL, and its version changes on every write, renewals
-// included. A contender that finds a key held remembers the version it saw and when (on its own
-// steady clock, read after the read returned); it takes the key over only once it has seen that
-// *same* version unchanged for the record's full TTL. A live holder renews well within its TTL
-// (keepalive.hpp renews at half), which changes the version and restarts every contender's wait;
-// a holder that stalls or crashes stops changing it. Since the contender's wait starts no earlier
-// than the holder's own validity started, the holder's validity (lease.hpp) runs out first, within
-// the clock-drift bound (DESIGN §4, S4). Safety (S1) never rests on that: tokens do it.
+// holder's owner id, fencing token, TTL and a record version number (RVN: 64 random bits, new on
+// every write, renewals included; the KV's own version changes with it). A contender that finds a
+// key held remembers the RVN it saw and when (on its own steady clock, read after the read
+// returned); it takes the key over only once it has seen that *same* RVN unchanged for the
+// record's full TTL. A live holder renews well within its TTL (keepalive.hpp renews at half), which
+// restarts every contender's wait; a holder that stalls or crashes stops changing it. Since the
+// contender's wait starts no earlier than the holder's own validity started, the holder's validity
+// (lease.hpp) runs out first, within the clock-drift bound (DESIGN §4, S4). Safety (S1) never
+// rests on that: tokens do it.
+//
+// An adapter's own writes count as sightings too (from when the CAS returned), so contenders in
+// the same process wait a full TTL from the grant or renewal itself, and a renewal of a record the
+// adapter has seen unchanged for its full TTL is refused as lease_lost: it has expired as far as
+// this adapter can tell, and is not revived (T2). A record it has not watched that long (written
+// by another process, or before a restart) is renewed for its holder, since no contender of this
+// adapter could have taken it over.
 //
 // Tokens (T1) come from a counter kept in the record and raised in the SAME compare-and-swap that
 // grants the key. A released key keeps its record (state free, counter kept) instead of being
 // deleted, so the next grant still continues the key's counter: deleting it would restart tokens
 // at 1 below an old holder's (the "counter reset on release" bug). Tokens are per key.
 //
-// Record life cycle (per key; "seen unchanged" is on this cas_store's clock):
+// Record life cycle (per key; "seen unchanged" is on this cas_store's clock, counting its writes):
 //
 //   record            | try_acquire                      | renew               | release
 //   ------------------+----------------------------------+---------------------+-----------------
 //   absent            | create held, token 1             | lease_lost          | not_holder
 //   free (counter c)  | held, token c+1                  | lease_lost          | not_holder
-//   held by owner     | same token, TTL >= before        | holder+token: new   | holder+token:
-//                     |                                  | version, new TTL    | free, counter kept
+//   held by owner,    | same token, TTL >= before        | holder+token: new   | holder+token:
+//   seen < TTL        |                                  | RVN, new TTL        | free, counter kept
+//   held by owner,    | expired: new grant, token c+1    | lease_lost (expired,| holder+token:
+//   seen >= TTL       |                                  | not revived)        | free, counter kept
 //   held by another,  | busy (the wait starts or goes on)| lease_lost unless   | not_holder
 //   seen < TTL        |                                  | holder+token        |
 //   held by another,  | take over: token c+1             | (as above)          | (as above)
 //   seen >= TTL       |                                  |                     |
 //
-// Differences from memory_store, by design: tokens are per key, not store-wide; the store cannot
-// tell that a lease expired until a contender takes it over, so a holder's renew after its TTL
-// succeeds if nobody took the key (a lease handle never sends one: it checks its validity first);
-// a contender's first try on a held key is always busy, since its wait starts then.
-// Value format: "hf1" + state + three 64-bit little-endian numbers + owner length + owner bytes;
-// anything else in a key is reported as protocol_error and left unchanged.
+// Differences from memory_store, by design: tokens are per key, not store-wide; an adapter that
+// never saw a record being written starts its wait at its first sight of it, however old the
+// record is (it cannot know), so its first try on a held key is busy.
+// Value format: "hf1" + state ('H' held, 'F' free) + counter, token, TTL (ms), RVN and owner
+// length as 64-bit little-endian numbers + owner bytes; anything else in a key is reported as
+// protocol_error and left unchanged.
 #ifndef HOLDFAST_STORES_CAS_HPP
 #define HOLDFAST_STORES_CAS_HPP
 
@@ -69,6 +79,7 @@
 
 #include "holdfast/clock.hpp"
 #include "holdfast/detail/config.hpp"
+#include "holdfast/detail/random.hpp"
 #include "holdfast/detail/saturating.hpp"
 #include "holdfast/error.hpp"
 #include "holdfast/fencing_token.hpp"
@@ -173,10 +184,11 @@ struct cas_record {
   std::uint64_t counter = 0;  // the last token issued for this key
   fencing_token token;        // the holder's token (none when free)
   std::chrono::milliseconds ttl{0};
+  std::uint64_t rvn = 0;  // record version number: random, new on every write (DynamoDB's RVN)
   std::string owner;
 
   static constexpr std::string_view magic{"hf1"};
-  static constexpr std::size_t header = 3 + 1 + 8 * 4;
+  static constexpr std::size_t header = 3 + 1 + 8 * 5;
 
   std::string encode() const {
     std::string out;
@@ -186,6 +198,7 @@ struct cas_record {
     put(out, counter);
     put(out, token.value());
     put(out, static_cast<std::uint64_t>(ttl.count()));
+    put(out, rvn);
     put(out, owner.size());
     out.append(owner);
     return out;
@@ -198,7 +211,8 @@ struct cas_record {
     const char state = v[3];
     if (state != 'H' && state != 'F') return std::nullopt;
     r.held = state == 'H';
-    const std::uint64_t counter = get(v, 4), token = get(v, 12), ttl = get(v, 20), len = get(v, 28);
+    const std::uint64_t counter = get(v, 4), token = get(v, 12), ttl = get(v, 20), len = get(v, 36);
+    r.rvn = get(v, 28);
     if (len != v.size() - header) return std::nullopt;
     constexpr std::uint64_t top = std::numeric_limits<std::uint64_t>::max();
     if (counter == 0 || counter == top) return std::nullopt;  // never issued
@@ -232,10 +246,10 @@ struct cas_record {
 }  // namespace detail
 
 /// A LeaseStore over a cas_kv, with expiry judged the DynamoDB lock client's way (see the top of
-/// cas.hpp): a contender takes a held key over only after seeing its record's version unchanged
-/// for the record's full TTL on `Clock` (steady_clock by default; manual_clock in tests).
-/// Models LeaseStore with inspect(). Tokens strictly increase per key (T1), across release,
-/// expiry and takeover, and across restarts of this adapter (the counter lives in the KV).
+/// cas.hpp): a contender takes a held key over only after this adapter has seen its record
+/// unchanged for the record's full TTL on `Clock` (steady_clock by default; manual_clock in
+/// tests). Models LeaseStore with inspect(). Tokens strictly increase per key (T1), across
+/// release, expiry and takeover, and across restarts of this adapter (the counter lives in the KV).
 ///
 /// Thread-safety: every member may be called concurrently if the KV allows concurrent calls.
 /// The KV must outlive the adapter. Exceptions: none of its own; one thrown by the KV, the clock
@@ -261,9 +275,10 @@ class cas_store {
   cas_store(const cas_store&) = delete;
   cas_store& operator=(const cas_store&) = delete;
 
-  /// Grants `key` to `owner` for `ttl` (ms) if the key is absent, free, already `owner`'s (same
-  /// token, TTL not shortened), or held by another whose record this adapter has seen unchanged
-  /// for that record's full TTL; the grant and the token counter's increase are one CAS.
+  /// Grants `key` to `owner` for `ttl` (ms) if the key is absent, free, already `owner`'s and not
+  /// seen expired (same token, TTL not shortened), or held by anyone (`owner` included) whose
+  /// record this adapter has seen unchanged for that record's full TTL (a new token); a new
+  /// token and its counter's increase are written in the one CAS that grants the key.
   /// \returns the grant; errc::busy if another owner holds it (and the wait is not over, or the
   ///   holder wrote meanwhile); errc::invalid_argument for bad arguments (see check_acquire_args);
   ///   errc::token_exhausted if the key's next token would be fencing_token::max();
@@ -285,33 +300,37 @@ class cas_store {
       } else {
         std::optional<detail::cas_record> rec = detail::cas_record::decode(e->value);
         if (!rec) return errc::protocol_error;
-        if (rec->held && rec->owner == owner) {
+        if (rec->held && rec->owner == owner && !seen_for(key, rec->rvn, rec->ttl, now)) {
           next = *rec;  // re-acquire: same token; contenders wait at least as long as before
           if (ttl > next.ttl) next.ttl = ttl;
         } else {
-          if (rec->held && !waited_out(key, e->version, rec->ttl, now)) return errc::busy;
+          // Free, expired (even if the same owner's: a new grant needs a new token), or another
+          // owner's whose record has now been seen unchanged for its TTL.
+          if (rec->held && rec->owner != owner && !waited_out(key, rec->rvn, rec->ttl, now)) {
+            return errc::busy;
+          }
           if (rec->counter >= fencing_token::max().value() - 1) return errc::token_exhausted;
           next = held_record(rec->counter + 1, fencing_token(rec->counter + 1), ttl, owner);
         }
       }
-      result<bool> swapped = kv_.compare_and_swap(key, e->version, next.encode());
-      if (!swapped) return swapped.error();
-      if (*swapped) {
-        forget(key);
-        return grant{next.token, ttl};
-      }
+      result<bool> written = write(key, e->version, next);
+      if (!written) return written.error();
+      if (*written) return grant{next.token, ttl};
       failed_version = e->version;  // someone wrote in between: look again
     }
     return errc::busy;  // the key kept changing under us: contention
   }
 
   /// Extends the lease on `key` to `ttl` (ms) iff `owner` holds it with `token`: a new record
-  /// version, which restarts every contender's wait. The store cannot tell that the TTL passed if
-  /// nobody took the key over (see the top of cas.hpp). \returns the grant (same token);
-  ///   errc::lease_lost if the key is absent, free, or held by another owner or token;
-  ///   errc::invalid_argument for bad arguments (see check_renew_args); errc::protocol_error as
-  ///   for try_acquire; errc::store_unavailable if the record kept changing under the adapter;
-  ///   any error of the KV.
+  /// version, which restarts every contender's wait. A record this adapter has itself seen
+  /// unchanged for its full TTL (it wrote it, or watched it, that long ago) is expired here and is
+  /// not revived; one it has not watched that long is renewed, since no contender of this adapter
+  /// could have taken it (see the top of cas.hpp).
+  /// \returns the grant (same token);
+  ///   errc::lease_lost if the key is absent, free, held by another owner or token, or expired as
+  ///   above; errc::invalid_argument for bad arguments (see check_renew_args);
+  ///   errc::protocol_error as for try_acquire; errc::store_unavailable if the record kept
+  ///   changing under the adapter; any error of the KV.
   result<grant> renew(std::string_view key, std::string_view owner, fencing_token token,
                       std::chrono::milliseconds ttl) {
     if (std::error_code ec = check_renew_args(key, owner, token, ttl)) return ec;
@@ -324,14 +343,12 @@ class cas_store {
       std::optional<detail::cas_record> rec = detail::cas_record::decode(e->value);
       if (!rec) return errc::protocol_error;
       if (!rec->held || rec->owner != owner || rec->token != token) return errc::lease_lost;
+      if (seen_for(key, rec->rvn, rec->ttl, observe_clock())) return errc::lease_lost;
       detail::cas_record next = *rec;
       next.ttl = ttl;
-      result<bool> swapped = kv_.compare_and_swap(key, e->version, next.encode());
-      if (!swapped) return swapped.error();
-      if (*swapped) {
-        forget(key);
-        return grant{token, ttl};
-      }
+      result<bool> written = write(key, e->version, next);
+      if (!written) return written.error();
+      if (*written) return grant{token, ttl};
       failed_version = e->version;
     }
     return errc::store_unavailable;
@@ -341,7 +358,6 @@ class cas_store {
   /// token counter. \returns success; errc::not_holder otherwise; errc::invalid_argument for bad
   ///   arguments (see check_release_args); errc::protocol_error as for try_acquire;
   ///   errc::store_unavailable if the record kept changing under the adapter; any error of the KV.
-  ///   Reads no clock.
   result<void> release(std::string_view key, std::string_view owner, fencing_token token) {
     if (std::error_code ec = check_release_args(key, owner, token)) return ec;
     std::uint64_t failed_version = 0;
@@ -355,21 +371,18 @@ class cas_store {
       if (!rec->held || rec->owner != owner || rec->token != token) return errc::not_holder;
       detail::cas_record next;
       next.counter = rec->counter;  // freed, not deleted: the counter must survive (T1)
-      result<bool> swapped = kv_.compare_and_swap(key, e->version, next.encode());
-      if (!swapped) return swapped.error();
-      if (*swapped) {
-        forget(key);
-        return {};
-      }
+      result<bool> written = write(key, e->version, next);
+      if (!written) return written.error();
+      if (*written) return {};
       failed_version = e->version;
     }
     return errc::store_unavailable;
   }
 
   /// Returns the lease on `key` as this adapter sees it: nullopt if absent or free, or if this
-  /// adapter has seen the same record version for its full TTL (a contender would take it over);
-  /// otherwise the record, with `remaining` = TTL minus how long this adapter has seen that
-  /// version unchanged (the full TTL if it has not watched it). Starts no wait.
+  /// adapter has seen the same record for its full TTL (a contender would take it over);
+  /// otherwise the record, with `remaining` = TTL minus how long this adapter has seen it
+  /// unchanged (the full TTL if it has neither written nor watched it). Starts no wait.
   /// \returns errc::invalid_argument for an empty key; errc::protocol_error for a value this
   ///   adapter did not write; any error of the KV.
   result<std::optional<lease_record>> inspect(std::string_view key) const {
@@ -388,7 +401,7 @@ class cas_store {
     {
       std::lock_guard<std::mutex> lock(mutex_);
       auto it = seen_.find(std::string(key));
-      if (it != seen_.end() && it->second.version == e->version && !(now < it->second.since)) {
+      if (it != seen_.end() && it->second.rvn == rec->rvn && !(now < it->second.since)) {
         const auto watched = std::chrono::duration_cast<std::chrono::milliseconds>(
             detail::saturating_sub(now, it->second.since));
         if (watched >= rec->ttl) return std::optional<lease_record>{};
@@ -398,8 +411,9 @@ class cas_store {
     return std::optional<lease_record>{lease_record{rec->owner, rec->token, left}};
   }
 
-  /// Returns how many held keys this adapter is watching (a wait in progress). Entries go when
-  /// the adapter writes the key or sees it free.
+  /// Returns how many held records this adapter is timing: ones it wrote, and ones it found held
+  /// by another (a wait in progress). An entry goes when the key is freed through this adapter,
+  /// or is replaced when the key's record changes.
   [[nodiscard]] std::size_t watching() const {
     std::lock_guard<std::mutex> lock(mutex_);
     return seen_.size();
@@ -410,8 +424,8 @@ class cas_store {
 
  private:
   struct sighting {
-    std::uint64_t version;
-    time_point since;  // when this adapter first saw `version`, read after the read returned
+    std::uint64_t rvn;  // which write of the record
+    time_point since;   // when this adapter first saw it (or wrote it), read after the call
   };
 
   static constexpr int kMaxAttempts = 8;
@@ -427,6 +441,27 @@ class cas_store {
     return r;
   }
 
+  // Writes `next` with a fresh record version number iff the key is still at `version`. On
+  // success, a held record's write counts as a sighting from now (read after the CAS returned, so
+  // no earlier than the write): a contender of this adapter waits a full TTL from here, and a
+  // renewal after that is refused. \returns whether it wrote, or the KV's error.
+  result<bool> write(std::string_view key, std::uint64_t version, detail::cas_record& next) {
+    next.rvn = detail::thread_generator().next();
+    result<bool> swapped = kv_.compare_and_swap(key, version, next.encode());
+    if (!swapped || !*swapped) return swapped;
+    if (!next.held) {  // freed: nothing to time, and release reads no clock
+      std::lock_guard<std::mutex> lock(mutex_);
+      if (!seen_.empty()) seen_.erase(std::string(key));
+      return true;
+    }
+    // A clock that throws here leaves the write in place, untimed: contenders then wait a full TTL
+    // from their own first sight of it, which is the safe side.
+    const time_point now = clock_.now();
+    std::lock_guard<std::mutex> lock(mutex_);
+    seen_.insert_or_assign(std::string(key), sighting{next.rvn, now});
+    return true;
+  }
+
   // Reads the clock. If it went backwards, every wait in progress restarts: elapsed time can no
   // longer be measured, and waiting longer is the safe side.
   time_point observe_clock() {
@@ -437,24 +472,31 @@ class cas_store {
     return now;
   }
 
-  // Whether this adapter has now seen `version` of `key` unchanged for `ttl`; starts (or restarts)
-  // the wait when the version is new to it.
-  bool waited_out(std::string_view key, std::uint64_t version, std::chrono::milliseconds ttl,
+  // Whether this adapter has seen write `rvn` of `key` unchanged for `ttl` by `now`; starts (or
+  // restarts) the wait when that write is new to it.
+  bool waited_out(std::string_view key, std::uint64_t rvn, std::chrono::milliseconds ttl,
                   time_point now) {
     std::lock_guard<std::mutex> lock(mutex_);
-    auto [it, inserted] = seen_.try_emplace(std::string(key), sighting{version, now});
-    if (inserted || it->second.version != version) {
-      it->second = sighting{version, now};
+    auto [it, inserted] = seen_.try_emplace(std::string(key), sighting{rvn, now});
+    if (inserted || it->second.rvn != rvn) {
+      it->second = sighting{rvn, now};
       return false;
     }
-    const auto ttl_ticks = detail::checked_duration_cast<typename Clock::duration>(ttl);
-    if (!ttl_ticks) return false;
-    return !(now < detail::saturating_add(it->second.since, *ttl_ticks));
+    return elapsed(it->second.since, ttl, now);
   }
 
-  void forget(std::string_view key) {
+  // Whether this adapter has seen write `rvn` of `key` for `ttl` by `now`, without starting a wait.
+  bool seen_for(std::string_view key, std::uint64_t rvn, std::chrono::milliseconds ttl,
+                time_point now) const {
     std::lock_guard<std::mutex> lock(mutex_);
-    if (!seen_.empty()) seen_.erase(std::string(key));
+    auto it = seen_.find(std::string(key));
+    return it != seen_.end() && it->second.rvn == rvn && elapsed(it->second.since, ttl, now);
+  }
+
+  static bool elapsed(time_point since, std::chrono::milliseconds ttl, time_point now) {
+    const auto ttl_ticks = detail::checked_duration_cast<typename Clock::duration>(ttl);
+    if (!ttl_ticks) return false;
+    return !(now < detail::saturating_add(since, *ttl_ticks));
   }
 
   KV& kv_;
