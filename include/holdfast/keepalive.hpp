@@ -36,7 +36,10 @@
 // is neither cannot be slept on without risking a stop() that waits for that clock to move, so
 // there the thread reads the clock every `poll_interval` of real time. With
 // keepalive_options::start_thread = false there is no thread at all: call poll() yourself and
-// sleep until the instant it returns (a simulator's cooperative client, an event loop).
+// sleep until the instant it returns (a simulator's cooperative client, an event loop). Under a
+// cooperative scheduler (fibers, coroutines on one thread) call poll() from the task that uses
+// the leases: a renewal holds its lease's operation mutex, a real mutex, across the store call,
+// so another task of the same thread that touched the lease then would block the whole thread.
 #ifndef HOLDFAST_KEEPALIVE_HPP
 #define HOLDFAST_KEEPALIVE_HPP
 
