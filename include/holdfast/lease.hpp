@@ -224,6 +224,7 @@ struct lease_body {
 
   // Marks a moved-from body as holding nothing.
   void clear() noexcept {
+    token = fencing_token{};  // a moved-from handle must not offer a token it no longer holds
     state = lease_state::released;
     needs_release = false;
     on_lost = nullptr;
@@ -541,7 +542,8 @@ class lease {
   /// Returns the owner id this lease was granted to.
   [[nodiscard]] const std::string& owner() const noexcept { return b().owner; }
   /// Returns the fencing token of the grant; pass it with every write the lease protects. It never
-  /// changes: a renewal keeps the token.
+  /// changes: a renewal keeps the token. A moved-from handle returns the none token, which every
+  /// fence rejects.
   [[nodiscard]] fencing_token token() const noexcept { return b().token; }
   /// Returns the TTL (ms) of the latest grant, as applied by the store.
   [[nodiscard]] std::chrono::milliseconds ttl() const {
@@ -832,8 +834,9 @@ result<lease<Store, Clock>> try_acquire(Store& store, std::string_view key,
 
 /// Acquires `key`, retrying contention (busy) and transient store errors with exponential backoff
 /// and full jitter (opts.backoff), until `timeout` has passed on opts.clock. Every attempt uses the
-/// same owner id, so a retry after a lost reply gets the same grant back. A timeout <= 0 makes
-/// exactly one attempt (a try, not an error).
+/// same owner id, so a retry after a lost reply gets the same grant back. A timeout <= 0 is not
+/// bad input: it makes exactly one attempt, and if that finds the key busy the deadline has passed,
+/// so the answer is errc::timeout like any other expired wait (use try_acquire() to get busy).
 ///
 /// Blocks the calling thread in opts.clock.sleep_until() between attempts, for at most `timeout`
 /// in all (plus the duration of the last store call).

@@ -670,6 +670,8 @@ TEST_CASE("moving a lease moves the claim; the moved-from handle releases nothin
     CHECK(moved.state() == lease_state::held);
     CHECK(moved.key() == "a");
     CHECK(a->state() == lease_state::released);  // NOLINT(bugprone-use-after-move): on purpose
+    CHECK(a->token().is_none());                 // no token to write with: every fence rejects none
+    CHECK(moved.token().is_issuable());
     CHECK_FALSE(a->valid());
     CHECK(a->renew().error() == errc::lease_lost);
     REQUIRE(a->release());  // a no-op
