@@ -23,8 +23,9 @@
 // member still holds this very lease. The quorum grant is reported with token T only once W members
 // (the write quorum, a majority by default) hold the lease under T. So:
 //
-//   Claim. For two reported grants G1, G2 of one key, T1 != T2, and the later one (at any member
-//   both use) carries the greater token.
+//   Claim. For two reported grants G1, G2 of one key (an owner re-acquiring its own live lease
+//   gets the same grant again), T1 != T2, and the later one (at any member both use) carries the
+//   greater token.
 //   Proof. The sets R1, R2 of members holding G1 resp. G2 under its token each have >= W members,
 //   and 2W > N, so they share a member m. m held G1 and G2 at different times, say G1 first. While
 //   it still held G1, m's counter was >= T1 (it issued T1 itself, or raise_token lifted it). It
@@ -92,7 +93,7 @@
 // Why `f`: two W-sets share >= 2W - N members; with W = floor((N+f)/2)+1 that is > f, so at least
 // one shared member kept its counter (the proof above needs only one). A delayed restart does not
 // help S2: the counter does not come back by waiting. The price of W > majority is availability:
-// N - W members may be down, not N - W + ... (N=5, W=4 tolerates one member down, not two).
+// only N - W members may be down (N=5, W=4 tolerates one member down, not two).
 //
 // The cost of a regression is liveness, not safety: the new holder's writes are refused as stale
 // until a grant carries a token above the gate's newest, and each grant lifts counters by one. To
