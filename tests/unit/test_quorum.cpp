@@ -18,6 +18,7 @@
 #include <vector>
 
 #include "holdfast/fence.hpp"
+#include "holdfast/keepalive.hpp"
 #include "holdfast/lease.hpp"
 #include "holdfast/quorum.hpp"
 #include "holdfast/stores/memory.hpp"
@@ -683,4 +684,34 @@ TEST_CASE("quorum renew counts only renewals that carry the token presented", "[
   REQUIRE(g);
   auto r = q.renew("orders", "owner-A", g->token, 10s);
   CHECK_FALSE(r);  // every member answered with a grant it did not make: nothing was renewed
+}
+
+TEST_CASE("keepalive renews a quorum lease through a minority outage, and sees a majority's loss",
+          "[quorum]") {
+  cluster c({0, 0, 0, 0, 0});
+  quorum q(c.pointers(), sequential(), c.clock);
+  holdfast::keepalive_options ko;
+  ko.start_thread = false;  // driven by poll() on the manual clock
+  ko.retry.seed = 7;
+  holdfast::keepalive<manual_clock> ka(c.clock, ko);
+  holdfast::acquire_options<manual_clock> opts;
+  opts.clock = c.clock;
+  auto l = holdfast::try_acquire(q, "k", 1000ms, opts);
+  REQUIRE(l);
+  REQUIRE(ka.add(*l));
+  c[0].down = c[4].down = true;  // a minority down: renewals go on
+  for (int i = 1; i <= 10; ++i) {
+    c.clock.advance(500ms);
+    (void)ka.poll();
+  }
+  CHECK(l->valid());  // 5 s on a 1 s TTL
+  CHECK(c[2].renews >= 10);
+  CHECK(holdfast::try_acquire(q, "k", 1000ms, opts).error() == errc::busy);
+  c[1].restart_empty();  // now a majority has lost the lease: renew says lease_lost
+  c[2].restart_empty();
+  c[3].restart_empty();
+  c.clock.advance(500ms);
+  (void)ka.poll();
+  CHECK(l->state() == holdfast::lease_state::lost);
+  CHECK(!l->valid());
 }

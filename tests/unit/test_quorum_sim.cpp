@@ -467,3 +467,49 @@ TEST_CASE("simulated quorum: empty_restarts = f keeps S1-S5 and L1 through f emp
     CHECK(restarted > 50);  // the schedules did exercise empty restarts
   }
 }
+
+namespace {
+
+// Three memory_stores on the kit's simulated clock and a quorum over them, as one LeaseStore the
+// conformance kit can build from a sim_clock.
+class quorum_of_three {
+ public:
+  explicit quorum_of_three(sim_clock c) : a_(c), b_(c), c_(c), q_({&a_, &b_, &c_}, options(), c) {}
+
+  result<grant> try_acquire(std::string_view key, std::string_view owner,
+                            std::chrono::milliseconds ttl) {
+    return q_.try_acquire(key, owner, ttl);
+  }
+  result<grant> renew(std::string_view key, std::string_view owner, fencing_token token,
+                      std::chrono::milliseconds ttl) {
+    return q_.renew(key, owner, token, ttl);
+  }
+  result<void> release(std::string_view key, std::string_view owner, fencing_token token) {
+    return q_.release(key, owner, token);
+  }
+  result<std::optional<holdfast::lease_record>> inspect(std::string_view key) const {
+    return q_.inspect(key);
+  }
+
+ private:
+  static quorum_options options() {
+    quorum_options o;
+    o.dispatch = holdfast::quorum_dispatch::sequential;
+    return o;
+  }
+  holdfast::memory_store<sim_clock> a_, b_, c_;
+  holdfast::quorum_store<holdfast::memory_store<sim_clock>, sim_clock> q_;
+};
+
+}  // namespace
+
+TEST_CASE("quorum_store passes the store conformance kit unchanged", "[quorum]") {
+  holdfast::testing::conformance_options o;
+  o.schedules = 200;
+  const auto report = holdfast::testing::check_store(
+      [](sim_clock c) { return std::make_unique<quorum_of_three>(c); }, o);
+  INFO(report.summary());
+  CHECK(report.ok());
+  CHECK(report.schedules == 200);
+  CHECK(report.skipped.empty());
+}
