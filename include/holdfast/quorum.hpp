@@ -106,12 +106,13 @@
 // ## Dispatch
 // quorum_dispatch::threads (default): one small worker thread per member, started by the
 // constructor; a member is only ever called from its own worker, so a member needs no locking of
-// its own. The caller waits (in real time, at most the per-member timeout) only until the outcome
-// is decided; replies still in flight are handled when they arrive: a late grant is raised to T
-// when the quorum succeeded, else released. quorum_dispatch::sequential calls the members one after
-// another in the caller's thread and treats a reply that took longer than the per-member timeout
-// (on the quorum's clock) as lost, giving back a late grant at once: deterministic, for
-// manual_clock tests and the simulator.
+// its own. The caller waits in real time, at most the per-member timeout: for try_acquire's first
+// round until every member answered (Redlock's rule) unless failure is already certain, for the
+// other rounds only until the outcome is decided. Replies still in flight are handled when they
+// arrive: a late grant is raised to T when the quorum succeeded, else released.
+// quorum_dispatch::sequential calls the members one after another in the caller's thread and treats
+// a reply that took longer than the per-member timeout (on the quorum's clock) as lost, giving back
+// a late grant at once: deterministic, for manual_clock tests and the simulator.
 #ifndef HOLDFAST_QUORUM_HPP
 #define HOLDFAST_QUORUM_HPP
 
@@ -458,14 +459,17 @@ class quorum_store {
     const std::size_t n = members_.size();
     const std::size_t w = write_quorum_;
 
-    // Round 1: try_acquire everywhere; decided once W granted or W can no longer grant.
+    // Round 1: try_acquire everywhere. As in Redlock, every member's reply is awaited (up to the
+    // per-member wait), not just the first W: the token is then the max over every member that
+    // granted, and all of them get raised to it, so the members' counters converge and a slower
+    // member with a higher counter is not left out for good. Only a certain failure ends it early.
     auto r1 = run_round<result<grant>>(
         all_members(), true, wait,
         [args](std::size_t, Store& s) { return s.try_acquire(args->key, args->owner, args->ttl); },
         [w](const std::vector<std::optional<result<grant>>>& on_time, std::size_t outstanding) {
           std::size_t granted = 0;
           for (const auto& r : on_time) granted += (r && *r && usable(**r)) ? 1 : 0;
-          return granted >= w || granted + outstanding < w;
+          return granted + outstanding < w;
         });
     std::vector<std::optional<fencing_token>> held(n);  // the token each member granted on time
     std::size_t granted = 0, exhausted = 0, failed = r1.unanswered;
