@@ -161,19 +161,24 @@ TEST_CASE("holder and keepalive renew one lease concurrently without a race",
           "[keepalive][concurrency]") {
   fixture f;
   keepalive<manual_clock> ka(f.clock);
-  auto l = f.take();
+  auto l = f.take();  // TTL 10 s: validity ~9.9 s even if nobody manages to renew
   REQUIRE(ka.add(l));
+  std::atomic<bool> done{false};
   std::thread holder([&] {
-    for (int i = 0; i < 200; ++i) {
+    // Renews for as long as time moves, so its renewals overlap the keepalive's (due at 5 s).
+    for (int i = 0; i < 200 || !done.load(); ++i) {
       (void)l.renew();
       (void)l.valid();
       (void)l.valid_until();
     }
   });
+  // 6 s in all: past the keepalive's due time, short of the validity, so the outcome does not
+  // depend on how the threads happen to be scheduled (only TSan judges the race itself).
   for (int i = 0; i < 20; ++i) {
-    f.clock.advance(1s);
+    f.clock.advance(300ms);
     std::this_thread::yield();
   }
+  done = true;
   holder.join();
   CHECK(l.state() == lease_state::held);
   ka.stop();
