@@ -134,6 +134,7 @@ void BM_schedule_64ops_throughput(benchmark::State& state) {
   std::uint64_t seed = 1;
   std::uint64_t events = 0;
   std::uint64_t decisions = 0;
+  std::uint64_t switches = 0;
   std::uint64_t runs = 0;
   const auto t0 = std::chrono::steady_clock::now();
   for (auto _ : state) {
@@ -142,6 +143,7 @@ void BM_schedule_64ops_throughput(benchmark::State& state) {
     if (!r.result.ok()) state.SkipWithError("the correct stack violated an invariant");
     events += r.log.events.size();
     decisions += r.log.decisions;
+    switches += r.log.switches;
     ++runs;
   }
   const double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();

@@ -225,8 +225,10 @@ struct history {
   /// Store-clock tolerance (ns) when judging expiry: a store may round TTLs to its own
   /// resolution, so an instant within this distance of an expiry is not judged either way.
   std::int64_t tolerance_ns = 1000000;
-  /// Decisions drawn from the source during the run (for throughput figures and corpus sizes).
+  /// Decisions the simulator drew from the source during the run (the workload's come on top).
   std::uint64_t decisions = 0;
+  /// Times the scheduler switched into a client fiber (each also costs the switch back).
+  std::uint64_t switches = 0;
 
   /// Appends `e` and returns its index.
   std::size_t add(event e) {

@@ -254,6 +254,7 @@ class simulator {
       task* t = ready_[ready_.size() > 1 ? decide(static_cast<std::uint32_t>(ready_.size())) : 0];
       last_ = t;
       current_ = t;
+      ++switches_;
       detail::fiber::switch_to(main_, t->fib);
       current_ = nullptr;
       if (t->done) reap(t);
@@ -405,6 +406,7 @@ class simulator {
   /// Returns the history recorded so far (decisions counted up to now).
   [[nodiscard]] history& log() noexcept {
     log_.decisions = decisions_;
+    log_.switches = switches_;
     return log_;
   }
 
@@ -597,6 +599,7 @@ class simulator {
   std::size_t live_ = 0;
   std::uint64_t steps_ = 0;
   std::uint64_t decisions_ = 0;
+  std::uint64_t switches_ = 0;
   bool healed_ = false;
   detail::fiber main_;
   history log_;
