@@ -801,6 +801,30 @@ std::error_code check_acquire_options(const acquire_options<Clock>& opts) {
   return {};
 }
 
+// What try_acquire() and acquire() send, once the caller's input has passed every check.
+struct acquire_request {
+  std::chrono::milliseconds ttl;
+  std::string owner;
+};
+
+// The input checks both acquire functions share, in one place so they cannot drift apart: the TTL
+// converts to whole milliseconds within (0, max_ttl] and leaves some validity after drift and
+// margin, key and owner are non-empty (a fresh random owner when none is given), options are sane.
+template <class Rep, class Period, class Clock>
+result<acquire_request> prepare_acquire(std::string_view key,
+                                        std::chrono::duration<Rep, Period> ttl,
+                                        const acquire_options<Clock>& opts) {
+  const std::optional<std::chrono::milliseconds> ms = ttl_to_ms(ttl);
+  if (!ms) return errc::invalid_argument;
+  std::string owner = opts.owner.empty() ? random_owner_id() : opts.owner;
+  if (std::error_code ec = check_acquire_args(key, owner, *ms)) return ec;
+  if (std::error_code ec = check_acquire_options(opts)) return ec;
+  if (trusted_span(*ms, opts.validity) <= std::chrono::nanoseconds::zero()) {
+    return errc::invalid_argument;
+  }
+  return acquire_request{*ms, std::move(owner)};
+}
+
 }  // namespace detail
 
 /// Tries once to acquire `key` in `store` for `ttl` (ms, or any duration; truncated to whole
@@ -821,15 +845,9 @@ result<lease<Store, Clock>> try_acquire(Store& store, std::string_view key,
                                         std::chrono::duration<Rep, Period> ttl,
                                         const acquire_options<Clock>& opts = {}) {
   static_assert(assert_lease_store<Store>(), "holdfast::try_acquire: Store must model LeaseStore");
-  const std::optional<std::chrono::milliseconds> ms = detail::ttl_to_ms(ttl);
-  if (!ms) return errc::invalid_argument;
-  const std::string owner = opts.owner.empty() ? detail::random_owner_id() : opts.owner;
-  if (std::error_code ec = check_acquire_args(key, owner, *ms)) return ec;
-  if (std::error_code ec = detail::check_acquire_options(opts)) return ec;
-  if (trusted_span(*ms, opts.validity) <= std::chrono::nanoseconds::zero()) {
-    return errc::invalid_argument;
-  }
-  return detail::acquire_once(store, key, *ms, opts, owner);
+  result<detail::acquire_request> req = detail::prepare_acquire(key, ttl, opts);
+  if (!req) return req.error();
+  return detail::acquire_once(store, key, req->ttl, opts, req->owner);
 }
 
 /// Acquires `key`, retrying contention (busy) and transient store errors with exponential backoff
@@ -854,20 +872,14 @@ result<lease<Store, Clock>> acquire(Store& store, std::string_view key,
                                     std::chrono::duration<TRep, TPeriod> timeout,
                                     const acquire_options<Clock>& opts = {}) {
   static_assert(assert_lease_store<Store>(), "holdfast::acquire: Store must model LeaseStore");
-  const std::optional<std::chrono::milliseconds> ms = detail::ttl_to_ms(ttl);
-  if (!ms) return errc::invalid_argument;
-  const std::string owner = opts.owner.empty() ? detail::random_owner_id() : opts.owner;
-  if (std::error_code ec = check_acquire_args(key, owner, *ms)) return ec;
-  if (std::error_code ec = detail::check_acquire_options(opts)) return ec;
-  if (trusted_span(*ms, opts.validity) <= std::chrono::nanoseconds::zero()) {
-    return errc::invalid_argument;
-  }
+  result<detail::acquire_request> req = detail::prepare_acquire(key, ttl, opts);
+  if (!req) return req.error();
   Clock clock = opts.clock;
   const typename Clock::time_point deadline = detail::saturating_add(
       clock.now(), timeout > decltype(timeout)::zero() ? timeout : decltype(timeout)::zero());
   backoff delays(opts.backoff);
   for (std::uint32_t made = 1;; ++made) {
-    result<lease<Store, Clock>> l = detail::acquire_once(store, key, *ms, opts, owner);
+    result<lease<Store, Clock>> l = detail::acquire_once(store, key, req->ttl, opts, req->owner);
     if (l || !is_transient(l.error())) return l;
     if (delays.exhausted(made)) return l.error();
     const typename Clock::time_point now = clock.now();
