@@ -16,6 +16,9 @@
 //   quorum.hpp                quorum_store: one lease over N stores, monotonic quorum tokens
 // Opt-in, not included here: stores/redis.hpp, stores/postgres.hpp (need their client libraries),
 // testing/ (simulator, checker, conformance kit).
+/// \file
+/// The umbrella header: includes every core public header and declares nothing itself; each
+/// included header documents its own contracts.
 #ifndef HOLDFAST_HOLDFAST_HPP
 #define HOLDFAST_HOLDFAST_HPP
 

@@ -14,6 +14,9 @@
 // Not included here: rapidcheck.hpp (needs rapidcheck).
 //
 // Not part of holdfast.hpp: the core never includes testing/ (DESIGN §2).
+/// \file
+/// The testing umbrella: includes every testing/ header but rapidcheck.hpp and declares nothing
+/// itself; each included header documents its own contracts.
 #ifndef HOLDFAST_TESTING_TESTING_HPP
 #define HOLDFAST_TESTING_TESTING_HPP
 
