@@ -13,10 +13,12 @@
 #include <optional>
 #include <system_error>
 
+#include "holdfast/detail/config.hpp"
 #include "holdfast/detail/random.hpp"
 #include "holdfast/error.hpp"
 
 namespace holdfast {
+HOLDFAST_ABI_NAMESPACE_BEGIN
 
 /// How a blocking acquire spaces its attempts.
 struct backoff_options {
@@ -77,6 +79,7 @@ class backoff {
   std::uint32_t attempts_ = 0;
 };
 
+HOLDFAST_ABI_NAMESPACE_END
 }  // namespace holdfast
 
 #endif  // HOLDFAST_BACKOFF_HPP

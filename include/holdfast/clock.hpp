@@ -52,6 +52,7 @@
 #include "holdfast/detail/saturating.hpp"
 
 namespace holdfast {
+HOLDFAST_ABI_NAMESPACE_BEGIN
 
 namespace detail {
 
@@ -272,6 +273,7 @@ static_assert(is_ttl_clock_v<manual_clock>, "manual_clock must model ttl_clock")
 static_assert(is_interruptible_clock_v<manual_clock>, "manual_clock must be interruptible");
 static_assert(!is_interruptible_clock_v<steady_clock>, "steady_clock has no interruptible sleep");
 
+HOLDFAST_ABI_NAMESPACE_END
 }  // namespace holdfast
 
 #endif  // HOLDFAST_CLOCK_HPP

@@ -25,7 +25,10 @@
 #include <system_error>
 #include <type_traits>
 
+#include "holdfast/detail/config.hpp"
+
 namespace holdfast {
+HOLDFAST_ABI_NAMESPACE_BEGIN
 
 /// Outcomes of lease, store and fence operations. Zero is reserved for success, as
 /// std::error_code requires.
@@ -44,6 +47,7 @@ enum class errc : int {
                       ///< on the lease (lease::last_error(), lease::last_exception()).
 };
 
+HOLDFAST_ABI_NAMESPACE_END
 }  // namespace holdfast
 
 // Declared before anything compares an error_code with an errc, so that comparison converts.
@@ -51,6 +55,7 @@ template <>
 struct std::is_error_code_enum<holdfast::errc> : std::true_type {};
 
 namespace holdfast {
+HOLDFAST_ABI_NAMESPACE_BEGIN
 
 namespace detail {
 
@@ -115,6 +120,7 @@ inline bool is_transient(const std::error_code& ec) noexcept {
   return ec == errc::busy || ec == errc::store_unavailable || ec == errc::timeout;
 }
 
+HOLDFAST_ABI_NAMESPACE_END
 }  // namespace holdfast
 
 #endif  // HOLDFAST_ERROR_HPP

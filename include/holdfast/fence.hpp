@@ -32,12 +32,14 @@
 #include <type_traits>
 #include <utility>
 
+#include "holdfast/detail/config.hpp"
 #include "holdfast/detail/string_key.hpp"
 #include "holdfast/error.hpp"
 #include "holdfast/fencing_token.hpp"
 #include "holdfast/result.hpp"
 
 namespace holdfast {
+HOLDFAST_ABI_NAMESPACE_BEGIN
 
 /// Admission for one resource: admit(token) succeeds iff token >= the newest admitted token, and
 /// records it, in one lock-free atomic step.
@@ -194,6 +196,7 @@ class fenced {
   fencing_token newest_{};
 };
 
+HOLDFAST_ABI_NAMESPACE_END
 }  // namespace holdfast
 
 #endif  // HOLDFAST_FENCE_HPP

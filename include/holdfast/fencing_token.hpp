@@ -21,7 +21,10 @@
 #include <ostream>
 #include <string>
 
+#include "holdfast/detail/config.hpp"
+
 namespace holdfast {
+HOLDFAST_ABI_NAMESPACE_BEGIN
 
 /// A fencing token: a strong, totally ordered 64-bit number; 0 means "none".
 /// Thread-safety: a trivially copyable value type.
@@ -86,6 +89,7 @@ inline std::string to_string(fencing_token t) {
   return t.is_none() ? std::string("#none") : "#" + std::to_string(t.value());
 }
 
+HOLDFAST_ABI_NAMESPACE_END
 }  // namespace holdfast
 
 /// Hashes a token by its value, so tokens can key unordered containers.

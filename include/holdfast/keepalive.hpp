@@ -67,6 +67,7 @@
 #include "holdfast/result.hpp"
 
 namespace holdfast {
+HOLDFAST_ABI_NAMESPACE_BEGIN
 
 /// How a keepalive schedules renewals.
 struct keepalive_options {
@@ -417,6 +418,7 @@ class keepalive {
   std::thread thread_;  // last: started once everything above is constructed
 };
 
+HOLDFAST_ABI_NAMESPACE_END
 }  // namespace holdfast
 
 #endif  // HOLDFAST_KEEPALIVE_HPP

@@ -74,6 +74,7 @@
 #include "holdfast/validity.hpp"
 
 namespace holdfast {
+HOLDFAST_ABI_NAMESPACE_BEGIN
 
 /// Where a lease handle is in its life (see the table at the top of lease.hpp).
 enum class lease_state {
@@ -890,6 +891,7 @@ result<lease<Store, Clock>> acquire(Store& store, std::string_view key,
   }
 }
 
+HOLDFAST_ABI_NAMESPACE_END
 }  // namespace holdfast
 
 #endif  // HOLDFAST_LEASE_HPP

@@ -61,6 +61,7 @@
 #endif
 
 namespace holdfast {
+HOLDFAST_ABI_NAMESPACE_BEGIN
 
 /// Options for distributed_mutex.
 template <class Clock = steady_clock>
@@ -324,6 +325,7 @@ class distributed_mutex {
   mutable std::error_code last_error_{};
 };
 
+HOLDFAST_ABI_NAMESPACE_END
 }  // namespace holdfast
 
 #endif  // HOLDFAST_MUTEX_HPP

@@ -146,6 +146,7 @@
 #include "holdfast/validity.hpp"
 
 namespace holdfast {
+HOLDFAST_ABI_NAMESPACE_BEGIN
 
 namespace detail {
 
@@ -1085,6 +1086,7 @@ class quorum_store {
   std::vector<std::unique_ptr<detail::quorum_worker>> workers_;  // last: joined first
 };
 
+HOLDFAST_ABI_NAMESPACE_END
 }  // namespace holdfast
 
 #endif  // HOLDFAST_QUORUM_HPP

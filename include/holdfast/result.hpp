@@ -19,6 +19,7 @@
 #include "holdfast/error.hpp"
 
 namespace holdfast {
+HOLDFAST_ABI_NAMESPACE_BEGIN
 
 /// Holds either a T or a non-zero std::error_code. [[nodiscard]]: ignoring a result ignores an
 /// outcome (a lost lease, a rejected write), which is always a bug.
@@ -136,6 +137,7 @@ class [[nodiscard]] result<void> {
   const std::error_category* category_ = nullptr;
 };
 
+HOLDFAST_ABI_NAMESPACE_END
 }  // namespace holdfast
 
 #endif  // HOLDFAST_RESULT_HPP

@@ -48,6 +48,7 @@
 #include "holdfast/result.hpp"
 
 namespace holdfast {
+HOLDFAST_ABI_NAMESPACE_BEGIN
 
 /// What a store hands out on a successful acquire or renew.
 struct grant {
@@ -204,6 +205,7 @@ constexpr bool assert_lease_store() noexcept {
   return true;
 }
 
+HOLDFAST_ABI_NAMESPACE_END
 }  // namespace holdfast
 
 #endif  // HOLDFAST_STORE_HPP

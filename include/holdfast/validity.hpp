@@ -22,10 +22,12 @@
 #include <cstdint>
 #include <system_error>
 
+#include "holdfast/detail/config.hpp"
 #include "holdfast/detail/saturating.hpp"
 #include "holdfast/error.hpp"
 
 namespace holdfast {
+HOLDFAST_ABI_NAMESPACE_BEGIN
 
 /// How conservative a holder is about its lease's validity.
 struct validity_options {
@@ -83,6 +85,7 @@ template <class Clock, class Dur, class Rep, class Period>
   return detail::saturating_add(start, *span_ticks);
 }
 
+HOLDFAST_ABI_NAMESPACE_END
 }  // namespace holdfast
 
 #endif  // HOLDFAST_VALIDITY_HPP

@@ -9,12 +9,28 @@
 #include <cstdio>
 #include <cstdlib>
 
+/// The library's version; CMakeLists.txt and meson.build carry the same number (the format step
+/// of the test command checks all three agree).
+#define HOLDFAST_VERSION_MAJOR 0
+#define HOLDFAST_VERSION_MINOR 1
+#define HOLDFAST_VERSION_PATCH 0
+
+/// HOLDFAST_HAS_EXCEPTIONS is 1 when the translation unit can throw and catch. Detected from the
+/// compiler; define it to 0 or 1 before including holdfast to override the detection. It changes
+/// the layout of a few internal types, so it is part of the ABI namespace below: objects built in
+/// the two modes link without breaking the one-definition rule.
+#ifndef HOLDFAST_HAS_EXCEPTIONS
 #if defined(__cpp_exceptions) || defined(__EXCEPTIONS) || defined(_CPPUNWIND)
 #define HOLDFAST_HAS_EXCEPTIONS 1
 #else
 #define HOLDFAST_HAS_EXCEPTIONS 0
 #endif
+#endif
 
+/// HOLDFAST_HAS_CONCEPTS is 1 when the requirements (lease_store, ttl_clock, ...) are real C++20
+/// `concept`s that constrain the public templates, 0 for the C++17 traits and static_asserts.
+/// Detected; define it to 0 before including holdfast to use the C++17 form under C++20.
+#ifndef HOLDFAST_HAS_CONCEPTS
 #if defined(__cpp_concepts) && __cpp_concepts >= 201907L && defined(__cpp_lib_concepts)
 #define HOLDFAST_HAS_CONCEPTS 1
 #elif defined(__cpp_concepts) && __cpp_concepts >= 201907L && __cplusplus >= 202002L
@@ -22,6 +38,25 @@
 #else
 #define HOLDFAST_HAS_CONCEPTS 0
 #endif
+#endif
+
+// The inline namespace every declaration lives in, as {fmt} and nlohmann/json do: its name
+// carries the version (minor too, while the major version is 0) and the exception mode, so that
+// two builds that disagree on either get different mangled names instead of a silent ODR breach.
+// Users never spell it: `holdfast::lease` finds it through the inline namespace.
+#if HOLDFAST_HAS_EXCEPTIONS
+#define HOLDFAST_DETAIL_ABI_MODE exc
+#else
+#define HOLDFAST_DETAIL_ABI_MODE noexc
+#endif
+#define HOLDFAST_DETAIL_ABI_NAME2(major, minor, mode) abi_v##major##_##minor##_##mode
+#define HOLDFAST_DETAIL_ABI_NAME(major, minor, mode) HOLDFAST_DETAIL_ABI_NAME2(major, minor, mode)
+#define HOLDFAST_ABI_NAMESPACE \
+  HOLDFAST_DETAIL_ABI_NAME(HOLDFAST_VERSION_MAJOR, HOLDFAST_VERSION_MINOR, HOLDFAST_DETAIL_ABI_MODE)
+/// Open and close the ABI namespace, inside `namespace holdfast { ... }`. Every holdfast header,
+/// and a user's specialization of a holdfast template, puts its declarations between the two.
+#define HOLDFAST_ABI_NAMESPACE_BEGIN inline namespace HOLDFAST_ABI_NAMESPACE {
+#define HOLDFAST_ABI_NAMESPACE_END }
 
 // `try { ... } catch (...) { ... }` for the few places that must stop a user's exception (a
 // destructor, a background thread). Under -fno-exceptions nothing can be thrown, so the guarded
@@ -34,7 +69,9 @@
 #define HOLDFAST_CATCH_ALL else
 #endif
 
-namespace holdfast::detail {
+namespace holdfast {
+HOLDFAST_ABI_NAMESPACE_BEGIN
+namespace detail {
 
 /// Reports a violated precondition and aborts. Only programming errors reach it (reading the
 /// value of a result that holds an error); bad input never does, it gets an error code instead.
@@ -44,7 +81,9 @@ namespace holdfast::detail {
   std::abort();
 }
 
-}  // namespace holdfast::detail
+}  // namespace detail
+HOLDFAST_ABI_NAMESPACE_END
+}  // namespace holdfast
 
 /// HOLDFAST_ASSERT(cond, msg) checks a precondition of the public API. Define it before including
 /// any holdfast header to route violations elsewhere (e.g. to your own assertion handler); it must

@@ -16,12 +16,16 @@
 
 #if defined(__unix__) || defined(__APPLE__)
 #include <pthread.h>
+
+#include "holdfast/detail/config.hpp"
 #define HOLDFAST_DETAIL_HAS_PTHREAD_ATFORK 1
 #else
 #define HOLDFAST_DETAIL_HAS_PTHREAD_ATFORK 0
 #endif
 
-namespace holdfast::detail {
+namespace holdfast {
+HOLDFAST_ABI_NAMESPACE_BEGIN
+namespace detail {
 
 /// SplitMix64 step: turns any 64-bit state into well-mixed output (Steele, Lea, Flood 2014).
 inline std::uint64_t splitmix64(std::uint64_t& state) noexcept {
@@ -143,6 +147,8 @@ inline std::string random_owner_id() {
   return id;
 }
 
-}  // namespace holdfast::detail
+}  // namespace detail
+HOLDFAST_ABI_NAMESPACE_END
+}  // namespace holdfast
 
 #endif  // HOLDFAST_DETAIL_RANDOM_HPP

@@ -13,7 +13,11 @@
 #include <ratio>
 #include <type_traits>
 
-namespace holdfast::detail {
+#include "holdfast/detail/config.hpp"
+
+namespace holdfast {
+HOLDFAST_ABI_NAMESPACE_BEGIN
+namespace detail {
 
 /// Converts `d` to `To`, truncating toward zero, or returns nullopt if the value does not fit.
 /// Works for integral and floating-point reps (NaN and infinities do not fit).
@@ -69,6 +73,8 @@ constexpr Dur saturating_sub(std::chrono::time_point<Clock, Dur> a,
   return Dur(x - y);
 }
 
-}  // namespace holdfast::detail
+}  // namespace detail
+HOLDFAST_ABI_NAMESPACE_END
+}  // namespace holdfast
 
 #endif  // HOLDFAST_DETAIL_SATURATING_HPP

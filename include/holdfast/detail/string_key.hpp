@@ -18,7 +18,11 @@
 #include <string_view>
 #include <unordered_map>
 
-namespace holdfast::detail {
+#include "holdfast/detail/config.hpp"
+
+namespace holdfast {
+HOLDFAST_ABI_NAMESPACE_BEGIN
+namespace detail {
 
 /// A map key that owns a copy of its bytes or, only while a lookup runs, borrows the caller's.
 /// Never copied or moved: map nodes stay where they were built, and a node handle reuses one by
@@ -83,6 +87,8 @@ auto find_string_key(Map& map, const std::string_view& key) -> decltype(map.begi
   return map.find(string_key(string_key::borrow_tag{}, key));
 }
 
-}  // namespace holdfast::detail
+}  // namespace detail
+HOLDFAST_ABI_NAMESPACE_END
+}  // namespace holdfast
 
 #endif  // HOLDFAST_DETAIL_STRING_KEY_HPP

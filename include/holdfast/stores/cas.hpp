@@ -87,6 +87,7 @@
 #include "holdfast/store.hpp"
 
 namespace holdfast {
+HOLDFAST_ABI_NAMESPACE_BEGIN
 
 /// What a cas_kv's get() returns: the value and its version; version 0 means the key is absent.
 struct cas_entry {
@@ -506,6 +507,7 @@ class cas_store {
   std::optional<time_point> last_now_;
 };
 
+HOLDFAST_ABI_NAMESPACE_END
 }  // namespace holdfast
 
 #endif  // HOLDFAST_STORES_CAS_HPP

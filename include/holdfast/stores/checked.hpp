@@ -46,12 +46,14 @@
 #include <unordered_map>
 #include <utility>
 
+#include "holdfast/detail/config.hpp"
 #include "holdfast/error.hpp"
 #include "holdfast/fencing_token.hpp"
 #include "holdfast/result.hpp"
 #include "holdfast/store.hpp"
 
 namespace holdfast {
+HOLDFAST_ABI_NAMESPACE_BEGIN
 
 /// Wraps a LeaseStore and checks each of its answers against the store contract (see the table at
 /// the top of checked.hpp); itself a LeaseStore, with inspect() if the wrapped store has it.
@@ -170,6 +172,7 @@ class checked_store {
   std::unordered_map<std::string, seen> newest_;
 };
 
+HOLDFAST_ABI_NAMESPACE_END
 }  // namespace holdfast
 
 #endif  // HOLDFAST_STORES_CHECKED_HPP

@@ -43,6 +43,7 @@
 #include "holdfast/store.hpp"
 
 namespace holdfast {
+HOLDFAST_ABI_NAMESPACE_BEGIN
 
 /// Options for memory_store.
 struct memory_store_options {
@@ -349,6 +350,7 @@ class memory_store {
   std::uint64_t last_token_ = 0;
 };
 
+HOLDFAST_ABI_NAMESPACE_END
 }  // namespace holdfast
 
 #endif  // HOLDFAST_STORES_MEMORY_HPP

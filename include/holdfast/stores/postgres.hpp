@@ -63,12 +63,14 @@
 #include <utility>
 #include <vector>
 
+#include "holdfast/detail/config.hpp"
 #include "holdfast/error.hpp"
 #include "holdfast/fencing_token.hpp"
 #include "holdfast/result.hpp"
 #include "holdfast/store.hpp"
 
 namespace holdfast {
+HOLDFAST_ABI_NAMESPACE_BEGIN
 
 /// The greatest token a PostgreSQL bigint sequence can issue.
 inline constexpr fencing_token postgres_max_token{
@@ -837,6 +839,7 @@ class postgres_fenced_update {
   std::string sql_;
 };
 
+HOLDFAST_ABI_NAMESPACE_END
 }  // namespace holdfast
 
 #endif  // HOLDFAST_STORES_POSTGRES_HPP

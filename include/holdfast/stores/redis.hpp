@@ -70,12 +70,14 @@
 #include <utility>
 #include <vector>
 
+#include "holdfast/detail/config.hpp"
 #include "holdfast/error.hpp"
 #include "holdfast/fencing_token.hpp"
 #include "holdfast/result.hpp"
 #include "holdfast/store.hpp"
 
 namespace holdfast {
+HOLDFAST_ABI_NAMESPACE_BEGIN
 
 /// The greatest token a Redis counter can issue: INCR works on signed 64-bit integers.
 inline constexpr fencing_token redis_max_token{
@@ -877,6 +879,7 @@ class redis_fence {
   std::vector<std::string_view> args_;
 };
 
+HOLDFAST_ABI_NAMESPACE_END
 }  // namespace holdfast
 
 #endif  // HOLDFAST_STORES_REDIS_HPP

@@ -40,9 +40,12 @@
 #include <utility>
 #include <vector>
 
+#include "holdfast/detail/config.hpp"
 #include "holdfast/testing/history.hpp"
 
-namespace holdfast::testing {
+namespace holdfast {
+HOLDFAST_ABI_NAMESPACE_BEGIN
+namespace testing {
 
 /// The invariants of DESIGN §6 (none = all hold).
 enum class invariant : std::uint8_t {
@@ -722,6 +725,8 @@ class checker {
   return detail::checker(h).run();
 }
 
-}  // namespace holdfast::testing
+}  // namespace testing
+HOLDFAST_ABI_NAMESPACE_END
+}  // namespace holdfast
 
 #endif  // HOLDFAST_TESTING_CHECKER_HPP

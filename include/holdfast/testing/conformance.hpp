@@ -47,6 +47,7 @@
 #include <string_view>
 #include <vector>
 
+#include "holdfast/detail/config.hpp"
 #include "holdfast/error.hpp"
 #include "holdfast/fencing_token.hpp"
 #include "holdfast/store.hpp"
@@ -56,7 +57,9 @@
 #include "holdfast/testing/simulator.hpp"
 #include "holdfast/testing/workload.hpp"
 
-namespace holdfast::testing {
+namespace holdfast {
+HOLDFAST_ABI_NAMESPACE_BEGIN
+namespace testing {
 
 /// How thoroughly check_store() checks.
 struct conformance_options {
@@ -330,6 +333,8 @@ inline int fuzz_schedule(const std::uint8_t* data, std::size_t size, const run_o
   return 0;
 }
 
-}  // namespace holdfast::testing
+}  // namespace testing
+HOLDFAST_ABI_NAMESPACE_END
+}  // namespace holdfast
 
 #endif  // HOLDFAST_TESTING_CONFORMANCE_HPP

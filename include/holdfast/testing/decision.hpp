@@ -27,9 +27,12 @@
 #include <string>
 #include <vector>
 
+#include "holdfast/detail/config.hpp"
 #include "holdfast/detail/random.hpp"
 
-namespace holdfast::testing {
+namespace holdfast {
+HOLDFAST_ABI_NAMESPACE_BEGIN
+namespace testing {
 
 /// The interface every engine implements: a stream of bounded choices.
 ///
@@ -163,6 +166,8 @@ inline std::size_t pick(decision_source& src, std::initializer_list<std::uint32_
   return weights.size() - 1;  // unreachable: x < total
 }
 
-}  // namespace holdfast::testing
+}  // namespace testing
+HOLDFAST_ABI_NAMESPACE_END
+}  // namespace holdfast
 
 #endif  // HOLDFAST_TESTING_DECISION_HPP

@@ -38,9 +38,12 @@
 #include <system_error>
 #include <vector>
 
+#include "holdfast/detail/config.hpp"
 #include "holdfast/error.hpp"
 
-namespace holdfast::testing {
+namespace holdfast {
+HOLDFAST_ABI_NAMESPACE_BEGIN
+namespace testing {
 
 /// A node's index in history::nodes.
 using node_id = std::uint16_t;
@@ -265,6 +268,8 @@ inline std::string to_string(const history& h) {
   return out;
 }
 
-}  // namespace holdfast::testing
+}  // namespace testing
+HOLDFAST_ABI_NAMESPACE_END
+}  // namespace holdfast
 
 #endif  // HOLDFAST_TESTING_HISTORY_HPP

@@ -35,6 +35,7 @@
 #include <string_view>
 #include <utility>
 
+#include "holdfast/detail/config.hpp"
 #include "holdfast/detail/saturating.hpp"
 #include "holdfast/error.hpp"
 #include "holdfast/fencing_token.hpp"
@@ -42,7 +43,9 @@
 #include "holdfast/store.hpp"
 #include "holdfast/testing/checker.hpp"
 
-namespace holdfast::testing {
+namespace holdfast {
+HOLDFAST_ABI_NAMESPACE_BEGIN
+namespace testing {
 
 /// The negative controls (see the table at the top of mutants.hpp); none = the correct stack.
 enum class mutant : std::uint8_t {
@@ -271,6 +274,8 @@ class mutant_store {
   std::function<void()> linearized_;
 };
 
-}  // namespace holdfast::testing
+}  // namespace testing
+HOLDFAST_ABI_NAMESPACE_END
+}  // namespace holdfast
 
 #endif  // HOLDFAST_TESTING_MUTANTS_HPP

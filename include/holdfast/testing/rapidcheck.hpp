@@ -28,9 +28,12 @@
 #include <utility>
 #include <vector>
 
+#include "holdfast/detail/config.hpp"
 #include "holdfast/testing/decision.hpp"
 
-namespace holdfast::testing {
+namespace holdfast {
+HOLDFAST_ABI_NAMESPACE_BEGIN
+namespace testing {
 
 /// A whole schedule's decisions as bytes (see byte_source): what rapidcheck generates and
 /// shrinks.
@@ -62,6 +65,8 @@ inline rc::Gen<decision_tape> gen_decision_tape(int max_bytes = 4096) {
       [](std::vector<std::uint8_t> v) { return decision_tape{std::move(v)}; });
 }
 
-}  // namespace holdfast::testing
+}  // namespace testing
+HOLDFAST_ABI_NAMESPACE_END
+}  // namespace holdfast
 
 #endif  // HOLDFAST_TESTING_RAPIDCHECK_HPP

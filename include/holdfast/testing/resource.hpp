@@ -22,6 +22,7 @@
 #include <cstdint>
 #include <string_view>
 
+#include "holdfast/detail/config.hpp"
 #include "holdfast/error.hpp"
 #include "holdfast/fence.hpp"
 #include "holdfast/fencing_token.hpp"
@@ -29,7 +30,9 @@
 #include "holdfast/testing/history.hpp"
 #include "holdfast/testing/simulator.hpp"
 
-namespace holdfast::testing {
+namespace holdfast {
+HOLDFAST_ABI_NAMESPACE_BEGIN
+namespace testing {
 
 /// Which guard a sim_resource runs (see the table at the top of resource.hpp).
 enum class resource_mode : std::uint8_t {
@@ -125,6 +128,8 @@ class sim_resource {
   std::uint64_t admitted_ = 0;
 };
 
-}  // namespace holdfast::testing
+}  // namespace testing
+HOLDFAST_ABI_NAMESPACE_END
+}  // namespace holdfast
 
 #endif  // HOLDFAST_TESTING_RESOURCE_HPP

@@ -29,11 +29,14 @@
 #include <utility>
 #include <vector>
 
+#include "holdfast/detail/config.hpp"
 #include "holdfast/testing/checker.hpp"
 #include "holdfast/testing/decision.hpp"
 #include "holdfast/testing/workload.hpp"
 
-namespace holdfast::testing {
+namespace holdfast {
+HOLDFAST_ABI_NAMESPACE_BEGIN
+namespace testing {
 
 /// What shrink_failure() found.
 struct shrink_result {
@@ -151,6 +154,8 @@ inline shrink_result shrink_failure(std::vector<std::uint8_t> bytes, const run_o
       std::move(bytes), [&options](byte_source& s) { return run_schedule(s, options); }, budget);
 }
 
-}  // namespace holdfast::testing
+}  // namespace testing
+HOLDFAST_ABI_NAMESPACE_END
+}  // namespace holdfast
 
 #endif  // HOLDFAST_TESTING_SHRINK_HPP

@@ -53,6 +53,7 @@
 #include <utility>
 #include <vector>
 
+#include "holdfast/detail/config.hpp"
 #include "holdfast/error.hpp"
 #include "holdfast/fencing_token.hpp"
 #include "holdfast/result.hpp"
@@ -60,7 +61,9 @@
 #include "holdfast/testing/history.hpp"
 #include "holdfast/testing/simulator.hpp"
 
-namespace holdfast::testing {
+namespace holdfast {
+HOLDFAST_ABI_NAMESPACE_BEGIN
+namespace testing {
 
 /// Which faults a sim_store injects (all but restarts on by default).
 struct store_fault_options {
@@ -443,6 +446,8 @@ class sim_store {
   std::vector<call*> calls_;  // operations in progress (several, when a multi-step store yields)
 };
 
-}  // namespace holdfast::testing
+}  // namespace testing
+HOLDFAST_ABI_NAMESPACE_END
+}  // namespace holdfast
 
 #endif  // HOLDFAST_TESTING_SIM_STORE_HPP

@@ -62,7 +62,9 @@
 #include <exception>
 #endif
 
-namespace holdfast::testing {
+namespace holdfast {
+HOLDFAST_ABI_NAMESPACE_BEGIN
+namespace testing {
 
 class simulator;
 
@@ -618,6 +620,8 @@ inline void sim_clock::sleep_until(time_point deadline) const {
   sim_->sleep_on_clock(node_, deadline.time_since_epoch().count());
 }
 
-}  // namespace holdfast::testing
+}  // namespace testing
+HOLDFAST_ABI_NAMESPACE_END
+}  // namespace holdfast
 
 #endif  // HOLDFAST_TESTING_SIMULATOR_HPP

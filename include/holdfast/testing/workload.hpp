@@ -39,6 +39,7 @@
 #include <utility>
 #include <vector>
 
+#include "holdfast/detail/config.hpp"
 #include "holdfast/lease.hpp"
 #include "holdfast/stores/memory.hpp"
 #include "holdfast/testing/checker.hpp"
@@ -50,7 +51,9 @@
 #include "holdfast/testing/simulator.hpp"
 #include "holdfast/validity.hpp"
 
-namespace holdfast::testing {
+namespace holdfast {
+HOLDFAST_ABI_NAMESPACE_BEGIN
+namespace testing {
 
 /// One operation of a workload (see the table at the top of workload.hpp).
 enum class op_kind : std::uint8_t {
@@ -502,6 +505,8 @@ inline run_result run_schedule(decision_source& src, const run_options& o = {}) 
   return detail::run_schedule_impl(src, make, o);
 }
 
-}  // namespace holdfast::testing
+}  // namespace testing
+HOLDFAST_ABI_NAMESPACE_END
+}  // namespace holdfast
 
 #endif  // HOLDFAST_TESTING_WORKLOAD_HPP

@@ -67,6 +67,8 @@
 #else
 #define HOLDFAST_FIBER_ASM_X86_64 0
 #include <ucontext.h>
+
+#include "holdfast/detail/config.hpp"
 #endif
 
 #if HOLDFAST_FIBER_ASM_X86_64
@@ -121,7 +123,10 @@ __asm__(
     ".popsection\n");
 #endif
 
-namespace holdfast::testing::detail {
+namespace holdfast {
+HOLDFAST_ABI_NAMESPACE_BEGIN
+namespace testing {
+namespace detail {
 
 /// A fiber stack: `size` usable bytes starting at `base`, with a guard page just below `base`.
 struct fiber_stack {
@@ -340,6 +345,9 @@ class fiber {
 #endif
 };
 
-}  // namespace holdfast::testing::detail
+}  // namespace detail
+}  // namespace testing
+HOLDFAST_ABI_NAMESPACE_END
+}  // namespace holdfast
 
 #endif  // HOLDFAST_TESTING_DETAIL_FIBER_HPP
