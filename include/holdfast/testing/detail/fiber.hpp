@@ -34,6 +34,8 @@
 #include <cstdlib>
 #include <vector>
 
+#include "holdfast/detail/config.hpp"
+
 #if defined(__has_feature)
 #if __has_feature(address_sanitizer)
 #define HOLDFAST_FIBER_ASAN 1
@@ -67,8 +69,6 @@
 #else
 #define HOLDFAST_FIBER_ASM_X86_64 0
 #include <ucontext.h>
-
-#include "holdfast/detail/config.hpp"
 #endif
 
 #if HOLDFAST_FIBER_ASM_X86_64
