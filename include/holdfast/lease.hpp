@@ -272,17 +272,10 @@ struct lease_body {
   }
 
   // The instant a keepalive renews at: `fraction` of the TTL after acquired_at, and strictly
-  // before valid_until (a renewal sent at or after it is refused as too late).
+  // before valid_until (a renewal sent at or after it is refused as too late). validity.hpp's
+  // renew_due_at() is the one place this is computed.
   time_point due(double fraction) const noexcept {
-    const long double span =
-        static_cast<long double>(
-            std::chrono::duration_cast<std::chrono::nanoseconds>(ttl).count()) *
-        static_cast<long double>(fraction);
-    if (!(acquired_at < valid_until)) return acquired_at;
-    const time_point at = detail::saturating_add(
-        acquired_at, std::chrono::nanoseconds(static_cast<std::int64_t>(span)));
-    const time_point last = valid_until - typename Clock::duration(1);
-    return at < last ? at : last;
+    return holdfast::renew_due_at(acquired_at, ttl, validity, fraction);
   }
 
   // [op] renew(ms): the store call runs with `data` unlocked.
@@ -562,12 +555,13 @@ class lease {
     return b().valid_until;
   }
   /// Returns the holder-clock instant at which renewal is due: half the TTL after acquired_at()
-  /// (DESIGN §4), never later than valid_until().
+  /// (DESIGN §4), and strictly before valid_until() (at least one clock tick earlier), so a
+  /// renew() at that instant still finds the lease valid (see holdfast::renew_due_at in
+  /// validity.hpp). A lease with no validity left returns acquired_at().
   [[nodiscard]] time_point renew_due_at() const {
     detail::maybe_lock lock(data_mutex());
     const body_type& x = b();
-    const time_point half = detail::saturating_add(x.acquired_at, x.ttl / 2);
-    return half < x.valid_until ? half : x.valid_until;
+    return holdfast::renew_due_at(x.acquired_at, x.ttl, x.validity);
   }
   /// Returns the current state (see the table at the top of lease.hpp). Reads no clock: a held
   /// lease whose validity passed unnoticed is still `held` until valid() or renew() looks.

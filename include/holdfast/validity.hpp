@@ -20,6 +20,7 @@
 #include <chrono>
 #include <cmath>
 #include <cstdint>
+#include <optional>
 #include <system_error>
 
 #include "holdfast/detail/config.hpp"
@@ -83,6 +84,34 @@ template <class Clock, class Dur, class Rep, class Period>
   const std::optional<Dur> span_ticks = detail::checked_duration_cast<Dur>(span);
   if (!span_ticks) return std::chrono::time_point<Clock, Dur>::max();
   return detail::saturating_add(start, *span_ticks);
+}
+
+/// Returns the instant on the holder's clock at which a grant of `ttl` whose request left at
+/// `start` is due for renewal: `fraction` of the TTL after `start` (default 1/2, DESIGN §4), but
+/// never later than one clock tick before valid_until(start, ttl, opts). The renewal instant thus
+/// lies strictly inside validity, whatever the options: a renew() sent at that instant still finds
+/// the lease valid (with TTL 10 s and margin 6 s validity is 3.9 s, so the renewal is due at
+/// start + 3.9 s - 1 tick, not at 5 s; with a TTL of a few ms and the defaults, likewise). A grant
+/// that gives no validity at all (valid_until == start) is due at `start`. A `fraction` outside
+/// (0, 1) (or NaN) is treated as 1/2. Never overflows: instants saturate at the clock's range.
+/// This is the one place the renewal instant is computed (lease::renew_due_at, keepalive).
+template <class Clock, class Dur, class Rep, class Period>
+[[nodiscard]] std::chrono::time_point<Clock, Dur> renew_due_at(
+    std::chrono::time_point<Clock, Dur> start, std::chrono::duration<Rep, Period> ttl,
+    const validity_options& opts, double fraction = 0.5) noexcept {
+  using tp = std::chrono::time_point<Clock, Dur>;
+  const tp until = holdfast::valid_until(start, ttl, opts);
+  if (!(start < until)) return start;
+  if (!(fraction > 0.0 && fraction < 1.0)) fraction = 0.5;
+  const std::optional<std::chrono::nanoseconds> t =
+      detail::checked_duration_cast<std::chrono::nanoseconds>(ttl);
+  const long double ttl_ns = t ? static_cast<long double>(t->count())
+                               : static_cast<long double>(std::chrono::nanoseconds::max().count());
+  const long double part = ttl_ns * static_cast<long double>(fraction);
+  const tp at = detail::saturating_add(
+      start, std::chrono::nanoseconds(static_cast<std::int64_t>(part > 0 ? part : 0.0L)));
+  const tp last = until - Dur(1);  // until > start, so this cannot underflow
+  return at < last ? at : last;
 }
 
 HOLDFAST_ABI_NAMESPACE_END

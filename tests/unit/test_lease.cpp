@@ -234,7 +234,7 @@ TEST_CASE("a lease near the holder clock's time_point::max saturates its validit
   auto l = holdfast::try_acquire(store, "orders", 10s, options(clock));
   REQUIRE(l);
   CHECK(l->valid_until() == tp::max());
-  CHECK(l->renew_due_at() == tp::max());
+  CHECK(l->renew_due_at() == tp::max() - 1ns);  // strictly inside validity
   CHECK(l->valid());
   REQUIRE(l->renew());
   CHECK(l->valid_until() == tp::max());
@@ -497,6 +497,39 @@ TEST_CASE("renew extends the lease from the instant before its request", "[lease
   CHECK(l->ttl() == 30s);
   CHECK(record_of(store, "orders")->remaining == 30s);
   CHECK(l->token() == fencing_token(1));  // renew never changes the token
+}
+
+TEST_CASE("a renew at renew_due_at() keeps the lease, whatever the options", "[lease]") {
+  // Review input: TTL 10 s with margin 6 s (validity 3.9 s); and TTL 3 ms with the defaults
+  // (validity 970 us). renew_due_at() used to equal valid_until() there, and a renew() at that
+  // instant lost the lease. Expected: due one tick before valid_until, and a renew() one tick
+  // before it, at it, and (for contrast) at valid_until itself.
+  struct input {
+    ms ttl;
+    ns margin;
+    tp due;
+  };
+  for (const input& in : {input{10s, 6s, tp(3900ms - 2ns)}, input{3ms, 2ms, tp(970us - 2ns)}}) {
+    CAPTURE(in.ttl.count());
+    for (const ns offset : {-1ns, 0ns, 1ns}) {
+      CAPTURE(offset.count());
+      manual_clock clock;
+      store_t store(clock);
+      auto o = options(clock);
+      o.validity.margin = in.margin;
+      auto l = holdfast::try_acquire(store, "orders", in.ttl, o);
+      REQUIRE(l);
+      CHECK(l->renew_due_at() == in.due);
+      CHECK(l->renew_due_at() < l->valid_until());
+      clock.set(l->renew_due_at() + offset);
+      if (offset <= 0ns) {
+        CHECK(l->renew());
+        CHECK(l->state() == lease_state::held);
+      } else {  // at valid_until: too late, lost (the contrast)
+        CHECK(l->renew().error() == errc::lease_lost);
+      }
+    }
+  }
 }
 
 TEST_CASE("renew after validity passed is lease_lost and does not revive the lease", "[lease]") {

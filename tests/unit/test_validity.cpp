@@ -172,3 +172,35 @@ TEST_CASE("valid_until saturates at the clock's time_point::max", "[validity]") 
         pico_tp::max());
   CHECK(holdfast::valid_until(coarse_tp::max() - 1s, 10s, d) == coarse_tp::max());
 }
+
+TEST_CASE("renew_due_at is half the TTL after start when validity lasts longer", "[validity]") {
+  const manual_tp start(5s);
+  CHECK(holdfast::renew_due_at(start, 10s, validity_options{}) == manual_tp(10s));
+  CHECK(holdfast::renew_due_at(start, 10s, validity_options{}, 0.25) == manual_tp(7500ms));
+  // A fraction outside (0, 1) is treated as 1/2.
+  CHECK(holdfast::renew_due_at(start, 10s, validity_options{}, 0.0) == manual_tp(10s));
+  CHECK(holdfast::renew_due_at(start, 10s, validity_options{}, 1.0) == manual_tp(10s));
+  CHECK(holdfast::renew_due_at(start, 10s, validity_options{}, std::nan("")) == manual_tp(10s));
+}
+
+TEST_CASE("renew_due_at lies strictly inside validity, one tick before its end", "[validity]") {
+  // Review input: TTL 10 s with margin 6 s gives 3.9 s of validity; half the TTL (5 s) would be
+  // after it. Expected: valid_until 3.9 s - 1 ns (the 1% allowance, 0.01 * 1e10 ns in floating
+  // point, rounds up to 100000001 ns: toward trusting less) and due one tick before that.
+  const manual_tp start(0s);
+  const validity_options wide = opts(0.01, 6s);
+  CHECK(holdfast::valid_until(start, 10s, wide) == manual_tp(3900ms - 1ns));
+  CHECK(holdfast::renew_due_at(start, 10s, wide) == manual_tp(3900ms - 2ns));
+  // Review input: a TTL of a few ms with the defaults (1%, 2 ms): 3 ms gives 970 us - 1 ns.
+  CHECK(holdfast::valid_until(start, 3ms, validity_options{}) == manual_tp(970us - 1ns));
+  CHECK(holdfast::renew_due_at(start, 3ms, validity_options{}) == manual_tp(970us - 2ns));
+  // The shortest TTL that gives any validity with the defaults: 3 ms (2 ms gives none).
+  CHECK(holdfast::renew_due_at(start, 2ms, validity_options{}) == start);
+  // On a coarse clock the tick is a whole second: due one second before the end.
+  CHECK(holdfast::valid_until(coarse_tp(0s), 10s, wide) == coarse_tp(3s));
+  CHECK(holdfast::renew_due_at(coarse_tp(0s), 10s, wide) == coarse_tp(2s));
+  // Saturated validity: one tick before time_point::max.
+  const manual_tp near_end = manual_tp::max() - 1s;
+  CHECK(holdfast::valid_until(near_end, 10s, validity_options{}) == manual_tp::max());
+  CHECK(holdfast::renew_due_at(near_end, 10s, validity_options{}) == manual_tp::max() - 1ns);
+}
