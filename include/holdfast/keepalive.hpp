@@ -43,6 +43,7 @@
 #ifndef HOLDFAST_KEEPALIVE_HPP
 #define HOLDFAST_KEEPALIVE_HPP
 
+#include <algorithm>
 #include <atomic>
 #include <chrono>
 #include <condition_variable>
@@ -218,10 +219,20 @@ class keepalive {
       if (it->second.raw == t.get()) {
         schedule_.erase(it);
         --size_;
-        break;
+        return;
       }
     }
-    // An entry in flight in a poll() is dropped there: step() finds it detached.
+    // An entry in flight in a poll() is dropped there, when its step ends. Marked here rather than
+    // left to step() finding it detached: an add() right after this remove() attaches the lease
+    // again and schedules a new entry, and the in-flight one must not come back beside it.
+    for (const void* r : in_flight_) {
+      if (r == t.get()) {
+        if (std::find(cancelled_.begin(), cancelled_.end(), r) == cancelled_.end()) {
+          cancelled_.push_back(r);
+        }
+        return;
+      }
+    }
   }
 
   /// Stops the keepalive for good: wakes and joins its thread, waits for a poll() in progress to
@@ -291,8 +302,11 @@ class keepalive {
       std::lock_guard<std::mutex> lock(mu_);
       if (stopping_) return std::nullopt;
       batch_.clear();
+      in_flight_.clear();
+      cancelled_.clear();
       while (!schedule_.empty() && !(now < schedule_.begin()->first)) {
         batch_.push_back(schedule_.extract(schedule_.begin()));
+        in_flight_.push_back(batch_.back().mapped().raw);
       }
       if (!batch_.empty()) ++stats_.passes;
     }
@@ -300,6 +314,12 @@ class keepalive {
       const detail::keepalive_step<Clock> s =
           keep(node.mapped().block.lock(), opts_.renew_fraction);
       std::lock_guard<std::mutex> lock(mu_);
+      const auto cancelled = std::find(cancelled_.begin(), cancelled_.end(), node.mapped().raw);
+      if (cancelled != cancelled_.end()) {  // remove()d while in flight (and maybe added again)
+        cancelled_.erase(cancelled);
+        --size_;
+        continue;
+      }
       switch (s.outcome) {
         case detail::keepalive_outcome::renewed:
           ++stats_.renewals;
@@ -326,6 +346,8 @@ class keepalive {
     }
     batch_.clear();
     std::lock_guard<std::mutex> lock(mu_);
+    in_flight_.clear();
+    cancelled_.clear();
     if (stopping_ || schedule_.empty()) return std::nullopt;
     return schedule_.begin()->first;
   }
@@ -411,6 +433,8 @@ class keepalive {
   std::uint64_t seq_ = 0;
   keepalive_stats stats_{};
   std::error_code last_error_{};
+  std::vector<const void*> in_flight_;  // the leases of the poll() in progress (its batch_)
+  std::vector<const void*> cancelled_;  // of those, the ones remove()d meanwhile
 
   std::mutex poll_mu_;  // one poll() at a time; stop() waits on it for an in-flight store call
   std::vector<node_type> batch_;

@@ -228,3 +228,64 @@ TEST_CASE("stop() is prompt however far away the next renewal is", "[keepalive][
     keepalive<> kb;
   }
 }
+
+TEST_CASE("remove(l) then add(l) while a poll is in flight schedules l once",
+          "[keepalive][concurrency]") {
+  // Review input: a poll() has taken leases a and b off the schedule (both due at 5 s) and is
+  // renewing a; meanwhile another thread removes b and adds it again. Before, the poll then
+  // renewed b and put it back beside the entry add() had made: b was renewed twice per interval
+  // and size() said 3. Expected: size() 2 and one renewal of b per interval.
+  fixture f;
+  keepalive_options o;
+  o.start_thread = false;
+  keepalive<manual_clock> ka(f.clock, o);
+  auto a = holdfast::try_acquire(f.store, "a", 10s, f.opts());
+  auto b = holdfast::try_acquire(f.store, "b", 10s, f.opts());
+  REQUIRE(a);
+  REQUIRE(b);
+  REQUIRE(ka.add(*a));
+  REQUIRE(ka.add(*b));
+  std::mutex mu;
+  std::condition_variable cv;
+  bool in_renewal = false, go_on = false;
+  std::atomic<int> renewals_of_b{0};
+  f.store.set_renew_hook([&](std::string_view key, auto, auto,
+                             auto) -> std::optional<holdfast::result<holdfast::grant>> {
+    if (key == "b") {
+      ++renewals_of_b;
+      return std::nullopt;
+    }
+    std::unique_lock<std::mutex> lock(mu);
+    if (!go_on) {
+      in_renewal = true;
+      cv.notify_all();
+      CHECK(cv.wait_for(lock, 10s, [&] { return go_on; }));
+    }
+    return std::nullopt;
+  });
+  f.clock.set(manual_clock::time_point(5s));
+  std::thread poller([&] { (void)ka.poll(); });
+  {
+    std::unique_lock<std::mutex> lock(mu);
+    REQUIRE(cv.wait_for(lock, 10s, [&] { return in_renewal; }));
+  }
+  ka.remove(*b);  // b is in the poll's batch, not yet renewed
+  REQUIRE(ka.add(*b));
+  {
+    std::lock_guard<std::mutex> lock(mu);
+    go_on = true;
+  }
+  cv.notify_all();
+  poller.join();
+  CHECK(ka.size() == 2);
+  // One renewal of b per interval from here on: the in-flight entry did not come back.
+  const int before = renewals_of_b.load();
+  for (int i = 1; i <= 4; ++i) {
+    f.clock.advance(5s);
+    (void)ka.poll();
+    CHECK(renewals_of_b.load() - before == i);
+  }
+  CHECK(ka.size() == 2);
+  CHECK(a->valid());
+  CHECK(b->valid());
+}
