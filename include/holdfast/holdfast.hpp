@@ -32,6 +32,7 @@
 #include "holdfast/mutex.hpp"
 #include "holdfast/quorum.hpp"
 #include "holdfast/result.hpp"
+#include "holdfast/send_receive.hpp"
 #include "holdfast/store.hpp"
 #include "holdfast/stores/cas.hpp"
 #include "holdfast/stores/checked.hpp"

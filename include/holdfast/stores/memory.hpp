@@ -70,6 +70,9 @@ class memory_store {
  public:
   using clock_type = Clock;
   using time_point = typename Clock::time_point;
+  /// In-process: every operation finishes in the caller's thread without I/O, so a quorum calls
+  /// this store directly instead of handing requests to a thread (send_receive.hpp).
+  static constexpr bool completes_inline = true;
 
   /// Makes an empty store judging expiry by `clock`.
   explicit memory_store(Clock clock = Clock{}, memory_store_options opts = {})

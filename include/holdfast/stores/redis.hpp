@@ -43,6 +43,15 @@
 // error instead of raising SIGPIPE (hiredis 0.14's own write() would kill a process that does not
 // ignore SIGPIPE).
 //
+// Split send/receive (send_receive.hpp): send(), interest(), progress() and receive() run the same
+// scripts on the store's own connection without blocking, so one thread can have requests to many
+// Redis servers in flight and poll() their sockets together (quorum_store does). The request is
+// written with send(MSG_DONTWAIT) and the reply read with recv(MSG_DONTWAIT) into the context's
+// hiredis reader (hiredis 0.14's own non-blocking calls need a context made non-blocking from the
+// start); receive() waits at most command_timeout from send(). send() declines rather than block
+// when the connection is not open (connecting blocks) or another split request is in flight; the
+// store's blocking operations wait until the split request in flight has been received.
+//
 // Failures (T4): a dropped connection, a refused connect, a timeout or a server that is not serving
 // (LOADING, BUSY, READONLY, ...) is an error, never a grant. The connection is dropped and
 // re-established by the next call; the failed call itself is never retried (its script may or may
@@ -52,11 +61,13 @@
 #define HOLDFAST_STORES_REDIS_HPP
 
 #include <hiredis/hiredis.h>
+#include <poll.h>
 #include <sys/socket.h>
 #include <sys/time.h>
 
 #include <cerrno>
 #include <chrono>
+#include <condition_variable>
 #include <cstddef>
 #include <cstdint>
 #include <cstring>
@@ -74,6 +85,7 @@
 #include "holdfast/error.hpp"
 #include "holdfast/fencing_token.hpp"
 #include "holdfast/result.hpp"
+#include "holdfast/send_receive.hpp"
 #include "holdfast/store.hpp"
 
 namespace holdfast {
@@ -200,7 +212,15 @@ class redis_link {
   redis_link(redis_options opts, std::vector<std::string> scripts)
       : opts_(std::move(opts)), scripts_(std::move(scripts)), shas_(scripts_.size()) {}
 
+  /// Locks the connection for one blocking operation, first waiting until no split request is
+  /// in flight (see "Split send/receive" below).
   [[nodiscard]] std::unique_lock<std::mutex> lock() const {
+    std::unique_lock<std::mutex> l(mutex_);
+    idle_.wait(l, [this] { return !in_flight_; });
+    return l;
+  }
+  /// Locks the connection without waiting for a split request in flight (the split calls).
+  [[nodiscard]] std::unique_lock<std::mutex> lock_raw() const {
     return std::unique_lock<std::mutex>(mutex_);
   }
   [[nodiscard]] const redis_options& options() const noexcept { return opts_; }
@@ -339,7 +359,176 @@ class redis_link {
     return std::string(r->str, r->len);
   }
 
+  // ---- Split send/receive (send_receive.hpp). One request at a time; every member below is
+  // called with lock_raw() held. The request is formatted into a buffer of our own (reused, no
+  // allocation once warm) and written with send(MSG_DONTWAIT | MSG_NOSIGNAL); replies are read
+  // with recv(MSG_DONTWAIT) and fed to the context's own hiredis reader, so the blocking path
+  // and this one share the connection and its parser. The socket itself stays blocking (with
+  // SO_SNDTIMEO/SO_RCVTIMEO) for the blocking path.
+
+  /// True while a split request is in flight (accepted, not yet received).
+  [[nodiscard]] bool in_flight() const noexcept { return in_flight_; }
+
+  /// Accepts a request that fails at once (bad arguments): finish() reports `code`.
+  void start_failed(std::error_code code) {
+    in_flight_ = true;
+    complete_ = true;
+    error_ = code;
+    reply_.reset();
+  }
+
+  /// Starts script `index` by EVALSHA on the open connection (precondition: connected(), no
+  /// request in flight), writing what the socket takes now. A NOSCRIPT answer is followed, once,
+  /// by the same call as EVAL with the script's text (the script did not run; EVAL caches it
+  /// under the same SHA1).
+  void start(std::size_t index, const std::string_view* keys, std::size_t nkeys,
+             const std::string_view* args, std::size_t nargs) {
+    in_flight_ = true;
+    complete_ = false;
+    error_ = {};
+    reply_.reset();
+    sent_body_ = false;
+    pending_index_ = index;
+    pending_keys_ = nkeys;
+    parts_.resize(nkeys + nargs);
+    for (std::size_t i = 0; i < nkeys; ++i) parts_[i].assign(keys[i].data(), keys[i].size());
+    for (std::size_t i = 0; i < nargs; ++i) {
+      parts_[nkeys + i].assign(args[i].data(), args[i].size());
+    }
+    deadline_ = detail_deadline(opts_.command_timeout);
+    format_pending();
+    (void)pump();
+  }
+
+  /// Does the non-blocking I/O the request in flight allows; true once it is complete (a reply,
+  /// or a failure that dropped the connection).
+  bool pump() {
+    if (complete_) return true;
+    redisContext* c = ctx_.get();
+    while (out_off_ < out_.size()) {
+      const ssize_t n = ::send(c->fd, out_.data() + out_off_, out_.size() - out_off_,
+                               MSG_NOSIGNAL | MSG_DONTWAIT);
+      if (n > 0) {
+        out_off_ += static_cast<std::size_t>(n);
+        continue;
+      }
+      const int e = n < 0 ? errno : EPIPE;
+      if (n < 0 && e == EINTR) continue;
+      if (n < 0 && (e == EAGAIN || e == EWOULDBLOCK)) return false;
+      return broken(errc::store_unavailable, "redis: send: " + std::generic_category().message(e));
+    }
+    for (;;) {
+      void* raw = nullptr;
+      if (redisReaderGetReply(c->reader, &raw) != REDIS_OK) {
+        return broken(errc::protocol_error, std::string("redis: ") + c->reader->errstr);
+      }
+      if (raw != nullptr) {
+        redis_reply_ptr r(static_cast<redisReply*>(raw));
+        if (r->type == REDIS_REPLY_ERROR && !sent_body_ &&
+            starts_with(r->str, r->len, "NOSCRIPT")) {
+          sent_body_ = true;
+          format_pending();
+          return pump();
+        }
+        reply_ = std::move(r);
+        complete_ = true;
+        return true;
+      }
+      char buf[16384];
+      const ssize_t n = ::recv(c->fd, buf, sizeof buf, MSG_DONTWAIT);
+      if (n > 0) {
+        if (redisReaderFeed(c->reader, buf, static_cast<std::size_t>(n)) != REDIS_OK) {
+          return broken(errc::protocol_error, std::string("redis: ") + c->reader->errstr);
+        }
+        continue;
+      }
+      if (n == 0) return broken(errc::store_unavailable, "redis: connection closed by the server");
+      const int e = errno;
+      if (e == EINTR) continue;
+      if (e == EAGAIN || e == EWOULDBLOCK) return false;
+      return broken(errc::store_unavailable, "redis: recv: " + std::generic_category().message(e));
+    }
+  }
+
+  /// What the request in flight waits for (fd -1 once complete).
+  [[nodiscard]] io_interest interest() const noexcept {
+    if (!in_flight_ || complete_ || !ctx_) return {};
+    const bool writing = out_off_ < out_.size();
+    return io_interest{ctx_->fd, !writing, writing};
+  }
+
+  /// Completes the request in flight, waiting (poll) until its reply is in or command_timeout
+  /// has passed since start() (then errc::timeout, connection dropped), and frees the connection
+  /// for the next request. An error reply becomes its classified error code, as in eval().
+  result<redis_reply_ptr> finish() {
+    while (!pump()) {
+      const auto now = std::chrono::steady_clock::now();
+      if (now >= deadline_) {
+        (void)broken(errc::timeout, "redis: no reply within command_timeout");
+        break;
+      }
+      const auto left = std::chrono::ceil<std::chrono::milliseconds>(deadline_ - now);
+      const io_interest want = interest();
+      struct pollfd p {};
+      p.fd = want.fd;
+      p.events = static_cast<short>((want.read ? POLLIN : 0) | (want.write ? POLLOUT : 0));
+      const int w = ::poll(&p, 1, static_cast<int>(std::min<std::int64_t>(left.count(), 1 << 30)));
+      if (w < 0 && errno != EINTR) {
+        (void)broken(errc::store_unavailable,
+                     "redis: poll: " + std::generic_category().message(errno));
+        break;
+      }
+    }
+    in_flight_ = false;
+    idle_.notify_all();
+    if (error_) return error_;
+    redis_reply_ptr r = std::move(reply_);
+    if (!r) return fail(errc::protocol_error, "redis: no reply");
+    if (r->type == REDIS_REPLY_ERROR) {
+      return fail(classify_redis_error(r->str, r->len), "redis: " + text_of(r.get()));
+    }
+    return r;
+  }
+
  private:
+  static std::chrono::steady_clock::time_point detail_deadline(std::chrono::milliseconds d) {
+    const auto now = std::chrono::steady_clock::now();
+    return d < std::chrono::duration_cast<std::chrono::milliseconds>(
+                   std::chrono::steady_clock::time_point::max() - now)
+               ? now + d
+               : std::chrono::steady_clock::time_point::max();
+  }
+
+  // A split request that failed: keep the reason, drop the connection (a late reply could be
+  // read as the next command's), report complete.
+  bool broken(errc code, std::string message) {
+    error_ = fail(code, std::move(message));
+    disconnect();
+    complete_ = true;
+    return true;
+  }
+
+  static void append_bulk(std::string& out, std::string_view a) {
+    out += '$';
+    out += std::to_string(a.size());
+    out += "\r\n";
+    out.append(a.data(), a.size());
+    out += "\r\n";
+  }
+
+  // Formats the pending call as EVALSHA (or, after NOSCRIPT, EVAL with the script's text).
+  void format_pending() {
+    out_.clear();
+    out_off_ = 0;
+    out_ += '*';
+    out_ += std::to_string(3 + parts_.size());
+    out_ += "\r\n";
+    append_bulk(out_, sent_body_ ? "EVAL" : "EVALSHA");
+    append_bulk(out_, sent_body_ ? scripts_[pending_index_] : shas_[pending_index_]);
+    append_bulk(out_, std::to_string(pending_keys_));
+    for (const std::string& p : parts_) append_bulk(out_, p);
+  }
+
   void push(std::string_view s) {
     argv_.push_back(s.data() != nullptr ? s.data() : "");
     lens_.push_back(s.size());
@@ -443,6 +632,19 @@ class redis_link {
   std::string numkeys_;
   std::string last_error_;
   mutable std::mutex mutex_;
+  // Split send/receive state, guarded by mutex_.
+  mutable std::condition_variable idle_;  // signalled when a split request was received
+  bool in_flight_ = false;
+  bool complete_ = false;
+  bool sent_body_ = false;
+  std::size_t pending_index_ = 0;
+  std::size_t pending_keys_ = 0;
+  std::vector<std::string> parts_;  // the pending call's keys and arguments
+  std::string out_;                 // the pending call in RESP
+  std::size_t out_off_ = 0;         // bytes of out_ written
+  redis_reply_ptr reply_;
+  std::error_code error_;
+  std::chrono::steady_clock::time_point deadline_{};
 };
 
 // Tokens compare as canonical decimal strings (shorter is smaller; equal length: byte order), so
@@ -564,7 +766,8 @@ inline std::string redis_fence_script() {
 }  // namespace detail
 
 /// A LeaseStore in a Redis server, over one hiredis connection (see the file overview for the
-/// scripts, durability and failure behaviour). Models LeaseStore with inspect().
+/// scripts, durability and failure behaviour). Models LeaseStore with inspect(), the token floor
+/// (raise_token, raise_token_floor) and the send/receive capability (send_receive.hpp).
 ///
 /// Tokens are store-wide (one INCR counter per store configuration): every new grant of any key
 /// carries a token greater than every token the counter issued before, in 1 .. 2^63-1.
@@ -612,15 +815,7 @@ class redis_store {
     const std::string_view keys[] = {lease_key(key), link_.options().counter_key};
     ttl_text_ = std::to_string(ttl.count());
     const std::string_view args[] = {owner, ttl_text_};
-    result<detail::redis_reply_ptr> r = link_.eval(kAcquire, keys, 2, args, 2);
-    if (!r) return r.error();
-    const redisReply* reply = r->get();
-    if (reply->type == REDIS_REPLY_INTEGER && reply->integer == 0) return errc::busy;
-    if (reply->type == REDIS_REPLY_STRING) {
-      const std::optional<fencing_token> t = detail::parse_redis_token(reply->str, reply->len);
-      if (t && t->is_issuable()) return grant{*t, ttl};
-    }
-    return link_.fail(errc::protocol_error, "redis: acquire: unexpected reply");
+    return read_acquire(link_.eval(kAcquire, keys, 2, args, 2), ttl);
   }
 
   /// Extends the lease on `key` to `ttl` (ms) from now iff `owner` holds it with `token` and it
@@ -635,12 +830,7 @@ class redis_store {
     token_text_ = std::to_string(token.value());
     ttl_text_ = std::to_string(ttl.count());
     const std::string_view args[] = {owner, token_text_, ttl_text_};
-    result<detail::redis_reply_ptr> r = link_.eval(kRenew, keys, 1, args, 3);
-    if (!r) return r.error();
-    const redisReply* reply = r->get();
-    if (reply->type == REDIS_REPLY_INTEGER && reply->integer == 1) return grant{token, ttl};
-    if (reply->type == REDIS_REPLY_INTEGER && reply->integer == 0) return errc::lease_lost;
-    return link_.fail(errc::protocol_error, "redis: renew: unexpected reply");
+    return read_renew(link_.eval(kRenew, keys, 1, args, 3), token, ttl);
   }
 
   /// Deletes the lease on `key` iff `owner` holds it with `token`, in one round trip.
@@ -653,12 +843,7 @@ class redis_store {
     const std::string_view keys[] = {lease_key(key)};
     token_text_ = std::to_string(token.value());
     const std::string_view args[] = {owner, token_text_};
-    result<detail::redis_reply_ptr> r = link_.eval(kRelease, keys, 1, args, 2);
-    if (!r) return r.error();
-    const redisReply* reply = r->get();
-    if (reply->type == REDIS_REPLY_INTEGER && reply->integer == 1) return {};
-    if (reply->type == REDIS_REPLY_INTEGER && reply->integer == 0) return errc::not_holder;
-    return link_.fail(errc::protocol_error, "redis: release: unexpected reply");
+    return read_release(link_.eval(kRelease, keys, 1, args, 2));
   }
 
   /// Returns the live lease on `key` (owner, token, time left by Redis' clock in ms), or nullopt.
@@ -668,27 +853,7 @@ class redis_store {
     if (key.empty()) return errc::invalid_argument;
     auto guard = link_.lock();
     const std::string_view keys[] = {lease_key(key)};
-    result<detail::redis_reply_ptr> r = link_.eval(kInspect, keys, 1, nullptr, 0);
-    if (!r) return r.error();
-    const redisReply* reply = r->get();
-    if (reply->type == REDIS_REPLY_INTEGER && reply->integer == 0) {
-      return std::optional<lease_record>{};
-    }
-    if (reply->type == REDIS_REPLY_ARRAY && reply->elements == 2 &&
-        reply->element[0]->type == REDIS_REPLY_STRING &&
-        reply->element[1]->type == REDIS_REPLY_INTEGER && reply->element[1]->integer >= 0) {
-      const std::string_view v(reply->element[0]->str, reply->element[0]->len);
-      const std::size_t colon = v.find(':');
-      if (colon != std::string_view::npos) {
-        const std::optional<fencing_token> t = detail::parse_redis_token(v.data(), colon);
-        if (t && t->is_issuable()) {
-          return std::optional<lease_record>{
-              lease_record{std::string(v.substr(colon + 1)), *t,
-                           std::chrono::milliseconds(reply->element[1]->integer)}};
-        }
-      }
-    }
-    return link_.fail(errc::protocol_error, "redis: inspect: unexpected reply");
+    return read_inspect(link_.eval(kInspect, keys, 1, nullptr, 0));
   }
 
   /// Returns the newest token the counter has issued (none if it has issued none).
@@ -720,13 +885,7 @@ class redis_store {
     const std::string_view keys[] = {link_.options().counter_key};
     token_text_ = std::to_string(floor.value());
     const std::string_view args[] = {token_text_};
-    result<detail::redis_reply_ptr> r = link_.eval(kAdvance, keys, 1, args, 1);
-    if (!r) return r.error();
-    const redisReply* reply = r->get();
-    if (reply->type == REDIS_REPLY_STRING && detail::parse_redis_token(reply->str, reply->len)) {
-      return {};
-    }
-    return link_.fail(errc::protocol_error, "redis: raise_token_floor: unexpected reply");
+    return read_raise_token_floor(link_.eval(kAdvance, keys, 1, args, 1));
   }
 
   /// Re-labels the live lease `owner` holds on `key` with `token` (or already with `to`) with the
@@ -745,12 +904,152 @@ class redis_store {
     token_text_ = std::to_string(token.value());
     to_text_ = std::to_string(to.value());
     const std::string_view args[] = {owner, token_text_, to_text_};
-    result<detail::redis_reply_ptr> r = link_.eval(kRaise, keys, 2, args, 3);
-    if (!r) return r.error();
-    const redisReply* reply = r->get();
-    if (reply->type == REDIS_REPLY_INTEGER && reply->integer == 1) return {};
-    if (reply->type == REDIS_REPLY_INTEGER && reply->integer == 0) return errc::lease_lost;
-    return link_.fail(errc::protocol_error, "redis: raise_token: unexpected reply");
+    return read_raise_token(link_.eval(kRaise, keys, 2, args, 3));
+  }
+
+  // ---- Split send/receive (send_receive.hpp): requests in flight from one thread --------------
+
+  /// Starts `request` on this store's own connection without blocking (the send half of the
+  /// send/receive capability; see send_receive.hpp): formats it and writes what the socket takes.
+  /// Bad arguments are accepted and reported by receive(), as the blocking operation would.
+  /// \returns a zero code once accepted: exactly one receive() must follow (until then the
+  ///   blocking operations of this store wait); send_would_block() if the store cannot start it
+  ///   without blocking: not connected yet (connecting blocks; call connect() or any blocking
+  ///   operation first) or another split request in flight. Never blocks.
+  /// Thread-safety: as the other operations; the calls of one request may come from different
+  /// threads, one at a time.
+  std::error_code send(const store_request& request) {
+    auto guard = link_.lock_raw();
+    if (link_.in_flight() || !link_.connected()) return send_would_block();
+    pending_op_ = request.op;
+    pending_token_ = request.token;
+    pending_ttl_ = request.ttl;
+    std::error_code bad;
+    switch (request.op) {
+      case store_op::try_acquire:
+        bad = check_acquire_args(request.key, request.owner, request.ttl);
+        break;
+      case store_op::renew:
+        bad = check_renew_args(request.key, request.owner, request.token, request.ttl);
+        break;
+      case store_op::release:
+        bad = check_release_args(request.key, request.owner, request.token);
+        break;
+      case store_op::inspect:
+        if (request.key.empty()) bad = errc::invalid_argument;
+        break;
+      case store_op::raise_token:
+        bad = check_release_args(request.key, request.owner, request.token);
+        if (!request.to.is_issuable() || request.to < request.token ||
+            request.to > redis_max_token) {
+          bad = errc::invalid_argument;
+        }
+        break;
+      case store_op::raise_token_floor:
+        if (!request.token.is_issuable() || request.token > redis_max_token) {
+          bad = errc::invalid_argument;
+        }
+        break;
+    }
+    if (bad) {
+      link_.start_failed(bad);
+      return {};
+    }
+    const std::string_view owner = request.owner;
+    token_text_ = std::to_string(request.token.value());
+    switch (request.op) {
+      case store_op::try_acquire: {
+        const std::string_view keys[] = {lease_key(request.key), link_.options().counter_key};
+        ttl_text_ = std::to_string(request.ttl.count());
+        const std::string_view args[] = {owner, ttl_text_};
+        link_.start(kAcquire, keys, 2, args, 2);
+        break;
+      }
+      case store_op::renew: {
+        const std::string_view keys[] = {lease_key(request.key)};
+        ttl_text_ = std::to_string(request.ttl.count());
+        const std::string_view args[] = {owner, token_text_, ttl_text_};
+        link_.start(kRenew, keys, 1, args, 3);
+        break;
+      }
+      case store_op::release: {
+        const std::string_view keys[] = {lease_key(request.key)};
+        const std::string_view args[] = {owner, token_text_};
+        link_.start(kRelease, keys, 1, args, 2);
+        break;
+      }
+      case store_op::inspect: {
+        const std::string_view keys[] = {lease_key(request.key)};
+        link_.start(kInspect, keys, 1, nullptr, 0);
+        break;
+      }
+      case store_op::raise_token: {
+        const std::string_view keys[] = {lease_key(request.key), link_.options().counter_key};
+        to_text_ = std::to_string(request.to.value());
+        const std::string_view args[] = {owner, token_text_, to_text_};
+        link_.start(kRaise, keys, 2, args, 3);
+        break;
+      }
+      case store_op::raise_token_floor: {
+        const std::string_view keys[] = {link_.options().counter_key};
+        const std::string_view args[] = {token_text_};
+        link_.start(kAdvance, keys, 1, args, 1);
+        break;
+      }
+    }
+    return {};
+  }
+
+  /// Returns what the request in flight waits for: the connection's socket, to be polled for
+  /// reading or writing; fd -1 if none is in flight or its reply is complete. Never blocks.
+  [[nodiscard]] io_interest interest() const {
+    auto guard = link_.lock_raw();
+    return link_.interest();
+  }
+
+  /// Writes the rest of the request in flight and reads what has arrived, without blocking.
+  /// \returns true once receive() will not block (the reply is in, or the request failed).
+  bool progress() {
+    auto guard = link_.lock_raw();
+    return !link_.in_flight() || link_.pump();
+  }
+
+  /// Returns the reply to the request in flight, in the field its operation names (see
+  /// store_reply), exactly as the blocking operation reports it; waits for it, if it is not in
+  /// yet, until command_timeout has passed since send() (then errc::timeout and the connection
+  /// is dropped). Frees the connection. Without a request in flight every field holds
+  /// errc::invalid_argument.
+  store_reply receive() {
+    auto guard = link_.lock_raw();
+    store_reply out;
+    if (!link_.in_flight()) {
+      out.granted = errc::invalid_argument;
+      out.done = errc::invalid_argument;
+      out.record = errc::invalid_argument;
+      return out;
+    }
+    result<detail::redis_reply_ptr> r = link_.finish();
+    switch (pending_op_) {
+      case store_op::try_acquire:
+        out.granted = read_acquire(std::move(r), pending_ttl_);
+        break;
+      case store_op::renew:
+        out.granted = read_renew(std::move(r), pending_token_, pending_ttl_);
+        break;
+      case store_op::release:
+        out.done = read_release(std::move(r));
+        break;
+      case store_op::inspect:
+        out.record = read_inspect(std::move(r));
+        break;
+      case store_op::raise_token:
+        out.done = read_raise_token(std::move(r));
+        break;
+      case store_op::raise_token_floor:
+        out.done = read_raise_token_floor(std::move(r));
+        break;
+    }
+    return out;
   }
 
   /// Returns the text of the most recent failure of any operation on this store: the server's
@@ -780,11 +1079,84 @@ class redis_store {
     return key_;
   }
 
+  // Reading each script's reply: one place for the blocking and the split path.
+  result<grant> read_acquire(result<detail::redis_reply_ptr> r, std::chrono::milliseconds ttl) {
+    if (!r) return r.error();
+    const redisReply* reply = r->get();
+    if (reply->type == REDIS_REPLY_INTEGER && reply->integer == 0) return errc::busy;
+    if (reply->type == REDIS_REPLY_STRING) {
+      const std::optional<fencing_token> t = detail::parse_redis_token(reply->str, reply->len);
+      if (t && t->is_issuable()) return grant{*t, ttl};
+    }
+    return link_.fail(errc::protocol_error, "redis: acquire: unexpected reply");
+  }
+
+  result<grant> read_renew(result<detail::redis_reply_ptr> r, fencing_token token,
+                           std::chrono::milliseconds ttl) {
+    if (!r) return r.error();
+    const redisReply* reply = r->get();
+    if (reply->type == REDIS_REPLY_INTEGER && reply->integer == 1) return grant{token, ttl};
+    if (reply->type == REDIS_REPLY_INTEGER && reply->integer == 0) return errc::lease_lost;
+    return link_.fail(errc::protocol_error, "redis: renew: unexpected reply");
+  }
+
+  result<void> read_release(result<detail::redis_reply_ptr> r) {
+    if (!r) return r.error();
+    const redisReply* reply = r->get();
+    if (reply->type == REDIS_REPLY_INTEGER && reply->integer == 1) return {};
+    if (reply->type == REDIS_REPLY_INTEGER && reply->integer == 0) return errc::not_holder;
+    return link_.fail(errc::protocol_error, "redis: release: unexpected reply");
+  }
+
+  result<std::optional<lease_record>> read_inspect(result<detail::redis_reply_ptr> r) {
+    if (!r) return r.error();
+    const redisReply* reply = r->get();
+    if (reply->type == REDIS_REPLY_INTEGER && reply->integer == 0) {
+      return std::optional<lease_record>{};
+    }
+    if (reply->type == REDIS_REPLY_ARRAY && reply->elements == 2 &&
+        reply->element[0]->type == REDIS_REPLY_STRING &&
+        reply->element[1]->type == REDIS_REPLY_INTEGER && reply->element[1]->integer >= 0) {
+      const std::string_view v(reply->element[0]->str, reply->element[0]->len);
+      const std::size_t colon = v.find(':');
+      if (colon != std::string_view::npos) {
+        const std::optional<fencing_token> t = detail::parse_redis_token(v.data(), colon);
+        if (t && t->is_issuable()) {
+          return std::optional<lease_record>{
+              lease_record{std::string(v.substr(colon + 1)), *t,
+                           std::chrono::milliseconds(reply->element[1]->integer)}};
+        }
+      }
+    }
+    return link_.fail(errc::protocol_error, "redis: inspect: unexpected reply");
+  }
+
+  result<void> read_raise_token_floor(result<detail::redis_reply_ptr> r) {
+    if (!r) return r.error();
+    const redisReply* reply = r->get();
+    if (reply->type == REDIS_REPLY_STRING && detail::parse_redis_token(reply->str, reply->len)) {
+      return {};
+    }
+    return link_.fail(errc::protocol_error, "redis: raise_token_floor: unexpected reply");
+  }
+
+  result<void> read_raise_token(result<detail::redis_reply_ptr> r) {
+    if (!r) return r.error();
+    const redisReply* reply = r->get();
+    if (reply->type == REDIS_REPLY_INTEGER && reply->integer == 1) return {};
+    if (reply->type == REDIS_REPLY_INTEGER && reply->integer == 0) return errc::lease_lost;
+    return link_.fail(errc::protocol_error, "redis: raise_token: unexpected reply");
+  }
+
   detail::redis_link link_;
   std::string key_;  // scratch buffers, guarded by the link's mutex
   std::string ttl_text_;
   std::string token_text_;
   std::string to_text_;
+  // The split request in flight (guarded by the link's mutex).
+  store_op pending_op_ = store_op::try_acquire;
+  fencing_token pending_token_{};
+  std::chrono::milliseconds pending_ttl_{0};
 };
 
 /// Fenced writes whose fence lives in Redis next to the data: one script admits the token and
