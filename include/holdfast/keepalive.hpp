@@ -25,8 +25,9 @@
 //   remove(lease), stop()                  | drop; the lease stays held until its TTL runs out
 //
 // Serialization: adding a lease moves its state into a shared block with a per-lease operation
-// mutex (lease.hpp). The keepalive's renewal and the holder's renew()/release() take that mutex
-// around their store call, so they never overlap, and once release() or remove() returns, the
+// mutex (detail/lease_shared.hpp); the keepalive drives it only through the keepalive_target port
+// (detail/keepalive_port.hpp). The keepalive's renewal and the holder's renew()/release() take that
+// mutex around their store call, so they never overlap, and once release() or remove() returns, the
 // keepalive sends no renewal of that lease. A lease that no keepalive shares takes no lock.
 //
 // Waiting: the thread sleeps until the earliest renewal is due, and add() and stop() wake it at
@@ -62,6 +63,7 @@
 #include "holdfast/backoff.hpp"
 #include "holdfast/clock.hpp"
 #include "holdfast/detail/config.hpp"
+#include "holdfast/detail/keepalive_port.hpp"
 #include "holdfast/detail/saturating.hpp"
 #include "holdfast/error.hpp"
 #include "holdfast/lease.hpp"
@@ -128,7 +130,7 @@ inline std::uint64_t next_keepalive_id() noexcept {
 /// reported on the lease (errc::caught_exception in lease::last_error()); it never reaches
 /// std::terminate.
 template <class Clock = steady_clock>
-class keepalive {
+class keepalive : public detail::lease_renewer<Clock> {
   static_assert(is_ttl_clock_v<Clock>, "holdfast::keepalive<Clock>: Clock must model ttl_clock");
   using target_type = detail::keepalive_target<Clock>;
 
@@ -154,7 +156,7 @@ class keepalive {
   ~keepalive() { stop(); }
 
   /// Returns errc::invalid_argument if the options were invalid; zero otherwise.
-  [[nodiscard]] std::error_code error() const noexcept { return config_error_; }
+  [[nodiscard]] std::error_code error() const noexcept override { return config_error_; }
 
   /// Starts renewing `l`: its first renewal is due at renew_fraction of its TTL after its
   /// acquired_at(). Adding a lease this keepalive already renews does nothing. The lease moves its
@@ -166,12 +168,20 @@ class keepalive {
   /// Exceptions: std::bad_alloc may propagate, with nothing changed.
   template <class Store>
   result<void> add(lease<Store, Clock>& l) {
+    return detail::keep_alive(*this, l);
+  }
+
+  /// The lease_renewer port (detail/keepalive_port.hpp) that add() and distributed_mutex use:
+  /// errc::invalid_argument if the options are invalid or this keepalive was stopped.
+  [[nodiscard]] std::error_code admission() const override {
     if (config_error_) return config_error_;
-    {
-      std::lock_guard<std::mutex> lock(mu_);
-      if (stopping_) return errc::invalid_argument;
-    }
-    std::shared_ptr<target_type> t = detail::lease_access::share(l);
+    std::lock_guard<std::mutex> lock(mu_);
+    if (stopping_) return errc::invalid_argument;
+    return {};
+  }
+
+  /// The lease_renewer port: starts renewing a lease's shared block (add() shares it first).
+  result<void> add_shared(const std::shared_ptr<target_type>& t) override {
     result<std::pair<time_point, bool>> due = t->attach(id_, opts_.renew_fraction);
     if (!due) return due.error();
     if (!due->second) return {};  // already ours

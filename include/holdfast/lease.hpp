@@ -42,7 +42,8 @@
 // (one allocation) that the keepalive thread also holds; from then on every store operation on the
 // lease (renew, release) runs under a per-lease operation mutex, so a renewal and a release of one
 // lease never overlap and after release() returns no renewal of that lease reaches the store. The
-// handle stays movable; moving it moves the pointer to the block.
+// handle stays movable; moving it moves the pointer to the block. The state and the block live in
+// detail/lease_shared.hpp; the keepalive drives the block only through detail/keepalive_port.hpp.
 //
 // Blocking acquire() retries contention and transient store errors with exponential backoff and
 // full jitter (backoff.hpp) until a deadline, always as the same owner, so a retry after a lost
@@ -53,7 +54,6 @@
 #include <chrono>
 #include <cstdint>
 #include <exception>
-#include <functional>
 #include <memory>
 #include <mutex>
 #include <optional>
@@ -65,6 +65,8 @@
 #include "holdfast/backoff.hpp"
 #include "holdfast/clock.hpp"
 #include "holdfast/detail/config.hpp"
+#include "holdfast/detail/keepalive_port.hpp"
+#include "holdfast/detail/lease_shared.hpp"
 #include "holdfast/detail/random.hpp"
 #include "holdfast/detail/saturating.hpp"
 #include "holdfast/error.hpp"
@@ -75,54 +77,6 @@
 
 namespace holdfast {
 HOLDFAST_ABI_NAMESPACE_BEGIN
-
-/// Where a lease handle is in its life (see the table at the top of lease.hpp).
-enum class lease_state {
-  held,       ///< Granted and not known to be lost; valid() may still turn false at valid_until().
-  lost,       ///< Known lost: validity passed, renew refused, clock regressed, or a garbage reply.
-  released,   ///< Released (or moved-from); nothing left to do.
-  releasing,  ///< release() was called but has not succeeded; never renewed again; retry release().
-};
-
-/// Why a lease turned lost: lease::loss(), and the argument of the on-loss callback.
-enum class loss_cause : unsigned char {
-  none,             ///< Not lost.
-  validity_passed,  ///< The holder's clock passed valid_until() (seen by valid(), renew() or a
-                    ///< keepalive) before a renewal landed.
-  renew_refused,    ///< The store answered renew with lease_lost (expired or taken over).
-  not_holder,       ///< The store said this handle is not the holder (renew or release).
-  clock_regressed,  ///< The holder's clock went backwards, so elapsed time cannot be measured.
-  protocol_error,   ///< The store answered a renew with a malformed grant (other token, TTL <= 0).
-};
-
-/// Returns the loss_cause's name, e.g. "validity_passed".
-[[nodiscard]] constexpr const char* to_string(loss_cause c) noexcept {
-  switch (c) {
-    case loss_cause::none:
-      return "none";
-    case loss_cause::validity_passed:
-      return "validity_passed";
-    case loss_cause::renew_refused:
-      return "renew_refused";
-    case loss_cause::not_holder:
-      return "not_holder";
-    case loss_cause::clock_regressed:
-      return "clock_regressed";
-    case loss_cause::protocol_error:
-      return "protocol_error";
-  }
-  return "unknown";
-}
-
-/// The on-loss callback: called once with the cause when a lease turns lost (or when release()
-/// finds that the store no longer held it). It runs on the thread that noticed the loss: the
-/// holder's (in valid(), remaining(), renew(), release(), the destructor) or a keepalive's. It
-/// runs with no holdfast lock held, but concurrently with the holder's thread when a keepalive
-/// calls it: it must be thread-safe, should be quick (set a flag, cancel work), and must not use
-/// the lease handle itself (a handle is used by one thread at a time). An exception it throws
-/// propagates from valid()/renew()/release(); in a destructor or a keepalive it is caught and
-/// reported as errc::caught_exception on the lease.
-using loss_callback = std::function<void(loss_cause)>;
 
 /// Options for try_acquire() and acquire().
 template <class Clock = steady_clock>
@@ -156,323 +110,8 @@ result<lease<Store, Clock>> acquire_once(Store& store, std::string_view key,
                                          const acquire_options<Clock>& opts,
                                          const std::string& owner);
 
-// Locks a mutex if there is one: a lease that no keepalive shares has none and pays nothing.
-class maybe_lock {
- public:
-  explicit maybe_lock(std::mutex* m) : m_(m) {
-    if (m_ != nullptr) m_->lock();
-  }
-  ~maybe_lock() {
-    if (m_ != nullptr) m_->unlock();
-  }
-  maybe_lock(const maybe_lock&) = delete;
-  maybe_lock& operator=(const maybe_lock&) = delete;
-
- private:
-  std::mutex* m_;
-};
-
-// A loss callback taken out of a lease, to be called once no lock is held.
-struct pending_loss {
-  loss_callback fn;
-  loss_cause cause = loss_cause::none;
-  void fire() {
-    if (fn) {
-      loss_callback f = std::move(fn);
-      fn = nullptr;
-      f(cause);
-    }
-  }
-};
-
-// Records the exception being handled (if exceptions exist) as the lease's last error.
-template <class Body>
-void record_caught_exception(Body& b) noexcept {
-  b.last_error = make_error_code(errc::caught_exception);
-#if HOLDFAST_HAS_EXCEPTIONS
-  b.last_exception = std::current_exception();
-#endif
-}
-
-// Everything a lease knows, and the operations on it. Inline in a lease, or in a lease_shared
-// block once a keepalive shares it. Locking protocol in shared mode: `op` (the shared block's
-// operation mutex) is held across every store call, so store operations on one lease are
-// serialized; `data` guards the fields and is held only briefly, never across a store call or a
-// callback. store, key, owner and token never change after construction, so they are read
-// without `data`. Fields written by an operation (ttl, acquired_at, valid_until) are written under
-// both mutexes, so holding either one is enough to read them.
-template <class Store, class Clock>
-struct lease_body {
-  using time_point = typename Clock::time_point;
-
-  lease_body(Store* s, Clock c, std::string k, std::string o, grant g, validity_options v,
-             time_point start)
-      : store(s),
-        clock(std::move(c)),
-        key(std::move(k)),
-        owner(std::move(o)),
-        token(g.token),
-        ttl(g.ttl),
-        validity(v),
-        acquired_at(start),
-        valid_until(holdfast::valid_until(start, g.ttl, v)),
-        last_seen(start),
-        state(lease_state::held),
-        needs_release(true) {}
-
-  lease_body(lease_body&&) = default;
-  lease_body& operator=(lease_body&&) = default;
-
-  // Marks a moved-from body as holding nothing.
-  void clear() noexcept {
-    token = fencing_token{};  // a moved-from handle must not offer a token it no longer holds
-    state = lease_state::released;
-    needs_release = false;
-    on_lost = nullptr;
-  }
-
-  // [data] Turns a held lease lost for `why` (a lease is lost at most once).
-  void lose(loss_cause why) noexcept {
-    if (state != lease_state::held) return;
-    state = lease_state::lost;
-    if (loss == loss_cause::none) loss = why;
-  }
-
-  // [data] Takes the callback out if a loss is waiting to be reported.
-  void collect(pending_loss& out) noexcept {
-    if (loss == loss_cause::none || loss_reported || !on_lost) return;
-    loss_reported = true;
-    out.fn = std::move(on_lost);
-    on_lost = nullptr;
-    out.cause = loss;
-  }
-
-  // [data] Reads the clock, remembering the latest reading; a reading earlier than the latest one
-  // means the clock went backwards, and a lease that cannot measure time must not trust itself.
-  time_point observe() {
-    const time_point now = clock.now();
-    if (now < last_seen) {
-      lose(loss_cause::clock_regressed);
-    } else {
-      last_seen = now;
-    }
-    return now;
-  }
-
-  // [data] valid() without the callback.
-  bool check_valid() {
-    if (state != lease_state::held) return false;
-    const time_point now = observe();
-    if (state != lease_state::held) return false;
-    if (!(now < valid_until)) {
-      lose(loss_cause::validity_passed);
-      return false;
-    }
-    return true;
-  }
-
-  // The instant a keepalive renews at: `fraction` of the TTL after acquired_at, and strictly
-  // before valid_until (a renewal sent at or after it is refused as too late). validity.hpp's
-  // renew_due_at() is the one place this is computed.
-  time_point due(double fraction) const noexcept {
-    return holdfast::renew_due_at(acquired_at, ttl, validity, fraction);
-  }
-
-  // [op] renew(ms): the store call runs with `data` unlocked.
-  result<void> renew(std::mutex* data, std::chrono::milliseconds ms, pending_loss& out) {
-    time_point start;
-    {
-      maybe_lock lock(data);
-      if (state != lease_state::held) return errc::lease_lost;
-      start = observe();
-      if (state == lease_state::held && !(start < valid_until)) lose(loss_cause::validity_passed);
-      if (state != lease_state::held) {
-        collect(out);
-        return errc::lease_lost;
-      }
-    }
-    result<grant> g = store->renew(key, owner, token, ms);
-    maybe_lock lock(data);
-    if (!g) {
-      last_error = g.error();
-      if (g.error() == errc::lease_lost) lose(loss_cause::renew_refused);
-      if (g.error() == errc::not_holder) lose(loss_cause::not_holder);
-      collect(out);
-      if (state != lease_state::held) return errc::lease_lost;
-      return g.error();
-    }
-    if (state != lease_state::held) return errc::lease_lost;  // lost while the call was out
-    if (g->token != token || g->ttl <= std::chrono::milliseconds::zero()) {
-      last_error = make_error_code(errc::protocol_error);
-      lose(loss_cause::protocol_error);
-      collect(out);
-      return errc::protocol_error;
-    }
-    ttl = g->ttl < ms ? g->ttl : ms;  // never trust more than was asked for
-    acquired_at = start;
-    valid_until = holdfast::valid_until(start, ttl, validity);
-    return {};
-  }
-
-  // [op] release(): the store call runs with `data` unlocked.
-  result<void> release(std::mutex* data, pending_loss& out) {
-    bool first_attempt;
-    {
-      maybe_lock lock(data);
-      if (!needs_release) {
-        if (state != lease_state::lost) state = lease_state::released;
-        return {};
-      }
-      // From here on nothing renews this lease, whatever the store answers (or throws).
-      first_attempt = state == lease_state::held;
-      if (first_attempt) state = lease_state::releasing;
-    }
-    result<void> r = store->release(key, owner, token);
-    maybe_lock lock(data);
-    if (r || r.error() == errc::not_holder) {
-      needs_release = false;
-      state = lease_state::released;
-      // not_holder on a first attempt means the lease was gone before the holder let go: a loss
-      // it never noticed. On a retry it may just mean an earlier attempt landed but its reply was
-      // lost, so it proves nothing and is not reported.
-      if (!r && first_attempt && loss == loss_cause::none) loss = loss_cause::not_holder;
-      collect(out);
-    } else {
-      last_error = r.error();
-    }
-    return r;
-  }
-
-  Store* store;
-  Clock clock;
-  std::string key;
-  std::string owner;
-  fencing_token token;
-  std::chrono::milliseconds ttl;
-  validity_options validity;
-  time_point acquired_at;
-  time_point valid_until;
-  time_point last_seen;
-  lease_state state;
-  bool needs_release;
-  bool loss_reported = false;
-  loss_cause loss = loss_cause::none;
-  std::error_code last_error{};
-  loss_callback on_lost{};
-#if HOLDFAST_HAS_EXCEPTIONS
-  std::exception_ptr last_exception{};
-#endif
-};
-
-// What one keepalive pass did to one lease: renewed it, failed transiently (retry), found it lost
-// (and dropped it), or found it no longer the keepalive's business (released, removed, gone).
-enum class keepalive_outcome { renewed, retry, lost, done };
-
-template <class Clock>
-struct keepalive_step {
-  keepalive_outcome outcome = keepalive_outcome::done;
-  typename Clock::time_point next{};         // renewed: when the next renewal is due
-  typename Clock::time_point valid_until{};  // retry: the last instant worth retrying before
-};
-
-// The keepalive's view of a shared lease, independent of its Store type, so one keepalive thread
-// serves leases on any stores that share a clock type.
-template <class Clock>
-class keepalive_target {
- public:
-  using time_point = typename Clock::time_point;
-  virtual ~keepalive_target() = default;
-  // Marks the lease as kept alive by keepalive `id`. Returns the renewal due time and whether it
-  // was newly attached (false: `id` already keeps it alive); lease_lost if the lease is not held;
-  // invalid_argument if another keepalive already keeps it alive.
-  virtual result<std::pair<time_point, bool>> attach(std::uint64_t id, double fraction) = 0;
-  // Stops keepalive `id` from renewing the lease; returns once an in-flight renewal is done.
-  virtual void detach(std::uint64_t id) = 0;
-  // Renews the lease if keepalive `id` still keeps it alive. Never throws.
-  virtual keepalive_step<Clock> step(std::uint64_t id, double fraction) noexcept = 0;
-
- protected:
-  keepalive_target() = default;
-  keepalive_target(const keepalive_target&) = default;
-  keepalive_target& operator=(const keepalive_target&) = default;
-};
-
-// A lease's state once a keepalive shares it.
-template <class Store, class Clock>
-class lease_shared final : public keepalive_target<Clock> {
- public:
-  using time_point = typename Clock::time_point;
-
-  explicit lease_shared(lease_body<Store, Clock>&& b) : body(std::move(b)) {}
-
-  result<std::pair<time_point, bool>> attach(std::uint64_t id, double fraction) override {
-    std::lock_guard<std::mutex> lock(data);
-    if (body.state != lease_state::held) return errc::lease_lost;
-    if (keepalive_id == id) return std::make_pair(body.due(fraction), false);
-    if (keepalive_id != 0) return errc::invalid_argument;
-    keepalive_id = id;
-    return std::make_pair(body.due(fraction), true);
-  }
-
-  void detach(std::uint64_t id) override {
-    std::lock_guard<std::mutex> op_lock(op);
-    std::lock_guard<std::mutex> lock(data);
-    if (keepalive_id == id) keepalive_id = 0;
-  }
-
-  keepalive_step<Clock> step(std::uint64_t id, double fraction) noexcept override {
-    keepalive_step<Clock> out;
-    pending_loss loss;
-    HOLDFAST_TRY {
-      std::lock_guard<std::mutex> op_lock(op);
-      std::chrono::milliseconds ttl;
-      {
-        std::lock_guard<std::mutex> lock(data);
-        if (keepalive_id != id) return out;
-        if (body.state != lease_state::held) {
-          keepalive_id = 0;
-          return out;
-        }
-        ttl = body.ttl;
-      }
-      result<void> r = body.renew(&data, ttl, loss);
-      std::lock_guard<std::mutex> lock(data);
-      if (r) {
-        out.outcome = keepalive_outcome::renewed;
-        out.next = body.due(fraction);
-      } else if (body.state == lease_state::held) {
-        out.outcome = keepalive_outcome::retry;  // transient: retry until validity runs out
-        out.valid_until = body.valid_until;
-      } else {
-        keepalive_id = 0;  // lost for good (or released while the call was out)
-        if (body.state == lease_state::lost) out.outcome = keepalive_outcome::lost;
-      }
-    }
-    HOLDFAST_CATCH_ALL {
-      // A store or clock that throws on the keepalive thread: report it on the lease and treat it
-      // as transient; validity still bounds the retries.
-      std::lock_guard<std::mutex> lock(data);
-      record_caught_exception(body);
-      out.outcome = keepalive_outcome::retry;
-      out.valid_until = body.valid_until;
-    }
-    HOLDFAST_TRY {
-      loss.fire();
-    }
-    HOLDFAST_CATCH_ALL {
-      std::lock_guard<std::mutex> lock(data);
-      record_caught_exception(body);
-    }
-    return out;
-  }
-
-  std::mutex op;    // held across every store call on this lease
-  std::mutex data;  // guards body's fields; never held across a store call or a callback
-  lease_body<Store, Clock> body;
-  std::uint64_t keepalive_id = 0;  // which keepalive renews this lease (0: none)
-};
-
-// Lets keepalive.hpp reach a lease's shared block without widening lease's public interface.
+// Lets a keepalive reach a lease's shared block (the keepalive_target port) without widening
+// lease's public interface.
 struct lease_access {
   template <class Store, class Clock>
   static std::shared_ptr<keepalive_target<Clock>> share(lease<Store, Clock>& l) {
@@ -787,6 +426,14 @@ result<lease<Store, Clock>> acquire_once(Store& store, std::string_view key,
   }
   if (opts.on_lost) l.inline_.on_lost = opts.on_lost;
   return l;
+}
+
+// Hands `l` to a keepalive through its port: keepalive::add() and distributed_mutex both come
+// here, so a mutex needs no keepalive.hpp. May throw std::bad_alloc (sharing the lease's state).
+template <class Store, class Clock>
+result<void> keep_alive(lease_renewer<Clock>& renewer, lease<Store, Clock>& l) {
+  if (std::error_code ec = renewer.admission()) return ec;
+  return renewer.add_shared(lease_access::share(l));
 }
 
 template <class Clock>

@@ -46,11 +46,11 @@
 
 #include "holdfast/clock.hpp"
 #include "holdfast/detail/config.hpp"
+#include "holdfast/detail/keepalive_port.hpp"
 #include "holdfast/detail/random.hpp"
 #include "holdfast/detail/saturating.hpp"
 #include "holdfast/error.hpp"
 #include "holdfast/fencing_token.hpp"
-#include "holdfast/keepalive.hpp"
 #include "holdfast/lease.hpp"
 #include "holdfast/result.hpp"
 #include "holdfast/store.hpp"
@@ -70,9 +70,11 @@ struct mutex_options {
   /// the on-loss callback every lease of this mutex gets. `acquire.owner`, if set, is a readable
   /// prefix: every lock still gets a unique owner id (`<prefix>/<32 random hex digits>`).
   acquire_options<Clock> acquire{};
-  /// If set, every lease this mutex acquires is kept alive by this keepalive until unlock(). It
-  /// must outlive the mutex's locks. Default: none (the lease lasts one TTL; renew it yourself).
-  holdfast::keepalive<Clock>* keepalive = nullptr;
+  /// If set (to a holdfast::keepalive<Clock>, keepalive.hpp), every lease this mutex acquires is
+  /// kept alive by it until unlock(). It must outlive the mutex's locks. Default: none (the lease
+  /// lasts one TTL; renew it yourself). The member's type is the keepalive's port, so a mutex
+  /// without a keepalive needs no keepalive.hpp.
+  detail::lease_renewer<Clock>* keepalive = nullptr;
 };
 
 /// A distributed mutex over a LeaseStore: lock() acquires a lease on `key`, unlock() releases it.
@@ -281,7 +283,8 @@ class distributed_mutex {
 
   void adopt(lease_type&& l) {
     if (opts_.keepalive != nullptr) {
-      if (result<void> r = opts_.keepalive->add(l); !r) note(r.error());  // still locked
+      if (result<void> r = detail::keep_alive(*opts_.keepalive, l); !r)
+        note(r.error());  // still locked
     }
     std::lock_guard<std::mutex> lock(mu_);
     held_.emplace_back(std::this_thread::get_id(), std::move(l));
