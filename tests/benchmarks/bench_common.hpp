@@ -25,8 +25,11 @@
 #include <chrono>
 #include <cstddef>
 #include <cstdint>
+#include <functional>
 #include <string>
+#include <string_view>
 #include <thread>
+#include <utility>
 #include <vector>
 
 namespace holdfast_bench {
@@ -118,6 +121,94 @@ inline const std::string& sample_owner(int i = 0) {
     return v;
   }();
   return owners[static_cast<std::size_t>(i) % owners.size()];
+}
+
+// ---------------------------------------------------------------------------------------------
+// Round-trip latency (real stores: Redis, PostgreSQL, etcd, quorums of them). One operation costs
+// tens of µs to ms, so each one is timed on its own and the figures are percentiles, not means.
+// ---------------------------------------------------------------------------------------------
+
+/// Per-operation latencies, for percentiles (Google Benchmark itself reports means).
+class latencies {
+ public:
+  void add(std::chrono::steady_clock::duration d) {
+    ns_.push_back(
+        static_cast<double>(std::chrono::duration_cast<std::chrono::nanoseconds>(d).count()));
+  }
+  /// The p-quantile in microseconds (nearest rank), 0 when empty.
+  double quantile_us(double p) {
+    if (ns_.empty()) return 0;
+    std::sort(ns_.begin(), ns_.end());
+    const auto rank = static_cast<std::size_t>(p * static_cast<double>(ns_.size() - 1) + 0.5);
+    return ns_[std::min(rank, ns_.size() - 1)] / 1000.0;
+  }
+
+ private:
+  std::vector<double> ns_;
+};
+
+/// One way of doing the measured operation: a name for the counters and a callable that does it
+/// once and says whether it succeeded.
+struct latency_variant {
+  std::string name;
+  std::function<bool()> once;
+};
+
+/// Times `variants` interleaved, one operation of each per iteration in a rotating order (so all
+/// see the same machine at the same moment and none always goes first), and reports for each
+/// variant `<name>_p50_us` and `<name>_p99_us`, and for every variant after the first the ratios
+/// of the first to it, `<ratio_prefix><name>_p50` and `..._p99` (e.g. "hf/raw_p50"). A failed
+/// operation ends the benchmark with an error saying `what` failed.
+inline void run_side_by_side(benchmark::State& state, std::vector<latency_variant> variants,
+                             std::string_view ratio_prefix = "hf/",
+                             const char* what = "an operation failed") {
+  using clock_type = std::chrono::steady_clock;
+  const std::size_t n = variants.size();
+  std::vector<latencies> lat(n);
+  std::size_t i = 0;
+  for (auto _ : state) {
+    bool good = true;
+    for (std::size_t k = 0; k < n; ++k) {
+      const std::size_t v = (i + k) % n;
+      const auto t0 = clock_type::now();
+      good = variants[v].once() && good;
+      lat[v].add(clock_type::now() - t0);
+    }
+    if (!good) {
+      state.SkipWithError(what);
+      return;
+    }
+    ++i;
+  }
+  std::vector<double> p50(n), p99(n);
+  for (std::size_t v = 0; v < n; ++v) {
+    p50[v] = lat[v].quantile_us(0.5);
+    p99[v] = lat[v].quantile_us(0.99);
+    state.counters[variants[v].name + "_p50_us"] = p50[v];
+    state.counters[variants[v].name + "_p99_us"] = p99[v];
+  }
+  for (std::size_t v = 1; v < n; ++v) {
+    const std::string r = std::string(ratio_prefix) + variants[v].name;
+    state.counters[r + "_p50"] = p50[v] > 0 ? p50[0] / p50[v] : 0;
+    state.counters[r + "_p99"] = p99[v] > 0 ? p99[0] / p99[v] : 0;
+  }
+}
+
+/// Times one way of doing the operation alone and reports `p50_us` and `p99_us`.
+template <class Once>
+void run_latency(benchmark::State& state, Once&& once, const char* what = "an operation failed") {
+  using clock_type = std::chrono::steady_clock;
+  latencies l;
+  for (auto _ : state) {
+    const auto t0 = clock_type::now();
+    if (!once()) {
+      state.SkipWithError(what);
+      return;
+    }
+    l.add(clock_type::now() - t0);
+  }
+  state.counters["p50_us"] = l.quantile_us(0.5);
+  state.counters["p99_us"] = l.quantile_us(0.99);
 }
 
 }  // namespace holdfast_bench

@@ -28,11 +28,10 @@
 #include <string>
 #include <vector>
 
+#include "bench_common.hpp"
 #include "holdfast/stores/postgres.hpp"
 
 namespace {
-
-using clock_type = std::chrono::steady_clock;
 
 std::optional<holdfast::postgres_options> bench_options() {
   const char* ci = std::getenv("HOLDFAST_PG_CONNINFO");
@@ -42,24 +41,6 @@ std::optional<holdfast::postgres_options> bench_options() {
   o.table = "holdfast_bench_leases";
   return o;
 }
-
-class latencies {
- public:
-  void add(clock_type::duration d) {
-    ns_.push_back(
-        static_cast<double>(std::chrono::duration_cast<std::chrono::nanoseconds>(d).count()));
-  }
-  double quantile_us(double p) {
-    if (ns_.empty()) return 0;
-    std::sort(ns_.begin(), ns_.end());
-    const std::size_t rank =
-        static_cast<std::size_t>(p * static_cast<double>(ns_.size() - 1) + 0.5);
-    return ns_[std::min(rank, ns_.size() - 1)] / 1000.0;
-  }
-
- private:
-  std::vector<double> ns_;
-};
 
 /// A plain libpq session with the advisory-lock statements prepared.
 class advisory_client {
@@ -120,46 +101,11 @@ void BM_postgres_side_by_side(benchmark::State& state) {
     state.SkipWithError("cannot reach PostgreSQL");
     return;
   }
-  latencies hf, ad, bare;
-  std::size_t i = 0;
-  for (auto _ : state) {
-    bool good = true;
-    for (std::size_t k = 0; k < 3; ++k) {  // rotate the order: no variant always goes first
-      const auto t0 = clock_type::now();
-      switch ((i + k) % 3) {
-        case 0:
-          good = holdfast_once(store) && good;
-          hf.add(clock_type::now() - t0);
-          break;
-        case 1:
-          good = adv.once() && good;
-          ad.add(clock_type::now() - t0);
-          break;
-        default:
-          good = adv.bare_once() && good;
-          bare.add(clock_type::now() - t0);
-          break;
-      }
-    }
-    if (!good) {
-      state.SkipWithError("a statement failed");
-      return;
-    }
-    ++i;
-  }
-  const double hf50 = hf.quantile_us(0.5), hf99 = hf.quantile_us(0.99);
-  const double ad50 = ad.quantile_us(0.5), ad99 = ad.quantile_us(0.99);
-  state.counters["holdfast_p50_us"] = hf50;
-  state.counters["holdfast_p99_us"] = hf99;
-  state.counters["advisory_p50_us"] = ad50;
-  state.counters["advisory_p99_us"] = ad99;
-  state.counters["hf/advisory_p50"] = ad50 > 0 ? hf50 / ad50 : 0;
-  state.counters["hf/advisory_p99"] = ad99 > 0 ? hf99 / ad99 : 0;
-  const double b50 = bare.quantile_us(0.5), b99 = bare.quantile_us(0.99);
-  state.counters["bare_p50_us"] = b50;
-  state.counters["bare_p99_us"] = b99;
-  state.counters["hf/bare_p50"] = b50 > 0 ? hf50 / b50 : 0;
-  state.counters["hf/bare_p99"] = b99 > 0 ? hf99 / b99 : 0;
+  holdfast_bench::run_side_by_side(state,
+                                   {{"holdfast", [&] { return holdfast_once(store); }},
+                                    {"advisory", [&] { return adv.once(); }},
+                                    {"bare", [&] { return adv.bare_once(); }}},
+                                   "hf/", "a statement failed");
 }
 BENCHMARK(BM_postgres_side_by_side)->Unit(benchmark::kMicrosecond);
 
@@ -170,17 +116,8 @@ void BM_postgres_holdfast_acquire_release(benchmark::State& state) {
     return;
   }
   holdfast::postgres_store store(*o);
-  latencies l;
-  for (auto _ : state) {
-    const auto t0 = clock_type::now();
-    if (!holdfast_once(store)) {
-      state.SkipWithError("a statement failed");
-      return;
-    }
-    l.add(clock_type::now() - t0);
-  }
-  state.counters["p50_us"] = l.quantile_us(0.5);
-  state.counters["p99_us"] = l.quantile_us(0.99);
+  holdfast_bench::run_latency(
+      state, [&] { return holdfast_once(store); }, "a statement failed");
 }
 BENCHMARK(BM_postgres_holdfast_acquire_release)->Unit(benchmark::kMicrosecond);
 
@@ -191,17 +128,8 @@ void BM_postgres_advisory_lock_unlock(benchmark::State& state) {
     return;
   }
   advisory_client adv(o->conninfo);
-  latencies l;
-  for (auto _ : state) {
-    const auto t0 = clock_type::now();
-    if (!adv.once()) {
-      state.SkipWithError("a statement failed");
-      return;
-    }
-    l.add(clock_type::now() - t0);
-  }
-  state.counters["p50_us"] = l.quantile_us(0.5);
-  state.counters["p99_us"] = l.quantile_us(0.99);
+  holdfast_bench::run_latency(
+      state, [&] { return adv.once(); }, "a statement failed");
 }
 BENCHMARK(BM_postgres_advisory_lock_unlock)->Unit(benchmark::kMicrosecond);
 

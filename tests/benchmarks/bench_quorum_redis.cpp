@@ -31,6 +31,7 @@
 #include <vector>
 
 #include "../support/real_servers.hpp"
+#include "bench_common.hpp"
 #include "holdfast/quorum.hpp"
 #include "holdfast/stores/redis.hpp"
 
@@ -64,25 +65,6 @@ std::unique_ptr<redis_store> store_on(const hf_test::redis_server& srv, const st
   return std::make_unique<redis_store>(o);
 }
 
-/// Per-iteration latencies, for percentiles.
-class latencies {
- public:
-  void add(clock_type::duration d) {
-    ns_.push_back(
-        static_cast<double>(std::chrono::duration_cast<std::chrono::nanoseconds>(d).count()));
-  }
-  /// The p-quantile in microseconds (nearest rank), 0 when empty.
-  double quantile_us(double p) {
-    if (ns_.empty()) return 0;
-    std::sort(ns_.begin(), ns_.end());
-    const auto rank = static_cast<std::size_t>(p * static_cast<double>(ns_.size() - 1) + 0.5);
-    return ns_[std::min(rank, ns_.size() - 1)] / 1000.0;
-  }
-
- private:
-  std::vector<double> ns_;
-};
-
 template <class Store>
 bool once(Store& s) {
   auto g = s.try_acquire("bench", kOwner, kTtl);
@@ -111,7 +93,7 @@ void BM_quorum_redis_side_by_side(benchmark::State& state) {
     state.SkipWithError("a warm-up acquire+release failed");
     return;
   }
-  latencies l1, l3, l5;
+  holdfast_bench::latencies l1, l3, l5;
   std::size_t i = 0;
   for (auto _ : state) {
     bool good = true;

@@ -26,11 +26,10 @@
 #include <string>
 #include <vector>
 
+#include "bench_common.hpp"
 #include "holdfast/stores/redis.hpp"
 
 namespace {
-
-using clock_type = std::chrono::steady_clock;
 
 std::optional<holdfast::redis_options> bench_options() {
   const char* port = std::getenv("HOLDFAST_REDIS_PORT");
@@ -43,26 +42,6 @@ std::optional<holdfast::redis_options> bench_options() {
   o.counter_key = "{holdfast-bench}:token";
   return o;
 }
-
-/// Per-iteration latencies, for percentiles (Google Benchmark itself reports means).
-class latencies {
- public:
-  void add(clock_type::duration d) {
-    ns_.push_back(
-        static_cast<double>(std::chrono::duration_cast<std::chrono::nanoseconds>(d).count()));
-  }
-  /// The p-quantile in microseconds (nearest rank), 0 when empty.
-  double quantile_us(double p) {
-    if (ns_.empty()) return 0;
-    std::sort(ns_.begin(), ns_.end());
-    const std::size_t rank =
-        static_cast<std::size_t>(p * static_cast<double>(ns_.size() - 1) + 0.5);
-    return ns_[std::min(rank, ns_.size() - 1)] / 1000.0;
-  }
-
- private:
-  std::vector<double> ns_;
-};
 
 /// A plain hiredis connection for the hand-written patterns.
 class raw_client {
@@ -134,85 +113,34 @@ void BM_redis_side_by_side(benchmark::State& state) {
     state.SkipWithError("cannot reach Redis");
     return;
   }
-  latencies hf, rw, two;
-  std::size_t i = 0;
-  for (auto _ : state) {
-    bool good = true;
-    for (std::size_t k = 0; k < 3; ++k) {  // rotate the order: no variant always goes first
-      const auto t0 = clock_type::now();
-      switch ((i + k) % 3) {
-        case 0:
-          good = holdfast_once(store) && good;
-          hf.add(clock_type::now() - t0);
-          break;
-        case 1:
-          good = raw_once(raw) && good;
-          rw.add(clock_type::now() - t0);
-          break;
-        default:
-          good = two_step_once(raw) && good;
-          two.add(clock_type::now() - t0);
-          break;
-      }
-    }
-    if (!good) {
-      state.SkipWithError("a command failed");
-      return;
-    }
-    ++i;
-  }
-  const double hf50 = hf.quantile_us(0.5), hf99 = hf.quantile_us(0.99);
-  const double rw50 = rw.quantile_us(0.5), rw99 = rw.quantile_us(0.99);
-  const double tw50 = two.quantile_us(0.5), tw99 = two.quantile_us(0.99);
-  state.counters["holdfast_p50_us"] = hf50;
-  state.counters["holdfast_p99_us"] = hf99;
-  state.counters["raw_p50_us"] = rw50;
-  state.counters["raw_p99_us"] = rw99;
-  state.counters["two_step_p50_us"] = tw50;
-  state.counters["two_step_p99_us"] = tw99;
-  state.counters["hf/raw_p50"] = rw50 > 0 ? hf50 / rw50 : 0;
-  state.counters["hf/raw_p99"] = rw99 > 0 ? hf99 / rw99 : 0;
-  state.counters["hf/two_step_p50"] = tw50 > 0 ? hf50 / tw50 : 0;
-  state.counters["hf/two_step_p99"] = tw99 > 0 ? hf99 / tw99 : 0;
+  holdfast_bench::run_side_by_side(state,
+                                   {{"holdfast", [&] { return holdfast_once(store); }},
+                                    {"raw", [&] { return raw_once(raw); }},
+                                    {"two_step", [&] { return two_step_once(raw); }}},
+                                   "hf/", "a command failed");
 }
 BENCHMARK(BM_redis_side_by_side)->Unit(benchmark::kMicrosecond);
 
-template <class Once, class Make>
-void run_single(benchmark::State& state, Make make, Once once) {
+template <class Client, class Once>
+void run_single(benchmark::State& state, Once once) {
   std::optional<holdfast::redis_options> o = bench_options();
   if (!o) {
     state.SkipWithError("HOLDFAST_REDIS_PORT is unset: start a server (.ci/servers start)");
     return;
   }
-  auto client = make(*o);
-  latencies l;
-  for (auto _ : state) {
-    const auto t0 = clock_type::now();
-    if (!once(*client)) {
-      state.SkipWithError("a command failed");
-      return;
-    }
-    l.add(clock_type::now() - t0);
-  }
-  state.counters["p50_us"] = l.quantile_us(0.5);
-  state.counters["p99_us"] = l.quantile_us(0.99);
+  Client client(*o);
+  holdfast_bench::run_latency(
+      state, [&] { return once(client); }, "a command failed");
 }
 
 void BM_redis_holdfast_acquire_release(benchmark::State& state) {
-  run_single(
-      state,
-      [](const holdfast::redis_options& o) { return std::make_unique<holdfast::redis_store>(o); },
-      holdfast_once);
+  run_single<holdfast::redis_store>(state, holdfast_once);
 }
 void BM_redis_raw_setnx_del(benchmark::State& state) {
-  run_single(
-      state, [](const holdfast::redis_options& o) { return std::make_unique<raw_client>(o); },
-      raw_once);
+  run_single<raw_client>(state, raw_once);
 }
 void BM_redis_two_step(benchmark::State& state) {
-  run_single(
-      state, [](const holdfast::redis_options& o) { return std::make_unique<raw_client>(o); },
-      two_step_once);
+  run_single<raw_client>(state, two_step_once);
 }
 BENCHMARK(BM_redis_holdfast_acquire_release)->Unit(benchmark::kMicrosecond);
 BENCHMARK(BM_redis_raw_setnx_del)->Unit(benchmark::kMicrosecond);
