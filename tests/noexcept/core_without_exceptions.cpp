@@ -1,5 +1,6 @@
-// Instantiates the core with -fno-exceptions -fno-rtti (DESIGN.md section 9): a header that merely
-// parses could still hide a `throw` or a `typeid` in a template that only instantiation reaches.
+// Instantiates the core with -fno-exceptions -fno-rtti (the core builds without both): a header
+// that merely parses could still hide a `throw` or a `typeid` in a template that only
+// instantiation reaches.
 // Catch2 needs exceptions, so this is a plain program: a failed check returns non-zero.
 #include <chrono>
 #include <cstdio>
