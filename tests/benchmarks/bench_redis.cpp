@@ -5,12 +5,18 @@
 //   -----------+-------------+------------------------------------------------------------------
 //   holdfast   | 2           | EVALSHA acquire (check, grant, INCR token, PX) + EVALSHA release
 //   raw        | 2           | SET key owner NX PX + DEL key: no token, no owner check (baseline)
+//   cad        | 2           | SET NX PX + a compare-and-delete script (GET, DEL): what a careful
+//              |             | user writes without holdfast (owner-checked release, no token)
 //   two_step   | 3           | SET NX PX, then INCR for a token, then a compare-and-delete
 //              |             | script: the classic pattern (with the token race T1 forbids)
+//   fcall      | 2           | holdfast's two scripts as a Redis 7 function library (FCALL)
+//   trimmed    | 2           | acquire as INCR + SET NX PX GET (+ DECR when busy): two calls on
+//              |             | a free key instead of three; holdfast's release script
 //
-// BM_redis_side_by_side interleaves the three in every iteration (rotating their order), so all
+// BM_redis_side_by_side interleaves all six in every iteration (rotating their order), so all
 // see the same machine at the same moment (a shared box is noisy), and reports per-variant median
-// and p99 latency in microseconds and the ratios holdfast/raw and holdfast/two_step as counters.
+// and p99 latency in microseconds and the ratios of holdfast to each as counters (hf/<name>_p50,
+// hf/<name>_p99).
 // The single-variant benchmarks give Google Benchmark's usual mean for each.
 //
 // The server comes from HOLDFAST_REDIS_PORT (and HOLDFAST_REDIS_HOST); .ci/servers starts one, and
@@ -66,19 +72,36 @@ class raw_client {
 
   /// Runs a command; true iff a non-error reply came back.
   bool ok(std::initializer_list<std::string_view> args) {
+    holdfast::detail::redis_reply_ptr r = run(args);
+    return r && r->type != REDIS_REPLY_ERROR;
+  }
+  [[nodiscard]] const std::string& cad_sha() const { return cad_sha_; }
+
+  /// Runs a command; its bulk-string reply (a token), or "" for anything else.
+  std::string str(std::initializer_list<std::string_view> args) {
+    holdfast::detail::redis_reply_ptr r = run(args);
+    return r && r->type == REDIS_REPLY_STRING ? std::string(r->str, r->len) : std::string();
+  }
+  /// Runs a command; its integer reply, or -1 for anything else.
+  long long integer(std::initializer_list<std::string_view> args) {
+    holdfast::detail::redis_reply_ptr r = run(args);
+    return r && r->type == REDIS_REPLY_INTEGER ? r->integer : -1;
+  }
+  /// SCRIPT LOAD; the SHA1, or "".
+  std::string load(std::string_view script) { return str({"SCRIPT", "LOAD", script}); }
+
+ private:
+  holdfast::detail::redis_reply_ptr run(std::initializer_list<std::string_view> args) {
     argv_.clear();
     lens_.clear();
     for (std::string_view a : args) {
       argv_.push_back(a.data());
       lens_.push_back(a.size());
     }
-    holdfast::detail::redis_reply_ptr r(static_cast<redisReply*>(
+    return holdfast::detail::redis_reply_ptr(static_cast<redisReply*>(
         redisCommandArgv(c_, static_cast<int>(argv_.size()), argv_.data(), lens_.data())));
-    return r && r->type != REDIS_REPLY_ERROR;
   }
-  [[nodiscard]] const std::string& cad_sha() const { return cad_sha_; }
 
- private:
   redisContext* c_ = nullptr;
   std::string cad_sha_;
   std::vector<const char*> argv_;
@@ -101,6 +124,57 @@ bool two_step_once(raw_client& c) {
          c.ok({"EVALSHA", c.cad_sha(), "1", "{holdfast-bench}:two", kOwner});
 }
 
+/// Redis' fixed cost per script, measured as variants of holdfast's own two scripts: the same
+/// scripts as Redis 7 functions (FCALL), and an acquire trimmed from three redis.calls to two.
+class script_variants {
+ public:
+  explicit script_variants(raw_client& c) : c_(c) {
+    std::string lib = "#!lua name=holdfast_bench\n";
+    lib += "redis.register_function('holdfast_bench_acquire', function(KEYS, ARGV)\n";
+    lib += holdfast::detail::redis_acquire_script;
+    lib += "end)\nredis.register_function('holdfast_bench_release', function(KEYS, ARGV)\n";
+    lib += holdfast::detail::redis_release_script;
+    lib += "end)\n";
+    functions_ = c_.ok({"FUNCTION", "LOAD", "REPLACE", lib});
+    // Trimmed acquire: draw the token first and SET NX ... GET in one call; give the token back
+    // (DECR, in the same atomic script) when the key was taken. Two calls on a free key instead
+    // of three, but a busy attempt now writes (INCR + DECR reach the AOF and the replicas).
+    trimmed_sha_ = c_.load(
+        "local n = redis.call('INCR', KEYS[2])\n"
+        "local t = string.format('%d', n)\n"
+        "local v = redis.call('SET', KEYS[1], t .. ':' .. ARGV[1], 'NX', 'PX', ARGV[2], 'GET')\n"
+        "if not v then return t end\n"
+        "redis.call('DECR', KEYS[2])\n"
+        "return 0\n");
+    release_sha_ = c_.load(holdfast::detail::redis_release_script);
+  }
+  [[nodiscard]] bool good() const { return functions_ && !trimmed_sha_.empty(); }
+
+  bool fcall_once() {
+    const std::string t = c_.str({"FCALL", "holdfast_bench_acquire", "2", "{holdfast-bench}:fcall",
+                                  "{holdfast-bench}:fcall-token", kOwner, "10000"});
+    return !t.empty() && c_.integer({"FCALL", "holdfast_bench_release", "1",
+                                     "{holdfast-bench}:fcall", kOwner, t}) == 1;
+  }
+  bool trimmed_once() {
+    const std::string t = c_.str({"EVALSHA", trimmed_sha_, "2", "{holdfast-bench}:trim",
+                                  "{holdfast-bench}:trim-token", kOwner, "10000"});
+    return !t.empty() &&
+           c_.integer({"EVALSHA", release_sha_, "1", "{holdfast-bench}:trim", kOwner, t}) == 1;
+  }
+
+ private:
+  raw_client& c_;
+  bool functions_ = false;
+  std::string trimmed_sha_;
+  std::string release_sha_;
+};
+
+bool set_cad_once(raw_client& c) {
+  return c.ok({"SET", "{holdfast-bench}:cad", kOwner, "NX", "PX", "10000"}) &&
+         c.integer({"EVALSHA", c.cad_sha(), "1", "{holdfast-bench}:cad", kOwner}) == 1;
+}
+
 void BM_redis_side_by_side(benchmark::State& state) {
   std::optional<holdfast::redis_options> o = bench_options();
   if (!o) {
@@ -113,10 +187,18 @@ void BM_redis_side_by_side(benchmark::State& state) {
     state.SkipWithError("cannot reach Redis");
     return;
   }
+  script_variants scripts(raw);
+  if (!scripts.good()) {
+    state.SkipWithError("cannot load the script variants (FUNCTION LOAD needs Redis 7)");
+    return;
+  }
   holdfast_bench::run_side_by_side(state,
                                    {{"holdfast", [&] { return holdfast_once(store); }},
                                     {"raw", [&] { return raw_once(raw); }},
-                                    {"two_step", [&] { return two_step_once(raw); }}},
+                                    {"cad", [&] { return set_cad_once(raw); }},
+                                    {"two_step", [&] { return two_step_once(raw); }},
+                                    {"fcall", [&] { return scripts.fcall_once(); }},
+                                    {"trimmed", [&] { return scripts.trimmed_once(); }}},
                                    "hf/", "a command failed");
 }
 BENCHMARK(BM_redis_side_by_side)->Unit(benchmark::kMicrosecond);
