@@ -112,17 +112,16 @@
 // arrive: a late grant is raised to T when the quorum succeeded, else released.
 // quorum_dispatch::sequential calls the members one after another in the caller's thread and treats
 // a reply that took longer than the per-member timeout (on the quorum's clock) as lost, giving back
-// a late grant at once: deterministic, for manual_clock tests and the simulator.
+// a late grant at once: deterministic, for manual_clock tests and the simulator. The workers,
+// rounds and late-reply handling are the fan-out executor, detail/fan_out.hpp; this file is the
+// protocol over it.
 #ifndef HOLDFAST_QUORUM_HPP
 #define HOLDFAST_QUORUM_HPP
 
 #include <algorithm>
 #include <chrono>
-#include <condition_variable>
 #include <cstddef>
 #include <cstdint>
-#include <deque>
-#include <exception>
 #include <functional>
 #include <map>
 #include <memory>
@@ -131,13 +130,13 @@
 #include <string>
 #include <string_view>
 #include <system_error>
-#include <thread>
 #include <type_traits>
 #include <utility>
 #include <vector>
 
 #include "holdfast/clock.hpp"
 #include "holdfast/detail/config.hpp"
+#include "holdfast/detail/fan_out.hpp"
 #include "holdfast/detail/saturating.hpp"
 #include "holdfast/error.hpp"
 #include "holdfast/fencing_token.hpp"
@@ -256,99 +255,6 @@ struct quorum_options {
 
 namespace detail {
 
-// One worker thread serving one member, FIFO. Tasks never throw (the quorum wraps them).
-class quorum_worker {
- public:
-  explicit quorum_worker(std::size_t max_queued)
-      : max_queued_(max_queued), thread_([this] { run(); }) {}
-  quorum_worker(const quorum_worker&) = delete;
-  quorum_worker& operator=(const quorum_worker&) = delete;
-
-  // Finishes every queued task (releases and clean-ups among them), then joins.
-  ~quorum_worker() {
-    {
-      std::lock_guard<std::mutex> lock(mutex_);
-      stop_ = true;
-    }
-    cv_.notify_one();
-    thread_.join();
-  }
-
-  // Queues `task`; false if the queue is full (the member is not keeping up).
-  bool post(std::function<void()> task) {
-    {
-      std::lock_guard<std::mutex> lock(mutex_);
-      if (queue_.size() >= max_queued_) return false;
-      queue_.push_back(std::move(task));
-    }
-    cv_.notify_one();
-    return true;
-  }
-
- private:
-  void run() {
-    for (;;) {
-      std::function<void()> task;
-      {
-        std::unique_lock<std::mutex> lock(mutex_);
-        cv_.wait(lock, [this] { return stop_ || !queue_.empty(); });
-        if (queue_.empty()) return;
-        task = std::move(queue_.front());
-        queue_.pop_front();
-      }
-      task();
-    }
-  }
-
-  std::size_t max_queued_;
-  std::mutex mutex_;
-  std::condition_variable cv_;
-  std::deque<std::function<void()>> queue_;
-  bool stop_ = false;
-  std::thread thread_;  // last: starts once everything it uses exists
-};
-
-// What one round of requests knows about one member.
-enum class quorum_slot : unsigned char {
-  idle,     // not asked in this round
-  pending,  // asked, no reply yet
-  on_time,  // replied before the caller stopped waiting
-  late,     // replied after the caller stopped waiting, before the outcome was final
-  done,     // late reply handed to the clean-up (or never needing one)
-  skipped,  // never sent: queue full, or abandoned before it started
-};
-
-// One round of requests, shared between the caller and the members' workers (a late reply may
-// arrive after the caller has returned).
-template <class R>
-struct quorum_round {
-  using late_fn = std::function<void(std::size_t, R&)>;
-  using replies = std::vector<std::optional<R>>;
-  // Whether the outcome is known from the replies in so far and the number still outstanding.
-  using decided_fn = std::function<bool(const replies&, std::size_t)>;
-
-  explicit quorum_round(std::size_t n) : state(n, quorum_slot::idle), reply(n), on_time(n) {}
-
-  // The caller needs waking: every reply is in, or the ones in decide the outcome. Evaluated by
-  // the worker that files a reply, so the caller wakes once per round, not once per reply.
-  bool ready() const { return outstanding == 0 || (decided && decided(on_time, outstanding)); }
-
-  std::mutex mutex;
-  std::condition_variable cv;
-  std::vector<quorum_slot> state;
-  replies reply;    // every reply, on time or late
-  replies on_time;  // the replies that came while the caller waited
-  decided_fn decided;
-  std::size_t outstanding = 0;  // pending slots
-  bool abandoned = false;       // the caller stopped waiting
-  bool finalized = false;       // the outcome is known; late replies go to on_late
-  bool skip_unstarted = false;  // once abandoned, requests not yet started are not sent
-  late_fn on_late;
-#if HOLDFAST_HAS_EXCEPTIONS
-  std::exception_ptr exception;  // the first exception a member threw
-#endif
-};
-
 // Copies of an operation's arguments that outlive the caller (a late reply may need them).
 struct quorum_args {
   std::string key;
@@ -402,20 +308,18 @@ class quorum_store {
   /// (std::system_error; it aborts under -fno-exceptions).
   explicit quorum_store(std::vector<Store*> members, quorum_options opts = {},
                         Clock clock = Clock{})
-      : members_(std::move(members)), opts_(opts), clock_(std::move(clock)) {
-    config_error_ = opts_.check(members_.size());
-    for (std::size_t i = 0; i < members_.size() && !config_error_; ++i) {
-      if (members_[i] == nullptr) config_error_ = errc::invalid_argument;
+      : opts_(opts), exec_(std::move(members), std::move(clock)) {
+    const std::vector<Store*>& m = exec_.members();
+    config_error_ = opts_.check(m.size());
+    for (std::size_t i = 0; i < m.size() && !config_error_; ++i) {
+      if (m[i] == nullptr) config_error_ = errc::invalid_argument;
       for (std::size_t j = 0; j < i && !config_error_; ++j) {
-        if (members_[j] == members_[i]) config_error_ = errc::invalid_argument;
+        if (m[j] == m[i]) config_error_ = errc::invalid_argument;
       }
     }
-    write_quorum_ = write_quorum(members_.size(), opts_.empty_restarts);
+    write_quorum_ = write_quorum(m.size(), opts_.empty_restarts);
     if (!config_error_ && opts_.dispatch == quorum_dispatch::threads) {
-      workers_.reserve(members_.size());
-      for (std::size_t i = 0; i < members_.size(); ++i) {
-        workers_.push_back(std::make_unique<detail::quorum_worker>(opts_.max_queued));
-      }
+      exec_.start_workers(opts_.max_queued);
     }
   }
 
@@ -430,7 +334,7 @@ class quorum_store {
   /// a null or repeated member), a zero error code otherwise.
   [[nodiscard]] std::error_code check() const noexcept { return config_error_; }
   /// Returns the number of members N.
-  [[nodiscard]] std::size_t size() const noexcept { return members_.size(); }
+  [[nodiscard]] std::size_t size() const noexcept { return exec_.size(); }
   /// Returns W, how many members must grant, renew or have released a lease (see empty_restarts).
   [[nodiscard]] std::size_t quorum() const noexcept { return write_quorum_; }
   /// Returns the options in use.
@@ -454,169 +358,35 @@ class quorum_store {
                             std::chrono::milliseconds ttl) {
     if (std::error_code ec = check_acquire_args(key, owner, ttl)) return ec;
     if (config_error_) return config_error_;
-    const time_point start = clock_.now();
-    auto args = make_args(key, owner, fencing_token{}, ttl);
+    const time_point start = exec_.clock().now();
+    const args_ptr args = make_args(key, owner, fencing_token{}, ttl);
     const std::chrono::nanoseconds wait = member_wait(ttl);
-    const std::size_t n = members_.size();
-    const std::size_t w = write_quorum_;
-
-    // Round 1: try_acquire everywhere. As in Redlock, every member's reply is awaited (up to the
-    // per-member wait), not just the first W: the token is then the max over every member that
-    // granted, and all of them get raised to it, so the members' counters converge and a slower
-    // member with a higher counter is not left out for good. Only a certain failure ends it early.
-    auto r1 = run_round<result<grant>>(
-        all_members(), true, wait,
-        [args](std::size_t, Store& s) { return s.try_acquire(args->key, args->owner, args->ttl); },
-        [w](const std::vector<std::optional<result<grant>>>& on_time, std::size_t outstanding) {
-          std::size_t granted = 0;
-          for (const auto& r : on_time) granted += (r && *r && usable(**r)) ? 1 : 0;
-          return granted + outstanding < w;
-        });
-    std::vector<std::optional<fencing_token>> held(n);  // the token each member granted on time
-    std::size_t granted = 0, exhausted = 0, failed = r1.unanswered;
-    fencing_token top{};
-    std::chrono::milliseconds applied = ttl;
-    for (std::size_t i = 0; i < n; ++i) {
-      const std::optional<result<grant>>& r = r1.on_time[i];
-      if (!r) continue;
-      if (*r && usable(**r)) {
-        held[i] = (*r)->token;
-        ++granted;
-        if (top < (*r)->token) top = (*r)->token;
-      } else if (*r) {
-        // A malformed grant (token none/max, TTL <= 0): the member is failed; give back what it
-        // may hold.
-        if ((*r)->token.is_issuable()) release_in_background(i, args, (*r)->token);
-        ++failed;
-      } else if (r->error() == errc::busy) {
-        // Contention: neither granted nor failed.
-      } else if (r->error() == errc::token_exhausted) {
-        ++exhausted;
-        ++failed;
-      } else {
-        ++failed;
-      }
-    }
-
-    std::vector<char> holds_top(n, 0);  // members holding the lease under `top`
-    std::size_t holding = 0;
-    std::shared_ptr<detail::quorum_round<result<void>>> r2;
-    if (granted >= w && opts_.token_mode == quorum_token_mode::floor) {
-      std::vector<std::size_t> lagging;
-      for (std::size_t i = 0; i < n; ++i) {
-        if (!held[i]) continue;
-        if (*held[i] == top) {
-          holds_top[i] = 1;
-          ++holding;
-        } else {
-          lagging.push_back(i);
-        }
-      }
-      if (holding >= w) {
-        // Fast path: W members issued `top` themselves. Raise the rest without waiting.
-        for (std::size_t i : lagging) raise_in_background(i, args, *held[i], top);
-      } else {
-        // Round 2: raise the lagging members to `top`; decided once W hold it.
-        const std::size_t already = holding;
-        std::vector<std::size_t> targets = lagging;
-        auto round2 = run_round<result<void>>(
-            targets, true, wait,
-            [args, held, top](std::size_t i, Store& s) {
-              return s.raise_token(args->key, args->owner, *held[i], top);
-            },
-            [already, w](const std::vector<std::optional<result<void>>>& on_time,
-                         std::size_t outstanding) {
-              std::size_t ok = already;
-              for (const auto& r : on_time) ok += (r && *r) ? 1 : 0;
-              return ok >= w || ok + outstanding < w;
-            });
-        for (std::size_t i : lagging) {
-          if (round2.on_time[i] && *round2.on_time[i]) {
-            holds_top[i] = 1;
-            ++holding;
-          }
-        }
-        r2 = round2.round;
-        finalize(r2, nullptr);  // a late raise only adds a member holding `top`
-      }
-    } else if (granted >= w) {  // naive_max: report the max, raise nothing
-      for (std::size_t i = 0; i < n; ++i) holds_top[i] = held[i] ? 1 : 0;
-      holding = granted;
-    }
-
-    errc failure = errc::store_unavailable;
-    if (granted < w) {
-      if (exhausted > n - w) {
-        failure = errc::token_exhausted;
-      } else if (failed <= n - w) {
-        failure = errc::busy;  // enough members answered (or may yet): contention
-      }
-    } else if (holding >= w) {
-      const auto release_late = [this, args](std::size_t i, result<grant>& r) {
-        if (r && r->token.is_issuable()) {
-          (void)members_[i]->release(args->key, args->owner, r->token);
-        }
-      };
+    acquire_attempt a = tally(args, wait);
+    if (a.granted >= write_quorum_) raise(a, args, wait);
+    errc failure = refusal(a);
+    if (a.granted >= write_quorum_ && a.holding >= write_quorum_) {
       // Sequential: late grants are given back now, inline, so that no member call (and no time)
       // passes between the validity check and the report. (Threads: they join below, on their
       // workers, without delaying the caller.)
-      if (opts_.dispatch == quorum_dispatch::sequential) finalize(r1.round, release_late);
-      // Validity is judged by the TTL the members actually applied (a member may grant less than
-      // was asked): judging by the requested TTL could report a grant that already expired there.
-      for (std::size_t i = 0; i < n; ++i) {
-        if (holds_top[i] && r1.on_time[i] && (*r1.on_time[i])->ttl < applied) {
-          applied = (*r1.on_time[i])->ttl;
-        }
-      }
-      const time_point now = clock_.now();
-      if (now < start || !(detail::saturating_sub(now, start) <
-                           std::chrono::duration_cast<typename Clock::duration>(
-                               trusted_span(applied, opts_.validity)))) {
-        failure = errc::timeout;
-      } else {
-        if (opts_.token_mode == quorum_token_mode::naive_max) remember_naive(args, top, held);
-        // A late grant joins the lease (raised to `top`) or is given back.
-        finalize(r1.round, [this, args, top](std::size_t i, result<grant>& r) {
-          if (!r || !r->token.is_issuable() || r->token == top) return;
-          if (opts_.token_mode == quorum_token_mode::floor && r->token < top) {
-            (void)members_[i]->raise_token(args->key, args->owner, r->token, top);
-          } else {
-            (void)members_[i]->release(args->key, args->owner, r->token);
+      if (opts_.dispatch == quorum_dispatch::sequential) {
+        exec_.finalize(a.r1.round, [this, args](std::size_t i, result<grant>& r) {
+          if (r && r->token.is_issuable()) {
+            (void)exec_.member(i).release(args->key, args->owner, r->token);
           }
         });
-        return grant{top, applied};
+      }
+      const std::chrono::milliseconds applied = applied_ttl(a, ttl);
+      if (!validity_left(start, applied)) {
+        failure = errc::timeout;
+      } else {
+        if (opts_.token_mode == quorum_token_mode::naive_max) remember_naive(args, a.top, a.held);
+        join_late_grants(a, args);
+        return grant{a.top, applied};
       }
     }
-
-    // Failure: give back every grant, on time or late, under whichever token it carries now.
-    finalize(
-        r1.round,
-        [this, args](std::size_t i, result<grant>& r) {
-          if (r && r->token.is_issuable()) {
-            (void)members_[i]->release(args->key, args->owner, r->token);
-          }
-        },
-        true);
-    std::vector<std::size_t> to_release;
-    for (std::size_t i = 0; i < n; ++i) {
-      if (held[i]) to_release.push_back(i);
-    }
-    if (!to_release.empty()) {
-      auto cleanup = run_round<result<void>>(
-          to_release, false,
-          std::chrono::duration_cast<std::chrono::nanoseconds>(opts_.member_timeout),
-          [args, held, top](std::size_t i, Store& s) -> result<void> {
-            result<void> r = s.release(args->key, args->owner, top);
-            if (!r && r.error() == errc::not_holder && *held[i] != top) {
-              r = s.release(args->key, args->owner, *held[i]);
-            }
-            return r;
-          },
-          nullptr);
-      finalize(cleanup.round, nullptr);
-    }
-    rethrow_member_exception(r1.round);
-    if (r2) rethrow_member_exception(r2);
+    give_back(a, args);
+    exec_.rethrow_member_exception(a.r1.round);
+    if (a.r2) exec_.rethrow_member_exception(a.r2);
     return failure;
   }
 
@@ -630,12 +400,12 @@ class quorum_store {
                       std::chrono::milliseconds ttl) {
     if (std::error_code ec = check_renew_args(key, owner, token, ttl)) return ec;
     if (config_error_) return config_error_;
-    const time_point start = clock_.now();
+    const time_point start = exec_.clock().now();
     auto args = make_args(key, owner, token, ttl);
     const std::vector<fencing_token> tokens = member_tokens(*args);
     const std::size_t w = write_quorum_;
-    auto r = run_round<result<grant>>(
-        all_members(), true, member_wait(ttl),
+    auto r = exec_.template run_round<result<grant>>(
+        exec_.all_members(), true, member_wait(ttl),
         [args, tokens](std::size_t i, Store& s) -> result<grant> {
           if (!tokens[i].is_issuable()) return errc::lease_lost;
           return s.renew(args->key, args->owner, tokens[i], args->ttl);
@@ -645,7 +415,7 @@ class quorum_store {
           for (const auto& x : on_time) ok += (x && *x) ? 1 : 0;
           return ok >= w || ok + outstanding < w;
         });
-    finalize(r.round, nullptr);
+    exec_.finalize(r.round, nullptr);
     std::size_t renewed = 0, lost = 0;
     std::chrono::milliseconds applied = ttl;
     for (std::size_t i = 0; i < r.on_time.size(); ++i) {
@@ -661,16 +431,11 @@ class quorum_store {
       }
     }
     if (renewed >= w) {
-      const time_point now = clock_.now();
-      if (now < start || !(detail::saturating_sub(now, start) <
-                           std::chrono::duration_cast<typename Clock::duration>(
-                               trusted_span(applied, opts_.validity)))) {
-        return errc::timeout;
-      }
+      if (!validity_left(start, applied)) return errc::timeout;
       return grant{token, applied};
     }
-    rethrow_member_exception(r.round);
-    if (lost > members_.size() - w) return errc::lease_lost;
+    exec_.rethrow_member_exception(r.round);
+    if (lost > exec_.size() - w) return errc::lease_lost;
     return errc::store_unavailable;
   }
 
@@ -689,8 +454,8 @@ class quorum_store {
     auto args = make_args(key, owner, token, std::chrono::milliseconds::zero());
     const std::vector<fencing_token> tokens = member_tokens(*args);
     const std::size_t w = write_quorum_;
-    auto r = run_round<result<void>>(
-        all_members(), false,
+    auto r = exec_.template run_round<result<void>>(
+        exec_.all_members(), false,
         std::chrono::duration_cast<std::chrono::nanoseconds>(opts_.member_timeout),
         [args, tokens](std::size_t i, Store& s) -> result<void> {
           if (!tokens[i].is_issuable()) return errc::not_holder;
@@ -701,7 +466,7 @@ class quorum_store {
           for (const auto& x : on_time) released += (x && *x) ? 1 : 0;
           return released >= w;
         });
-    finalize(r.round, nullptr);
+    exec_.finalize(r.round, nullptr);
     std::size_t released = 0, not_holder = 0;
     for (const auto& x : r.on_time) {
       if (!x) continue;
@@ -711,7 +476,7 @@ class quorum_store {
         ++not_holder;
       }
     }
-    const std::size_t unknown = members_.size() - released - not_holder;
+    const std::size_t unknown = exec_.size() - released - not_holder;
     if (released >= w) {
       forget_naive(*args);
       return {};
@@ -720,7 +485,7 @@ class quorum_store {
       forget_naive(*args);
       return errc::not_holder;
     }
-    rethrow_member_exception(r.round);
+    exec_.rethrow_member_exception(r.round);
     return errc::store_unavailable;
   }
 
@@ -737,15 +502,15 @@ class quorum_store {
         make_args(key, std::string_view{}, fencing_token{}, std::chrono::milliseconds::zero());
     using R = result<std::optional<lease_record>>;
     const std::size_t w = write_quorum_;
-    auto r = run_round<R>(
-        all_members(), false,
+    auto r = exec_.template run_round<R>(
+        exec_.all_members(), false,
         std::chrono::duration_cast<std::chrono::nanoseconds>(opts_.member_timeout),
         [args](std::size_t, Store& s) -> R { return s.inspect(args->key); },
         [w](const std::vector<std::optional<R>>& on_time, std::size_t outstanding) {
           const std::pair<std::size_t, std::size_t> top = best_agreement(on_time);
           return top.first >= w || top.first + outstanding < w;
         });
-    finalize(r.round, nullptr);
+    exec_.finalize(r.round, nullptr);
     const std::pair<std::size_t, std::size_t> top = best_agreement(r.on_time);
     if (top.first >= w) {
       const lease_record& rec = *r.on_time[top.second]->value();
@@ -762,8 +527,8 @@ class quorum_store {
     }
     std::size_t answered = 0;
     for (const auto& x : r.on_time) answered += (x && *x) ? 1 : 0;
-    if (top.first + (members_.size() - answered) >= w) {
-      rethrow_member_exception(r.round);
+    if (top.first + (exec_.size() - answered) >= w) {
+      exec_.rethrow_member_exception(r.round);
       return errc::store_unavailable;
     }
     return std::optional<lease_record>{};
@@ -779,8 +544,8 @@ class quorum_store {
     if (!floor.is_issuable()) return errc::invalid_argument;
     if (config_error_) return config_error_;
     const std::size_t w = write_quorum_;
-    auto r = run_round<result<void>>(
-        all_members(), false,
+    auto r = exec_.template run_round<result<void>>(
+        exec_.all_members(), false,
         std::chrono::duration_cast<std::chrono::nanoseconds>(opts_.member_timeout),
         [floor](std::size_t, Store& s) { return s.raise_token_floor(floor); },
         [w](const std::vector<std::optional<result<void>>>& on_time, std::size_t outstanding) {
@@ -788,11 +553,11 @@ class quorum_store {
           for (const auto& x : on_time) ok += (x && *x) ? 1 : 0;
           return outstanding == 0 || ok + outstanding < w;
         });
-    finalize(r.round, nullptr);
+    exec_.finalize(r.round, nullptr);
     std::size_t ok = 0;
     for (const auto& x : r.on_time) ok += (x && *x) ? 1 : 0;
     if (ok >= w) return {};
-    rethrow_member_exception(r.round);
+    exec_.rethrow_member_exception(r.round);
     return errc::store_unavailable;
   }
 
@@ -800,15 +565,187 @@ class quorum_store {
   using time_point = typename Clock::time_point;
   using args_ptr = std::shared_ptr<const detail::quorum_args>;
 
-  template <class R>
-  struct round_result {
-    std::shared_ptr<detail::quorum_round<R>> round;
-    std::vector<std::optional<R>> on_time;  // replies that came while the caller waited
-    // Members that count as failed for want of a reply: late (sequential), still outstanding
-    // when the wait ran out, or never sent (queue full). Not those still outstanding when the
-    // replies in had already decided the outcome: they might have answered anything.
-    std::size_t unanswered = 0;
+  // try_acquire's state from round to round.
+  struct acquire_attempt {
+    detail::fan_out_reply<result<grant>> r1;             // round 1: try_acquire everywhere
+    std::vector<std::optional<fencing_token>> held;      // the token each member granted on time
+    std::size_t granted = 0, exhausted = 0, failed = 0;  // of round 1's replies
+    fencing_token top{};                                 // the max of the granted tokens
+    std::vector<char> holds_top;                         // members holding the lease under `top`
+    std::size_t holding = 0;                             // how many
+    std::shared_ptr<detail::fan_out_round<result<void>>> r2;  // round 2 (raise), if it ran
   };
+
+  // try_acquire, round 1: asks every member and counts the answers. As in Redlock, every member's
+  // reply is awaited (up to the per-member wait), not just the first W: the token is then the max
+  // over every member that granted, and all of them get raised to it, so the members' counters
+  // converge and a slower member with a higher counter is not left out for good. Only a certain
+  // failure ends the wait early.
+  acquire_attempt tally(const args_ptr& args, std::chrono::nanoseconds wait) {
+    const std::size_t n = exec_.size();
+    const std::size_t w = write_quorum_;
+    acquire_attempt a;
+    a.r1 = exec_.template run_round<result<grant>>(
+        exec_.all_members(), true, wait,
+        [args](std::size_t, Store& s) { return s.try_acquire(args->key, args->owner, args->ttl); },
+        [w](const std::vector<std::optional<result<grant>>>& on_time, std::size_t outstanding) {
+          std::size_t granted = 0;
+          for (const auto& r : on_time) granted += (r && *r && usable(**r)) ? 1 : 0;
+          return granted + outstanding < w;
+        });
+    a.held.resize(n);
+    a.holds_top.assign(n, 0);
+    a.failed = a.r1.unanswered;
+    for (std::size_t i = 0; i < n; ++i) {
+      const std::optional<result<grant>>& r = a.r1.on_time[i];
+      if (!r) continue;
+      if (*r && usable(**r)) {
+        a.held[i] = (*r)->token;
+        ++a.granted;
+        if (a.top < (*r)->token) a.top = (*r)->token;
+      } else if (*r) {
+        // A malformed grant (token none/max, TTL <= 0): the member is failed; give back what it
+        // may hold.
+        if ((*r)->token.is_issuable()) release_in_background(i, args, (*r)->token);
+        ++a.failed;
+      } else if (r->error() == errc::busy) {
+        // Contention: neither granted nor failed.
+      } else if (r->error() == errc::token_exhausted) {
+        ++a.exhausted;
+        ++a.failed;
+      } else {
+        ++a.failed;
+      }
+    }
+    return a;
+  }
+
+  // try_acquire, round 2 (once W granted): makes W members hold the lease under `top`. Members that
+  // issued `top` themselves already do; if they are W, the rest are raised in the background
+  // (fast path), otherwise the lagging members are raised now, decided once W hold `top`. Under
+  // naive_max nothing is raised (the negative control).
+  void raise(acquire_attempt& a, const args_ptr& args, std::chrono::nanoseconds wait) {
+    const std::size_t n = exec_.size();
+    const std::size_t w = write_quorum_;
+    if (opts_.token_mode == quorum_token_mode::naive_max) {
+      for (std::size_t i = 0; i < n; ++i) a.holds_top[i] = a.held[i] ? 1 : 0;
+      a.holding = a.granted;
+      return;
+    }
+    std::vector<std::size_t> lagging;
+    for (std::size_t i = 0; i < n; ++i) {
+      if (!a.held[i]) continue;
+      if (*a.held[i] == a.top) {
+        a.holds_top[i] = 1;
+        ++a.holding;
+      } else {
+        lagging.push_back(i);
+      }
+    }
+    if (a.holding >= w) {
+      for (std::size_t i : lagging) raise_in_background(i, args, *a.held[i], a.top);
+      return;
+    }
+    const std::size_t already = a.holding;
+    auto round2 = exec_.template run_round<result<void>>(
+        lagging, true, wait,
+        [args, held = a.held, top = a.top](std::size_t i, Store& s) {
+          return s.raise_token(args->key, args->owner, *held[i], top);
+        },
+        [already, w](const std::vector<std::optional<result<void>>>& on_time,
+                     std::size_t outstanding) {
+          std::size_t ok = already;
+          for (const auto& r : on_time) ok += (r && *r) ? 1 : 0;
+          return ok >= w || ok + outstanding < w;
+        });
+    for (std::size_t i : lagging) {
+      if (round2.on_time[i] && *round2.on_time[i]) {
+        a.holds_top[i] = 1;
+        ++a.holding;
+      }
+    }
+    a.r2 = round2.round;
+    exec_.finalize(a.r2, nullptr);  // a late raise only adds a member holding `top`
+  }
+
+  // Why try_acquire fails if it does: too few grants are contention (busy) while no more than
+  // N - W members failed, exhaustion when too many counters ran out, store_unavailable otherwise
+  // (also when W granted but the raise left fewer than W holding `top`).
+  errc refusal(const acquire_attempt& a) const {
+    const std::size_t n = exec_.size();
+    const std::size_t w = write_quorum_;
+    if (a.granted >= w) return errc::store_unavailable;
+    if (a.exhausted > n - w) return errc::token_exhausted;
+    if (a.failed <= n - w) return errc::busy;  // enough members answered (or may yet)
+    return errc::store_unavailable;
+  }
+
+  // The TTL the members holding `top` applied: the smallest, never more than asked. Validity is
+  // judged by it (a member may grant less than was asked): judging by the requested TTL could
+  // report a grant that already expired there.
+  std::chrono::milliseconds applied_ttl(const acquire_attempt& a,
+                                        std::chrono::milliseconds ttl) const {
+    std::chrono::milliseconds applied = ttl;
+    for (std::size_t i = 0; i < exec_.size(); ++i) {
+      if (a.holds_top[i] && a.r1.on_time[i] && (*a.r1.on_time[i])->ttl < applied) {
+        applied = (*a.r1.on_time[i])->ttl;
+      }
+    }
+    return applied;
+  }
+
+  // Redlock's validity rule, shared by try_acquire and renew: some validity is left of a grant of
+  // `applied` whose requests left at `start` (time elapsed on the quorum's clock, less drift and
+  // margin). A clock that went backwards leaves none: elapsed time is then unknown.
+  bool validity_left(time_point start, std::chrono::milliseconds applied) const {
+    const time_point now = exec_.clock().now();
+    return !(now < start) && detail::saturating_sub(now, start) <
+                                 std::chrono::duration_cast<typename Clock::duration>(
+                                     trusted_span(applied, opts_.validity));
+  }
+
+  // After a reported grant: a late grant joins the lease (raised to `top`) or is given back.
+  void join_late_grants(const acquire_attempt& a, const args_ptr& args) {
+    exec_.finalize(a.r1.round, [this, args, top = a.top](std::size_t i, result<grant>& r) {
+      if (!r || !r->token.is_issuable() || r->token == top) return;
+      if (opts_.token_mode == quorum_token_mode::floor && r->token < top) {
+        (void)exec_.member(i).raise_token(args->key, args->owner, r->token, top);
+      } else {
+        (void)exec_.member(i).release(args->key, args->owner, r->token);
+      }
+    });
+  }
+
+  // After a failed attempt: gives back every grant, on time or late, under whichever token it
+  // carries now (`top` where a raise landed, the member's own otherwise). Redlock's rule: nothing
+  // is kept from a failed attempt.
+  void give_back(const acquire_attempt& a, const args_ptr& args) {
+    exec_.finalize(
+        a.r1.round,
+        [this, args](std::size_t i, result<grant>& r) {
+          if (r && r->token.is_issuable()) {
+            (void)exec_.member(i).release(args->key, args->owner, r->token);
+          }
+        },
+        true);
+    std::vector<std::size_t> to_release;
+    for (std::size_t i = 0; i < exec_.size(); ++i) {
+      if (a.held[i]) to_release.push_back(i);
+    }
+    if (to_release.empty()) return;
+    auto cleanup = exec_.template run_round<result<void>>(
+        to_release, false,
+        std::chrono::duration_cast<std::chrono::nanoseconds>(opts_.member_timeout),
+        [args, held = a.held, top = a.top](std::size_t i, Store& s) -> result<void> {
+          result<void> r = s.release(args->key, args->owner, top);
+          if (!r && r.error() == errc::not_holder && *held[i] != top) {
+            r = s.release(args->key, args->owner, *held[i]);
+          }
+          return r;
+        },
+        nullptr);
+    exec_.finalize(cleanup.round, nullptr);
+  }
 
   static bool usable(const grant& g) noexcept {
     return g.token.is_issuable() && g.ttl > std::chrono::milliseconds::zero();
@@ -840,12 +777,6 @@ class quorum_store {
         detail::quorum_args{std::string(key), std::string(owner), token, ttl});
   }
 
-  std::vector<std::size_t> all_members() const {
-    std::vector<std::size_t> v(members_.size());
-    for (std::size_t i = 0; i < v.size(); ++i) v[i] = i;
-    return v;
-  }
-
   // The per-member wait of an acquire or renew of `ttl`: min(member_timeout, share * ttl).
   std::chrono::nanoseconds member_wait(std::chrono::milliseconds ttl) const {
     const auto cap = std::chrono::duration_cast<std::chrono::nanoseconds>(opts_.member_timeout);
@@ -856,166 +787,10 @@ class quorum_store {
     return wait > std::chrono::nanoseconds::zero() ? wait : std::chrono::nanoseconds(1);
   }
 
-  // Sends `call` to `targets` and waits until every reply is in, `decided` says the outcome is
-  // known, or `wait` has passed. Returns the replies that arrived in time; the round object keeps
-  // collecting the rest for finalize().
-  template <class R, class Call, class Decided>
-  round_result<R> run_round(const std::vector<std::size_t>& targets, bool skip_unstarted,
-                            std::chrono::nanoseconds wait, Call call, Decided decided) const {
-    auto round = std::make_shared<detail::quorum_round<R>>(members_.size());
-    round->skip_unstarted = skip_unstarted;
-    round_result<R> out{round, std::vector<std::optional<R>>(members_.size())};
-    if constexpr (!std::is_same_v<Decided, std::nullptr_t>) round->decided = std::move(decided);
-    if (opts_.dispatch == quorum_dispatch::sequential) {
-      const auto limit = std::chrono::duration_cast<typename Clock::duration>(wait);
-      for (std::size_t i : targets) {
-        const time_point t0 = clock_.now();
-        std::optional<R> r = invoke_member<R>(*round, i, *members_[i], call);
-        const time_point t1 = clock_.now();
-        const bool late = t1 < t0 || detail::saturating_sub(t1, t0) > limit;
-        std::lock_guard<std::mutex> lock(round->mutex);
-        round->state[i] = late ? detail::quorum_slot::late : detail::quorum_slot::on_time;
-        round->reply[i] = std::move(r);
-        if (!late) round->on_time[i] = round->reply[i];
-        out.unanswered += late ? 1 : 0;
-      }
-      out.on_time = round->on_time;
-      std::lock_guard<std::mutex> lock(round->mutex);
-      round->abandoned = true;
-      return out;
-    }
-    const auto deadline = detail::saturating_add(std::chrono::steady_clock::now(), wait);
-    for (std::size_t i : targets) {
-      {
-        std::lock_guard<std::mutex> lock(round->mutex);
-        round->state[i] = detail::quorum_slot::pending;
-        ++round->outstanding;
-      }
-      Store* member = members_[i];
-      const bool posted =
-          workers_[i]->post([round, i, member, call] { run_slot<R>(*round, i, *member, call); });
-      if (!posted) {
-        std::lock_guard<std::mutex> lock(round->mutex);
-        round->state[i] = detail::quorum_slot::skipped;
-        --round->outstanding;
-        ++out.unanswered;
-      }
-    }
-    std::unique_lock<std::mutex> lock(round->mutex);
-    const bool decided_in_time =
-        round->cv.wait_until(lock, deadline, [&] { return round->ready(); });
-    round->abandoned = true;
-    // Decided in time: requests not yet started still go out (a late grant joins the lease, a late
-    // renewal extends it). Timed out: a member that far behind is not sent more of this round.
-    round->skip_unstarted = skip_unstarted && !decided_in_time;
-    if (!decided_in_time) out.unanswered += round->outstanding;
-    out.on_time = round->on_time;
-    return out;
-  }
-
-  // Calls `call` on a member, turning an exception into store_unavailable for the protocol and
-  // keeping the first one for the caller.
-  template <class R, class Call>
-  static std::optional<R> invoke_member(detail::quorum_round<R>& round, std::size_t i,
-                                        Store& member, const Call& call) {
-    std::optional<R> r;
-    HOLDFAST_TRY {
-      r.emplace(call(i, member));
-    }
-    HOLDFAST_CATCH_ALL {
-#if HOLDFAST_HAS_EXCEPTIONS
-      std::lock_guard<std::mutex> lock(round.mutex);
-      if (!round.exception) round.exception = std::current_exception();
-#endif
-      r.emplace(errc::store_unavailable);
-    }
-    (void)round;
-    return r;
-  }
-
-  // Runs one request on a member's worker and files the reply.
-  template <class R, class Call>
-  static void run_slot(detail::quorum_round<R>& round, std::size_t i, Store& member,
-                       const Call& call) {
-    {
-      std::lock_guard<std::mutex> lock(round.mutex);
-      if (round.abandoned && round.skip_unstarted) {
-        round.state[i] = detail::quorum_slot::skipped;
-        --round.outstanding;
-        return;  // the caller stopped waiting: nobody to wake
-      }
-    }
-    std::optional<R> r = invoke_member<R>(round, i, member, call);
-    std::function<void(std::size_t, R&)> late;
-    {
-      std::lock_guard<std::mutex> lock(round.mutex);
-      --round.outstanding;
-      round.reply[i] = std::move(r);
-      if (!round.abandoned) {
-        round.state[i] = detail::quorum_slot::on_time;
-        round.on_time[i] = round.reply[i];
-        if (round.ready()) round.cv.notify_all();
-      } else if (!round.finalized) {
-        round.state[i] = detail::quorum_slot::late;
-      } else {
-        round.state[i] = detail::quorum_slot::done;
-        late = round.on_late;
-      }
-    }
-    if (late) {
-      HOLDFAST_TRY {
-        late(i, *round.reply[i]);
-      }
-      HOLDFAST_CATCH_ALL {}  // a clean-up's failure only leaves a record for its TTL to free
-    }
-  }
-
-  // Declares the outcome known: late replies already in are handed to `on_late` (on their
-  // member's worker, or inline when sequential); later ones will be when they arrive. With
-  // `drop_unstarted`, requests of the round that have not started yet are not sent at all.
-  template <class R>
-  void finalize(const std::shared_ptr<detail::quorum_round<R>>& round,
-                typename detail::quorum_round<R>::late_fn on_late,
-                bool drop_unstarted = false) const {
-    std::vector<std::size_t> late;
-    {
-      std::lock_guard<std::mutex> lock(round->mutex);
-      round->abandoned = true;
-      if (drop_unstarted) round->skip_unstarted = true;
-      round->finalized = true;
-      round->on_late = on_late;
-      for (std::size_t i = 0; i < round->state.size(); ++i) {
-        if (round->state[i] == detail::quorum_slot::late) {
-          round->state[i] = detail::quorum_slot::done;
-          late.push_back(i);
-        }
-      }
-    }
-    if (!on_late) return;
-    for (std::size_t i : late) {
-      in_member_context(i, [round, i, on_late] {
-        HOLDFAST_TRY {
-          on_late(i, *round->reply[i]);
-        }
-        HOLDFAST_CATCH_ALL {}
-      });
-    }
-  }
-
-  // Runs `fn` where member i may be called: on its worker (not waited for) or inline.
-  template <class F>
-  void in_member_context(std::size_t i, F fn) const {
-    if (opts_.dispatch == quorum_dispatch::threads) {
-      (void)workers_[i]->post(std::function<void()>(std::move(fn)));
-    } else {
-      fn();
-    }
-  }
-
   void raise_in_background(std::size_t i, const args_ptr& args, fencing_token from,
                            fencing_token to) const {
-    Store* member = members_[i];
-    in_member_context(i, [member, args, from, to] {
+    Store* member = &exec_.member(i);
+    exec_.in_member_context(i, [member, args, from, to] {
       HOLDFAST_TRY {
         (void)member->raise_token(args->key, args->owner, from, to);
       }
@@ -1024,8 +799,8 @@ class quorum_store {
   }
 
   void release_in_background(std::size_t i, const args_ptr& args, fencing_token token) const {
-    Store* member = members_[i];
-    in_member_context(i, [member, args, token] {
+    Store* member = &exec_.member(i);
+    exec_.in_member_context(i, [member, args, token] {
       HOLDFAST_TRY {
         (void)member->release(args->key, args->owner, token);
       }
@@ -1033,24 +808,10 @@ class quorum_store {
     });
   }
 
-  template <class R>
-  static void rethrow_member_exception(const std::shared_ptr<detail::quorum_round<R>>& round) {
-#if HOLDFAST_HAS_EXCEPTIONS
-    std::exception_ptr e;
-    {
-      std::lock_guard<std::mutex> lock(round->mutex);
-      e = round->exception;
-    }
-    if (e) std::rethrow_exception(e);
-#else
-    (void)round;
-#endif
-  }
-
   // The token to send each member for an operation on (key, owner, token): `token` everywhere,
   // except under naive_max, where each member holds its own token.
   std::vector<fencing_token> member_tokens(const detail::quorum_args& a) const {
-    std::vector<fencing_token> v(members_.size(), a.token);
+    std::vector<fencing_token> v(exec_.size(), a.token);
     if (opts_.token_mode != quorum_token_mode::naive_max) return v;
     std::lock_guard<std::mutex> lock(naive_mutex_);
     auto it = naive_.find(std::make_pair(a.key, a.owner));
@@ -1073,9 +834,7 @@ class quorum_store {
     if (it != naive_.end() && it->second.first == a.token) naive_.erase(it);
   }
 
-  std::vector<Store*> members_;
   quorum_options opts_;
-  Clock clock_;
   std::error_code config_error_;
   std::size_t write_quorum_ = 1;
   // naive_max only: (key, owner) -> (quorum token, each member's own token).
@@ -1083,7 +842,8 @@ class quorum_store {
   std::map<std::pair<std::string, std::string>,
            std::pair<fencing_token, std::vector<fencing_token>>>
       naive_;
-  std::vector<std::unique_ptr<detail::quorum_worker>> workers_;  // last: joined first
+  // Last: its workers are joined first, while everything a late clean-up uses still exists.
+  detail::fan_out<Store, Clock> exec_;
 };
 
 HOLDFAST_ABI_NAMESPACE_END

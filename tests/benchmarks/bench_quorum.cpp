@@ -10,21 +10,18 @@
 //   fan_out_workers/5                       | the same 5 tasks through std::async   | <= 1
 //
 // fan_out_workers is the measurement behind the dispatch design: quorum_dispatch::threads keeps
-// one persistent worker per member and hands it each request; std::async would start a thread
-// per request. Both run five empty tasks and wait for all of them.
+// one persistent worker per member and hands it each request (detail::fan_out, measured as the
+// quorum uses it: one round, awaited); std::async would start a thread per request. Both run five
+// empty tasks and wait for all of them.
 #include <chrono>
-#include <condition_variable>
 #include <cstddef>
-#include <deque>
-#include <functional>
 #include <future>
 #include <memory>
-#include <mutex>
 #include <string>
-#include <thread>
 #include <vector>
 
 #include "bench_common.hpp"
+#include "holdfast/detail/fan_out.hpp"
 #include "holdfast/quorum.hpp"
 #include "holdfast/stores/memory.hpp"
 
@@ -80,71 +77,34 @@ BENCHMARK(BM_quorum_memory_acquire_release)
     ->Apply(with_min_max)
     ->UseRealTime();
 
-// A persistent worker as quorum_store keeps one per member (the same queue-and-condition-variable
-// shape as detail::quorum_worker, repeated here so the comparison does not depend on internals).
-class worker {
- public:
-  worker() : thread_([this] { run(); }) {}
-  ~worker() {
-    {
-      std::lock_guard<std::mutex> lock(mutex_);
-      stop_ = true;
-    }
-    cv_.notify_one();
-    thread_.join();
-  }
-  void post(std::function<void()> f) {
-    {
-      std::lock_guard<std::mutex> lock(mutex_);
-      queue_.push_back(std::move(f));
-    }
-    cv_.notify_one();
-  }
-
- private:
-  void run() {
-    for (;;) {
-      std::function<void()> f;
-      {
-        std::unique_lock<std::mutex> lock(mutex_);
-        cv_.wait(lock, [this] { return stop_ || !queue_.empty(); });
-        if (queue_.empty()) return;
-        f = std::move(queue_.front());
-        queue_.pop_front();
-      }
-      f();
-    }
-  }
-  std::mutex mutex_;
-  std::condition_variable cv_;
-  std::deque<std::function<void()>> queue_;
-  bool stop_ = false;
-  std::thread thread_;
-};
+// The executor quorum_store dispatches through (detail/fan_out.hpp): one persistent worker per
+// member, one round of requests awaited together. Measured through the executor itself, so the
+// figure is the quorum's real fan-out cost, not a copy of it.
+struct noop_member {};
 
 void BM_fan_out_workers(benchmark::State& state) {
   const auto n = static_cast<std::size_t>(state.range(0));
-  std::vector<std::unique_ptr<worker>> workers;
-  for (std::size_t i = 0; i < n; ++i) workers.push_back(std::make_unique<worker>());
-  std::mutex m;
-  std::condition_variable cv;
-  std::size_t done = 0;
+  std::vector<std::unique_ptr<noop_member>> members;
+  std::vector<noop_member*> ptrs;
+  for (std::size_t i = 0; i < n; ++i) {
+    members.push_back(std::make_unique<noop_member>());
+    ptrs.push_back(members.back().get());
+  }
+  holdfast::detail::fan_out<noop_member, holdfast::steady_clock> exec(ptrs, {});
+  exec.start_workers(1024);
+  const std::vector<std::size_t> all = exec.all_members();
   run_paired(
       state, "vs the same tasks through std::async; target <= 1",
       [&] {
-        {
-          std::lock_guard<std::mutex> lock(m);
-          done = 0;
-        }
-        for (auto& w : workers) {
-          w->post([&] {
-            std::lock_guard<std::mutex> lock(m);
-            ++done;
-            cv.notify_one();
-          });
-        }
-        std::unique_lock<std::mutex> lock(m);
-        cv.wait(lock, [&] { return done == n; });
+        auto round = exec.run_round<holdfast::result<void>>(
+            all, false, std::chrono::seconds(10),
+            [](std::size_t, noop_member&) {
+              benchmark::ClobberMemory();
+              return holdfast::result<void>{};
+            },
+            nullptr);
+        exec.finalize(round.round, nullptr);
+        if (round.unanswered != 0) state.SkipWithError("a worker did not answer");
       },
       [&] {
         std::vector<std::future<void>> fs;
