@@ -10,7 +10,6 @@
 #include <memory>
 #include <optional>
 #include <string>
-#include <thread>
 #include <vector>
 
 #include "real_servers.hpp"
@@ -38,21 +37,27 @@ inline std::vector<std::string> split_commas(const std::string& s) {
 }
 
 /// One etcd member of a cluster the test owns. Its data directory survives stop/kill9/start, so
-/// start() after kill9() is a restart from its data (the member rejoins with its log).
-class etcd_member final : public owned_server {
+/// start after kill9() is a restart from its data (the member rejoins with its log). etcd is one
+/// process, so signals go to it alone.
+///
+/// Not an owned_server: those wait for readiness inside start(), but a member of a multi-member
+/// cluster is ready only once a quorum runs, so members are spawned first and waited for after,
+/// all from the test's own thread (PR_SET_PDEATHSIG, which spawn() sets, fires when the *thread*
+/// that forked the child ends).
+class etcd_member {
  public:
   etcd_member(std::string name, std::string dir, int client_port, int peer_port)
-      : name_(std::move(name)), peer_port_(peer_port) {
+      : name_(std::move(name)), dir_(std::move(dir)), port_(client_port), peer_port_(peer_port) {
     binary_ = etcd_binary();
-    dir_ = std::move(dir);
-    port_ = client_port;
   }
-  ~etcd_member() override {
-    stop();
-    dir_.clear();  // the cluster owns and removes the directory tree
-  }
+  ~etcd_member() { stop(); }
+  etcd_member(const etcd_member&) = delete;
+  etcd_member& operator=(const etcd_member&) = delete;
 
   [[nodiscard]] const std::string& name() const { return name_; }
+  [[nodiscard]] int port() const { return port_; }
+  [[nodiscard]] bool running() const { return pid_ > 0; }
+  [[nodiscard]] const std::string& why() const { return why_; }
   [[nodiscard]] std::string client_url() const {
     return "http://127.0.0.1:" + std::to_string(port_);
   }
@@ -60,55 +65,83 @@ class etcd_member final : public owned_server {
     return "http://127.0.0.1:" + std::to_string(peer_port_);
   }
   [[nodiscard]] std::string data_dir() const { return dir_ + "/" + name_ + ".etcd"; }
-  [[nodiscard]] pid_t pid() const { return pid_; }
+  [[nodiscard]] std::string log() const { return dir_ + "/" + name_ + ".log"; }
 
-  /// The --initial-cluster string of the whole cluster, and a token; set by the cluster.
+  /// The --initial-cluster string of the whole cluster, and its token; set by the cluster.
   std::string initial_cluster;
   std::string cluster_token;
-  /// Extra flags (e.g. a shorter election timeout).
-  std::vector<std::string> extra;
 
- protected:
-  bool prepare() override {
+  /// Starts the process (does not wait until it serves). False if it cannot be started.
+  bool spawn_process() {
+    if (pid_ > 0) return true;
     if (binary_.empty()) {
       why_ = "etcd not found (set HOLDFAST_ETCD)";
       return false;
     }
-    return !dir_.empty() && port_ != 0;
+    pid_ = spawn(
+        {binary_, "--name", name_, "--data-dir", data_dir(), "--listen-client-urls", client_url(),
+         "--advertise-client-urls", client_url(), "--listen-peer-urls", peer_url(),
+         "--initial-advertise-peer-urls", peer_url(), "--initial-cluster", initial_cluster,
+         "--initial-cluster-token", cluster_token, "--initial-cluster-state", "new"},
+        log(), {}, dir_);
+    if (pid_ < 0) why_ = "fork failed";
+    return pid_ > 0;
   }
-  std::vector<std::string> command() override {
-    std::vector<std::string> c = {binary_,
-                                  "--name",
-                                  name_,
-                                  "--data-dir",
-                                  data_dir(),
-                                  "--listen-client-urls",
-                                  client_url(),
-                                  "--advertise-client-urls",
-                                  client_url(),
-                                  "--listen-peer-urls",
-                                  peer_url(),
-                                  "--initial-advertise-peer-urls",
-                                  peer_url(),
-                                  "--initial-cluster",
-                                  initial_cluster,
-                                  "--initial-cluster-token",
-                                  cluster_token,
-                                  "--initial-cluster-state",
-                                  "new"};
-    c.insert(c.end(), extra.begin(), extra.end());
-    return c;
+  /// True once it serves with a leader (/health), polling for at most `bound`.
+  bool wait_ready(std::chrono::milliseconds bound) {
+    const bool ok = wait_until(
+        [&] {
+          int status = 0;
+          if (pid_ > 0 && ::waitpid(pid_, &status, WNOHANG) == pid_) pid_ = -1;
+          return pid_ < 0 || healthy();
+        },
+        bound);
+    if (pid_ < 0 || !ok) {
+      why_ = std::string(pid_ < 0 ? "exited" : "not ready in time") + "; log tail:\n" +
+             tail(read_file(log()));
+      return false;
+    }
+    return true;
   }
-  bool ready() override {
-    // Serving (not merely listening): /health is true only with a leader.
+  [[nodiscard]] bool healthy() const {
     const std::string r = tcp_exchange(port_, "GET /health HTTP/1.0\r\n\r\n");
     return r.find("\"health\":\"true\"") != std::string::npos;
   }
+  void kill9() {
+    if (pid_ <= 0) return;
+    ::kill(pid_, SIGKILL);
+    wait_exit(pid_, std::chrono::seconds(10));
+    pid_ = -1;
+  }
+  void stop() {
+    if (pid_ <= 0) return;
+    ::kill(pid_, SIGCONT);
+    ::kill(pid_, SIGTERM);
+    if (wait_exit(pid_, std::chrono::seconds(20)) == -1) {
+      ::kill(pid_, SIGKILL);
+      wait_exit(pid_, std::chrono::seconds(10));
+    }
+    pid_ = -1;
+  }
+  void pause() {
+    if (pid_ > 0) ::kill(pid_, SIGSTOP);
+  }
+  void resume() {
+    if (pid_ > 0) ::kill(pid_, SIGCONT);
+  }
 
  private:
+  static std::string tail(const std::string& s) {
+    return s.size() > 2000 ? s.substr(s.size() - 2000) : s;
+  }
+
   std::string name_;
-  std::string binary_;
+  std::string dir_;
+  int port_ = 0;
   int peer_port_ = 0;
+  std::string binary_;
+  std::string why_;
+  pid_t pid_ = -1;
 };
 
 /// A cluster of `n` members on 127.0.0.1 in one temporary directory.
@@ -123,12 +156,13 @@ class etcd_cluster {
       initial += (i ? "," : "") + std::string("m") + std::to_string(i) +
                  "=http://127.0.0.1:" + std::to_string(ports.back().second);
     }
+    const std::string token = "hf-" + random_tag(8);
     for (int i = 0; i < n; ++i) {
       members_.push_back(std::make_unique<etcd_member>("m" + std::to_string(i), dir_,
                                                        ports[static_cast<std::size_t>(i)].first,
                                                        ports[static_cast<std::size_t>(i)].second));
       members_.back()->initial_cluster = initial;
-      members_.back()->cluster_token = "hf-" + random_tag(8);
+      members_.back()->cluster_token = token;
     }
   }
   ~etcd_cluster() {
@@ -141,17 +175,10 @@ class etcd_cluster {
   /// Starts every member that is not running, all at once (a member of a cluster is ready only
   /// once a quorum runs), and waits until each serves. Members keep their data directories.
   bool start() {
-    std::vector<std::thread> threads;
-    std::vector<char> ok(members_.size(), 1);
-    for (std::size_t i = 0; i < members_.size(); ++i) {
-      if (members_[i]->running()) continue;
-      threads.emplace_back([this, i, &ok] { ok[i] = members_[i]->start() ? 1 : 0; });
-    }
-    for (std::thread& t : threads) t.join();
-    for (char c : ok) {
-      if (c == 0) return false;
-    }
-    return true;
+    bool ok = !dir_.empty();
+    for (auto& m : members_) ok = m->spawn_process() && ok;
+    for (auto& m : members_) ok = ok && m->wait_ready(std::chrono::seconds(30));
+    return ok;
   }
 
   [[nodiscard]] std::size_t size() const { return members_.size(); }

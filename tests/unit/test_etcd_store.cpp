@@ -629,6 +629,14 @@ TEST_CASE("etcd_store: raise_token_floor lifts the revision; revision() reports 
   auto g = s.try_acquire("after-floor", "a", 3s);
   REQUIRE(g);
   CHECK(g->token > floor);
+  // Already at the floor exactly: the next grant is still above it.
+  auto at = s.revision();
+  REQUIRE(at);
+  REQUIRE(s.raise_token_floor(*at));
+  REQUIRE(s.release("after-floor", "a", g->token));
+  g = s.try_acquire("after-floor", "a", 3s);
+  REQUIRE(g);
+  CHECK(g->token > *at);
   CHECK(s.raise_token_floor(fencing_token(1)));  // below: nothing to do
   CHECK(s.raise_token_floor(fencing_token(g->token.value() + 1000000)).error() ==
         errc::invalid_argument);

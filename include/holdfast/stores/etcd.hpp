@@ -846,7 +846,7 @@ class etcd_store {
     body_ += "}";
     const std::string put = body_;
     std::uint64_t rev = now->value();
-    while (rev + 1 < floor.value()) {  // the delete below takes the last step
+    while (rev < floor.value()) {
       result<nlohmann::json> r = link_.post("/kv/put", put);
       if (!r) return r.error();
       const std::optional<std::int64_t> got = detail::etcd_revision(*r);
@@ -856,7 +856,7 @@ class etcd_store {
     body_.assign(R"({"key":")");
     b64_append(k);
     body_ += R"("})";
-    result<nlohmann::json> r = link_.post("/kv/deleterange", body_);
+    result<nlohmann::json> r = link_.post("/kv/deleterange", body_);  // one more revision
     if (!r) return r.error();
     return {};
   }
