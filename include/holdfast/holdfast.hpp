@@ -33,6 +33,7 @@
 #include "holdfast/quorum.hpp"
 #include "holdfast/result.hpp"
 #include "holdfast/send_receive.hpp"
+#include "holdfast/step_point.hpp"
 #include "holdfast/store.hpp"
 #include "holdfast/stores/cas.hpp"
 #include "holdfast/stores/checked.hpp"

@@ -159,9 +159,27 @@ TEST_CASE("checker: S3 catches overlapping grants, and respects expiry and relea
   REQUIRE(v.violated == invariant::s3_exclusive_grants);
   REQUIRE_THAT(v.what, Catch::Contains("A's lease #1 was live"));
 
-  builder tolerant = x;  // a store that rounds: within the tolerance, not judged
+  // The tolerance is for stores that end a lease late (they round up, their clock is coarse);
+  // none may end one early (DESIGN T2), so one tick before the expiry is still an overlap.
+  builder tolerant = x;
   tolerant.h.tolerance_ns = 2 * ms;
-  REQUIRE(check(tolerant.h).ok());
+  REQUIRE(check(tolerant.h).violated == invariant::s3_exclusive_grants);
+  builder one_tick;
+  one_tick.grant(one_tick.a, "A", 0, 1, 1000);
+  one_tick.grant(one_tick.b, "B", 1000 * ms - 1, 2);
+  REQUIRE(check(one_tick.h).violated == invariant::s3_exclusive_grants);
+
+  // A multi-step store is judged from the store's clock when its operation began: a grant that
+  // began at 1 s and committed at 1.3 s may end at 2 s, so B at 2 s is no overlap; a tick
+  // earlier it is.
+  builder multi;
+  multi.grant(multi.a, "A", 1300 * ms, 1, 1000).begin_local_ns = 1000 * ms;
+  multi.grant(multi.b, "B", 2000 * ms, 2);
+  REQUIRE(check(multi.h).ok());
+  builder multi_early = multi;
+  multi_early.h.events[1].local_ns -= 1;
+  multi_early.h.events[1].store_ns -= 1;
+  REQUIRE(check(multi_early.h).violated == invariant::s3_exclusive_grants);
 }
 
 TEST_CASE("checker: S3 judges by the store's clock, not by true time", "[testing/checker]") {

@@ -25,7 +25,10 @@ TEST_CASE("check_store: the shipped memory_store conforms", "[testing/conformanc
   REQUIRE(r.contract_checks >= 25);
   REQUIRE(r.schedules == 200);
   REQUIRE(r.events > 200 * 20);
-  REQUIRE(r.skipped.empty());
+  // memory_store is one critical section per operation: nothing inside it to interleave, and the
+  // report says so.
+  REQUIRE(r.skipped.size() == 1);
+  REQUIRE_THAT(r.skipped.front(), Catch::Contains("holdfast::step_point"));
   REQUIRE_THAT(r.summary(), Catch::StartsWith("store conforms"));
 }
 
@@ -64,8 +67,8 @@ TEST_CASE("check_store: a store on its own clock is checked, expiry checks are s
       check_store([] { return std::make_unique<holdfast::memory_store<>>(); }, o);
   INFO(r.summary());
   REQUIRE(r.ok());
-  REQUIRE(r.skipped.size() == 2);
-  REQUIRE_THAT(r.summary(), Catch::Contains("skipped T2 expiry"));
+  REQUIRE(r.skipped.size() == 3);
+  REQUIRE_THAT(r.summary(), Catch::Contains("not explored:\n  - T2 expiry"));
   std::ostringstream os;
   os << r;
   REQUIRE(os.str() == r.summary());

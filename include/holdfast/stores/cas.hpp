@@ -58,6 +58,14 @@
 // Differences from memory_store, by design: tokens are per key, not store-wide; an adapter that
 // never saw a record being written starts its wait at its first sight of it, however old the
 // record is (it cannot know), so its first try on a held key is busy.
+//
+// Step points (step_point.hpp): every operation is a get, then a compare-and-swap, and the
+// adapter marks the point between the two (step_kind::between) and the CAS that wrote
+// (step_kind::takes_effect) on its Clock. They cost nothing on steady_clock; under the conformance
+// kit's simulated clock other clients run between the get and the CAS, so a KV whose
+// compare_and_swap is not really conditional (a blind write) fails the kit with no work by you.
+// The point sits before the adapter reads its clock, so a renewal decided after a stall is
+// decided on the clock as it is after the stall.
 // Value format: "hf1" + state ('H' held, 'F' free) + counter, token, TTL (ms), RVN and owner
 // length as 64-bit little-endian numbers + owner bytes; anything else in a key is reported as
 // protocol_error and left unchanged.
@@ -84,6 +92,7 @@
 #include "holdfast/error.hpp"
 #include "holdfast/fencing_token.hpp"
 #include "holdfast/result.hpp"
+#include "holdfast/step_point.hpp"
 #include "holdfast/store.hpp"
 
 namespace holdfast {
@@ -290,8 +299,10 @@ class cas_store {
     if (std::error_code ec = check_acquire_args(key, owner, ttl)) return ec;
     std::uint64_t failed_version = 0;
     for (int attempt = 0; attempt < kMaxAttempts; ++attempt) {
+      const std::uint64_t read_from = sightings_made();
       result<cas_entry> e = kv_.get(key);
       if (!e) return e.error();
+      step_point(clock_, step_kind::between);  // others may write between the get and the CAS
       if (e->version != 0 && e->version == failed_version) return errc::protocol_error;
       const time_point now = observe_clock();
       detail::cas_record next;
@@ -307,7 +318,8 @@ class cas_store {
         } else {
           // Free, expired (even if the same owner's: a new grant needs a new token), or another
           // owner's whose record has now been seen unchanged for its TTL.
-          if (rec->held && rec->owner != owner && !waited_out(key, rec->rvn, rec->ttl, now)) {
+          if (rec->held && rec->owner != owner &&
+              !waited_out(key, rec->rvn, rec->ttl, now, read_from)) {
             return errc::busy;
           }
           if (rec->counter >= fencing_token::max().value() - 1) return errc::token_exhausted;
@@ -339,6 +351,7 @@ class cas_store {
     for (int attempt = 0; attempt < kMaxAttempts; ++attempt) {
       result<cas_entry> e = kv_.get(key);
       if (!e) return e.error();
+      step_point(clock_, step_kind::between);
       if (e->version == 0) return errc::lease_lost;
       if (e->version == failed_version) return errc::protocol_error;
       std::optional<detail::cas_record> rec = detail::cas_record::decode(e->value);
@@ -365,6 +378,7 @@ class cas_store {
     for (int attempt = 0; attempt < kMaxAttempts; ++attempt) {
       result<cas_entry> e = kv_.get(key);
       if (!e) return e.error();
+      step_point(clock_, step_kind::between);
       if (e->version == 0) return errc::not_holder;
       if (e->version == failed_version) return errc::protocol_error;
       std::optional<detail::cas_record> rec = detail::cas_record::decode(e->value);
@@ -425,8 +439,9 @@ class cas_store {
 
  private:
   struct sighting {
-    std::uint64_t rvn;  // which write of the record
-    time_point since;   // when this adapter first saw it (or wrote it), read after the call
+    std::uint64_t rvn;    // which write of the record
+    time_point since;     // when this adapter first saw it (or wrote it), read after the call
+    std::uint64_t order;  // sightings_ when it was recorded: later sightings have larger ones
   };
 
   static constexpr int kMaxAttempts = 8;
@@ -450,6 +465,7 @@ class cas_store {
     next.rvn = detail::thread_generator().next();
     result<bool> swapped = kv_.compare_and_swap(key, version, next.encode());
     if (!swapped || !*swapped) return swapped;
+    step_point(clock_, step_kind::takes_effect);  // the CAS that wrote is the commit
     if (!next.held) {  // freed: nothing to time, and release reads no clock
       std::lock_guard<std::mutex> lock(mutex_);
       if (!seen_.empty()) seen_.erase(std::string(key));
@@ -459,7 +475,7 @@ class cas_store {
     // from their own first sight of it, which is the safe side.
     const time_point now = clock_.now();
     std::lock_guard<std::mutex> lock(mutex_);
-    seen_.insert_or_assign(std::string(key), sighting{next.rvn, now});
+    seen_.insert_or_assign(std::string(key), sighting{next.rvn, now, ++sightings_});
     return true;
   }
 
@@ -475,15 +491,26 @@ class cas_store {
 
   // Whether this adapter has seen write `rvn` of `key` unchanged for `ttl` by `now`; starts (or
   // restarts) the wait when that write is new to it.
+  // `read_from` is sightings_made() from before the get that returned `rvn`: a sighting recorded
+  // since then (this adapter's own write, or another caller's newer read) may be of a later write
+  // than the one this read returned, so a different rvn then does not replace it. Otherwise a
+  // stale read would erase the timing of this adapter's own write, and a renewal after its TTL
+  // would revive it (found by the step points, under the simulator).
   bool waited_out(std::string_view key, std::uint64_t rvn, std::chrono::milliseconds ttl,
-                  time_point now) {
+                  time_point now, std::uint64_t read_from) {
     std::lock_guard<std::mutex> lock(mutex_);
-    auto [it, inserted] = seen_.try_emplace(std::string(key), sighting{rvn, now});
-    if (inserted || it->second.rvn != rvn) {
-      it->second = sighting{rvn, now};
+    auto [it, inserted] = seen_.try_emplace(std::string(key), sighting{rvn, now, ++sightings_});
+    if (inserted) return false;
+    if (it->second.rvn != rvn) {
+      if (it->second.order <= read_from) it->second = sighting{rvn, now, ++sightings_};
       return false;
     }
     return elapsed(it->second.since, ttl, now);
+  }
+
+  std::uint64_t sightings_made() const {
+    std::lock_guard<std::mutex> lock(mutex_);
+    return sightings_;
   }
 
   // Whether this adapter has seen write `rvn` of `key` for `ttl` by `now`, without starting a wait.
@@ -502,8 +529,9 @@ class cas_store {
 
   KV& kv_;
   Clock clock_;
-  mutable std::mutex mutex_;  // guards seen_ and last_now_; never held across a KV call
+  mutable std::mutex mutex_;  // guards seen_, sightings_, last_now_; never held across a KV call
   std::unordered_map<std::string, sighting> seen_;
+  std::uint64_t sightings_ = 0;  // sightings recorded so far (orders them)
   std::optional<time_point> last_now_;
 };
 

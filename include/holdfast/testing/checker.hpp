@@ -22,9 +22,13 @@
 //
 // The checker replays the store events in order, keeping per (store, key) the record the store
 // must have by the contract (DESIGN §3): holder, token, and expiry on the store's clock. Expiry is
-// an interval [lo, hi]: a re-acquire or renew may set the expiry to now+ttl or keep a later one,
-// and a store may round; instants within history::tolerance_ns of it are judged neither way. So
-// the checker never reports a violation that some contract-abiding store could have produced.
+// an interval [lo, hi]: a re-acquire or renew may set the expiry to now+ttl or keep a later one, a
+// multi-step store may have read its clock when its operation began (event::begin_local_ns; lo is
+// measured from there), and a store may end a lease late (it rounds up, its clock is coarse):
+// instants within history::tolerance_ns *after* hi are judged neither way. None is allowed before
+// lo: a store must never end a lease earlier than the TTL it reported (DESIGN T2), so a grant to
+// another owner one tick before lo is an overlap (S3). So the checker never reports a violation
+// that some contract-abiding store could have produced.
 //
 // Thread-safety: check() is a pure function of its argument.
 #ifndef HOLDFAST_TESTING_CHECKER_HPP
@@ -173,8 +177,11 @@ class checker {
   };
 
   std::int64_t tol() const noexcept { return h_.tolerance_ns; }
+  // No tolerance on this side: a store may end a lease later than its TTL says (it rounds up, its
+  // clock is coarse), never earlier (DESIGN T2), so a grant to another owner before `lo` is an
+  // overlap. `lo` is measured from the store's clock when the granting operation began.
   bool definitely_live(const key_state& s, std::int64_t now) const noexcept {
-    return s.held && now < s.lo - tol();
+    return s.held && now < s.lo;
   }
   bool definitely_expired(const key_state& s, std::int64_t now) const noexcept {
     return !s.held || now >= s.hi + tol();
@@ -227,10 +234,15 @@ class checker {
     const std::int64_t now = e.local_ns;  // the store's own clock
     if (e.outcome != 0) return;           // refused: changes nothing (S5 for failures is moot)
     const std::int64_t until = now + e.ttl_ms * 1000000;
+    // The earliest expiry the store can have computed: from its clock when the operation began
+    // (a multi-step store may have read it before stalling at a step point).
+    const std::int64_t begin =
+        e.begin_local_ns != 0 && e.begin_local_ns < now ? e.begin_local_ns : now;
+    const std::int64_t until_lo = begin + e.ttl_ms * 1000000;
     if (e.kind == event_kind::store_acquire) {
       const bool same = s.held && s.owner == e.owner && s.token == e.token;
       if (same && !definitely_expired(s, now)) {  // the holder re-acquiring: extends
-        s.lo = until;
+        s.lo = until_lo;
         s.hi = std::max(s.hi, until);
         extend(i, e, until);
         return;
@@ -263,7 +275,7 @@ class checker {
       s.held = true;
       s.owner = e.owner;
       s.token = e.token;
-      s.lo = until;
+      s.lo = until_lo;
       s.hi = until;
       s.max_token = e.token;
       s.max_event = i;
@@ -299,7 +311,7 @@ class checker {
              ctx);
         return;
       }
-      s.lo = until;
+      s.lo = until_lo;
       s.hi = std::max(s.hi, until);
       extend(i, e, until);
       return;

@@ -80,6 +80,7 @@ struct conformance_report {
   std::uint32_t contract_checks = 0;  ///< Deterministic contract checks run.
   std::uint32_t schedules = 0;        ///< Simulated schedules run.
   std::uint64_t events = 0;           ///< Simulated events checked in all.
+  std::uint64_t store_steps = 0;  ///< Step points (step_point.hpp) the store reached in schedules.
 
   /// Returns true iff nothing failed.
   [[nodiscard]] bool ok() const noexcept { return failures.empty(); }
@@ -93,7 +94,8 @@ struct conformance_report {
            " schedules (" + std::to_string(events) + " events), " +
            std::to_string(failures.size()) + " failure(s)\n";
     for (const std::string& f : failures) out += "FAILED " + f + "\n";
-    for (const std::string& s : skipped) out += "skipped " + s + "\n";
+    if (!skipped.empty()) out += "not explored:\n";
+    for (const std::string& s : skipped) out += "  - " + s + "\n";
     return out;
   }
 
@@ -265,11 +267,13 @@ conformance_report check_store(Factory&& make_store, const conformance_options& 
     rep.skipped.push_back(
         "S3, S4, expiry in S5, L1 over schedules: the store's clock is not injectable");
   }
+  std::uint64_t store_steps = 0;
   for (std::uint32_t i = 0; i < o.schedules; ++i) {
     seeded_source src(o.seed + i);
     run_result r = run_schedule(src, make_store, ro);
     ++rep.schedules;
     rep.events += r.log.events.size();
+    store_steps += r.log.store_steps;
     if (!r.result.ok()) {
       // Replay it recorded, shrink it, and report the minimal timeline (the seed replays the
       // original: run_schedule(seeded_source(seed), factory, options)).
@@ -284,6 +288,14 @@ conformance_report check_store(Factory&& make_store, const conformance_options& 
                              "): " + s.run.result.report());
       break;
     }
+  }
+  rep.store_steps = store_steps;
+  if (store_steps == 0 && rep.schedules != 0) {
+    rep.skipped.push_back(
+        "interleavings inside the store's operations: the store marked no step points, so each "
+        "operation ran as one atomic step (right for a store that makes one call per operation; "
+        "otherwise mark the points between its calls with holdfast::step_point(clock, "
+        "holdfast::step_kind::between), step_point.hpp)");
   }
   return rep;
 }

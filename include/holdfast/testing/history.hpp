@@ -25,6 +25,9 @@
 //              | validity check, a jump's size (ns), liveness bound (ns) for `heal`, the new
 //              | token of a raise; for other store events, the injected delay (ns)
 //   note       | for store events: the fault injected around it (fault_note)
+//   begin_local_ns | for store events: the store's clock when it began applying; earlier than
+//              | local_ns only if the store stalled at a step point inside the operation (0: not
+//              | recorded; local_ns is used)
 //
 // Events are appended in true-time order; a store operation is placed at its linearization
 // point (the instant the store applied it), not when its reply arrived.
@@ -211,6 +214,7 @@ struct event {
   std::uint64_t token = 0;
   std::int64_t ttl_ms = 0;
   std::int64_t value = 0;
+  std::int64_t begin_local_ns = 0;
   std::string owner;
 };
 
@@ -225,13 +229,18 @@ struct history {
   /// S4 (holder belief) is promised only while every clock stays within the drift bound and no
   /// clock jumps: events at or after this true time are not checked for S4.
   std::int64_t s4_until_ns = std::numeric_limits<std::int64_t>::max();
-  /// Store-clock tolerance (ns) when judging expiry: a store may round TTLs to its own
-  /// resolution, so an instant within this distance of an expiry is not judged either way.
+  /// Store-clock tolerance (ns) when judging expiry: a store may end a lease up to this much
+  /// later than its TTL says (it rounds up to its own resolution, its clock is coarse), so an
+  /// instant this close after an expiry is not judged. There is none before an expiry: a store
+  /// must never end a lease earlier than the TTL it reported (DESIGN T2).
   std::int64_t tolerance_ns = 1000000;
   /// Decisions the simulator drew from the source during the run (the workload's come on top).
   std::uint64_t decisions = 0;
   /// Times the scheduler switched into a client fiber (each also costs the switch back).
   std::uint64_t switches = 0;
+  /// step_kind::between points the stores reached inside operations of simulated clients
+  /// (holdfast::step_point): 0 means no interleaving inside a store operation was explored.
+  std::uint64_t store_steps = 0;
 
   /// Appends `e` and returns its index.
   std::size_t add(event e) {

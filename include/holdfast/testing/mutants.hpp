@@ -28,7 +28,6 @@
 
 #include <chrono>
 #include <cstdint>
-#include <functional>
 #include <map>
 #include <optional>
 #include <string>
@@ -40,6 +39,7 @@
 #include "holdfast/error.hpp"
 #include "holdfast/fencing_token.hpp"
 #include "holdfast/result.hpp"
+#include "holdfast/step_point.hpp"
 #include "holdfast/store.hpp"
 #include "holdfast/testing/checker.hpp"
 
@@ -158,8 +158,9 @@ inline bool is_store_mutant(mutant m) noexcept {
 
 /// A small map-based LeaseStore with expiry by `Clock`, correct when built with mutant::none and
 /// broken in exactly one way otherwise (store mutants only; others behave as none). Multi-step
-/// mutants call the `step` hook between their steps and `linearized` where their grant takes
-/// effect, so a simulator can stall a client in the middle (sim_store::step / linearized).
+/// mutants mark their steps with the public holdfast::step_point (step_point.hpp), exactly as a
+/// user's store would: step_kind::between between their steps and step_kind::takes_effect where
+/// their grant takes effect, so the simulator (through sim_clock) can stall a client in the middle.
 ///
 /// Thread-safety: none (single-threaded simulations only).
 template <class Clock>
@@ -167,12 +168,6 @@ class mutant_store {
  public:
   /// Makes an empty store with expiry by `clock`, broken as `m` says.
   explicit mutant_store(Clock clock, mutant m = mutant::none) : clock_(std::move(clock)), m_(m) {}
-
-  /// Sets the hooks multi-step mutants call (both default to doing nothing).
-  void set_hooks(std::function<void()> step, std::function<void()> linearized) {
-    step_ = std::move(step);
-    linearized_ = std::move(linearized);
-  }
 
   /// LeaseStore try_acquire (store.hpp), broken as the mutant says.
   result<grant> try_acquire(std::string_view key, std::string_view owner,
@@ -258,20 +253,14 @@ class mutant_store {
     return m_ == mutant::never_expires || now < r.expires;
   }
   static time_point later(time_point a, time_point b) noexcept { return a < b ? b : a; }
-  void step() {
-    if (step_) step_();
-  }
-  void linearized() {
-    if (linearized_) linearized_();
-  }
+  void step() { holdfast::step_point(clock_, step_kind::between); }
+  void linearized() { holdfast::step_point(clock_, step_kind::takes_effect); }
 
   Clock clock_;
   mutant m_;
   std::map<std::string, record> map_;
   std::map<std::string, std::uint64_t> per_key_;
   std::uint64_t counter_ = 0;
-  std::function<void()> step_;
-  std::function<void()> linearized_;
 };
 
 }  // namespace testing

@@ -33,9 +33,13 @@
 // recorded as store_raise) and raise_token_floor(). record(false) keeps a store's operations out
 // of the history (e.g. quorum members, when the quorum-level operations are what is judged).
 //
-// Multi-step stores: a store that is deliberately not atomic (testing/mutants.hpp) may call
-// step() between its steps (an interposition point for the calling client) and linearized() at
-// the step where its grant takes effect (the history then places the operation there).
+// Multi-step stores: a store that takes several steps per operation marks the points between
+// them with holdfast::step_point(clock, step_kind::between) on the clock it was built with (an
+// interposition point for the calling client: others run, it stalls or crashes there), and the
+// step at which its operation takes effect with step_kind::takes_effect (the history then places
+// the operation there; by default it is placed where the store returns). See step_point.hpp.
+// The event also records the store's clock when the operation began (event::begin_local_ns), so
+// a store that read its clock before a stall is judged by the earliest reading it could have made.
 //
 // Thread-safety: the simulator's thread only.
 #ifndef HOLDFAST_TESTING_SIM_STORE_HPP
@@ -218,8 +222,9 @@ class sim_store {
     return inner_->raise_token_floor(floor);
   }
 
-  /// An interposition point for the calling client between two steps of a multi-step store.
-  void step() { sim_.point(simulator::point_kind::store_step); }
+  /// An interposition point for the calling client between two steps of a multi-step store (as
+  /// holdfast::step_point(clock(), step_kind::between)).
+  void step() { sim_.store_step_point(step_kind::between); }
 
   /// Tells the wrapper that the calling client's operation in progress takes effect now: its
   /// history event is placed at this instant (by default an operation is placed where the store
@@ -375,11 +380,21 @@ class sim_store {
     // or, by default, where it returns: for an atomic store, the instant it applied.
     calls_.push_back(&c);
     high_water_ = std::max(high_water_, sim_.local_ns(node_));
+    c.e.begin_local_ns = sim_.local_ns(node_);
+    simulator::store_call registration;
+    registration.takes_effect = [](void* self) { static_cast<sim_store*>(self)->linearized(); };
+    registration.self = this;
+    sim_.enter_store_call(registration);
     struct unregister {
+      simulator& sim;
+      simulator::store_call& registration;
       std::vector<call*>& calls;
       call* c;
-      ~unregister() { calls.erase(std::find(calls.begin(), calls.end(), c)); }
-    } guard{calls_, &c};
+      ~unregister() {
+        sim.leave_store_call(registration);
+        calls.erase(std::find(calls.begin(), calls.end(), c));
+      }
+    } guard{sim_, registration, calls_, &c};
     result<T> r = apply();
     if (c.index == npos) {
       stamp(c.e);

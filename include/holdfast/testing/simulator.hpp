@@ -54,6 +54,7 @@
 
 #include "holdfast/clock.hpp"
 #include "holdfast/detail/config.hpp"
+#include "holdfast/step_point.hpp"
 #include "holdfast/testing/decision.hpp"
 #include "holdfast/testing/detail/fiber.hpp"
 #include "holdfast/testing/history.hpp"
@@ -119,6 +120,12 @@ class sim_clock {
   /// Blocks the calling client until this clock reads at least `deadline`; returns at once if it
   /// already does (or if the client has crashed).
   void sleep_until(time_point deadline) const;
+
+  /// Observes a store's step point (holdfast::step_point, step_point.hpp): at step_kind::between
+  /// the calling client reaches an interposition point (it may be switched, paused or crashed);
+  /// at step_kind::takes_effect the store operation in progress is placed at this instant in the
+  /// history. Either is a no-op outside a store operation of a simulated client.
+  void step_point(step_kind kind) const;
 
   /// Returns the node this clock belongs to.
   [[nodiscard]] node_id node() const noexcept { return node_; }
@@ -299,6 +306,43 @@ class simulator {
     log_.add(std::move(e));
   }
 
+  // ---- store operations in progress ----------------------------------------------------------
+
+  /// A store operation in progress, registered by sim_store around each call into its store, so
+  /// that a step_kind::takes_effect point reaches the wrapper of the operation it belongs to.
+  /// Registrations nest (a wrapped quorum calling wrapped members): the innermost one is told.
+  struct store_call {
+    void (*takes_effect)(void* self) = nullptr;  ///< Called at a takes_effect point.
+    void* self = nullptr;                        ///< Its argument.
+    store_call* outer = nullptr;                 ///< The registration it hides (set by enter).
+  };
+
+  /// Registers `c` as the running client's innermost store operation (or, outside any client,
+  /// the test's own). Pair with leave_store_call(c) on the same client.
+  void enter_store_call(store_call& c) noexcept {
+    store_call*& top = current_ != nullptr ? current_->call : outside_call_;
+    c.outer = top;
+    top = &c;
+  }
+
+  /// Unregisters `c` (the innermost registration of the running client).
+  void leave_store_call(store_call& c) noexcept {
+    store_call*& top = current_ != nullptr ? current_->call : outside_call_;
+    top = c.outer;
+  }
+
+  /// A store's step point (see sim_clock::step_point). Counted in history::store_steps.
+  void store_step_point(step_kind kind) {
+    store_call* top = current_ != nullptr ? current_->call : outside_call_;
+    if (top == nullptr) return;  // not inside a store operation: nothing to interleave
+    if (kind == step_kind::takes_effect) {
+      if (top->takes_effect != nullptr) top->takes_effect(top->self);
+      return;
+    }
+    if (current_ != nullptr) ++store_steps_;
+    point(point_kind::store_step);
+  }
+
   // ---- interposition (called from inside clients) --------------------------------------------
 
   /// An interposition point of the running client: the decisions may let it continue, switch to
@@ -409,6 +453,7 @@ class simulator {
   [[nodiscard]] history& log() noexcept {
     log_.decisions = decisions_;
     log_.switches = switches_;
+    log_.store_steps = store_steps_;
     return log_;
   }
 
@@ -446,6 +491,7 @@ class simulator {
     detail::fiber fib;
     std::int64_t wake_ns = 0;
     std::int64_t drain_ns = 0;
+    store_call* call = nullptr;  // innermost store operation in progress
     bool done = false;
     bool crashed = false;
   };
@@ -602,6 +648,8 @@ class simulator {
   std::uint64_t steps_ = 0;
   std::uint64_t decisions_ = 0;
   std::uint64_t switches_ = 0;
+  std::uint64_t store_steps_ = 0;
+  store_call* outside_call_ = nullptr;
   bool healed_ = false;
   detail::fiber main_;
   history log_;
@@ -613,6 +661,11 @@ class simulator {
 inline sim_clock::time_point sim_clock::now() const {
   HOLDFAST_ASSERT(sim_ != nullptr, "sim_clock::now() on an unbound clock");
   return time_point(duration(sim_->read_clock(node_)));
+}
+
+inline void sim_clock::step_point(step_kind kind) const {
+  HOLDFAST_ASSERT(sim_ != nullptr, "sim_clock::step_point() on an unbound clock");
+  sim_->store_step_point(kind);
 }
 
 inline void sim_clock::sleep_until(time_point deadline) const {

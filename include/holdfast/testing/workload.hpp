@@ -190,11 +190,6 @@ inline const char* key_name(std::uint32_t k) noexcept {
   return k == 0 ? "orders" : "ledger";
 }
 
-template <class T>
-struct is_mutant_store : std::false_type {};
-template <class C>
-struct is_mutant_store<mutant_store<C>> : std::true_type {};
-
 /// Runs a workload's clients on the simulator against one sim_store, then the L1 contenders.
 template <class Store>
 class schedule_runner {
@@ -461,9 +456,6 @@ run_result run_schedule_impl(decision_source& src, Factory& make_store, const ru
     simulator sim(src, f);
     for (std::uint32_t k = 0; k < out.plan.keys; ++k) sim.log().keys.emplace_back(key_name(k));
     sim_store<Store> store(sim, "store", make_store, o.store_faults);
-    if constexpr (is_mutant_store<Store>::value) {
-      store.inner().set_hooks([&store] { store.step(); }, [&store] { store.linearized(); });
-    }
     if (simulated_clock) {
       sim.log().primary_store = store.node();
       sim.log().tolerance_ns = std::chrono::nanoseconds(o.tolerance).count();
