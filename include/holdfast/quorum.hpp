@@ -104,12 +104,29 @@
 // configuration is the default one (W = majority) *with members that persist their counters*.
 //
 // ## Dispatch
-// quorum_dispatch::threads (default): one small worker thread per member, started by the
-// constructor; a member is only ever called from its own worker, so a member needs no locking of
-// its own. The caller waits in real time, at most the per-member timeout: for try_acquire's first
-// round until every member answered (Redlock's rule) unless failure is already certain, for the
-// other rounds only until the outcome is decided. Replies still in flight are handled when they
-// arrive: a late grant is raised to T when the quorum succeeded, else released.
+// quorum_dispatch::automatic (default) picks by what the members can do (send_receive.hpp):
+//
+//   members                          | requests go out                    | hand-offs per round
+//   ---------------------------------+------------------------------------+--------------------
+//   send/receive (redis_store)       | all from the caller's thread       | none (faults: some)
+//                                    | (send), replies taken as they come |
+//                                    | from one poll() over every socket  |
+//   in-process (completes_inline:    | called in turn, in the caller's    | none
+//   memory_store)                    | thread, as sequential              |
+//   anything else                    | one worker thread per member       | two per member
+//
+// Under the split dispatch each member still has its worker: it takes a request the caller's
+// thread cannot start without blocking (the member is not connected yet, or busy with another
+// caller's request; the caller then polls a pipe the worker signals, alongside the sockets) and
+// reads the replies still in flight when the caller stops waiting, so late replies are handled
+// exactly as under threads.
+// quorum_dispatch::threads: one small worker thread per member, started by the constructor; a
+// member is only ever called from its own worker (or, split, from a caller's thread holding the
+// member's claim), so a member needs no locking of its own. The caller waits in real time, at most
+// the per-member timeout: for try_acquire's first round until every member answered (Redlock's
+// rule) unless failure is already certain, for the other rounds only until the outcome is
+// decided. Replies still in flight are handled when they arrive: a late grant is raised to T when
+// the quorum succeeded, else released.
 // quorum_dispatch::sequential calls the members one after another in the caller's thread and treats
 // a reply that took longer than the per-member timeout (on the quorum's clock) as lost, giving back
 // a late grant at once: deterministic, for manual_clock tests and the simulator. The workers,
@@ -141,6 +158,7 @@
 #include "holdfast/error.hpp"
 #include "holdfast/fencing_token.hpp"
 #include "holdfast/result.hpp"
+#include "holdfast/send_receive.hpp"
 #include "holdfast/store.hpp"
 #include "holdfast/validity.hpp"
 
@@ -186,7 +204,11 @@ inline constexpr bool has_raise_token_floor_v = detail::has_raise_token_floor<S>
 
 /// How quorum_store reaches its members (see "Dispatch" in quorum.hpp).
 enum class quorum_dispatch {
-  threads,     ///< One worker thread per member, requests in flight together (the default).
+  /// The default: requests in flight together from the caller's thread when the members have
+  /// the send/receive capability, direct calls for in-process members (completes_inline), else
+  /// threads.
+  automatic,
+  threads,     ///< One worker thread per member, requests in flight together.
   sequential,  ///< One member after another in the caller's thread: deterministic, for tests.
 };
 
@@ -226,8 +248,8 @@ struct quorum_options {
   /// while tokens stay strictly monotonic; sets W = write_quorum(N, empty_restarts). Default 0:
   /// W is a strict majority, and members must persist their counters (see the table above).
   std::size_t empty_restarts = 0;
-  /// Threads (default) or sequential; see quorum_dispatch.
-  quorum_dispatch dispatch = quorum_dispatch::threads;
+  /// automatic (default), threads or sequential; see quorum_dispatch.
+  quorum_dispatch dispatch = quorum_dispatch::automatic;
   /// floor (default) or the naive_max negative control.
   quorum_token_mode token_mode = quorum_token_mode::floor;
   /// Most requests a member's worker may have queued; beyond it the member counts as unavailable
@@ -282,9 +304,11 @@ struct quorum_args {
 /// job. Exceptions from the quorum's clock propagate; grants already made then expire by TTL.
 ///
 /// Thread-safety: every member function may be called concurrently. Under
-/// quorum_dispatch::threads each member store is called only from its own worker thread; under
-/// sequential the members are called from the callers' threads and must be thread-safe if the
-/// quorum is shared. The destructor waits for queued clean-ups (releases) to finish.
+/// quorum_dispatch::threads each member store is called only from its own worker thread, or (split
+/// dispatch) from one caller's thread at a time; under sequential, and for in-process members
+/// under automatic, the members are called from the callers' threads and must be thread-safe if
+/// the quorum is shared (memory_store is). The destructor waits for queued clean-ups (releases) to
+/// finish.
 template <class Store, class Clock = steady_clock>
 class quorum_store {
   static_assert(assert_lease_store<Store>(),
@@ -302,10 +326,11 @@ class quorum_store {
   using clock_type = Clock;
 
   /// Makes a quorum over `members` (not owned; distinct, non-null, an odd number of them) with
-  /// `opts`, measuring validity on `clock`. Under quorum_dispatch::threads it starts one worker
-  /// thread per member. A bad configuration is not an exception: check() reports it and every
-  /// operation returns errc::invalid_argument. std::thread's own failure to start propagates
-  /// (std::system_error; it aborts under -fno-exceptions).
+  /// `opts`, measuring validity on `clock`. It starts one worker thread per member unless the
+  /// dispatch is sequential, or automatic over in-process members. A bad configuration is not an
+  /// exception: check() reports it and every operation returns errc::invalid_argument.
+  /// std::thread's own failure to start propagates (std::system_error; it aborts under
+  /// -fno-exceptions).
   explicit quorum_store(std::vector<Store*> members, quorum_options opts = {},
                         Clock clock = Clock{})
       : opts_(opts), exec_(std::move(members), std::move(clock)) {
@@ -318,8 +343,11 @@ class quorum_store {
       }
     }
     write_quorum_ = write_quorum(m.size(), opts_.empty_restarts);
-    if (!config_error_ && opts_.dispatch == quorum_dispatch::threads) {
+    const bool inline_members =
+        opts_.dispatch == quorum_dispatch::automatic && completes_inline_v<Store>;
+    if (!config_error_ && opts_.dispatch != quorum_dispatch::sequential && !inline_members) {
       exec_.start_workers(opts_.max_queued);
+      if (opts_.dispatch == quorum_dispatch::automatic) exec_.enable_split();
     }
   }
 
@@ -368,7 +396,7 @@ class quorum_store {
       // Sequential: late grants are given back now, inline, so that no member call (and no time)
       // passes between the validity check and the report. (Threads: they join below, on their
       // workers, without delaying the caller.)
-      if (opts_.dispatch == quorum_dispatch::sequential) {
+      if (exec_.sequential()) {
         exec_.finalize(a.r1.round, [this, args](std::size_t i, result<grant>& r) {
           if (r && r->token.is_issuable()) {
             (void)exec_.member(i).release(args->key, args->owner, r->token);
@@ -406,10 +434,16 @@ class quorum_store {
     const std::size_t w = write_quorum_;
     auto r = exec_.template run_round<result<grant>>(
         exec_.all_members(), true, member_wait(ttl),
-        [args, tokens](std::size_t i, Store& s) -> result<grant> {
-          if (!tokens[i].is_issuable()) return errc::lease_lost;
-          return s.renew(args->key, args->owner, tokens[i], args->ttl);
-        },
+        detail::make_split_call(
+            [args, tokens](std::size_t i) -> std::optional<store_request> {
+              if (!tokens[i].is_issuable()) return std::nullopt;
+              return store_request{store_op::renew, args->key, args->owner,
+                                   tokens[i],       {},        args->ttl};
+            },
+            [args, tokens](std::size_t i, Store& s) -> result<grant> {
+              if (!tokens[i].is_issuable()) return errc::lease_lost;
+              return s.renew(args->key, args->owner, tokens[i], args->ttl);
+            }),
         [w](const std::vector<std::optional<result<grant>>>& on_time, std::size_t outstanding) {
           std::size_t ok = 0;
           for (const auto& x : on_time) ok += (x && *x) ? 1 : 0;
@@ -457,10 +491,15 @@ class quorum_store {
     auto r = exec_.template run_round<result<void>>(
         exec_.all_members(), false,
         std::chrono::duration_cast<std::chrono::nanoseconds>(opts_.member_timeout),
-        [args, tokens](std::size_t i, Store& s) -> result<void> {
-          if (!tokens[i].is_issuable()) return errc::not_holder;
-          return s.release(args->key, args->owner, tokens[i]);
-        },
+        detail::make_split_call(
+            [args, tokens](std::size_t i) -> std::optional<store_request> {
+              if (!tokens[i].is_issuable()) return std::nullopt;
+              return store_request{store_op::release, args->key, args->owner, tokens[i], {}, {}};
+            },
+            [args, tokens](std::size_t i, Store& s) -> result<void> {
+              if (!tokens[i].is_issuable()) return errc::not_holder;
+              return s.release(args->key, args->owner, tokens[i]);
+            }),
         [w](const std::vector<std::optional<result<void>>>& on_time, std::size_t) {
           std::size_t released = 0;
           for (const auto& x : on_time) released += (x && *x) ? 1 : 0;
@@ -505,7 +544,11 @@ class quorum_store {
     auto r = exec_.template run_round<R>(
         exec_.all_members(), false,
         std::chrono::duration_cast<std::chrono::nanoseconds>(opts_.member_timeout),
-        [args](std::size_t, Store& s) -> R { return s.inspect(args->key); },
+        detail::make_split_call(
+            [args](std::size_t) -> std::optional<store_request> {
+              return store_request{store_op::inspect, args->key, {}, {}, {}, {}};
+            },
+            [args](std::size_t, Store& s) -> R { return s.inspect(args->key); }),
         [w](const std::vector<std::optional<R>>& on_time, std::size_t outstanding) {
           const std::pair<std::size_t, std::size_t> top = best_agreement(on_time);
           return top.first >= w || top.first + outstanding < w;
@@ -547,7 +590,11 @@ class quorum_store {
     auto r = exec_.template run_round<result<void>>(
         exec_.all_members(), false,
         std::chrono::duration_cast<std::chrono::nanoseconds>(opts_.member_timeout),
-        [floor](std::size_t, Store& s) { return s.raise_token_floor(floor); },
+        detail::make_split_call(
+            [floor](std::size_t) -> std::optional<store_request> {
+              return store_request{store_op::raise_token_floor, {}, {}, floor, {}, {}};
+            },
+            [floor](std::size_t, Store& s) { return s.raise_token_floor(floor); }),
         [w](const std::vector<std::optional<result<void>>>& on_time, std::size_t outstanding) {
           std::size_t ok = 0;
           for (const auto& x : on_time) ok += (x && *x) ? 1 : 0;
@@ -587,7 +634,14 @@ class quorum_store {
     acquire_attempt a;
     a.r1 = exec_.template run_round<result<grant>>(
         exec_.all_members(), true, wait,
-        [args](std::size_t, Store& s) { return s.try_acquire(args->key, args->owner, args->ttl); },
+        detail::make_split_call(
+            [args](std::size_t) -> std::optional<store_request> {
+              return store_request{
+                  store_op::try_acquire, args->key, args->owner, {}, {}, args->ttl};
+            },
+            [args](std::size_t, Store& s) {
+              return s.try_acquire(args->key, args->owner, args->ttl);
+            }),
         [w](const std::vector<std::optional<result<grant>>>& on_time, std::size_t outstanding) {
           std::size_t granted = 0;
           for (const auto& r : on_time) granted += (r && *r && usable(**r)) ? 1 : 0;
@@ -649,9 +703,14 @@ class quorum_store {
     const std::size_t already = a.holding;
     auto round2 = exec_.template run_round<result<void>>(
         lagging, true, wait,
-        [args, held = a.held, top = a.top](std::size_t i, Store& s) {
-          return s.raise_token(args->key, args->owner, *held[i], top);
-        },
+        detail::make_split_call(
+            [args, held = a.held, top = a.top](std::size_t i) -> std::optional<store_request> {
+              return store_request{
+                  store_op::raise_token, args->key, args->owner, *held[i], top, {}};
+            },
+            [args, held = a.held, top = a.top](std::size_t i, Store& s) {
+              return s.raise_token(args->key, args->owner, *held[i], top);
+            }),
         [already, w](const std::vector<std::optional<result<void>>>& on_time,
                      std::size_t outstanding) {
           std::size_t ok = already;

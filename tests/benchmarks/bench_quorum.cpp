@@ -7,6 +7,7 @@
 //   ----------------------------------------+---------------------------------------+--------
 //   quorum_memory_acquire_release/N threads | one memory_store acquire+release      | (info)
 //   quorum_memory_acquire_release/N seq     | one memory_store acquire+release      | (info)
+//   quorum_memory_acquire_release/N auto    | one memory_store acquire+release      | <= seq
 //   fan_out_workers/5                       | the same 5 tasks through std::async   | <= 1
 //
 // fan_out_workers is the measurement behind the dispatch design: quorum_dispatch::threads keeps
@@ -38,7 +39,9 @@ using mem = holdfast::memory_store<>;
 
 void BM_quorum_memory_acquire_release(benchmark::State& state) {
   const auto n = static_cast<std::size_t>(state.range(0));
-  const bool threads = state.range(1) != 0;
+  // 0: sequential, 1: threads (worker per member), 2: automatic (the default: direct calls,
+  // memory_store being in-process).
+  const auto mode = state.range(1);
   std::vector<std::unique_ptr<mem>> members;
   std::vector<mem*> ptrs;
   for (std::size_t i = 0; i < n; ++i) {
@@ -46,7 +49,9 @@ void BM_quorum_memory_acquire_release(benchmark::State& state) {
     ptrs.push_back(members.back().get());
   }
   holdfast::quorum_options o;
-  o.dispatch = threads ? holdfast::quorum_dispatch::threads : holdfast::quorum_dispatch::sequential;
+  o.dispatch = mode == 0   ? holdfast::quorum_dispatch::sequential
+               : mode == 1 ? holdfast::quorum_dispatch::threads
+                           : holdfast::quorum_dispatch::automatic;
   o.member_timeout = std::chrono::milliseconds(1000);
   auto quorum = std::make_unique<holdfast::quorum_store<mem>>(ptrs, o);
   auto single = std::make_unique<mem>();
@@ -68,12 +73,15 @@ void BM_quorum_memory_acquire_release(benchmark::State& state) {
       kChunk);
 }
 BENCHMARK(BM_quorum_memory_acquire_release)
-    ->ArgNames({"members", "threads"})
+    ->ArgNames({"members", "dispatch"})
     ->Args({1, 1})
     ->Args({3, 1})
     ->Args({5, 1})
     ->Args({3, 0})
     ->Args({5, 0})
+    ->Args({1, 2})
+    ->Args({3, 2})
+    ->Args({5, 2})
     ->Apply(with_min_max)
     ->UseRealTime();
 

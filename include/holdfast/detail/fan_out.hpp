@@ -22,6 +22,19 @@
 #ifndef HOLDFAST_DETAIL_FAN_OUT_HPP
 #define HOLDFAST_DETAIL_FAN_OUT_HPP
 
+#if defined(__has_include)
+#if __has_include(<poll.h>)
+#include <fcntl.h>
+#include <poll.h>
+#include <unistd.h>
+#define HOLDFAST_DETAIL_HAS_POLL 1
+#endif
+#endif
+#ifndef HOLDFAST_DETAIL_HAS_POLL
+#define HOLDFAST_DETAIL_HAS_POLL 0  // no poll(): the split dispatch is off, workers do it all
+#endif
+
+#include <cerrno>
 #include <chrono>
 #include <condition_variable>
 #include <cstddef>
@@ -39,12 +52,23 @@
 #include "holdfast/detail/config.hpp"
 #include "holdfast/detail/saturating.hpp"
 #include "holdfast/error.hpp"
+#include "holdfast/result.hpp"
+#include "holdfast/send_receive.hpp"
+#include "holdfast/store.hpp"
 
 namespace holdfast {
 HOLDFAST_ABI_NAMESPACE_BEGIN
 namespace detail {
 
-// One worker thread serving one member, FIFO. Tasks never throw (the executor wraps them).
+// One worker thread serving one member, FIFO, with a bounded queue. Tasks never throw (the
+// executor wraps them).
+//
+// The claim: whoever calls the member holds it. The worker takes it for each task it runs; the
+// caller's thread takes it with try_claim() to put a request on the wire itself (split dispatch),
+// and only when the worker is idle with nothing queued, so member calls keep their FIFO order. A
+// request the caller started and stopped waiting for is finished on the worker by a task posted
+// with post_claimed(): it carries the caller's claim and runs before anything else queued. So a
+// task never waits for a claim that only a task behind it could give back.
 class fan_out_worker {
  public:
   explicit fan_out_worker(std::size_t max_queued)
@@ -67,34 +91,109 @@ class fan_out_worker {
     {
       std::lock_guard<std::mutex> lock(mutex_);
       if (queue_.size() >= max_queued_) return false;
-      queue_.push_back(std::move(task));
+      queue_.push_back(item{std::move(task), false});
     }
     cv_.notify_one();
     return true;
   }
 
+  // Takes the claim for the calling thread if the worker is idle and nothing is queued.
+  bool try_claim() {
+    std::lock_guard<std::mutex> lock(mutex_);
+    if (claimed_ || !queue_.empty()) return false;
+    claimed_ = true;
+    return true;
+  }
+
+  // Gives back the claim try_claim() took.
+  void release_claim() {
+    {
+      std::lock_guard<std::mutex> lock(mutex_);
+      claimed_ = false;
+    }
+    cv_.notify_one();
+  }
+
+  // Hands the caller's claim to `task`, queued ahead of everything; never refused (it finishes a
+  // request already on the wire, which must be read).
+  void post_claimed(std::function<void()> task) {
+    {
+      std::lock_guard<std::mutex> lock(mutex_);
+      queue_.push_front(item{std::move(task), true});
+    }
+    cv_.notify_one();
+  }
+
  private:
+  struct item {
+    std::function<void()> task;
+    bool claimed;  // carries the claim of the thread that posted it
+  };
+
   void run() {
     for (;;) {
-      std::function<void()> task;
+      item next;
       {
         std::unique_lock<std::mutex> lock(mutex_);
-        cv_.wait(lock, [this] { return stop_ || !queue_.empty(); });
+        cv_.wait(lock, [this] {
+          return (stop_ && queue_.empty()) ||
+                 (!queue_.empty() && (queue_.front().claimed || !claimed_));
+        });
         if (queue_.empty()) return;
-        task = std::move(queue_.front());
+        next = std::move(queue_.front());
         queue_.pop_front();
+        claimed_ = true;
       }
-      task();
+      next.task();
+      {
+        std::lock_guard<std::mutex> lock(mutex_);
+        claimed_ = false;
+      }
     }
   }
 
   std::size_t max_queued_;
   std::mutex mutex_;
   std::condition_variable cv_;
-  std::deque<std::function<void()>> queue_;
+  std::deque<item> queue_;
+  bool claimed_ = false;  // someone is calling the member
   bool stop_ = false;
   std::thread thread_;  // last: starts once everything it uses exists
 };
+
+// A call for run_round() that the split dispatch can put on the wire: `request(i)` gives member
+// i's request (nullopt: the blocking call answers without the member, e.g. naive_max's missing
+// token), and the call itself is the blocking form for workers and sequential dispatch.
+template <class Request, class Blocking>
+struct split_call {
+  Request request;
+  Blocking blocking;
+  template <class Member>
+  auto operator()(std::size_t i, Member& m) const -> decltype(blocking(i, m)) {
+    return blocking(i, m);
+  }
+};
+template <class Request, class Blocking>
+split_call<Request, Blocking> make_split_call(Request request, Blocking blocking) {
+  return split_call<Request, Blocking>{std::move(request), std::move(blocking)};
+}
+template <class C>
+struct is_split_call : std::false_type {};
+template <class Request, class Blocking>
+struct is_split_call<split_call<Request, Blocking>> : std::true_type {};
+
+// The field of a store_reply that an operation returning R fills.
+template <class R>
+R reply_as(store_reply&& r) {
+  if constexpr (std::is_same_v<R, result<grant>>) {
+    return std::move(r.granted);
+  } else if constexpr (std::is_same_v<R, result<void>>) {
+    return r.done;
+  } else {
+    static_assert(std::is_same_v<R, result<std::optional<lease_record>>>);
+    return std::move(r.record);
+  }
+}
 
 // What one round of requests knows about one member.
 enum class fan_out_slot : unsigned char {
@@ -135,6 +234,20 @@ struct fan_out_round {
 #if HOLDFAST_HAS_EXCEPTIONS
   std::exception_ptr exception;  // the first exception a member threw
 #endif
+  // Split dispatch with some of the round's requests on workers: the caller polls wake_read
+  // along with the members' sockets, and a worker that files an on-time reply writes a byte to
+  // wake_write. -1 when unused. Closed with the round (workers hold it while they write).
+  int wake_read = -1;
+  int wake_write = -1;
+
+  fan_out_round(const fan_out_round&) = delete;
+  fan_out_round& operator=(const fan_out_round&) = delete;
+  ~fan_out_round() {
+#if HOLDFAST_DETAIL_HAS_POLL
+    if (wake_read >= 0) ::close(wake_read);
+    if (wake_write >= 0) ::close(wake_write);
+#endif
+  }
 };
 
 // What run_round() returns to the caller.
@@ -170,6 +283,15 @@ class fan_out {
     }
   }
 
+  // Lets run_round() put split calls on the wire from the caller's thread (see run_split), when
+  // the members have the send/receive capability. Needs the workers (start_workers) too: they
+  // take the requests the caller cannot start without blocking, and the late replies.
+  void enable_split() noexcept {
+    split_ = HOLDFAST_DETAIL_HAS_POLL && has_send_receive_v<Member> && !workers_.empty();
+  }
+  // True when the members are called in the caller's thread, one after another (no workers).
+  [[nodiscard]] bool sequential() const noexcept { return workers_.empty(); }
+
   [[nodiscard]] std::size_t size() const noexcept { return members_.size(); }
   [[nodiscard]] Member& member(std::size_t i) const noexcept { return *members_[i]; }
   [[nodiscard]] const std::vector<Member*>& members() const noexcept { return members_; }
@@ -194,6 +316,11 @@ class fan_out {
     round->skip_unstarted = skip_unstarted;
     fan_out_reply<R> out{round, std::vector<std::optional<R>>(members_.size())};
     if constexpr (!std::is_same_v<Decided, std::nullptr_t>) round->decided = std::move(decided);
+#if HOLDFAST_DETAIL_HAS_POLL
+    if constexpr (has_send_receive_v<Member> && is_split_call<Call>::value) {
+      if (split_) return run_split<R>(targets, skip_unstarted, wait, call, std::move(out));
+    }
+#endif
     if (workers_.empty()) {
       const auto limit = std::chrono::duration_cast<typename Clock::duration>(wait);
       for (std::size_t i : targets) {
@@ -213,22 +340,36 @@ class fan_out {
       return out;
     }
     const auto deadline = detail::saturating_add(std::chrono::steady_clock::now(), wait);
-    for (std::size_t i : targets) {
-      {
-        std::lock_guard<std::mutex> lock(round->mutex);
-        round->state[i] = fan_out_slot::pending;
-        ++round->outstanding;
-      }
-      Member* member = members_[i];
-      const bool posted =
-          workers_[i]->post([round, i, member, call] { run_slot<R>(*round, i, *member, call); });
-      if (!posted) {
-        std::lock_guard<std::mutex> lock(round->mutex);
-        round->state[i] = fan_out_slot::skipped;
-        --round->outstanding;
-        ++out.unanswered;
-      }
+    for (std::size_t i : targets) post_slot<R>(out, i, call);
+    return await_workers(skip_unstarted, deadline, std::move(out));
+  }
+
+  // Queues member i's request of the round on its worker.
+  template <class R, class Call>
+  void post_slot(fan_out_reply<R>& out, std::size_t i, const Call& call) const {
+    const std::shared_ptr<fan_out_round<R>>& round = out.round;
+    {
+      std::lock_guard<std::mutex> lock(round->mutex);
+      round->state[i] = fan_out_slot::pending;
+      ++round->outstanding;
     }
+    Member* member = members_[i];
+    const bool posted =
+        workers_[i]->post([round, i, member, call] { run_slot<R>(*round, i, *member, call); });
+    if (!posted) {
+      std::lock_guard<std::mutex> lock(round->mutex);
+      round->state[i] = fan_out_slot::skipped;
+      --round->outstanding;
+      ++out.unanswered;
+    }
+  }
+
+  // Waits (condition variable) until the workers' replies decide the round or `deadline`.
+  template <class R>
+  fan_out_reply<R> await_workers(bool skip_unstarted,
+                                 std::chrono::steady_clock::time_point deadline,
+                                 fan_out_reply<R> out) const {
+    const std::shared_ptr<fan_out_round<R>>& round = out.round;
     std::unique_lock<std::mutex> lock(round->mutex);
     const bool decided_in_time =
         round->cv.wait_until(lock, deadline, [&] { return round->ready(); });
@@ -272,7 +413,14 @@ class fan_out {
         return;  // the caller stopped waiting: nobody to wake
       }
     }
-    std::optional<R> r = invoke_member<R>(round, i, member, call);
+    file_reply<R>(round, i, invoke_member<R>(round, i, member, call));
+  }
+
+  // Files member i's reply `r` of the round: on time (waking the caller once the round is
+  // ready), late (kept for finalize), or handed to the clean-up at once (already finalized).
+  // Called on a worker, or by the caller's thread for a reply it read itself.
+  template <class R>
+  static void file_reply(fan_out_round<R>& round, std::size_t i, std::optional<R> r) {
     std::function<void(std::size_t, R&)> late;
     {
       std::lock_guard<std::mutex> lock(round.mutex);
@@ -282,6 +430,12 @@ class fan_out {
         round.state[i] = fan_out_slot::on_time;
         round.on_time[i] = round.reply[i];
         if (round.ready()) round.cv.notify_all();
+#if HOLDFAST_DETAIL_HAS_POLL
+        if (round.wake_write >= 0) {
+          const char byte = 0;
+          (void)!::write(round.wake_write, &byte, 1);  // non-blocking; a full pipe already wakes
+        }
+#endif
       } else if (!round.finalized) {
         round.state[i] = fan_out_slot::late;
       } else {
@@ -295,6 +449,206 @@ class fan_out {
       }
       HOLDFAST_CATCH_ALL {}  // a clean-up's failure only leaves a record for its TTL to free
     }
+  }
+
+  // Reads member i's reply to the split request the caller's thread started (receive() waits
+  // at most the member's own timeout) and files it. Runs on the worker, holding the claim.
+  template <class R>
+  static void finish_slot(fan_out_round<R>& round, std::size_t i, Member& member) {
+    std::optional<R> r;
+    HOLDFAST_TRY {
+      r.emplace(reply_as<R>(member.receive()));
+    }
+    HOLDFAST_CATCH_ALL {
+      keep_exception(round);
+      r.emplace(errc::store_unavailable);
+    }
+    file_reply<R>(round, i, std::move(r));
+  }
+
+  template <class R>
+  static void keep_exception(fan_out_round<R>& round) {
+#if HOLDFAST_HAS_EXCEPTIONS
+    std::lock_guard<std::mutex> lock(round.mutex);
+    if (!round.exception) round.exception = std::current_exception();
+#else
+    (void)round;
+#endif
+  }
+
+  // The split dispatch (members with the send/receive capability): the caller's thread claims
+  // each member, puts every request on the wire (send), and poll()s all their sockets at once,
+  // taking replies as they come, until the round is decided, every reply is in, or `wait` has
+  // passed: no thread hand-off on the way. A member it cannot claim (its worker is busy or has
+  // work queued, e.g. another caller's request) or whose send() declines (not connected yet:
+  // connecting blocks) gets its request through its worker instead, and the caller polls a pipe
+  // the worker writes to when it files the reply. Requests still in flight when the caller stops
+  // waiting are finished on their workers (post_claimed): their replies are read and filed as
+  // late, so a late grant is given back or joins the lease exactly as under threads.
+#if HOLDFAST_DETAIL_HAS_POLL
+  template <class R, class Call>
+  fan_out_reply<R> run_split(const std::vector<std::size_t>& targets, bool skip_unstarted,
+                             std::chrono::nanoseconds wait, const Call& call,
+                             fan_out_reply<R> out) const {
+    const std::shared_ptr<fan_out_round<R>>& round = out.round;
+    const auto deadline = detail::saturating_add(std::chrono::steady_clock::now(), wait);
+    std::vector<std::size_t> flying;  // claimed, request on the wire
+    flying.reserve(targets.size());
+    bool through_workers = false;
+    for (std::size_t i : targets) {
+      std::optional<store_request> request = call.request(i);
+      if (!request) {  // answered without the member
+        {
+          std::lock_guard<std::mutex> lock(round->mutex);
+          round->state[i] = fan_out_slot::pending;
+          ++round->outstanding;
+        }
+        file_reply<R>(*round, i, invoke_member<R>(*round, i, *members_[i], call));
+        continue;
+      }
+      if (workers_[i]->try_claim()) {
+        std::error_code ec = send_would_block();
+        HOLDFAST_TRY {
+          ec = members_[i]->send(*request);
+        }
+        HOLDFAST_CATCH_ALL {
+          keep_exception(*round);
+          ec = errc::store_unavailable;
+        }
+        if (!ec) {
+          std::lock_guard<std::mutex> lock(round->mutex);
+          round->state[i] = fan_out_slot::pending;
+          ++round->outstanding;
+          flying.push_back(i);
+          continue;
+        }
+        workers_[i]->release_claim();
+        if (ec != send_would_block()) {  // not sent; the store says why
+          {
+            std::lock_guard<std::mutex> lock(round->mutex);
+            round->state[i] = fan_out_slot::pending;
+            ++round->outstanding;
+          }
+          file_reply<R>(*round, i, std::optional<R>(R(ec)));
+          continue;
+        }
+      }
+      post_slot<R>(out, i, call);
+      through_workers = true;
+    }
+    if (through_workers && !flying.empty() && !open_wake(*round)) {
+      for (std::size_t i : flying) hand_to_worker<R>(round, i);  // no pipe: all on the workers
+      flying.clear();
+    }
+    std::vector<struct pollfd> fds;
+    fds.reserve(flying.size());
+    bool decided_in_time = false;
+    for (;;) {
+      // Take every reply that is complete, in whatever order they came.
+      for (std::size_t k = 0; k < flying.size();) {
+        const std::size_t i = flying[k];
+        bool complete = true;
+        HOLDFAST_TRY {
+          complete = members_[i]->progress();
+        }
+        HOLDFAST_CATCH_ALL {
+          keep_exception(*round);
+        }
+        if (!complete) {
+          ++k;
+          continue;
+        }
+        std::optional<R> r;
+        HOLDFAST_TRY {
+          r.emplace(reply_as<R>(members_[i]->receive()));
+        }
+        HOLDFAST_CATCH_ALL {
+          keep_exception(*round);
+          r.emplace(errc::store_unavailable);
+        }
+        workers_[i]->release_claim();
+        file_reply<R>(*round, i, std::move(r));
+        flying[k] = flying.back();
+        flying.pop_back();
+      }
+      {
+        std::lock_guard<std::mutex> lock(round->mutex);
+        if (round->ready()) {
+          decided_in_time = true;
+          break;
+        }
+      }
+      const auto now = std::chrono::steady_clock::now();
+      if (now >= deadline) break;
+      if (flying.empty()) {
+        if (!through_workers) break;
+        return await_workers(skip_unstarted, deadline, std::move(out));  // only workers left
+      }
+      fds.clear();
+      bool ready_now = false;
+      for (std::size_t i : flying) {
+        io_interest want;
+        HOLDFAST_TRY {
+          want = members_[i]->interest();
+        }
+        HOLDFAST_CATCH_ALL {
+          keep_exception(*round);
+        }
+        if (want.fd < 0) ready_now = true;
+        struct pollfd p {};
+        p.fd = want.fd;  // poll() ignores a negative fd
+        p.events = static_cast<short>((want.read ? POLLIN : 0) | (want.write ? POLLOUT : 0));
+        fds.push_back(p);
+      }
+      if (ready_now) continue;
+      if (round->wake_read >= 0) {
+        struct pollfd p {};
+        p.fd = round->wake_read;
+        p.events = POLLIN;
+        fds.push_back(p);
+      }
+      const auto left = std::chrono::ceil<std::chrono::milliseconds>(deadline - now).count();
+      const int ms = static_cast<int>(left < 1 ? 1 : (left > (1 << 30) ? (1 << 30) : left));
+      if (::poll(fds.data(), static_cast<nfds_t>(fds.size()), ms) < 0 && errno != EINTR) break;
+      if (round->wake_read >= 0) {
+        char drain[64];
+        while (::read(round->wake_read, drain, sizeof drain) > 0) {
+        }
+      }
+    }
+    {
+      std::lock_guard<std::mutex> lock(round->mutex);
+      round->abandoned = true;
+      round->skip_unstarted = skip_unstarted && !decided_in_time;
+      if (!decided_in_time) out.unanswered += round->outstanding;
+      out.on_time = round->on_time;
+    }
+    for (std::size_t i : flying) hand_to_worker<R>(round, i);
+    return out;
+  }
+#endif
+
+  // Opens the round's wake pipe (non-blocking, close-on-exec); false if the system refuses.
+  template <class R>
+  static bool open_wake(fan_out_round<R>& round) {
+    int fds[2];
+    if (::pipe(fds) != 0) return false;
+    for (int fd : fds) {
+      (void)::fcntl(fd, F_SETFL, ::fcntl(fd, F_GETFL) | O_NONBLOCK);
+      (void)::fcntl(fd, F_SETFD, FD_CLOEXEC);
+    }
+    std::lock_guard<std::mutex> lock(round.mutex);
+    round.wake_read = fds[0];
+    round.wake_write = fds[1];
+    return true;
+  }
+
+  // Hands member i's request on the wire (and the caller's claim) to its worker, to be read and
+  // filed there.
+  template <class R>
+  void hand_to_worker(const std::shared_ptr<fan_out_round<R>>& round, std::size_t i) const {
+    Member* member = members_[i];
+    workers_[i]->post_claimed([round, i, member] { finish_slot<R>(*round, i, *member); });
   }
 
   // Declares the outcome known: late replies already in are handed to `on_late` (on their
@@ -355,6 +709,7 @@ class fan_out {
  private:
   std::vector<Member*> members_;
   Clock clock_;
+  bool split_ = false;
   std::vector<std::unique_ptr<fan_out_worker>> workers_;  // last: joined first
 };
 
