@@ -18,8 +18,9 @@ export HOLDFAST_PG_OPTIONS="-c fsync=on -c synchronous_commit=on"
 
 cmake -S "$root" -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=Release -DHOLDFAST_BUILD_TESTS=OFF \
   -DHOLDFAST_BUILD_EXAMPLES=OFF -DHOLDFAST_BUILD_FUZZ=OFF -DHOLDFAST_BUILD_BENCHMARKS=ON \
-  -DHOLDFAST_WITH_REDIS=ON -DHOLDFAST_WITH_POSTGRES=ON >/dev/null
-cmake --build "$build" -j "${HOLDFAST_JOBS:-2}" --target holdfast_bench_redis holdfast_bench_postgres
+  -DHOLDFAST_WITH_REDIS=ON -DHOLDFAST_WITH_POSTGRES=ON -DHOLDFAST_WITH_ETCD=ON >/dev/null
+cmake --build "$build" -j "${HOLDFAST_JOBS:-2}" --target holdfast_bench_redis holdfast_bench_postgres \
+  holdfast_bench_etcd
 
 trap 'bash "$root/.ci/servers" stop' EXIT
 placement() { # <name> <server cpus or ""> <client cpus or "">
@@ -30,7 +31,7 @@ placement() { # <name> <server cpus or ""> <client cpus or "">
   HOLDFAST_SERVERS_TASKSET="$2" bash "$root/.ci/servers" start
   # shellcheck source=/dev/null
   source "$HOLDFAST_SERVERS_DIR/env"
-  for b in redis postgres; do
+  for b in redis postgres etcd; do
     "${client[@]}" "$build/tests/holdfast_bench_$b" --benchmark_min_time="${BENCH_MIN_TIME:-2}" \
       --benchmark_counters_tabular=true "${@:4}"
   done
