@@ -571,6 +571,9 @@ TEST_CASE("etcd_fence admits and writes in one transaction, refuses older tokens
   std::string v;
   REQUIRE(holdfast::detail::json_bytes(r["kvs"][0], "value", v));
   CHECK(v == "v1000");
+  CHECK(f.get(dk).value() == std::optional<std::string>("v1000"));
+  CHECK(f.get(o.key_prefix + "data/absent").value() == std::nullopt);
+  CHECK(f.get("").error() == errc::invalid_argument);
   // Several writes, a delete among them, applied together or not at all.
   std::vector<holdfast::etcd_write> w(2);
   w[0].key = dk;

@@ -1148,6 +1148,28 @@ class etcd_fence {
     return *t;
   }
 
+  /// Reads the value of `data_key` (nullopt if absent), linearizably. A write computed from it is
+  /// safe only through write()/execute() with the reader's token: if a newer holder wrote in
+  /// between, its token is in the fence and the write is refused (DESIGN §5).
+  /// \returns errc::invalid_argument for an empty key; store_unavailable, timeout, protocol_error.
+  result<std::optional<std::string>> get(std::string_view data_key) {
+    if (data_key.empty()) return errc::invalid_argument;
+    auto guard = link_.lock();
+    body_.assign(R"({"key":")");
+    b64(data_key);
+    body_ += R"("})";
+    result<nlohmann::json> r = link_.post("/kv/range", body_);
+    if (!r) return r.error();
+    const auto kvs = r->find("kvs");
+    if (kvs == r->end()) return std::optional<std::string>{};
+    std::string v;
+    if (!kvs->is_array() || kvs->size() != 1 || !(*kvs)[0].is_object() ||
+        !detail::json_bytes((*kvs)[0], "value", v)) {
+      return shape();
+    }
+    return std::optional<std::string>(std::move(v));
+  }
+
   /// As etcd_store::last_error_message().
   [[nodiscard]] std::string last_error_message() const {
     auto guard = link_.lock();
