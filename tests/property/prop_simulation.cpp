@@ -54,6 +54,11 @@ void schedule_case(const run_options& o) {
   const run_result r = run_schedule(src, o);
   if (r.result.ok()) return;
   const shrink_result s = shrink_failure(tape.bytes, o);
+  // HOLDFAST_SVG_DIR: leave a picture of the shrunk schedule for CI's artifacts.
+  const std::string picture = save_counterexample(
+      svg_dir_from_env(), "property-" + std::to_string(tape.bytes.size()) + "-bytes", s.run.log,
+      s.run.result);
+  if (!picture.empty()) RC_LOG() << "picture: " << picture << "\n";
   RC_FAIL(s.run.result.report() + "(shrunk from " + std::to_string(tape.bytes.size()) + " to " +
           std::to_string(s.bytes.size()) + " decision bytes in " + std::to_string(s.runs) +
           " runs)");

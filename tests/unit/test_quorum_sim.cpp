@@ -380,6 +380,12 @@ TEST_CASE("simulated quorums of 3 and 5 members keep S1-S5 and L1 under member f
     for (std::uint64_t seed = 0; seed < 150; ++seed) {
       seeded_source src(seed);
       const quorum_run r = run_quorum_schedule(src, q);
+      if (!r.run.result.ok()) {  // HOLDFAST_SVG_DIR: leave a picture for CI's artifacts
+        (void)holdfast::testing::save_counterexample(
+            holdfast::testing::svg_dir_from_env(),
+            "quorum-" + std::to_string(n) + "-seed-" + std::to_string(seed), r.run.log,
+            r.run.result);
+      }
       INFO(n << " members, seed " << seed << "\n" << r.run.result.report());
       REQUIRE(r.run.result.ok());
     }

@@ -380,15 +380,26 @@ TEST_CASE("simulator: the correct stack keeps every invariant under every fault"
   profiles[3].name = "long TTL (30 s), four clients";
   profiles[3].o.ttl = 30000ms;
   profiles[3].o.max_clients = 4;
-  for (const profile& p : profiles) {
+  progress_meter meter("simulator: the correct stack", 4 * 300);
+  std::uint64_t all = 0;
+  for (std::size_t k = 0; k < profiles.size(); ++k) {
+    const profile& p = profiles[k];
     std::uint64_t events = 0;
     for (std::uint64_t seed = 0; seed < 300; ++seed) {
       seeded_source src(seed);
       const run_result r = run_schedule(src, p.o);
       events += r.log.events.size();
+      meter.update(k * 300 + seed + 1, all + events, r.result.ok() ? 0 : 1);
+      if (!r.result.ok()) {  // HOLDFAST_SVG_DIR: leave a picture for CI's artifacts
+        (void)save_counterexample(
+            svg_dir_from_env(),
+            "simulator-profile" + std::to_string(k) + "-seed-" + std::to_string(seed), r.log,
+            r.result);
+      }
       INFO(p.name << ", seed " << seed << "\n" << r.result.report());
       REQUIRE(r.result.ok());
     }
+    all += events;
     REQUIRE(events > 300 * 20);
   }
 }

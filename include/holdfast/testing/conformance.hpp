@@ -33,6 +33,11 @@
 //   keys                      | keys are independent and binary-safe (embedded NUL)
 //   S1-S5, L1 schedules       | `schedules` seeded simulations with every fault, checked
 //
+// A failing schedule leaves its shrunk timeline in the report, and, when a directory is given
+// (conformance_options::svg_dir, or HOLDFAST_SVG_DIR for check_store() and the fuzz entry
+// points), a picture of it (svg.hpp) and the full text history there. check_store() shows a
+// progress line on a terminal (progress.hpp; HOLDFAST_PROGRESS=0 silences it).
+//
 // Thread-safety: each call builds its own simulations; call it from one thread at a time.
 #ifndef HOLDFAST_TESTING_CONFORMANCE_HPP
 #define HOLDFAST_TESTING_CONFORMANCE_HPP
@@ -52,9 +57,11 @@
 #include "holdfast/fencing_token.hpp"
 #include "holdfast/store.hpp"
 #include "holdfast/testing/decision.hpp"
+#include "holdfast/testing/progress.hpp"
 #include "holdfast/testing/shrink.hpp"
 #include "holdfast/testing/sim_store.hpp"
 #include "holdfast/testing/simulator.hpp"
+#include "holdfast/testing/svg.hpp"
 #include "holdfast/testing/workload.hpp"
 
 namespace holdfast {
@@ -71,6 +78,12 @@ struct conformance_options {
   bool durable = false;
   /// Everything else about the schedules (TTL, lengths, faults).
   run_options run{};
+  /// Where to write the failing schedule's picture and text timeline (save_counterexample() in
+  /// svg.hpp: check_store-seed-<seed>.svg / .txt); empty (default) means the environment
+  /// variable HOLDFAST_SVG_DIR, and nothing is written if that is unset too.
+  std::string svg_dir{};
+  /// The progress line on stderr (progress.hpp): by default only on a terminal, after 2 s.
+  progress_mode progress = progress_mode::automatic;
 };
 
 /// What check_store() found.
@@ -268,12 +281,14 @@ conformance_report check_store(Factory&& make_store, const conformance_options& 
         "S3, S4, expiry in S5, L1 over schedules: the store's clock is not injectable");
   }
   std::uint64_t store_steps = 0;
+  progress_meter meter("check_store", o.schedules, o.progress);
   for (std::uint32_t i = 0; i < o.schedules; ++i) {
     seeded_source src(o.seed + i);
     run_result r = run_schedule(src, make_store, ro);
     ++rep.schedules;
     rep.events += r.log.events.size();
     store_steps += r.log.store_steps;
+    meter.update(rep.schedules, rep.events, rep.failures.size() + (r.result.ok() ? 0 : 1));
     if (!r.result.ok()) {
       // Replay it recorded, shrink it, and report the minimal timeline (the seed replays the
       // original: run_schedule(seeded_source(seed), factory, options)).
@@ -282,10 +297,14 @@ conformance_report check_store(Factory&& make_store, const conformance_options& 
       (void)run_schedule(rec, make_store, ro);
       const shrink_result s = shrink_failure(
           rec.to_bytes(), [&](byte_source& b) { return run_schedule(b, make_store, ro); }, 2000);
+      const std::string picture = save_counterexample(
+          o.svg_dir.empty() ? svg_dir_from_env() : o.svg_dir,
+          "check_store-seed-" + std::to_string(o.seed + i), s.run.log, s.run.result);
       rep.failures.push_back("schedule seed=" + std::to_string(o.seed + i) + " (" +
                              std::to_string(r.log.events.size()) + " events; shrunk to " +
                              std::to_string(s.run.log.events.size()) +
-                             "): " + s.run.result.report());
+                             "): " + s.run.result.report() +
+                             (picture.empty() ? "" : "picture: " + picture + "\n"));
       break;
     }
   }
@@ -312,6 +331,15 @@ template <class Runner>
                "holdfast: shrunk to %zu decision bytes (from %zu) in %zu runs; minimal timeline:\n"
                "%s",
                s.bytes.size(), size, s.runs, s.run.result.report().c_str());
+  // With HOLDFAST_SVG_DIR set, the shrunk schedule's picture and text go there too, named by a
+  // hash of the input so that several crashes keep their own.
+  std::uint64_t hash = 14695981039346656037ull;
+  for (std::size_t i = 0; i < size; ++i) hash = (hash ^ data[i]) * 1099511628211ull;
+  char name[40];
+  std::snprintf(name, sizeof name, "fuzz-%016llx", static_cast<unsigned long long>(hash));
+  const std::string picture =
+      save_counterexample(svg_dir_from_env(), name, s.run.log, s.run.result);
+  if (!picture.empty()) std::fprintf(stderr, "holdfast: picture: %s\n", picture.c_str());
   std::fflush(stderr);
   __builtin_trap();
 }

@@ -23,7 +23,9 @@
 //   seen       | for store events: what the client was told (differs under injected faults)
 //   value      | kind-specific: newest token before a write, a pause's length (ns), 1/0 for a
 //              | validity check, a jump's size (ns), liveness bound (ns) for `heal`, the new
-//              | token of a raise; for other store events, the injected delay (ns)
+//              | token of a raise; for acquired/renewed, where the holder's belief ends
+//              | (its clock, ns; 0 if not recorded); for other store events, the injected
+//              | delay (ns)
 //   note       | for store events: the fault injected around it (fault_note)
 //   begin_local_ns | for store events: the store's clock when it began applying; earlier than
 //              | local_ns only if the store stalled at a step point inside the operation (0: not

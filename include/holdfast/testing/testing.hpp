@@ -11,6 +11,8 @@
 //   workload.hpp      generated schedules of shipped lease calls: run_schedule()
 //   shrink.hpp        shrink_failure(): a failing schedule's minimal form
 //   conformance.hpp   check_store(factory), fuzz_store(factory, data, size)
+//   svg.hpp           to_svg(history): a counterexample as a picture; save_counterexample()
+//   progress.hpp      progress_meter: a progress line for long checks on a terminal
 // Not included here: rapidcheck.hpp (needs rapidcheck).
 //
 // Not part of holdfast.hpp: the core never includes testing/ (DESIGN §2).
@@ -25,10 +27,12 @@
 #include "holdfast/testing/decision.hpp"
 #include "holdfast/testing/history.hpp"
 #include "holdfast/testing/mutants.hpp"
+#include "holdfast/testing/progress.hpp"
 #include "holdfast/testing/resource.hpp"
 #include "holdfast/testing/shrink.hpp"
 #include "holdfast/testing/sim_store.hpp"
 #include "holdfast/testing/simulator.hpp"
+#include "holdfast/testing/svg.hpp"
 #include "holdfast/testing/workload.hpp"
 
 #endif  // HOLDFAST_TESTING_TESTING_HPP

@@ -368,9 +368,10 @@ class schedule_runner {
           record(event_kind::acquire_failed, c, r.error());
           return;
         }
-        record(event_kind::acquired, c, {}, r->token().value());
         c.held.emplace(std::move(*r));
         note_reply(c);
+        // value: where the holder's belief ends (its clock), for pictures (svg.hpp).
+        record(event_kind::acquired, c, {}, c.held->token().value(), belief_end(c));
         return;
       }
       case op_kind::write:
@@ -400,8 +401,8 @@ class schedule_runner {
         }
         result<void> r = c.held->renew();
         if (r) {
-          record(event_kind::renewed, c, {}, c.held->token().value());
           note_reply(c);
+          record(event_kind::renewed, c, {}, c.held->token().value(), belief_end(c));
         } else {
           record(event_kind::renew_failed, c, r.error(), c.held->token().value());
         }

@@ -1,0 +1,198 @@
+// holdfast/testing/progress.hpp - a progress line for long checks (check_store(), long simulator
+// runs): schedules run, events per second, violations so far, time left.
+//
+//   progress_meter meter("check_store", schedules);          // quiet unless stderr is a terminal
+//   for (std::uint32_t i = 0; i < schedules; ++i) {
+//     ...
+//     meter.update(i + 1, events_so_far, violations_so_far);
+//   }
+//   meter.finish();                                            // or let the destructor do it
+//
+//   mode       | prints
+//   -----------+---------------------------------------------------------------------------------
+//   automatic  | only if the stream is a terminal and HOLDFAST_PROGRESS is not "0"; forced on by
+//              | HOLDFAST_PROGRESS=1 (then, off a terminal, one line per refresh)
+//   off        | never
+//   on         | always (off a terminal: one line per refresh)
+//
+// Nothing is printed during the first two seconds (a quick check stays silent), then the line is
+// refreshed at most twice a second, in place on a terminal ("\r" and erase-to-end-of-line). The
+// meter reads std::chrono::steady_clock (real time, not simulated time: it measures the checker).
+//
+// Thread-safety: a meter belongs to one thread.
+#ifndef HOLDFAST_TESTING_PROGRESS_HPP
+#define HOLDFAST_TESTING_PROGRESS_HPP
+
+#include <chrono>
+#include <cstdint>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <string>
+#include <utility>
+
+#include "holdfast/detail/config.hpp"
+
+#if defined(_WIN32)
+#include <io.h>
+#elif defined(__has_include)
+#if __has_include(<unistd.h>)
+#include <unistd.h>
+#define HOLDFAST_PROGRESS_HAS_ISATTY 1
+#endif
+#endif
+
+namespace holdfast {
+HOLDFAST_ABI_NAMESPACE_BEGIN
+namespace testing {
+
+/// When a progress_meter prints (see the table at the top of progress.hpp).
+enum class progress_mode : std::uint8_t {
+  automatic,  ///< On a terminal, unless HOLDFAST_PROGRESS=0; HOLDFAST_PROGRESS=1 forces it on.
+  off,        ///< Never.
+  on,         ///< Always.
+};
+
+namespace detail {
+
+inline bool is_terminal(std::FILE* f) noexcept {
+  if (f == nullptr) return false;
+#if defined(_WIN32)
+  return _isatty(_fileno(f)) != 0;
+#elif defined(HOLDFAST_PROGRESS_HAS_ISATTY)
+  return ::isatty(::fileno(f)) != 0;
+#else
+  return false;
+#endif
+}
+
+}  // namespace detail
+
+/// A progress line for a long loop of schedules; see the top of progress.hpp.
+///
+/// Thread-safety: one thread at a time.
+class progress_meter {
+ public:
+  using clock = std::chrono::steady_clock;
+
+  /// Makes a meter for `total` units of work (schedules; 0 if unknown: no time-left estimate)
+  /// named `what`, printing to `out` (default stderr) as `mode` says.
+  progress_meter(std::string what, std::uint64_t total,
+                 progress_mode mode = progress_mode::automatic, std::FILE* out = stderr)
+      : what_(std::move(what)), total_(total), out_(out), start_(clock::now()), next_(start_) {
+    tty_ = detail::is_terminal(out_);
+    const char* env = std::getenv("HOLDFAST_PROGRESS");
+    switch (mode) {
+      case progress_mode::off:
+        enabled_ = false;
+        break;
+      case progress_mode::on:
+        enabled_ = out_ != nullptr;
+        break;
+      case progress_mode::automatic:
+        if (env != nullptr && std::strcmp(env, "0") == 0) {
+          enabled_ = false;
+        } else if (env != nullptr && std::strcmp(env, "1") == 0) {
+          enabled_ = out_ != nullptr;
+        } else {
+          enabled_ = tty_;
+        }
+        break;
+    }
+    next_ = start_ + std::chrono::seconds(2);
+  }
+
+  progress_meter(const progress_meter&) = delete;
+  progress_meter& operator=(const progress_meter&) = delete;
+
+  /// Ends the line if anything was printed.
+  ~progress_meter() { finish(); }
+
+  /// Returns true iff this meter may print.
+  [[nodiscard]] bool enabled() const noexcept { return enabled_; }
+
+  /// Records that `done` units are finished, `events` simulated events were checked in all and
+  /// `violations` were found so far; prints if it is time to. Cheap when disabled (one branch)
+  /// and otherwise one clock read.
+  void update(std::uint64_t done, std::uint64_t events, std::uint64_t violations) {
+    if (!enabled_) return;
+    last_ = {done, events, violations};
+    const clock::time_point now = clock::now();
+    if (now < next_) return;
+    next_ = now + std::chrono::milliseconds(500);
+    print(now, done, events, violations, false);
+  }
+
+  /// Prints the final state (if anything was printed before) and ends the line. Idempotent.
+  void finish() {
+    if (!enabled_ || !printed_ || finished_) return;
+    finished_ = true;
+    print(clock::now(), last_.done, last_.events, last_.violations, true);
+  }
+
+  /// Returns the line update() would print for these figures after `elapsed` (for tests).
+  [[nodiscard]] std::string line(std::uint64_t done, std::uint64_t events, std::uint64_t violations,
+                                 clock::duration elapsed) const {
+    const double secs = std::chrono::duration<double>(elapsed).count();
+    char buf[256];
+    int n = std::snprintf(buf, sizeof buf, "%s: %llu", what_.c_str(),
+                          static_cast<unsigned long long>(done));
+    std::string s(buf, n > 0 ? static_cast<std::size_t>(n) : 0);
+    if (total_ != 0) {
+      std::snprintf(buf, sizeof buf, "/%llu schedules (%.0f%%)",
+                    static_cast<unsigned long long>(total_),
+                    100.0 * static_cast<double>(done) / static_cast<double>(total_));
+    } else {
+      std::snprintf(buf, sizeof buf, " schedules");
+    }
+    s += buf;
+    std::snprintf(buf, sizeof buf, ", %.0f events/s, %llu violation%s",
+                  secs > 0 ? static_cast<double>(events) / secs : 0.0,
+                  static_cast<unsigned long long>(violations), violations == 1 ? "" : "s");
+    s += buf;
+    if (total_ != 0 && done != 0 && done < total_) {
+      const double left = secs * static_cast<double>(total_ - done) / static_cast<double>(done);
+      std::snprintf(buf, sizeof buf, ", ~%.0fs left", left);
+      s += buf;
+    }
+    std::snprintf(buf, sizeof buf, " [%.0fs]", secs);
+    s += buf;
+    return s;
+  }
+
+ private:
+  struct figures {
+    std::uint64_t done = 0;
+    std::uint64_t events = 0;
+    std::uint64_t violations = 0;
+  };
+
+  void print(clock::time_point now, std::uint64_t done, std::uint64_t events,
+             std::uint64_t violations, bool final) {
+    const std::string s = line(done, events, violations, now - start_);
+    if (tty_) {
+      std::fprintf(out_, "\r%s\033[K%s", s.c_str(), final ? "\n" : "");
+    } else {
+      std::fprintf(out_, "%s\n", s.c_str());
+    }
+    std::fflush(out_);
+    printed_ = true;
+  }
+
+  std::string what_;
+  std::uint64_t total_;
+  std::FILE* out_;
+  clock::time_point start_;
+  clock::time_point next_;
+  figures last_{};
+  bool enabled_ = false;
+  bool tty_ = false;
+  bool printed_ = false;
+  bool finished_ = false;
+};
+
+}  // namespace testing
+HOLDFAST_ABI_NAMESPACE_END
+}  // namespace holdfast
+
+#endif  // HOLDFAST_TESTING_PROGRESS_HPP
