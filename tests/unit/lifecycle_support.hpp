@@ -14,12 +14,17 @@
 #include <string>
 #include <string_view>
 #include <thread>
+#include <vector>
+
+#include <catch2/catch.hpp>
 
 #include "holdfast/clock.hpp"
 #include "holdfast/error.hpp"
 #include "holdfast/fencing_token.hpp"
+#include "holdfast/lease.hpp"
 #include "holdfast/result.hpp"
 #include "holdfast/store.hpp"
+#include "holdfast/stores/memory.hpp"
 
 namespace lifecycle_test {
 
@@ -179,6 +184,43 @@ bool eventually(Pred pred, std::chrono::milliseconds limit = std::chrono::second
   }
   return true;
 }
+
+/// What the keepalive tests share: a memory store behind a faulty_store on one manual clock, leases
+/// taken from it whose loss callbacks record their causes, and a way to set the time.
+struct keepalive_fixture {
+  using mstore = holdfast::memory_store<holdfast::manual_clock>;
+  using fstore = faulty_store<mstore>;
+  using flease = holdfast::lease<fstore, holdfast::manual_clock>;
+
+  holdfast::manual_clock clock;
+  mstore inner{clock};
+  fstore store{inner};
+  std::mutex mu;
+  std::vector<holdfast::loss_cause> losses;
+
+  holdfast::acquire_options<holdfast::manual_clock> opts(std::string owner = {}) {
+    holdfast::acquire_options<holdfast::manual_clock> o;
+    o.clock = clock;
+    o.owner = std::move(owner);
+    o.on_lost = [this](holdfast::loss_cause c) {
+      std::lock_guard<std::mutex> lock(mu);
+      losses.push_back(c);
+    };
+    return o;
+  }
+  flease take(std::string key = "orders",
+              std::chrono::milliseconds ttl = std::chrono::seconds(10)) {
+    auto l = holdfast::try_acquire(store, key, ttl, opts());
+    REQUIRE(l);
+    return std::move(*l);
+  }
+  std::vector<holdfast::loss_cause> seen() {
+    std::lock_guard<std::mutex> lock(mu);
+    return losses;
+  }
+  // Moves time to `t` after the epoch.
+  void at(holdfast::manual_clock::duration t) { clock.set(holdfast::manual_clock::time_point(t)); }
+};
 
 }  // namespace lifecycle_test
 

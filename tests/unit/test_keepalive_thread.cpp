@@ -25,44 +25,11 @@ using holdfast::lease_state;
 using holdfast::loss_cause;
 using holdfast::manual_clock;
 using lifecycle_test::eventually;
-using lifecycle_test::faulty_store;
 using lifecycle_test::injected_failure;
 
 namespace {
 
-using mstore = holdfast::memory_store<manual_clock>;
-using fstore = faulty_store<mstore>;
-using flease = holdfast::lease<fstore, manual_clock>;
-
-struct fixture {
-  manual_clock clock;
-  mstore inner{clock};
-  fstore store{inner};
-  std::mutex mu;
-  std::vector<loss_cause> losses;
-
-  holdfast::acquire_options<manual_clock> opts(std::string owner = {}) {
-    holdfast::acquire_options<manual_clock> o;
-    o.clock = clock;
-    o.owner = std::move(owner);
-    o.on_lost = [this](loss_cause c) {
-      std::lock_guard<std::mutex> lock(mu);
-      losses.push_back(c);
-    };
-    return o;
-  }
-  flease take(std::string key = "orders", std::chrono::milliseconds ttl = 10s) {
-    auto l = holdfast::try_acquire(store, key, ttl, opts());
-    REQUIRE(l);
-    return std::move(*l);
-  }
-  std::vector<loss_cause> seen() {
-    std::lock_guard<std::mutex> lock(mu);
-    return losses;
-  }
-  // Moves time to `t` after the epoch.
-  void at(manual_clock::duration t) { clock.set(manual_clock::time_point(t)); }
-};
+using fixture = lifecycle_test::keepalive_fixture;
 
 }  // namespace
 
