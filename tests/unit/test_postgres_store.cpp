@@ -14,6 +14,7 @@
 
 #include "../support/real_servers.hpp"
 #include "../support/store_contract.hpp"
+#include "../support/store_faults.hpp"
 #include "holdfast/clock.hpp"
 #include "holdfast/lease.hpp"
 #include "holdfast/stores/postgres.hpp"
@@ -608,46 +609,9 @@ TEST_CASE("postgres_store: kill -9 of the server: errors only, the lease sees it
   auto l = holdfast::try_acquire(s, "held", std::chrono::seconds(10), opts);
   REQUIRE(l);
 
-  std::atomic<bool> killed{false};
-  std::atomic<int> ops{0};
-  std::atomic<int> grants_after_kill{0};
-  std::atomic<int> errors_after_kill{0};
-  std::atomic<int> wrong_errors{0};
-  std::thread worker([&] {
-    postgres_store w(iso.opts);
-    for (int i = 0; i < 5000 && errors_after_kill < 10; ++i) {
-      ++ops;
-      const bool was_killed = killed.load();
-      const std::string key = "churn-" + std::to_string(i % 8);
-      auto g = w.try_acquire(key, "worker", milliseconds(10000));
-      if (g) {
-        if (was_killed) ++grants_after_kill;
-        (void)w.release(key, "worker", g->token);
-      } else if (was_killed) {
-        ++errors_after_kill;
-        if (g.error() != errc::store_unavailable && g.error() != errc::timeout) ++wrong_errors;
-      }
-    }
-  });
-  CHECK(hf_test::wait_until([&] { return ops >= 30; }, milliseconds(20000)));
-  srv->kill9();
-  killed = true;
-  worker.join();
-  CHECK(grants_after_kill == 0);
-  CHECK(errors_after_kill > 0);
-  CHECK(wrong_errors == 0);
-  for (auto e : {s.try_acquire("x", "y", milliseconds(100)).error(),
-                 s.renew("held", l->owner(), l->token(), milliseconds(100)).error(),
-                 s.release("held", l->owner(), l->token()).error(), s.inspect("held").error()}) {
-    CHECK((e == errc::store_unavailable || e == errc::timeout));
-  }
-  CHECK_FALSE(s.last_error_message().empty());
-  auto r = l->renew();
-  CHECK((r.error() == errc::store_unavailable || r.error() == errc::timeout));
-  CHECK(l->valid());
-  clock.advance(std::chrono::seconds(10));
-  CHECK_FALSE(l->valid());
-  CHECK(l->renew().error() == errc::lease_lost);
+  hf_test::check_kill_mid_run([&] { return postgres_store(iso.opts); }, [&] { srv->kill9(); },
+                              {30, 5000, 10, milliseconds(20000)});
+  hf_test::check_dead_store(s, *l, clock);
 
   SECTION("restart: the sequence and the leases survive") {
     const fencing_token before = l->token();

@@ -14,6 +14,7 @@
 
 #include "../support/real_servers.hpp"
 #include "../support/store_contract.hpp"
+#include "../support/store_faults.hpp"
 #include "holdfast/clock.hpp"
 #include "holdfast/fence.hpp"
 #include "holdfast/lease.hpp"
@@ -682,55 +683,10 @@ TEST_CASE(
   auto l = holdfast::try_acquire(s, "held", std::chrono::seconds(10), opts);
   REQUIRE(l);
 
-  // A second client hammers the store while the server is killed under it.
-  std::atomic<bool> killed{false};
-  std::atomic<int> ops{0};
-  std::atomic<int> grants_after_kill{0};
-  std::atomic<int> errors_after_kill{0};
-  std::vector<std::string> bad;
-  std::thread worker([&] {
-    redis_store w(o);
-    for (int i = 0; i < 2000 && errors_after_kill < 20; ++i) {
-      ++ops;
-      const bool was_killed = killed.load();
-      auto g = w.try_acquire("churn-" + std::to_string(i % 8), "worker", milliseconds(10000));
-      if (g) {
-        if (was_killed) ++grants_after_kill;
-        (void)w.release("churn-" + std::to_string(i % 8), "worker", g->token);
-      } else if (was_killed) {
-        ++errors_after_kill;
-        if (g.error() != errc::store_unavailable && g.error() != errc::timeout) {
-          bad.push_back(g.error().message());
-        }
-      }
-    }
-  });
-  // Kill it once the worker is well into its run (any point of the run will do).
-  CHECK(hf_test::wait_until([&] { return ops >= 50; }, milliseconds(10000)));
-  srv->kill9();
-  killed = true;
-  worker.join();
-  CHECK(grants_after_kill == 0);
-  CHECK(errors_after_kill > 0);
-  CHECK(bad.empty());
-
-  // Every operation of the store reports an error, never a value.
-  for (auto e : {s.try_acquire("x", "y", milliseconds(100)).error(),
-                 s.renew("held", l->owner(), l->token(), milliseconds(100)).error(),
-                 s.release("held", l->owner(), l->token()).error(), s.inspect("held").error()}) {
-    CHECK((e == errc::store_unavailable || e == errc::timeout));
-  }
-  CHECK_FALSE(s.last_error_message().empty());
-  // The lease: renew fails transiently (still held, old validity applies) ...
-  auto r = l->renew();
-  CHECK((r.error() == errc::store_unavailable || r.error() == errc::timeout));
-  CHECK(l->state() == holdfast::lease_state::held);
-  CHECK(l->valid());
-  // ... until its own clock passes its validity: then it knows it is lost, without the store.
-  clock.advance(std::chrono::seconds(10));
-  CHECK_FALSE(l->valid());
-  CHECK(l->renew().error() == errc::lease_lost);
-  CHECK(l->state() == holdfast::lease_state::lost);
+  // A second client hammers the store while the server is killed under it; then every operation
+  // of the store reports an error, and the lease knows it is lost from its own clock alone.
+  hf_test::check_kill_mid_run([&] { return redis_store(o); }, [&] { srv->kill9(); });
+  hf_test::check_dead_store(s, *l, clock);
 }
 
 TEST_CASE("redis_store: restart with persistence keeps tokens increasing", "[redis][faults]") {
