@@ -17,9 +17,9 @@
 //
 //   expression              | effect
 //   ------------------------+---------------------------------------------------------------------
-//   c.sleep_until(tp, stop) | blocks until now() >= tp (returns true) or until stop() is true after
-//                           | a wake_sleepers() call (returns false); stop() is also checked on
-//                           entry
+//   c.sleep_until(tp, stop) | blocks until now() >= tp (returns true) or until stop() is true
+//                           | after a wake_sleepers() call (returns false); stop() is also
+//                           | checked on entry
 //   c.wake_sleepers()       | makes every sleep_until(tp, stop) re-check its stop()
 //
 // manual_clock is interruptible. steady_clock needs no such support: code that must interrupt a

@@ -13,9 +13,9 @@
 //   new grant whose token is not above every token this  | T1                 | protocol_error
 //   wrapper saw granted for the key (a same-owner        |                    |
 //   re-acquire may return the holder's own token)        |                    |
-//   renew answering another token than the one presented| T1                 | protocol_error
-//   inspect record with an unissuable token, no owner, or| T4                 | protocol_error
-//   a remaining time outside [0, max_ttl]                |                    |
+//   renew answering another token than the one presented | T1                 | protocol_error
+//   inspect record with an unissuable token, no owner,   | T4                 | protocol_error
+//   or a remaining time outside [0, max_ttl]             |                    |
 //
 // A refused grant is handed back to the store (a release with its token, whose outcome is
 // ignored) so it does not hold the key until its TTL. Arguments are checked before the store is

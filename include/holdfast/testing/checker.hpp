@@ -10,15 +10,13 @@
 //   S3 exclusive grants    | each new grant by a store  | another owner's lease on the key is still
 //                          |                            | live by the store's clock
 //   S4 holder belief       | each validity check that   | the store does not hold that lease for
-//   that
-//                          | said "valid" (only before  | owner and token at that instant, by the
-//                          | any clock left its bound)  | store's clock
+//                          | said "valid" (only before  | that owner and token at that instant,
+//                          | any clock left its bound)  | by the store's clock
 //   S5 ownership           | each successful renew or   | the caller was not the holder (other
-//   owner
-//                          | release                    | or token, or the lease had expired)
+//                          | release                    | owner or token, or the lease had expired)
 //   L1 liveness            | the heal event             | the contender did not acquire within the
 //                          |                            | bound (ttl + backoff cap, on healed
-//                          clocks)
+//                          |                            | clocks)
 //
 // The checker replays the store events in order, keeping per (store, key) the record the store
 // must have by the contract (DESIGN §3): holder, token, and expiry on the store's clock. Expiry is
