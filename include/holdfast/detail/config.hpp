@@ -69,6 +69,16 @@
 #define HOLDFAST_CATCH_ALL else
 #endif
 
+/// HOLDFAST_TRAP() ends the process at once, in any build mode (NDEBUG included), with no handler
+/// run: what a fuzz target does on a violated invariant, so that libFuzzer records the input.
+/// __builtin_trap() where the compiler has it (GCC, Clang, including Apple's), std::abort()
+/// elsewhere (MSVC).
+#if defined(__GNUC__) || defined(__clang__)
+#define HOLDFAST_TRAP() __builtin_trap()
+#else
+#define HOLDFAST_TRAP() std::abort()
+#endif
+
 namespace holdfast {
 HOLDFAST_ABI_NAMESPACE_BEGIN
 namespace detail {

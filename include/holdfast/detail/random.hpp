@@ -14,10 +14,10 @@
 #include <random>
 #include <string>
 
+#include "holdfast/detail/config.hpp"
+
 #if defined(__unix__) || defined(__APPLE__)
 #include <pthread.h>
-
-#include "holdfast/detail/config.hpp"
 #define HOLDFAST_DETAIL_HAS_PTHREAD_ATFORK 1
 #else
 #define HOLDFAST_DETAIL_HAS_PTHREAD_ATFORK 0
