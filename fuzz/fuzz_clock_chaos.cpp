@@ -2,9 +2,15 @@
 // clocks that jump forwards and backwards, clock rates beyond the drift bound, store restarts
 // (outages that keep state). S4 (holder belief) is then not promised after the first such fault;
 // S1 (fenced writes), S2, S3, S5 and L1 must hold regardless.
+//
+// HOLDFAST_MUTANT=<name> (holdfast/testing/mutants.hpp) runs a deliberately broken variant
+// instead, as in fuzz_lease_schedule (fuzz/CMakeLists.txt asserts the expiry-boundary ones).
 #include <cstddef>
 #include <cstdint>
+#include <cstdio>
+#include <cstdlib>
 #include <holdfast/testing/conformance.hpp>
+#include <optional>
 
 namespace {
 holdfast::testing::run_options chaos() {
@@ -14,8 +20,21 @@ holdfast::testing::run_options chaos() {
   o.store_faults.restarts = true;
   return o;
 }
-const holdfast::testing::run_options options = chaos();
+holdfast::testing::run_options options = chaos();
 }  // namespace
+
+extern "C" int LLVMFuzzerInitialize(int*, char***) {
+  if (const char* name = std::getenv("HOLDFAST_MUTANT")) {
+    const std::optional<holdfast::testing::mutant> m = holdfast::testing::mutant_from_string(name);
+    if (!m) {
+      std::fprintf(stderr, "HOLDFAST_MUTANT=%s: no such mutant (see testing/mutants.hpp)\n", name);
+      std::abort();
+    }
+    options.mutation = *m;
+    std::fprintf(stderr, "holdfast: fuzzing the negative control %s\n", name);
+  }
+  return 0;
+}
 
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
   return holdfast::testing::fuzz_schedule(data, size, options);

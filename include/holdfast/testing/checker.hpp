@@ -129,6 +129,20 @@ inline std::string fmt_seconds(std::int64_t ns) {
   return buf;
 }
 
+// A span that may be as short as one clock tick: seconds, or ns/us when under a millisecond (a
+// lease ended one tick early must not read "live for another 0.000s").
+inline std::string fmt_span(std::int64_t ns) {
+  const std::int64_t a = ns < 0 ? -ns : ns;
+  if (a >= 1000000) return fmt_seconds(ns);
+  char buf[48];
+  if (a < 1000) {
+    std::snprintf(buf, sizeof buf, "%lldns", static_cast<long long>(ns));
+  } else {
+    std::snprintf(buf, sizeof buf, "%.3fus", static_cast<double>(ns) / 1e3);
+  }
+  return buf;
+}
+
 inline std::string fmt_token(std::uint64_t t) {
   return t == 0 ? std::string("#none") : "#" + std::to_string(t);
 }
@@ -266,7 +280,7 @@ class checker {
         fail(invariant::s3_exclusive_grants, i,
              "the store granted \"" + key_name(e.key) + "\" to " + e.owner + " while " + s.owner +
                  "'s lease " + fmt_token(s.token) + " was live for another " +
-                 fmt_seconds(s.lo - now) + " by the store's clock",
+                 fmt_span(s.lo - now) + " by the store's clock",
              ctx);
         return;
       }

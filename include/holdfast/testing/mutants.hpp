@@ -18,6 +18,9 @@
 //                                |          | second step (two grants overlap)          |
 //   never_expires                | store    | ignores TTLs: a crashed holder blocks the | L1 (also
 //                                |          | key forever                               | S5, S2)
+//   expires_1ms_early            | store    | frees a lease 1 ms before its TTL ends    | S3
+//   expires_1tick_early          | store    | frees a lease one clock tick (1 ns) before| S3
+//                                |          | its TTL ends: `now + 1 >= expires`        |
 //
 // Store mutants are mutant_store<Clock>, a small map-based store that is correct when built with
 // mutant::none (the conformance kit checks that too, so the controls differ from a correct store
@@ -60,6 +63,8 @@ enum class mutant : std::uint8_t {
   no_drift_allowance,
   racy_grant,
   never_expires,
+  expires_1ms_early,
+  expires_1tick_early,
 };
 
 /// Every mutant except none, in table order.
@@ -74,6 +79,8 @@ inline constexpr mutant all_mutants[] = {
     mutant::no_drift_allowance,
     mutant::racy_grant,
     mutant::never_expires,
+    mutant::expires_1ms_early,
+    mutant::expires_1tick_early,
 };
 
 /// Returns the mutant's name, e.g. "no_fence" ("none" for none).
@@ -101,6 +108,10 @@ inline const char* to_string(mutant m) noexcept {
       return "racy_grant";
     case mutant::never_expires:
       return "never_expires";
+    case mutant::expires_1ms_early:
+      return "expires_1ms_early";
+    case mutant::expires_1tick_early:
+      return "expires_1tick_early";
   }
   return "?";
 }
@@ -128,6 +139,8 @@ inline invariant expected_violation(mutant m) noexcept {
     case mutant::counter_reset_on_release:
       return invariant::s2_token_order;
     case mutant::racy_grant:
+    case mutant::expires_1ms_early:
+    case mutant::expires_1tick_early:
       return invariant::s3_exclusive_grants;
     case mutant::validity_from_reply:
     case mutant::no_drift_allowance:
@@ -153,7 +166,8 @@ inline bool is_expected_violation(mutant m, invariant i) noexcept {
 inline bool is_store_mutant(mutant m) noexcept {
   return m == mutant::token_after_grant || m == mutant::release_without_owner_check ||
          m == mutant::renew_revives_expired || m == mutant::counter_reset_on_release ||
-         m == mutant::racy_grant || m == mutant::never_expires;
+         m == mutant::racy_grant || m == mutant::never_expires || m == mutant::expires_1ms_early ||
+         m == mutant::expires_1tick_early;
 }
 
 /// A small map-based LeaseStore with expiry by `Clock`, correct when built with mutant::none and
@@ -250,7 +264,10 @@ class mutant_store {
   };
 
   bool live(const record& r, time_point now) const noexcept {
-    return m_ == mutant::never_expires || now < r.expires;
+    if (m_ == mutant::never_expires) return true;
+    if (m_ == mutant::expires_1ms_early) return now + std::chrono::milliseconds(1) < r.expires;
+    if (m_ == mutant::expires_1tick_early) return now + typename Clock::duration(1) < r.expires;
+    return now < r.expires;
   }
   static time_point later(time_point a, time_point b) noexcept { return a < b ? b : a; }
   void step() { holdfast::step_point(clock_, step_kind::between); }

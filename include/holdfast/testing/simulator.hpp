@@ -216,6 +216,12 @@ class simulator {
     return static_cast<std::int32_t>(std::floor(e)) - 1;
   }
 
+  /// Returns the earliest true time, not before now, at which node `n`'s clock reads at least
+  /// `local_ns` (for aiming an operation at an instant of a store's clock).
+  [[nodiscard]] std::int64_t true_time_at(node_id n, std::int64_t local_ns) const {
+    return n < nodes_.size() ? true_at_local(nodes_[n], local_ns) : now_;
+  }
+
   /// Moves true time forward by `d_ns` from outside any client (for tests that drive a store
   /// directly). Precondition: no client is running.
   void advance(std::int64_t d_ns) {

@@ -17,7 +17,15 @@
 //   renew            | extends its lease, now or at the last moment    [lease::renew]
 //   release          | releases and drops its lease                    [lease::release]
 //   crash            | crashes now (restarts later with a new owner id)
+//   acquire_at_expiry| waits until the lease another client holds on the key ends by the
+//                    | store's clock, then tries: one tick before, at, or one tick after that
+//                    | instant (aimed again if the lease was renewed meanwhile)
+//                    |                                               [holdfast::try_acquire]
 //
+// Time bugs live at boundaries, so operations are aimed at the instants that matter, to the tick:
+// acquire_at_expiry at a lease's end by the store's clock; write_at_edge one tick before, at, 1 ms
+// and 1% of the TTL before the holder's validity ends; a late renew one tick or 1 ms (or 2% of the
+// TTL) before it. Everything else lands wherever pauses, delays and sleeps put it.
 // A client holds at most one lease at a time; operations that do not apply (write without a
 // lease) do nothing. At the end each client releases what it holds (RAII). Then, for L1, faults
 // heal and one contender per key must acquire within the bound: TTL (plus any time a backwards
@@ -66,6 +74,7 @@ enum class op_kind : std::uint8_t {
   renew,
   release,
   crash,
+  acquire_at_expiry,
 };
 
 /// Returns the operation's name, e.g. "write_at_edge".
@@ -89,6 +98,8 @@ inline const char* to_string(op_kind k) noexcept {
       return "release";
     case op_kind::crash:
       return "crash";
+    case op_kind::acquire_at_expiry:
+      return "acquire_at_expiry";
   }
   return "?";
 }
@@ -164,7 +175,7 @@ inline workload generate_workload(decision_source& src, const run_options& o) {
   const std::uint32_t hi = std::max(lo, o.max_ops);
   const std::uint32_t n = lo + src.choose(hi - lo + 1);
   static constexpr op_kind free_ops[] = {op_kind::work, op_kind::acquire, op_kind::try_acquire,
-                                         op_kind::crash};
+                                         op_kind::crash, op_kind::acquire_at_expiry};
   static constexpr op_kind held_ops[] = {
       op_kind::work,  op_kind::write,   op_kind::write_at_edge, op_kind::write_unchecked,
       op_kind::renew, op_kind::release, op_kind::crash};
@@ -174,8 +185,11 @@ inline workload generate_workload(decision_source& src, const run_options& o) {
     client_op op;
     op.client = static_cast<std::uint8_t>(src.choose(w.clients));
     bool& h = holds[op.client];
-    op.kind = h ? held_ops[pick(src, {2, 7, 5, 2, 5, 2, 1})] : free_ops[pick(src, {1, 6, 2, 0})];
-    if (op.kind == op_kind::acquire || op.kind == op_kind::try_acquire) h = true;
+    op.kind = h ? held_ops[pick(src, {2, 7, 5, 2, 5, 2, 1})] : free_ops[pick(src, {1, 6, 2, 0, 3})];
+    if (op.kind == op_kind::acquire || op.kind == op_kind::try_acquire ||
+        op.kind == op_kind::acquire_at_expiry) {
+      h = true;
+    }
     if (op.kind == op_kind::release || op.kind == op_kind::crash) h = false;
     op.key = static_cast<std::uint8_t>(src.choose(w.keys));
     op.arg = static_cast<std::uint8_t>(src.choose(4));
@@ -379,10 +393,10 @@ class schedule_runner {
         return;
       case op_kind::write_at_edge: {
         if (!c.held) return;
+        // One tick before the validity ends, 1 ms before, 1% of the TTL before, or at it.
         static constexpr std::int64_t before[] = {1, 1000000, 0, 0};
         std::int64_t d = before[op.arg & 3];
         if ((op.arg & 3) == 2) d = ttl.count() / 100;
-        if ((op.arg & 3) == 3) d = ttl.count() / 10;
         sim_.clock(c.node).sleep_until(
             sim_clock::time_point(sim_clock::duration(belief_end(c) - d)));
         if (c.held && !sim_.current_crashed()) checked_write(c);
@@ -394,7 +408,7 @@ class schedule_runner {
       case op_kind::renew: {
         if (!c.held) return;
         if (op.arg != 0) {  // renew late: just before validity ends (the last moment)
-          const std::int64_t d = op.arg == 1 ? ttl.count() / 50 : 1000000;
+          const std::int64_t d = op.arg == 1 ? ttl.count() / 50 : op.arg == 2 ? 1000000 : 1;
           sim_.clock(c.node).sleep_until(sim_clock::time_point(
               sim_clock::duration(c.held->valid_until().time_since_epoch().count() - d)));
           if (!c.held || sim_.current_crashed()) return;
@@ -419,6 +433,54 @@ class schedule_runner {
       case op_kind::crash:
         sim_.crash_current();
         return;
+      case op_kind::acquire_at_expiry: {
+        if (c.held) return;
+        c.key = op.key;
+        aim_at_expiry(op.key, static_cast<int>(op.arg % 3) - 1);
+        if (sim_.current_crashed()) return;
+        result<lease_type> r = holdfast::try_acquire(store_, key_name(op.key), o_.ttl, options(c));
+        if (sim_.current_crashed()) return;
+        if (!r) {
+          record(event_kind::acquire_failed, c, r.error());
+          return;
+        }
+        record(event_kind::acquired, c, {}, r->token().value());
+        c.held.emplace(std::move(*r));
+        note_reply(c);
+        return;
+      }
+    }
+  }
+
+  // The latest expiry, by the store's clock, of the lease the store granted or extended last on
+  // `key` (from the history), or nullopt if that lease was released or none was granted.
+  std::optional<std::int64_t> store_expiry(std::uint8_t key) {
+    const std::vector<event>& ev = sim_.log().events;
+    for (std::size_t i = ev.size(); i-- > 0;) {
+      const event& e = ev[i];
+      if (e.node != store_.node() || e.key != key || e.outcome != 0) continue;
+      if (e.kind == event_kind::store_release) return std::nullopt;
+      if (e.kind == event_kind::store_acquire || e.kind == event_kind::store_renew) {
+        return e.local_ns + e.ttl_ms * 1000000;
+      }
+    }
+    return std::nullopt;
+  }
+
+  // Sleeps the calling client until the store's clock is one tick before (`where` -1), at (0) or
+  // one tick after (+1) the end of the lease on `key`; aims again (a few times) if the lease was
+  // renewed meanwhile. Returns at once when no lease is live.
+  void aim_at_expiry(std::uint8_t key, int where) {
+    const node_id store = store_.node();
+    for (int aim = 0; aim < 4 && !sim_.current_crashed(); ++aim) {
+      const std::optional<std::int64_t> end = store_expiry(key);
+      if (!end || sim_.local_ns(store) >= *end + where) return;
+      // The first instant the store's clock reads `end` (+1 tick for "after"), or the last one
+      // before it.
+      std::int64_t t = sim_.true_time_at(store, *end + (where > 0 ? 1 : 0));
+      if (where < 0) t -= 1;
+      if (t > sim_.now_ns()) sim_.wait_true(t - sim_.now_ns());
+      if (store_expiry(key) == end) return;
     }
   }
 
