@@ -597,6 +597,18 @@ class checker {
         res = ok ? "raised" : outcome_name(e.outcome);
         break;
     }
+    // A multi-step store's operation: where it stalled between its steps, and when it returned
+    // after taking effect (a token drawn in a later step is the classic bug, DESIGN T1).
+    const bool store_op = e.kind == event_kind::store_acquire ||
+                          e.kind == event_kind::store_renew || e.kind == event_kind::store_release;
+    if (store_op && e.begin_local_ns != 0 && e.local_ns > e.begin_local_ns) {
+      act += " [began " + fmt_span(e.local_ns - e.begin_local_ns) +
+             " earlier; others ran between its steps]";
+    }
+    if (store_op && e.end_local_ns > e.local_ns) {
+      act += " [took effect here; its last step ran " + fmt_span(e.end_local_ns - e.local_ns) +
+             " later]";
+    }
     switch (e.note) {
       case fault_note::none:
         break;

@@ -30,6 +30,9 @@
 //   begin_local_ns | for store events: the store's clock when it began applying; earlier than
 //              | local_ns only if the store stalled at a step point inside the operation (0: not
 //              | recorded; local_ns is used)
+//   end_local_ns | for store events: the store's clock when the store returned; later than
+//              | local_ns when the operation took effect (step_kind::takes_effect) before its
+//              | last step (0: not recorded)
 //
 // Events are appended in true-time order; a store operation is placed at its linearization
 // point (the instant the store applied it), not when its reply arrived.
@@ -217,6 +220,7 @@ struct event {
   std::int64_t ttl_ms = 0;
   std::int64_t value = 0;
   std::int64_t begin_local_ns = 0;
+  std::int64_t end_local_ns = 0;
   std::string owner;
 };
 

@@ -406,6 +406,7 @@ class sim_store {
       return record_ && c.index != npos ? sim_.log().events[c.index] : c.e;
     };
     ev().outcome = to_outcome(r.error());
+    ev().end_local_ns = sim_.local_ns(node_);
     if constexpr (std::is_same_v<T, grant>) {
       if (r) {
         ev().token = r->token.value();
