@@ -129,3 +129,78 @@ void BM_quorum_redis_side_by_side(benchmark::State& state) {
 BENCHMARK(BM_quorum_redis_side_by_side)->UseRealTime()->Unit(benchmark::kMicrosecond);
 
 }  // namespace
+
+namespace {
+
+// The servers' CPU time so far, in µs, summed over the first `n` (Redis' INFO cpu: main thread
+// and background threads, user + system); -1 if a server cannot be asked.
+double servers_cpu_us(const std::vector<std::unique_ptr<hf_test::redis_server>>& srv,
+                      std::size_t n) {
+  double total = 0;
+  for (std::size_t i = 0; i < n; ++i) {
+    const struct timeval tv { 2, 0 };
+    redisContext* c = redisConnectWithTimeout("127.0.0.1", srv[i]->port(), tv);
+    if (c == nullptr || c->err != 0) {
+      if (c != nullptr) redisFree(c);
+      return -1;
+    }
+    holdfast::detail::redis_reply_ptr r(static_cast<redisReply*>(redisCommand(c, "INFO cpu")));
+    redisFree(c);
+    if (!r || r->type != REDIS_REPLY_STRING) return -1;
+    const std::string info(r->str, r->len);
+    for (const char* field : {"used_cpu_sys:", "used_cpu_user:"}) {
+      const std::size_t at = info.find(field);
+      if (at == std::string::npos) return -1;
+      total += std::stod(info.substr(at + std::string_view(field).size())) * 1e6;
+    }
+  }
+  return total;
+}
+
+// Where the time goes: one variant alone (0 single, 1 quorum3, 2 quorum5, 3 threads3, 4 threads5),
+// with the client's CPU per acquire+release (Google Benchmark's CPU column, this thread; the
+// workers' CPU is not in it) and the servers' (server_cpu_us). On two vCPUs a round cannot take
+// less than the CPU it needs divided by two.
+void BM_quorum_redis_cpu(benchmark::State& state) {
+  auto& srv = servers();
+  if (srv.size() != 5) {
+    state.SkipWithError("cannot start five redis-server processes");
+    return;
+  }
+  const std::string tag = hf_test::random_tag();
+  const auto v = state.range(0);
+  using holdfast::quorum_dispatch;
+  const std::size_t n = v == 0 ? 1 : (v == 1 || v == 3) ? 3 : 5;
+  std::unique_ptr<redis_store> single;
+  std::unique_ptr<quorum_of> q;
+  if (v == 0) {
+    single = store_on(*srv[0], tag);
+  } else {
+    q = std::make_unique<quorum_of>(
+        srv, n, v <= 2 ? quorum_dispatch::automatic : quorum_dispatch::threads, tag);
+  }
+  const auto run = [&] { return v == 0 ? once(*single) : once(*q->q); };
+  if (!run()) {
+    state.SkipWithError("a warm-up acquire+release failed");
+    return;
+  }
+  const double before = servers_cpu_us(srv, n);
+  std::size_t ops = 0;
+  holdfast_bench::latencies l;
+  for (auto _ : state) {
+    const auto t0 = clock_type::now();
+    if (!run()) {
+      state.SkipWithError("an acquire or release failed");
+      return;
+    }
+    l.add(clock_type::now() - t0);
+    ++ops;
+  }
+  const double after = servers_cpu_us(srv, n);
+  state.counters["p50_us"] = l.quantile_us(0.5);
+  state.counters["server_cpu_us"] =
+      before >= 0 && after >= 0 && ops > 0 ? (after - before) / static_cast<double>(ops) : -1;
+}
+BENCHMARK(BM_quorum_redis_cpu)->ArgName("variant")->DenseRange(0, 4)->Unit(benchmark::kMicrosecond);
+
+}  // namespace

@@ -105,13 +105,16 @@ class fan_out_worker {
     return true;
   }
 
-  // Gives back the claim try_claim() took.
+  // Gives back the claim try_claim() took. Wakes the worker only if a task waits for the claim:
+  // a wake-up for nothing would cost the very hand-off the caller's thread is avoiding.
   void release_claim() {
+    bool waiting = false;
     {
       std::lock_guard<std::mutex> lock(mutex_);
       claimed_ = false;
+      waiting = !queue_.empty();
     }
-    cv_.notify_one();
+    if (waiting) cv_.notify_one();
   }
 
   // Hands the caller's claim to `task`, queued ahead of everything; never refused (it finishes a
@@ -541,12 +544,20 @@ class fan_out {
       flying.clear();
     }
     std::vector<struct pollfd> fds;
-    fds.reserve(flying.size());
+    fds.reserve(flying.size() + 1);
+    // Which flying members to ask for progress: those poll() found ready (or that said they were
+    // complete). Asking the others would cost a recv() each that finds nothing.
+    std::vector<char> check(flying.size(), 0);
     bool decided_in_time = false;
     for (;;) {
       // Take every reply that is complete, in whatever order they came.
       for (std::size_t k = 0; k < flying.size();) {
         const std::size_t i = flying[k];
+        if (!check[k]) {
+          ++k;
+          continue;
+        }
+        check[k] = 0;
         bool complete = true;
         HOLDFAST_TRY {
           complete = members_[i]->progress();
@@ -570,6 +581,8 @@ class fan_out {
         file_reply<R>(*round, i, std::move(r));
         flying[k] = flying.back();
         flying.pop_back();
+        check[k] = check.back();
+        check.pop_back();
       }
       {
         std::lock_guard<std::mutex> lock(round->mutex);
@@ -586,7 +599,8 @@ class fan_out {
       }
       fds.clear();
       bool ready_now = false;
-      for (std::size_t i : flying) {
+      for (std::size_t k = 0; k < flying.size(); ++k) {
+        const std::size_t i = flying[k];
         io_interest want;
         HOLDFAST_TRY {
           want = members_[i]->interest();
@@ -594,7 +608,10 @@ class fan_out {
         HOLDFAST_CATCH_ALL {
           keep_exception(*round);
         }
-        if (want.fd < 0) ready_now = true;
+        if (want.fd < 0) {
+          ready_now = true;
+          check[k] = 1;
+        }
         struct pollfd p {};
         p.fd = want.fd;  // poll() ignores a negative fd
         p.events = static_cast<short>((want.read ? POLLIN : 0) | (want.write ? POLLOUT : 0));
@@ -610,6 +627,7 @@ class fan_out {
       const auto left = std::chrono::ceil<std::chrono::milliseconds>(deadline - now).count();
       const int ms = static_cast<int>(left < 1 ? 1 : (left > (1 << 30) ? (1 << 30) : left));
       if (::poll(fds.data(), static_cast<nfds_t>(fds.size()), ms) < 0 && errno != EINTR) break;
+      for (std::size_t k = 0; k < flying.size(); ++k) check[k] = fds[k].revents != 0 ? 1 : 0;
       if (round->wake_read >= 0) {
         char drain[64];
         while (::read(round->wake_read, drain, sizeof drain) > 0) {

@@ -397,26 +397,15 @@ class redis_link {
     }
     deadline_ = detail_deadline(opts_.command_timeout);
     format_pending();
-    (void)pump();
+    (void)write_pending();  // no read yet: the reply cannot be there, a recv() would be wasted
   }
 
   /// Does the non-blocking I/O the request in flight allows; true once it is complete (a reply,
   /// or a failure that dropped the connection).
   bool pump() {
     if (complete_) return true;
+    if (!write_pending()) return complete_;
     redisContext* c = ctx_.get();
-    while (out_off_ < out_.size()) {
-      const ssize_t n = ::send(c->fd, out_.data() + out_off_, out_.size() - out_off_,
-                               MSG_NOSIGNAL | MSG_DONTWAIT);
-      if (n > 0) {
-        out_off_ += static_cast<std::size_t>(n);
-        continue;
-      }
-      const int e = n < 0 ? errno : EPIPE;
-      if (n < 0 && e == EINTR) continue;
-      if (n < 0 && (e == EAGAIN || e == EWOULDBLOCK)) return false;
-      return broken(errc::store_unavailable, "redis: send: " + std::generic_category().message(e));
-    }
     for (;;) {
       void* raw = nullptr;
       if (redisReaderGetReply(c->reader, &raw) != REDIS_OK) {
@@ -448,6 +437,27 @@ class redis_link {
       if (e == EAGAIN || e == EWOULDBLOCK) return false;
       return broken(errc::store_unavailable, "redis: recv: " + std::generic_category().message(e));
     }
+  }
+
+  /// Writes what the socket takes of the request in flight; true once all of it is written,
+  /// false if the socket is full or the request failed (then complete).
+  bool write_pending() {
+    if (complete_) return false;
+    redisContext* c = ctx_.get();
+    while (out_off_ < out_.size()) {
+      const ssize_t n = ::send(c->fd, out_.data() + out_off_, out_.size() - out_off_,
+                               MSG_NOSIGNAL | MSG_DONTWAIT);
+      if (n > 0) {
+        out_off_ += static_cast<std::size_t>(n);
+        continue;
+      }
+      const int e = n < 0 ? errno : EPIPE;
+      if (n < 0 && e == EINTR) continue;
+      if (n < 0 && (e == EAGAIN || e == EWOULDBLOCK)) return false;
+      (void)broken(errc::store_unavailable, "redis: send: " + std::generic_category().message(e));
+      return false;
+    }
+    return true;
   }
 
   /// What the request in flight waits for (fd -1 once complete).
