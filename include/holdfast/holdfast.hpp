@@ -14,6 +14,8 @@
 //   mutex.hpp                 distributed_mutex: a lease as a std Lockable/TimedLockable
 //   fence.hpp                 fence_gate, keyed_fence_gate, fenced<T>: admission by token
 //   quorum.hpp                quorum_store: one lease over N stores, monotonic quorum tokens
+//   election.hpp              election: leader election, the term is the lease's fencing token
+//   semaphore.hpp             semaphore: N permits, each a lease with its own token and TTL
 // Opt-in, not included here: stores/redis.hpp, stores/postgres.hpp (need their client libraries),
 // testing/ (simulator, checker, conformance kit).
 /// \file
@@ -24,6 +26,7 @@
 
 #include "holdfast/backoff.hpp"
 #include "holdfast/clock.hpp"
+#include "holdfast/election.hpp"
 #include "holdfast/error.hpp"
 #include "holdfast/fence.hpp"
 #include "holdfast/fencing_token.hpp"
@@ -33,6 +36,7 @@
 #include "holdfast/quorum.hpp"
 #include "holdfast/result.hpp"
 #include "holdfast/send_receive.hpp"
+#include "holdfast/semaphore.hpp"
 #include "holdfast/step_point.hpp"
 #include "holdfast/store.hpp"
 #include "holdfast/stores/cas.hpp"

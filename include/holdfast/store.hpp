@@ -9,6 +9,7 @@
 //   renew(key, owner, token, ttl)                | grant{token, ttl} | lease_lost | error
 //   release(key, owner, token)                   | ok | not_holder | error
 //   inspect(key)            (optional)           | optional<lease_record> | error
+//   wait_for_release(key, deadline)  (optional)  | woken | error
 //
 // with key and owner as std::string_view (binary-safe: any bytes, including NUL), ttl as
 // std::chrono::milliseconds and token as fencing_token, returning result<grant>, result<grant>,
@@ -29,6 +30,16 @@
 // Bad input is rejected with invalid_argument before anything changes: an empty key or owner,
 // a TTL <= 0 or above max_ttl, a token that no store issues (none, or fencing_token::max()).
 // A store whose counter would have to issue fencing_token::max() reports token_exhausted.
+//
+// wait_for_release (optional; waiting without polling): blocks the caller until `key` may be free
+// (its lease was released, or its holder's lease can have expired by the store's clock) or until
+// `deadline`, whichever comes first, and returns at once if the key is free now. It is a hint, not
+// a grant: the waiter then asks try_acquire, and the store stays the judge. A notification that
+// is lost costs latency, never liveness beyond the holder's expiry: a waiter never sleeps past
+// the instant the holder's lease can have expired because a release went unannounced. `deadline`
+// is a time_point of the caller's clock type; a store offers the member only for clocks it can
+// sleep on (memory_store: steady_clock and interruptible clocks; Redis and PostgreSQL:
+// steady_clock). Blocking acquire() uses it when present and falls back to backoff otherwise.
 //
 // `testing/` holds the conformance kit that checks a store against all of this at run time.
 #ifndef HOLDFAST_STORE_HPP
@@ -155,6 +166,17 @@ struct has_inspect<
     : std::is_convertible<decltype(std::declval<S&>().inspect(std::declval<std::string_view>())),
                           result<std::optional<lease_record>>> {};
 
+template <class S, class TimePoint, class = void>
+struct has_wait_for_release : std::false_type {};
+template <class S, class TimePoint>
+struct has_wait_for_release<
+    S, TimePoint,
+    std::void_t<decltype(std::declval<S&>().wait_for_release(std::declval<std::string_view>(),
+                                                             std::declval<const TimePoint&>()))>>
+    : std::is_convertible<decltype(std::declval<S&>().wait_for_release(
+                              std::declval<std::string_view>(), std::declval<const TimePoint&>())),
+                          result<void>> {};
+
 }  // namespace detail
 
 /// True iff S provides the three required LeaseStore operations with the signatures above
@@ -168,6 +190,13 @@ inline constexpr bool is_lease_store_v =
 /// True iff S also provides the optional inspect(key) operation.
 template <class S>
 inline constexpr bool has_inspect_v = detail::has_inspect<S>::value;
+
+/// True iff S offers the optional waiting capability for callers on `Clock`:
+/// `result<void> wait_for_release(std::string_view key, const Clock::time_point& deadline)`,
+/// which sleeps until the key may be free or the deadline (see the overview of store.hpp).
+template <class S, class Clock>
+inline constexpr bool can_wait_for_release_v =
+    detail::has_wait_for_release<S, typename Clock::time_point>::value;
 
 #if HOLDFAST_HAS_CONCEPTS
 /// S provides `result<grant> try_acquire(std::string_view key, std::string_view owner,

@@ -1,0 +1,257 @@
+// holdfast/semaphore.hpp - semaphore<Store, Clock>: N permits for one name over any LeaseStore,
+// each permit a lease of its own, with its own fencing token and its own TTL.
+//
+//   holdfast::semaphore<holdfast::redis_store> pool(store, "gpu", 4, 30s);  // 4 permits
+//   auto permit = pool.acquire(10s);            // blocks until one of the 4 is free (or timeout)
+//   if (!permit) return permit.error();
+//   run_job(permit->key(), permit->token());    // fence what the permit guards by its token
+//   // the permit is released when it goes out of scope; a crashed holder's permit expires alone
+//
+// A permit is a `lease` on one of N slot keys, `<name>#0` .. `<name>#<N-1>`. Acquiring tries the
+// slots once each, starting at a random one (so contenders spread out), and takes the first the
+// store grants; every slot is exclusive by the store's contract (S3), so at most N permits are
+// live at once by the store's clock, whatever pauses, lost replies or crashes do (the checker's
+// S6, the generalisation of S3, verifies exactly that in the simulator). A permit is renewed,
+// released, kept alive (keepalive.hpp) and lost exactly like any lease, and it expires on its
+// own when its holder dies; the others are untouched.
+//
+//   permit state | as lease.hpp's table: held -> lost / releasing -> released
+//   semaphore    | free count = N - live slots (available(), needs the store's inspect())
+//
+// Fencing: a permit's token is the slot lease's token, so it orders the holders *of that slot*
+// (T1). Fence what a permit guards per slot (keyed_fence_gate by permit.key(), or one fence
+// column per slot), since two live permits on different slots are both legitimate. With a store
+// whose counter is store-wide (memory, Redis, PostgreSQL, etcd) tokens are also unique across
+// slots.
+//
+// Costs: try_acquire() takes 1 store request when a slot is free at its starting point and up to
+// N when the pool is nearly full; available() takes N inspects. For large N on a remote store,
+// prefer a store-side counter (below) or fewer, larger permits.
+//
+// Compared with the two well-known designs:
+//   - Redisson's RPermitExpirableSemaphore keeps one Redis sorted set of permit ids scored by
+//     expiry and a counter of free permits, changed by Lua scripts: one round trip per acquire,
+//     permits that expire one by one, release by permit id. It gives no fencing token, and it is
+//     specific to Redis. Here each permit is a lease on any LeaseStore, with a token, renewal,
+//     keepalive and loss detection like every other lease, at the price of up to N requests on a
+//     full pool.
+//   - Curator's InterProcessSemaphoreV2 (ZooKeeper) creates one ephemeral sequential "lease"
+//     node per holder under a lock; a holder's permits vanish with its *session* (not per
+//     permit), and the node's sequence number could serve as a token but is not exposed as one.
+//     Here every permit has its own TTL and token, and there is no lock around acquiring.
+//
+// Sources: Dijkstra's counting semaphore; Redisson RPermitExpirableSemaphore; Curator
+// InterProcessSemaphoreV2 and its Lease; fencing: Kleppmann 2016.
+#ifndef HOLDFAST_SEMAPHORE_HPP
+#define HOLDFAST_SEMAPHORE_HPP
+
+#include <chrono>
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <system_error>
+#include <utility>
+
+#include "holdfast/backoff.hpp"
+#include "holdfast/clock.hpp"
+#include "holdfast/detail/config.hpp"
+#include "holdfast/detail/random.hpp"
+#include "holdfast/detail/saturating.hpp"
+#include "holdfast/error.hpp"
+#include "holdfast/keepalive.hpp"
+#include "holdfast/lease.hpp"
+#include "holdfast/result.hpp"
+#include "holdfast/store.hpp"
+#include "holdfast/validity.hpp"
+
+namespace holdfast {
+HOLDFAST_ABI_NAMESPACE_BEGIN
+
+/// The most permits a semaphore may have: bounds the store requests of one acquire pass.
+inline constexpr std::uint32_t max_permits = 4096;
+
+/// Options for a semaphore.
+template <class Clock = steady_clock>
+struct semaphore_options {
+  /// Clock, validity, backoff and on-loss callback of every permit. `acquire.owner`, if set, is a
+  /// readable prefix: each acquire still gets a unique owner id (`<prefix>/<32 random hex>`).
+  acquire_options<Clock> acquire{};
+  /// If set, every permit this semaphore grants is kept alive by this keepalive until released.
+  /// It must outlive the permits. Default: none (a permit lasts one TTL unless renewed).
+  holdfast::keepalive<Clock>* keepalive = nullptr;
+  /// true (default): every acquire gets a fresh owner id, `<acquire.owner>/<32 random hex>`.
+  /// false: acquire.owner is used as it is; it must then be non-empty and unique per acquirer
+  /// (T3). For deterministic replays (the simulator), where the first slot asked is derived from
+  /// the owner id.
+  bool unique_owner = true;
+};
+
+/// N permits named `name` on a LeaseStore, each permit a lease on its own slot key (see the
+/// overview at the top of semaphore.hpp).
+///
+/// Thread-safety: every member may be called concurrently (it keeps no state besides its
+/// configuration); each permit is a lease handle, used by one thread at a time. The store (and a
+/// given keepalive) must outlive the semaphore's permits.
+template <class Store, class Clock = steady_clock>
+class semaphore {
+  static_assert(assert_lease_store<Store>(),
+                "holdfast::semaphore<Store>: Store must model LeaseStore");
+  static_assert(is_ttl_clock_v<Clock>,
+                "holdfast::semaphore<Store, Clock>: Clock must model ttl_clock");
+
+ public:
+  using store_type = Store;
+  using clock_type = Clock;
+  /// A permit is a lease on one slot key: token(), valid(), renew(), release(), RAII.
+  using permit = lease<Store, Clock>;
+
+  /// Makes a semaphore of `permits` permits named `name` in `store`, each granted for `ttl` (ms,
+  /// or any duration; truncated to whole ms). Never fails: bad arguments (empty name, permits not
+  /// in [1, max_permits], a TTL not in [1 ms, max_ttl] or too short for any validity, bad
+  /// validity/backoff options, a keepalive with bad options) are reported by error(), and every
+  /// acquire then fails with it.
+  template <class Rep, class Period>
+  semaphore(Store& store, std::string name, std::uint32_t permits,
+            std::chrono::duration<Rep, Period> ttl, semaphore_options<Clock> opts = {})
+      : store_(store), name_(std::move(name)), permits_(permits), opts_(std::move(opts)) {
+    const std::optional<std::chrono::milliseconds> ms = detail::ttl_to_ms(ttl);
+    if (!ms || name_.empty() || permits_ == 0 || permits_ > max_permits || check_ttl(*ms) ||
+        opts_.acquire.validity.check() || opts_.acquire.backoff.check() ||
+        trusted_span(*ms, opts_.acquire.validity) <= std::chrono::nanoseconds::zero() ||
+        (opts_.keepalive != nullptr && opts_.keepalive->error()) ||
+        (!opts_.unique_owner && opts_.acquire.owner.empty())) {
+      config_error_ = make_error_code(errc::invalid_argument);
+    } else {
+      ttl_ = *ms;
+    }
+  }
+
+  /// Returns errc::invalid_argument if the constructor's arguments were bad; zero otherwise.
+  [[nodiscard]] std::error_code error() const noexcept { return config_error_; }
+
+  /// Tries once to take a permit: asks the N slots in turn, from a random one, and returns the
+  /// first the store grants. Makes at most N store requests and does not wait.
+  /// \returns the permit (a held lease on a slot key);
+  ///   errc::busy if every slot is held (all N permits are out);
+  ///   errc::invalid_argument for bad constructor arguments;
+  ///   if no slot was granted and a slot failed otherwise (store_unavailable, timeout, ...), that
+  ///     error instead of busy, so a caller can tell a full pool from a failing store. A slot
+  ///     whose grant was made but whose reply was lost stays held until its TTL runs out (the
+  ///     next acquire() retry with the same owner gets it back).
+  /// Exceptions from the store or clock propagate.
+  result<permit> try_acquire() {
+    if (config_error_) return config_error_;
+    const acquire_options<Clock> o = attempt_options();
+    return pass(o, first_slot(o.owner));
+  }
+
+  /// Takes a permit, retrying with exponential backoff and full jitter (acquire.backoff) while
+  /// every slot is held or the store fails transiently, until `timeout` has passed on the clock
+  /// (<= 0: one pass). Every pass uses the same owner id, so a pass after a lost reply gets its
+  /// own grant back instead of taking a second slot.
+  /// \returns the permit; errc::timeout if the deadline passed with no slot granted;
+  ///   errc::busy (or the last transient error) if acquire.backoff.max_attempts ran out;
+  ///   at once, any non-transient error (invalid_argument, protocol_error, token_exhausted).
+  /// Exceptions from the store or clock propagate.
+  template <class Rep, class Period>
+  result<permit> acquire(std::chrono::duration<Rep, Period> timeout) {
+    if (config_error_) return config_error_;
+    const acquire_options<Clock> o = attempt_options();
+    Clock clock = o.clock;
+    const typename Clock::time_point deadline = detail::saturating_add(
+        clock.now(), timeout > decltype(timeout)::zero() ? timeout : decltype(timeout)::zero());
+    backoff delays(o.backoff);
+    // Start every pass at the same slot: a retry after a lost reply asks its own slot first.
+    const std::uint32_t start = first_slot(o.owner);
+    for (std::uint32_t made = 1;; ++made) {
+      result<permit> p = pass(o, start);
+      if (p || !is_transient(p.error())) return p;
+      if (delays.exhausted(made)) return p.error();
+      const typename Clock::time_point now = clock.now();
+      if (!(now < deadline)) return errc::timeout;
+      typename Clock::time_point wake = detail::saturating_add(now, delays.next_delay());
+      if (deadline < wake) wake = deadline;
+      clock.sleep_until(wake);
+    }
+  }
+
+  /// Returns how many permits are free now by the store's view: N minus the live slot leases
+  /// (requires the store's inspect(); N requests). A snapshot: acquiring after it may still find
+  /// the pool full. \returns the count; errc::invalid_argument for bad constructor arguments;
+  ///   the first error inspect() reports.
+  template <class S = Store, class = std::enable_if_t<has_inspect_v<S>>>
+  result<std::uint32_t> available() {
+    if (config_error_) return config_error_;
+    std::uint32_t free = 0;
+    for (std::uint32_t i = 0; i < permits_; ++i) {
+      result<std::optional<lease_record>> r = store_.inspect(slot_key(i));
+      if (!r) return r.error();
+      if (!*r) ++free;
+    }
+    return free;
+  }
+
+  /// Returns the key of slot `i` (`<name>#<i>`), i in [0, permits()).
+  [[nodiscard]] std::string slot_key(std::uint32_t i) const {
+    return name_ + "#" + std::to_string(i);
+  }
+  /// Returns the semaphore's name.
+  [[nodiscard]] const std::string& name() const noexcept { return name_; }
+  /// Returns N, the number of permits.
+  [[nodiscard]] std::uint32_t permits() const noexcept { return permits_; }
+  /// Returns the TTL (ms) of every permit.
+  [[nodiscard]] std::chrono::milliseconds ttl() const noexcept { return ttl_; }
+
+ private:
+  acquire_options<Clock> attempt_options() const {
+    acquire_options<Clock> o = opts_.acquire;
+    if (!opts_.unique_owner) return o;
+    const std::string id = detail::random_owner_id();
+    o.owner = o.owner.empty() ? id : o.owner + "/" + id;
+    return o;
+  }
+
+  // The slot a pass starts at: spread over the slots by the (random) owner id, so contenders do
+  // not all queue on slot 0, and reproducible from the owner id alone. FNV-1a.
+  std::uint32_t first_slot(std::string_view owner) const noexcept {
+    std::uint64_t h = 14695981039346656037ull;
+    for (const char c : owner) {
+      h ^= static_cast<unsigned char>(c);
+      h *= 1099511628211ull;
+    }
+    return static_cast<std::uint32_t>(h % permits_);
+  }
+
+  // One pass over the slots from `start`: the first grant wins. Busy slots are skipped; a failing
+  // slot is remembered (reported if no slot is granted) and skipped; a non-transient error ends
+  // the pass at once.
+  result<permit> pass(const acquire_options<Clock>& o, std::uint32_t start) {
+    std::error_code failure{};
+    for (std::uint32_t k = 0; k < permits_; ++k) {
+      const std::uint32_t slot = (start + k) % permits_;
+      result<permit> p = holdfast::try_acquire(store_, slot_key(slot), ttl_, o);
+      if (p) {
+        if (opts_.keepalive != nullptr) (void)opts_.keepalive->add(*p);
+        return p;
+      }
+      if (p.error() == errc::busy) continue;
+      if (!is_transient(p.error())) return p.error();
+      if (!failure) failure = p.error();
+    }
+    if (failure) return failure;
+    return errc::busy;
+  }
+
+  Store& store_;
+  std::string name_;
+  std::uint32_t permits_;
+  semaphore_options<Clock> opts_;
+  std::chrono::milliseconds ttl_{0};
+  std::error_code config_error_{};
+};
+
+HOLDFAST_ABI_NAMESPACE_END
+}  // namespace holdfast
+
+#endif  // HOLDFAST_SEMAPHORE_HPP
