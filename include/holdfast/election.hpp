@@ -308,6 +308,13 @@ class election {
     return leading_ ? term_ : fencing_token{};
   }
 
+  /// Returns the owner id of this candidate's leadership lease (`<identity>/<random>`, new for
+  /// every campaign), or an empty string if it holds none.
+  [[nodiscard]] std::string owner() const {
+    std::lock_guard<std::mutex> op(op_mu_);
+    return lease_ ? lease_->owner() : std::string();
+  }
+
   /// Returns the instant (on the clock) until which this leader trusts its lease, or nullopt
   /// when not leading.
   [[nodiscard]] std::optional<time_point> valid_until() const {

@@ -46,8 +46,10 @@
 // detail/lease_shared.hpp; the keepalive drives the block only through detail/keepalive_port.hpp.
 //
 // Blocking acquire() retries contention and transient store errors with exponential backoff and
-// full jitter (backoff.hpp) until a deadline, always as the same owner, so a retry after a lost
-// reply gets the same grant back (store contract T1) instead of waiting for its own orphan.
+// full jitter (backoff.hpp) until a deadline; where the store can wait for a release
+// (store.hpp's wait_for_release: memory_store on steady_clock, Redis, PostgreSQL) it sleeps there
+// instead of polling while the key is busy. It always retries as the same owner, so a retry after a
+// lost reply gets the same grant back (store contract T1) instead of waiting for its own orphan.
 #ifndef HOLDFAST_LEASE_HPP
 #define HOLDFAST_LEASE_HPP
 
@@ -498,8 +500,10 @@ result<lease<Store, Clock>> try_acquire(Store& store, std::string_view key,
 /// bad input: it makes exactly one attempt, and if that finds the key busy the deadline has passed,
 /// so the answer is errc::timeout like any other expired wait (use try_acquire() to get busy).
 ///
-/// Blocks the calling thread in opts.clock.sleep_until() between attempts, for at most `timeout`
-/// in all (plus the duration of the last store call).
+/// Blocks the calling thread between attempts, for at most `timeout` in all (plus the duration of
+/// the last store call): while the key is busy, in the store's wait_for_release() if the store
+/// offers it for this Clock (store.hpp: woken by the holder's release, or at the latest when its
+/// lease can have expired), otherwise, and after a store error, in opts.clock.sleep_until().
 /// \returns the lease;
 ///   errc::timeout if the deadline passed while the key stayed busy or the store kept failing
 ///     transiently;
@@ -520,12 +524,22 @@ result<lease<Store, Clock>> acquire(Store& store, std::string_view key,
   const typename Clock::time_point deadline = detail::saturating_add(
       clock.now(), timeout > decltype(timeout)::zero() ? timeout : decltype(timeout)::zero());
   backoff delays(opts.backoff);
+  std::uint32_t fruitless_waits = 0;
   for (std::uint32_t made = 1;; ++made) {
     result<lease<Store, Clock>> l = detail::acquire_once(store, key, req->ttl, opts, req->owner);
     if (l || !is_transient(l.error())) return l;
     if (delays.exhausted(made)) return l.error();
     const typename Clock::time_point now = clock.now();
     if (!(now < deadline)) return errc::timeout;
+    if constexpr (can_wait_for_release_v<Store, Clock>) {
+      // Waiting without polling: sleep in the store until the key is released or its holder's
+      // lease can have expired (or the deadline), then ask again. A failed wait, or a run of
+      // wake-ups that keep finding the key taken, falls back to one backoff sleep below, so a
+      // store whose hints are wrong costs latency, never a busy loop.
+      if (l.error() == errc::busy && (++fruitless_waits % 8) != 0) {
+        if (store.wait_for_release(key, deadline)) continue;
+      }
+    }
     typename Clock::time_point wake = detail::saturating_add(now, delays.next_delay());
     if (deadline < wake) wake = deadline;  // one last attempt at the deadline itself
     clock.sleep_until(wake);

@@ -82,7 +82,7 @@ TEST_CASE("checker: the DESIGN §1 timeline keeps every invariant", "[testing/ch
   const verdict v = check(x.h);
   INFO(v.report());
   REQUIRE(v.ok());
-  REQUIRE(v.report() == "all invariants hold (S1-S5, L1)\n");
+  REQUIRE(v.report() == "all invariants hold (S1-S6, L1)\n");
 }
 
 TEST_CASE("checker: S1 catches a stale write admitted after a newer one", "[testing/checker]") {

@@ -17,20 +17,30 @@
 //   expired   | grant, next token      | lease_lost             | holder+token: free, else
 //             |                        |                        | not_holder
 //
+// Waiting without polling (store.hpp's wait_for_release capability; only on steady_clock, the one
+// clock a condition variable can wait on): a waiter sleeps on its own condition variable in a FIFO
+// queue per key until the holder's expiry or its deadline. release() wakes the first waiter of
+// the key, and only that one, so a hand-off costs one wake-up however many wait; the others sleep
+// on. Nothing is kept, and release() looks nothing up, while nobody waits.
+//
 // Not durable: a new memory_store starts its counter afresh (or at a value you pass in, e.g. one
 // you persisted), so fences downstream must outlive the store or be reset with it.
 #ifndef HOLDFAST_STORES_MEMORY_HPP
 #define HOLDFAST_STORES_MEMORY_HPP
 
 #include <chrono>
+#include <condition_variable>
 #include <cstddef>
 #include <cstdint>
+#include <deque>
 #include <mutex>
 #include <optional>
 #include <ratio>
 #include <string>
 #include <string_view>
 #include <tuple>
+#include <type_traits>
+#include <unordered_map>
 #include <utility>
 
 #include "holdfast/clock.hpp"
@@ -142,6 +152,45 @@ class memory_store {
       return errc::not_holder;
     }
     recycle(it);
+    if (waiting_ != 0) wake_first(key);
+    return {};
+  }
+
+  /// Blocks until `key` may be free: released (the first waiter of the key is woken), or its
+  /// holder's lease expired by the store's clock, or `deadline` passed, whichever comes first;
+  /// returns at once if the key is free now. Waiters are woken one per release, in the order
+  /// they started waiting; a woken waiter should try_acquire at once (it may still find the key
+  /// taken by a newcomer). Waking says nothing about the key: the store stays the judge. The
+  /// store's wait_for_release capability (store.hpp), used by blocking acquire(); offered only
+  /// when Clock is steady_clock. \returns success (woken, for any of the reasons above);
+  ///   errc::invalid_argument for an empty key. Exceptions: std::bad_alloc may propagate.
+  template <class C = Clock, class = std::enable_if_t<std::is_same_v<C, steady_clock>>>
+  result<void> wait_for_release(std::string_view key, const time_point& deadline) {
+    if (key.empty()) return errc::invalid_argument;
+    std::unique_lock<std::mutex> lock(mutex_);
+    const time_point now = clock_.now();
+    auto it = find(key);
+    if (it == map_.end() || !(now < it->second.expires_at)) return {};
+    const time_point until = deadline < it->second.expires_at ? deadline : it->second.expires_at;
+    if (!(now < until)) return {};
+    waiter w;
+    std::string name(key);
+    waiters_[name].push_back(&w);
+    ++waiting_;
+    w.cv.wait_until(lock, until, [&w] { return w.woken; });
+    if (!w.woken) {  // expiry or deadline: leave the queue (a release took it out otherwise)
+      auto q = waiters_.find(name);
+      if (q != waiters_.end()) {
+        for (auto i = q->second.begin(); i != q->second.end(); ++i) {
+          if (*i == &w) {
+            q->second.erase(i);
+            --waiting_;
+            break;
+          }
+        }
+        if (q->second.empty()) waiters_.erase(q);
+      }
+    }
     return {};
   }
 
@@ -211,6 +260,12 @@ class memory_store {
     return map_.size() - released_count_;
   }
 
+  /// Returns how many threads are blocked in wait_for_release() now (for tests and metrics).
+  [[nodiscard]] std::size_t waiting() const {
+    std::lock_guard<std::mutex> lock(mutex_);
+    return waiting_;
+  }
+
   /// Returns a copy of the store's clock.
   [[nodiscard]] Clock clock() const { return clock_; }
 
@@ -228,6 +283,31 @@ class memory_store {
   using entry = typename map_type::value_type;
 
   static time_point later(time_point a, time_point b) noexcept { return a < b ? b : a; }
+
+  // One thread in wait_for_release, on its own condition variable (so waking it wakes no one
+  // else).
+  struct waiter {
+    std::condition_variable cv;
+    bool woken = false;  // guarded by mutex_
+  };
+
+  // Wakes the first waiter of `key`, if any (called with mutex_ held; never throws).
+  void wake_first(std::string_view key) noexcept {
+    HOLDFAST_TRY {
+      auto q = waiters_.find(std::string(key));
+      if (q == waiters_.end()) return;
+      waiter* w = q->second.front();
+      q->second.pop_front();
+      --waiting_;
+      if (q->second.empty()) waiters_.erase(q);
+      w->woken = true;
+      w->cv.notify_one();
+    }
+    HOLDFAST_CATCH_ALL {
+      // The key could not be copied for the lookup (out of memory): the waiters wake at the
+      // holder's expiry instead, as if the notification had been lost.
+    }
+  }
 
   // Returns now + ttl with the TTL rounded *up* to the clock's tick, clamped to the clock's range.
   // Plain conversion truncates: on a clock coarser than a millisecond a 1500 ms grant would be
@@ -351,6 +431,8 @@ class memory_store {
   std::size_t released_count_ = 0;
   std::size_t sweep_at_ = kMinSweep;
   std::uint64_t last_token_ = 0;
+  std::unordered_map<std::string, std::deque<waiter*>> waiters_;  // per key, FIFO
+  std::size_t waiting_ = 0;  // threads in wait_for_release: release() looks nothing up when 0
 };
 
 HOLDFAST_ABI_NAMESPACE_END

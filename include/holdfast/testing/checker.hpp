@@ -14,6 +14,9 @@
 //                          | any clock left its bound)  | by the store's clock
 //   S5 ownership           | each successful renew or   | the caller was not the holder (other
 //                          | release                    | owner or token, or the lease had expired)
+//   S6 permit bound        | each new grant of a key in | more than N keys of one semaphore's
+//                          | a history::permit_groups   | permit_group would be live by the
+//                          | group                      | store's clock (S3 generalised to N)
 //   L1 liveness            | the heal event             | the contender did not acquire within the
 //                          |                            | bound (ttl + backoff cap, on healed
 //                          |                            | clocks)
@@ -58,6 +61,7 @@ enum class invariant : std::uint8_t {
   s4_holder_belief,
   s5_ownership,
   l1_liveness,
+  s6_permit_bound,
 };
 
 /// Returns the invariant's tag: "S1" .. "S5", "L1", or "-".
@@ -77,6 +81,8 @@ inline const char* tag(invariant i) noexcept {
       return "S5";
     case invariant::l1_liveness:
       return "L1";
+    case invariant::s6_permit_bound:
+      return "S6";
   }
   return "?";
 }
@@ -98,6 +104,8 @@ inline const char* to_string(invariant i) noexcept {
       return "S5 ownership";
     case invariant::l1_liveness:
       return "L1 liveness";
+    case invariant::s6_permit_bound:
+      return "S6 permit bound";
   }
   return "?";
 }
@@ -116,7 +124,7 @@ struct verdict {
 
   /// Returns "<invariant> violated: <what>" followed by the timeline, or "all invariants hold".
   [[nodiscard]] std::string report() const {
-    if (ok()) return "all invariants hold (S1-S5, L1)\n";
+    if (ok()) return "all invariants hold (S1-S6, L1)\n";
     return std::string(to_string(violated)) + " violated: " + what + "\n" + timeline;
   }
 };
@@ -284,6 +292,7 @@ class checker {
              ctx);
         return;
       }
+      if (!permit_bound(i, e, now)) return;
       s.held = true;
       s.owner = e.owner;
       s.token = e.token;
@@ -344,6 +353,37 @@ class checker {
     s.held = false;
     auto it = leases_.find({e.node, e.key, e.token});
     if (it != leases_.end()) it->second.end = i;
+  }
+
+  // S6: a new grant of a semaphore's permit key must leave at most N of its keys live. Only
+  // leases that are definitely live count, so no contract-abiding store is ever reported.
+  bool permit_bound(std::size_t i, const event& e, std::int64_t now) {
+    const std::string& name = key_name(e.key);
+    for (const permit_group& g : h_.permit_groups) {
+      if (name.compare(0, g.prefix.size(), g.prefix) != 0) continue;
+      std::vector<std::size_t> ctx;
+      std::uint32_t live = 1;  // this grant
+      for (const auto& kv : keys_) {
+        if (kv.first.first != e.node || kv.first.second == e.key) continue;
+        const std::string& other = key_name(kv.first.second);
+        if (other.compare(0, g.prefix.size(), g.prefix) != 0) continue;
+        if (!definitely_live(kv.second, now)) continue;
+        ++live;
+        std::vector<std::size_t> l = lease_events(e.node, kv.first.second, kv.second.token);
+        ctx.insert(ctx.end(), l.begin(), l.end());
+      }
+      if (live > g.permits) {
+        ctx.push_back(i);
+        fail(invariant::s6_permit_bound, i,
+             "the store granted \"" + name + "\" to " + e.owner + " while " +
+                 std::to_string(live - 1) + " other permits of \"" + g.prefix +
+                 "\" were live by the store's clock: " + std::to_string(live) + " live permits, " +
+                 "the bound is " + std::to_string(g.permits),
+             ctx);
+        return false;
+      }
+    }
+    return true;
   }
 
   // raise_token (quorum.hpp's token floor): only the live holder's lease is re-labelled, and
@@ -753,7 +793,7 @@ class checker {
 
 }  // namespace detail
 
-/// Checks history `h` against S1-S5 and L1 (see the table at the top of checker.hpp) and returns
+/// Checks history `h` against S1-S6 and L1 (see the table at the top of checker.hpp) and returns
 /// the first violation in event order, with a timeline of the events that matter, or an ok
 /// verdict. L1 is checked only if the history has a `heal` event; S4 only for events before
 /// history::s4_until_ns and when history::primary_store is set.

@@ -224,6 +224,13 @@ struct event {
   std::string owner;
 };
 
+/// The keys of one semaphore (semaphore.hpp): every key that starts with `prefix` is one of its
+/// permits, and at most `permits` of them may be live at once by the store's clock (S6).
+struct permit_group {
+  std::string prefix;         ///< Key prefix of the permits, e.g. "pool#".
+  std::uint32_t permits = 0;  ///< N, the bound on live permits.
+};
+
 /// A whole run: its events plus what the checker needs to interpret them.
 ///
 /// Thread-safety: a plain value; the simulator appends from its one thread.
@@ -240,6 +247,8 @@ struct history {
   /// instant this close after an expiry is not judged. There is none before an expiry: a store
   /// must never end a lease earlier than the TTL it reported (DESIGN T2).
   std::int64_t tolerance_ns = 1000000;
+  /// Semaphores whose permit bound the checker enforces (S6); empty for plain lease runs.
+  std::vector<permit_group> permit_groups;
   /// Decisions the simulator drew from the source during the run (the workload's come on top).
   std::uint64_t decisions = 0;
   /// Times the scheduler switched into a client fiber (each also costs the switch back).
