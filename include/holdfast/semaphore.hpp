@@ -148,9 +148,12 @@ class semaphore {
 
   /// Takes a permit, retrying with exponential backoff and full jitter (acquire.backoff) while
   /// every slot is held or the store fails transiently, until `timeout` has passed on the clock
-  /// (<= 0: one pass). Every pass uses the same owner id, so a pass after a lost reply gets its
-  /// own grant back instead of taking a second slot.
-  /// \returns the permit; errc::timeout if the deadline passed with no slot granted;
+  /// (<= 0: one pass). Where the store can wait for a release (store.hpp's wait_for_release), the
+  /// pause between passes is spent waiting there for this acquirer's first slot, so its release
+  /// (or its holder's expiry) ends the pause at once; the backoff delay still bounds it, since
+  /// another slot may free first. Every pass uses the same owner id, so a pass after a lost reply
+  /// gets its own grant back instead of taking a second slot. \returns the permit; errc::timeout if
+  /// the deadline passed with no slot granted;
   ///   errc::busy (or the last transient error) if acquire.backoff.max_attempts ran out;
   ///   at once, any non-transient error (invalid_argument, protocol_error, token_exhausted).
   /// Exceptions from the store or clock propagate.
@@ -172,6 +175,12 @@ class semaphore {
       if (!(now < deadline)) return errc::timeout;
       typename Clock::time_point wake = detail::saturating_add(now, delays.next_delay());
       if (deadline < wake) wake = deadline;
+      if constexpr (can_wait_for_release_v<Store, Clock>) {
+        // Waiting without polling, for one slot: sleep in the store until this acquirer's first
+        // slot is released or its holder's permit can have expired, or the backoff delay ends
+        // (another slot may free first), whichever comes first.
+        if (p.error() == errc::busy && store_.wait_for_release(slot_key(start), wake)) continue;
+      }
       clock.sleep_until(wake);
     }
   }

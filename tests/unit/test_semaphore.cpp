@@ -5,6 +5,7 @@
 #include <chrono>
 #include <set>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "holdfast/semaphore.hpp"
@@ -160,4 +161,27 @@ TEST_CASE("semaphore: bad arguments are reported and nothing reaches the store",
   REQUIRE(p.has_value());
   CHECK(p->owner() == "worker-3");
   CHECK(store.acquires == 1);
+}
+
+TEST_CASE("semaphore: blocking acquire on memory_store waits for a release, not a backoff",
+          "[semaphore][concurrency]") {
+  holdfast::memory_store<> store;
+  holdfast::semaphore_options<> o;
+  o.acquire.backoff.initial = 5s;  // a polling pass would sleep for seconds
+  o.acquire.backoff.max_delay = 5s;
+  holdfast::semaphore<holdfast::memory_store<>> pool(store, "p", 1, 60s, o);
+  auto holder = pool.try_acquire();
+  REQUIRE(holder.has_value());
+  std::thread t([&] {
+    const auto limit = std::chrono::steady_clock::now() + 20s;
+    while (store.waiting() < 1 && std::chrono::steady_clock::now() < limit) {
+      std::this_thread::yield();
+    }
+    (void)holder->release();
+  });
+  const auto start = std::chrono::steady_clock::now();
+  auto got = pool.acquire(20s);
+  t.join();
+  REQUIRE(got.has_value());
+  CHECK(std::chrono::steady_clock::now() - start < 4s);
 }
