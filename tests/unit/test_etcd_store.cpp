@@ -355,7 +355,7 @@ TEST_CASE("etcd_store: renew and release touch only the caller's own grant", "[e
   REQUIRE(b.release("k", "B", gb->token));
 }
 
-TEST_CASE("etcd_store: a busy acquire gives its unused lease back", "[etcd]") {
+TEST_CASE("etcd_store: a busy or failed acquire gives its unused lease back", "[etcd]") {
   std::optional<etcd_options> base = shared_etcd();
   if (!base) return;
   const etcd_options o = isolated(*base);
@@ -370,6 +370,20 @@ TEST_CASE("etcd_store: a busy acquire gives its unused lease back", "[etcd]") {
     return j.find("leases") == j.end() ? std::size_t{0} : j["leases"].size();
   };
   CHECK(count(after) <= count(before));  // other tests may end leases meanwhile, none added
+  // An owner larger than etcd takes in one request (1.5 MiB by default; 2 MiB is gRPC's own
+  // limit): the lease is granted, the transaction refused; the lease goes back and the reason is
+  // kept. A 1.2 MiB owner fits.
+  auto huge = s.try_acquire("k2", std::string(2 << 20, 'o'), 5s);
+  CHECK(huge.error() == errc::invalid_argument);
+  INFO(s.last_error_message());
+  CHECK((s.last_error_message().find("too large") != std::string::npos ||
+         s.last_error_message().find("larger than max") != std::string::npos));
+  const nlohmann::json later = adm.post("/lease/leases", nlohmann::json::object());
+  CHECK(count(later) <= count(before));
+  CHECK_FALSE(adm.exists("k2"));
+  auto big = s.try_acquire("k2", std::string(1200 << 10, 'o'), 5s);
+  REQUIRE(big);
+  REQUIRE(s.release("k2", std::string(1200 << 10, 'o'), big->token));
   REQUIRE(s.release("k", "A", g->token));
 }
 
