@@ -173,6 +173,15 @@ TEST_CASE("etcd encodings: SHA-256 and base64 against known vectors", "[etcd]") 
   std::string k2;
   holdfast::detail::etcd_key_name(k, k2);  // a short key that *looks* hashed is hashed again
   CHECK(k2 != k);
+  // TTLs etcd reports, in seconds, capped at what was asked and never overflowing.
+  using holdfast::detail::etcd_ttl_capped;
+  CHECK(etcd_ttl_capped(0, 3000ms) == 0ms);
+  CHECK(etcd_ttl_capped(-1, 3000ms) == 0ms);
+  CHECK(etcd_ttl_capped(2, 300ms) == 300ms);
+  CHECK(etcd_ttl_capped(2, 5000ms) == 2000ms);
+  CHECK(etcd_ttl_capped(3, 3000ms) == 3000ms);
+  CHECK(etcd_ttl_capped(INT64_MAX, 3000ms) == 3000ms);
+  CHECK(etcd_ttl_capped(INT64_MAX, holdfast::max_ttl) == holdfast::max_ttl);
 }
 
 TEST_CASE("etcd_store meets the LeaseStore contract", "[etcd][contract]") {
@@ -530,6 +539,10 @@ TEST_CASE("etcd_store: a slow, garbled or failing gateway is an error with its t
        errc::protocol_error, "unexpected shape"},
       {"a negative TTL",
        fake_gateway::http(200, R"({"header":{"revision":"1"},"ID":"7","TTL":"-3","kvs":[1]})"),
+       errc::protocol_error, "unexpected shape"},
+      {"a TTL near the top of int64",
+       fake_gateway::http(
+           200, R"({"header":{"revision":"1"},"ID":"7","TTL":"9223372036854775807","kvs":{}})"),
        errc::protocol_error, "unexpected shape"},
       {"no leader",
        fake_gateway::http(

@@ -612,6 +612,15 @@ class etcd_link {
   mutable std::mutex mutex_;
 };
 
+/// Returns min(`cap`, `seconds` s) in milliseconds, for a TTL etcd reported (never overflows).
+inline std::chrono::milliseconds etcd_ttl_capped(std::int64_t seconds,
+                                                 std::chrono::milliseconds cap) noexcept {
+  if (seconds <= 0) return std::chrono::milliseconds::zero();
+  if (seconds > cap.count() / 1000 + 1) return cap;
+  const std::chrono::milliseconds ms(seconds * 1000);
+  return ms < cap ? ms : cap;
+}
+
 /// The parts of a key-value a range answer carries.
 struct etcd_kv {
   std::string value;
@@ -715,8 +724,7 @@ class etcd_store {
     }
     bool succeeded = false;
     if (!detail::json_bool(*r, "succeeded", succeeded)) return shape("acquire");
-    const std::chrono::milliseconds applied(applied_s * 1000);
-    const std::chrono::milliseconds reported = applied < ttl ? applied : ttl;
+    const std::chrono::milliseconds reported = detail::etcd_ttl_capped(applied_s, ttl);
     if (succeeded) {
       // One put in the transaction: the key's create_revision is the transaction's revision.
       const std::optional<std::int64_t> rev = detail::etcd_revision(*r);
@@ -744,9 +752,8 @@ class etcd_store {
       if (!left) return left.error();
       if (*left <= 0) return errc::busy;  // expired, not yet deleted: etcd still has the key
       remember(k, owner, kv->create_revision, kv->lease);
-      const std::chrono::milliseconds held(*left * 1000);
       return grant{fencing_token(static_cast<std::uint64_t>(kv->create_revision)),
-                   held < ttl ? held : ttl};
+                   detail::etcd_ttl_capped(*left, ttl)};
     }
     // Another owner holds it (or it vanished between the compare and the range: impossible in
     // one transaction, treated as busy all the same). Give the unused lease back.
@@ -775,8 +782,7 @@ class etcd_store {
       forget(k);
       return errc::lease_lost;
     }
-    const std::chrono::milliseconds held(*left * 1000);
-    return grant{token, held < ttl ? held : ttl};
+    return grant{token, detail::etcd_ttl_capped(*left, ttl)};
   }
 
   /// Frees `key` iff `owner` holds it with `token`: one revoke of the grant's own etcd lease,
@@ -819,7 +825,9 @@ class etcd_store {
     result<nlohmann::json> r = link_.post("/lease/timetolive", body_);
     if (!r) return r.error();
     std::int64_t left = 0;
-    if (!detail::json_int64(*r, "TTL", left) || left < -1) return shape("inspect");
+    if (!detail::json_int64(*r, "TTL", left) || left < -1 || left > max_ttl.count() / 1000) {
+      return shape("inspect");
+    }
     if (left < 0) return std::optional<lease_record>{};  // revoked since: the key went with it
     return std::optional<lease_record>{lease_record{
         std::move((*kv)->value), fencing_token(static_cast<std::uint64_t>((*kv)->create_revision)),
