@@ -29,9 +29,11 @@
 //
 // Observing. leader() asks the store who leads now (the inspect capability: readable identity,
 // term, time left) without campaigning; next_leader(known, timeout) blocks until that answer
-// changes. It sleeps in the store's wait_for_release capability where the store has one (woken
-// by the leader's release or at the latest when its lease can have expired; store.hpp) and
-// otherwise polls at election_options::observe_interval.
+// changes. It sleeps in the store's watch_release capability where the store has one (woken by
+// the leader's release, or at the latest when its lease can have expired; store.hpp) and
+// otherwise polls at election_options::observe_interval, never sleeping past the leader's
+// expiry. A candidate blocked in campaign() is woken by the release itself (acquire() waits in
+// wait_for_release), so a new leader follows a resignation within a round trip or two.
 //
 // Sources: client-go's tools/leaderelection (the callbacks OnStartedLeading / OnStoppedLeading /
 // OnNewLeader, renewal by a loop, "a leader that cannot renew stops before the lease expires");
@@ -339,9 +341,10 @@ class election {
 
   /// Blocks until the store's answer to leader() differs from `known` (another leader or term,
   /// a leader where there was none, none where there was one) or `timeout` passes on the clock.
-  /// With a leader known, it sleeps in the store's wait_for_release() if the store has it (a
-  /// leader changes only after a release or an expiry), bounded by observe_interval; otherwise,
-  /// and while nobody leads, it asks every observe_interval.
+  /// While someone leads, it sleeps at most until that leader's lease can have expired and at
+  /// most observe_interval, in the store's watch_release() where the store has it (woken by the
+  /// leader's release; a watcher never takes a release away from a campaigning candidate, see
+  /// store.hpp), on the clock otherwise; while nobody leads, it asks every observe_interval.
   /// \returns the new answer; errc::timeout if it did not change in time; errors of inspect().
   /// Exceptions from the store or clock propagate.
   template <class Rep, class Period, class S = Store, class = std::enable_if_t<has_inspect_v<S>>>
@@ -361,10 +364,15 @@ class election {
       if (!(now < deadline)) return errc::timeout;
       time_point wake = detail::saturating_add(now, opts_.observe_interval);
       if (deadline < wake) wake = deadline;
-      if constexpr (can_wait_for_release_v<Store, Clock>) {
-        if (known) {
-          if (store_.wait_for_release(name_, wake)) continue;
-          // A failed wait is only a lost hint: fall back to sleeping out the interval.
+      if (*now_leads) {
+        // The leader changes only by a release or an expiry: never sleep past its expiry (its
+        // time left by the store's clock, 1 ms more for rounding).
+        const time_point expiry =
+            detail::saturating_add(now, (**now_leads).remaining + std::chrono::milliseconds(1));
+        if (expiry < wake) wake = expiry;
+        if constexpr (can_watch_release_v<Store, Clock>) {
+          if (store_.watch_release(name_, wake)) continue;
+          // A failed watch is only a lost hint: fall back to sleeping out the interval.
         }
       }
       clock.sleep_until(wake);

@@ -110,7 +110,7 @@ template <class Store, class Clock>
 result<lease<Store, Clock>> acquire_once(Store& store, std::string_view key,
                                          std::chrono::milliseconds ttl,
                                          const acquire_options<Clock>& opts,
-                                         const std::string& owner);
+                                         const std::string& owner, bool queue_if_busy = false);
 
 // Lets a keepalive reach a lease's shared block (the keepalive_target port) without widening
 // lease's public interface.
@@ -339,7 +339,8 @@ class lease {
  private:
   template <class S, class C>
   friend result<lease<S, C>> detail::acquire_once(S&, std::string_view, std::chrono::milliseconds,
-                                                  const acquire_options<C>&, const std::string&);
+                                                  const acquire_options<C>&, const std::string&,
+                                                  bool);
   friend struct detail::lease_access;
 
   lease(Store& store, Clock clock, std::string key, std::string owner, grant g,
@@ -407,9 +408,15 @@ template <class Store, class Clock>
 result<lease<Store, Clock>> acquire_once(Store& store, std::string_view key,
                                          std::chrono::milliseconds ttl,
                                          const acquire_options<Clock>& opts,
-                                         const std::string& owner) {
+                                         const std::string& owner, bool queue_if_busy) {
   const typename Clock::time_point start = opts.clock.now();  // before the request leaves
-  result<grant> g = store.try_acquire(key, owner, ttl);
+  result<grant> g = [&] {
+    if constexpr (has_try_acquire_queued_v<Store>) {
+      if (queue_if_busy) return store.try_acquire_queued(key, owner, ttl);
+    }
+    (void)queue_if_busy;
+    return store.try_acquire(key, owner, ttl);
+  }();
   if (!g) return g.error();
   if (!g->token.is_issuable() || g->ttl <= std::chrono::milliseconds::zero()) {
     // A grant we cannot use: give it back if the store will take it, and report the store.
@@ -526,7 +533,14 @@ result<lease<Store, Clock>> acquire(Store& store, std::string_view key,
   backoff delays(opts.backoff);
   std::uint32_t fruitless_waits = 0;
   for (std::uint32_t made = 1;; ++made) {
-    result<lease<Store, Clock>> l = detail::acquire_once(store, key, req->ttl, opts, req->owner);
+    // Where the store can, an attempt that finds the key busy also joins its wait queue, so the
+    // wait below costs no request of its own. Not before a backoff round (one in eight, below).
+    // The last attempt (deadline reached, attempts used up) queues nothing: nobody would wait.
+    const bool queue = can_wait_for_release_v<Store, Clock> && has_try_acquire_queued_v<Store> &&
+                       (fruitless_waits + 1) % 8 != 0 && !delays.exhausted(made) &&
+                       clock.now() < deadline;
+    result<lease<Store, Clock>> l =
+        detail::acquire_once(store, key, req->ttl, opts, req->owner, queue);
     if (l || !is_transient(l.error())) return l;
     if (delays.exhausted(made)) return l.error();
     const typename Clock::time_point now = clock.now();

@@ -10,6 +10,8 @@
 //   release(key, owner, token)                   | ok | not_holder | error
 //   inspect(key)            (optional)           | optional<lease_record> | error
 //   wait_for_release(key, deadline)  (optional)  | woken | error
+//   watch_release(key, deadline)     (optional)  | woken | error
+//   try_acquire_queued(key, owner, ttl) (optional)| as try_acquire; busy also queues the caller
 //
 // with key and owner as std::string_view (binary-safe: any bytes, including NUL), ttl as
 // std::chrono::milliseconds and token as fencing_token, returning result<grant>, result<grant>,
@@ -40,6 +42,13 @@
 // is a time_point of the caller's clock type; a store offers the member only for clocks it can
 // sleep on (memory_store: steady_clock and interruptible clocks; Redis and PostgreSQL:
 // steady_clock). Blocking acquire() uses it when present and falls back to backoff otherwise.
+// A store may hand each release to *one* waiter (memory_store and Redis wake the first in a FIFO
+// queue, so a hand-off costs one wake-up however many wait): a waiter is expected to try_acquire
+// when woken. watch_release (optional) is the same wait for observers that will not acquire
+// (election::next_leader): it takes no place in the hand-off, and every watcher of the key wakes
+// on its release. try_acquire_queued (optional, with wait_for_release) is try_acquire that, when
+// the key is busy, also queues the calling thread for its next wait_for_release in the same
+// request, so that joining the queue costs nothing extra (Redis).
 //
 // `testing/` holds the conformance kit that checks a store against all of this at run time.
 #ifndef HOLDFAST_STORE_HPP
@@ -177,6 +186,28 @@ struct has_wait_for_release<
                               std::declval<std::string_view>(), std::declval<const TimePoint&>())),
                           result<void>> {};
 
+template <class S, class TimePoint, class = void>
+struct has_watch_release : std::false_type {};
+template <class S, class TimePoint>
+struct has_watch_release<S, TimePoint,
+                         std::void_t<decltype(std::declval<S&>().watch_release(
+                             std::declval<std::string_view>(), std::declval<const TimePoint&>()))>>
+    : std::is_convertible<decltype(std::declval<S&>().watch_release(
+                              std::declval<std::string_view>(), std::declval<const TimePoint&>())),
+                          result<void>> {};
+
+template <class S, class = void>
+struct has_try_acquire_queued : std::false_type {};
+template <class S>
+struct has_try_acquire_queued<
+    S, std::void_t<decltype(std::declval<S&>().try_acquire_queued(
+           std::declval<std::string_view>(), std::declval<std::string_view>(),
+           std::declval<std::chrono::milliseconds>()))>>
+    : std::is_convertible<decltype(std::declval<S&>().try_acquire_queued(
+                              std::declval<std::string_view>(), std::declval<std::string_view>(),
+                              std::declval<std::chrono::milliseconds>())),
+                          result<grant>> {};
+
 }  // namespace detail
 
 /// True iff S provides the three required LeaseStore operations with the signatures above
@@ -197,6 +228,18 @@ inline constexpr bool has_inspect_v = detail::has_inspect<S>::value;
 template <class S, class Clock>
 inline constexpr bool can_wait_for_release_v =
     detail::has_wait_for_release<S, typename Clock::time_point>::value;
+
+/// True iff S offers the optional observer's wait for callers on `Clock`:
+/// `result<void> watch_release(std::string_view key, const Clock::time_point& deadline)`, which
+/// sleeps like wait_for_release but takes no place in the hand-off (see the overview).
+template <class S, class Clock>
+inline constexpr bool can_watch_release_v =
+    detail::has_watch_release<S, typename Clock::time_point>::value;
+
+/// True iff S offers `result<grant> try_acquire_queued(key, owner, ttl)`: try_acquire that, when
+/// busy, also queues the calling thread for its next wait_for_release (see the overview).
+template <class S>
+inline constexpr bool has_try_acquire_queued_v = detail::has_try_acquire_queued<S>::value;
 
 #if HOLDFAST_HAS_CONCEPTS
 /// S provides `result<grant> try_acquire(std::string_view key, std::string_view owner,

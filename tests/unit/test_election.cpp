@@ -1,10 +1,13 @@
-// tests/unit/test_election.cpp - election.hpp: campaign, resign, observe, callbacks, loss within
-// validity, and the term as fencing token. Manual time, keepalive polled by hand: no real sleeps.
+// tests/unit/test_election.cpp - election.hpp: campaign, resign, observe,
+// callbacks, loss within validity, and the term as fencing token. Manual time,
+// keepalive polled by hand: no real sleeps.
 #include <catch2/catch.hpp>
 
+#include <atomic>
 #include <chrono>
 #include <optional>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "holdfast/election.hpp"
@@ -111,7 +114,8 @@ TEST_CASE("election: a deposed leader's writes are refused by the term", "[elect
 
   const fencing_token old_term = a.campaign(0s).value();
   REQUIRE(gate.admit(old_term).has_value());
-  // a stalls (no renewal: the keepalive is never polled) past its TTL; b takes over.
+  // a stalls (no renewal: the keepalive is never polled) past its TTL; b takes
+  // over.
   clock.advance(1s);
   const fencing_token new_term = b.campaign(0s).value();
   CHECK(new_term > old_term);
@@ -129,8 +133,10 @@ TEST_CASE("election: a deposed leader's writes are refused by the term", "[elect
   CHECK((*seen)->term == new_term);
 }
 
-TEST_CASE("election: a leader whose renewals fail is told at the end of its validity, not later",
-          "[election]") {
+TEST_CASE(
+    "election: a leader whose renewals fail is told at the end of its "
+    "validity, not later",
+    "[election]") {
   manual_clock clock;
   holdfast_test::scripted_store store(clock);
   holdfast::keepalive<manual_clock> ka(clock, manual_keepalive());
@@ -145,7 +151,8 @@ TEST_CASE("election: a leader whose renewals fail is told at the end of its vali
   const auto until = a.valid_until().value();  // start + 1000ms * 0.99 - 2ms: about +988 ms
   CHECK(until.time_since_epoch() <= 988ms);
   CHECK(until.time_since_epoch() > 987ms);
-  // Poll the keepalive at each instant it asks for, up to one tick before the validity ends.
+  // Poll the keepalive at each instant it asks for, up to one tick before the
+  // validity ends.
   for (;;) {
     const auto next = ka.poll();
     REQUIRE(next.has_value());
@@ -160,7 +167,8 @@ TEST_CASE("election: a leader whose renewals fail is told at the end of its vali
   CHECK(ev.stopped == std::vector<stop_cause>{stop_cause::validity_passed});  // at: told
   CHECK_FALSE(a.is_leader());
   CHECK(a.term().is_none());
-  // The store still holds the lease a little longer (drift + margin): nobody else leads yet.
+  // The store still holds the lease a little longer (drift + margin): nobody
+  // else leads yet.
   CHECK(holdfast::try_acquire(store.inner, "job", 1s,
                               [&] {
                                 holdfast::acquire_options<manual_clock> o;
@@ -178,13 +186,15 @@ TEST_CASE("election: a renewal the store refuses stops the leader with that caus
   holdfast::election<holdfast::memory_store<manual_clock>, manual_clock> a(
       store, "job", 1s, options<void>(clock, ka, "a", ev));
   const fencing_token term = a.campaign(0s).value();
-  // Someone frees the record behind the leader's back (an operator, a store failover).
+  // Someone frees the record behind the leader's back (an operator, a store
+  // failover).
   REQUIRE(store.release("job", store.inspect("job").value()->owner, term).has_value());
   clock.advance(500ms);
   (void)ka.poll();
   CHECK(ev.stopped == std::vector<stop_cause>{stop_cause::renew_refused});
   CHECK_FALSE(a.is_leader());
-  // A new campaign starts a new leadership with a greater term and a new owner id.
+  // A new campaign starts a new leadership with a greater term and a new owner
+  // id.
   const fencing_token again = a.campaign(0s).value();
   CHECK(again > term);
   CHECK(ev.started.size() == 2);
@@ -216,7 +226,8 @@ TEST_CASE("election: next_leader reports changes and times out when nothing chan
   REQUIRE(first.has_value());
   REQUIRE(first->has_value());
   CHECK((*first)->term == term);
-  // Unchanged until the lease expires unrenewed (1 s after the grant): then nobody leads.
+  // Unchanged until the lease expires unrenewed (1 s after the grant): then
+  // nobody leads.
   auto gone = w.next_leader(*first, 5s);
   REQUIRE(gone.has_value());
   CHECK_FALSE(gone->has_value());
@@ -246,4 +257,52 @@ TEST_CASE("election: bad arguments are reported and nothing reaches the store", 
   CHECK(holdfast::identity_of("host/pod-7/0123") == "host/pod-7");
   CHECK(holdfast::identity_of("plain") == "plain");
   CHECK(std::string(holdfast::to_string(stop_cause::renew_refused)) == "renew_refused");
+}
+
+TEST_CASE("election: with real threads, a resignation hands leadership over at once",
+          "[election][concurrency]") {
+  holdfast::memory_store<> store;
+  std::atomic<int> started{0};
+  std::atomic<int> stopped{0};
+  holdfast::election_options<> o;
+  o.on_started_leading = [&](fencing_token) { ++started; };
+  o.on_stopped_leading = [&](stop_cause) { ++stopped; };
+  o.acquire.backoff.initial = 5s;  // a polling campaign would sleep for seconds
+  o.acquire.backoff.max_delay = 5s;
+  o.observe_interval = 10s;
+  o.identity = "a";
+  holdfast::election<holdfast::memory_store<>> a(store, "role", 60s, o);
+  o.identity = "b";
+  holdfast::election<holdfast::memory_store<>> b(store, "role", 60s, o);
+  o.identity = "watcher";
+  holdfast::election<holdfast::memory_store<>> w(store, "role", 60s, o);
+  const fencing_token first = a.campaign(1s).value();
+  std::optional<fencing_token> second;
+  std::thread follower([&] {
+    auto t = b.campaign(20s);
+    if (t) second = *t;
+  });
+  std::optional<holdfast::leader_info> seen;
+  const auto now_leads = w.leader();  // a, asked before anyone resigns
+  REQUIRE(now_leads.has_value());
+  REQUIRE(now_leads->has_value());
+  std::thread watcher([&] {
+    auto next = w.next_leader(*now_leads, 20s);  // woken by the release, not the 10 s interval
+    if (next) seen = next->value_or(holdfast::leader_info{});
+  });
+  const auto limit = std::chrono::steady_clock::now() + 20s;
+  while (store.waiting() < 1 && std::chrono::steady_clock::now() < limit) {
+    std::this_thread::yield();
+  }
+  const auto resigned_at = std::chrono::steady_clock::now();
+  REQUIRE(a.resign().has_value());
+  follower.join();
+  watcher.join();
+  CHECK(std::chrono::steady_clock::now() - resigned_at < 4s);
+  REQUIRE(second.has_value());
+  CHECK(*second > first);
+  CHECK(b.is_leader());
+  CHECK(started.load() == 2);
+  CHECK(stopped.load() == 1);
+  CHECK(seen.has_value());
 }

@@ -238,3 +238,35 @@ TEST_CASE("memory_store: a waiter whose holder dies wakes at the holder's expiry
   CHECK(took >= 200ms);
   CHECK(took < 5s);  // far below the backoff it would otherwise have slept (bounded for CI)
 }
+
+TEST_CASE("memory_store: watch_release wakes every watcher on a release, and takes no hand-off",
+          "[memory_store][wait_for_release][concurrency]") {
+  holdfast::memory_store<> store;
+  auto holder = holdfast::try_acquire(store, "k", 60s);
+  REQUIRE(holder.has_value());
+  std::atomic<int> watched{0};
+  std::vector<std::thread> watchers;
+  for (int i = 0; i < 3; ++i) {
+    watchers.emplace_back([&] {
+      if (store.watch_release("k", std::chrono::steady_clock::now() + 30s)) ++watched;
+    });
+  }
+  std::optional<holdfast::fencing_token> waiter_token;
+  std::thread waiter([&] {
+    auto l = holdfast::acquire(store, "k", 60s, 30s);
+    if (l) waiter_token = l->token();
+  });
+  const auto limit = std::chrono::steady_clock::now() + 20s;
+  while (store.waiting() < 1 && std::chrono::steady_clock::now() < limit) {
+    std::this_thread::yield();
+  }
+  REQUIRE(store.waiting() == 1u);
+  REQUIRE(holder->release().has_value());
+  waiter.join();  // the hand-off went to the waiter, not to a watcher
+  for (std::thread& t : watchers) t.join();
+  CHECK(watched.load() == 3);
+  REQUIRE(waiter_token.has_value());
+  CHECK(*waiter_token > holder->token());
+  // A free key, or a deadline already passed, answers at once.
+  CHECK(store.watch_release("free", std::chrono::steady_clock::now() + 30s).has_value());
+}

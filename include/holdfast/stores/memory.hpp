@@ -153,6 +153,7 @@ class memory_store {
     }
     recycle(it);
     if (waiting_ != 0) wake_first(key);
+    if (watching_ != 0) watch_cv_.notify_all();
     return {};
   }
 
@@ -258,6 +259,29 @@ class memory_store {
   [[nodiscard]] std::size_t size() const {
     std::lock_guard<std::mutex> lock(mutex_);
     return map_.size() - released_count_;
+  }
+
+  /// Blocks until `key` may have changed hands, for observers (election::next_leader): until its
+  /// lease is released or taken over, or expires by the store's clock, or `deadline`, whichever
+  /// comes first; at once if the key is free now. Unlike wait_for_release it takes no place in
+  /// the hand-off queue: every watcher wakes on every release. Offered only when Clock is
+  /// steady_clock. \returns success; errc::invalid_argument for an empty key.
+  template <class C = Clock, class = std::enable_if_t<std::is_same_v<C, steady_clock>>>
+  result<void> watch_release(std::string_view key, const time_point& deadline) {
+    if (key.empty()) return errc::invalid_argument;
+    std::unique_lock<std::mutex> lock(mutex_);
+    const time_point now = clock_.now();
+    auto it = find(key);
+    if (it == map_.end() || !(now < it->second.expires_at)) return {};
+    const fencing_token token = it->second.token;
+    const time_point until = deadline < it->second.expires_at ? deadline : it->second.expires_at;
+    ++watching_;
+    watch_cv_.wait_until(lock, until, [&] {
+      auto i = find(key);
+      return i == map_.end() || i->second.token != token;
+    });
+    --watching_;
+    return {};
   }
 
   /// Returns how many threads are blocked in wait_for_release() now (for tests and metrics).
@@ -433,6 +457,8 @@ class memory_store {
   std::uint64_t last_token_ = 0;
   std::unordered_map<std::string, std::deque<waiter*>> waiters_;  // per key, FIFO
   std::size_t waiting_ = 0;  // threads in wait_for_release: release() looks nothing up when 0
+  std::condition_variable watch_cv_;  // watch_release sleeps here; every release wakes all
+  std::size_t watching_ = 0;
 };
 
 HOLDFAST_ABI_NAMESPACE_END

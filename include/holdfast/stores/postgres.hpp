@@ -50,10 +50,12 @@
 #include <cerrno>
 #include <chrono>
 #include <climits>
+#include <condition_variable>
 #include <cstddef>
 #include <cstdint>
 #include <cstring>
 #include <limits>
+#include <map>
 #include <memory>
 #include <mutex>
 #include <optional>
@@ -415,7 +417,8 @@ class postgres_store {
   /// Makes a store for the database in `opts`; connects on first use. Never throws on its own
   /// (allocation aside).
   explicit postgres_store(postgres_options opts = {})
-      : link_(opts, setup_sql(opts), statements(opts)) {}
+      : link_(opts, setup_sql(opts), statements(opts)),
+        listen_(std::make_unique<listening>(opts)) {}
 
   postgres_store(const postgres_store&) = delete;
   postgres_store& operator=(const postgres_store&) = delete;
@@ -561,6 +564,99 @@ class postgres_store {
     return link_.fail(errc::protocol_error, "postgres: last_token: unexpected result shape");
   }
 
+  /// Blocks until `key` may be free, without polling (store.hpp's wait_for_release capability,
+  /// used by blocking acquire()): a second session LISTENs on the table's channel, and the release
+  /// statement NOTIFYs it (pg_notify in the same statement, delivered when it commits) with the
+  /// key's hash. The waiter asks the database for the holder's time left in one statement, then
+  /// sleeps until a release of its key is announced, until the holder's lease can have expired
+  /// (that time, rounded up, after the request left, on this process's steady clock), or until
+  /// `deadline`, whichever comes first. Returns at once if the key is free.
+  ///
+  /// Notifications are hints: one that is lost (the listening session dropped, a release written
+  /// by hand) costs the wait until the holder's expiry, never more; the store stays the judge.
+  /// PostgreSQL delivers a notification to every listener, so every waiter of the key wakes on a
+  /// release (one of them gets it; the others find it busy and wait again), unlike Redis' queue.
+  ///
+  /// Thread-safety: any number of threads may wait on one store; one reads the session at a time.
+  /// \returns success (woken for any of the reasons above); errc::invalid_argument for an empty
+  ///   key; store_unavailable, timeout, protocol_error if the session or the statement failed.
+  result<void> wait_for_release(std::string_view key,
+                                const std::chrono::steady_clock::time_point& deadline) {
+    if (key.empty()) return errc::invalid_argument;
+    if (length(key) < 0) return errc::invalid_argument;
+    listening& l = *listen_;
+    {
+      std::lock_guard<std::mutex> lk(l.mu);
+      if (!l.reading) {
+        auto guard = l.link.lock();
+        if (std::error_code ec = l.link.ensure_connected()) return ec;  // LISTENs on connect
+      }
+    }
+    const auto start = std::chrono::steady_clock::now();  // before the request leaves
+    std::string hash;
+    std::optional<std::int64_t> left;
+    {
+      auto guard = link_.lock();
+      const char* values[] = {key.data()};
+      const int lengths[] = {length(key)};
+      const int formats[] = {1};
+      result<detail::pg_result_ptr> r = link_.exec(kWait, 1, values, lengths, formats);
+      if (!r) return r.error();
+      const PGresult* res = r->get();
+      if (PQntuples(res) != 1 || PQnfields(res) != 2 || PQgetisnull(res, 0, 0)) {
+        return link_.fail(errc::protocol_error, "postgres: wait: unexpected result shape");
+      }
+      // Column 0 is text (hex) in binary format: the bytes as they are.
+      hash.assign(PQgetvalue(res, 0, 0), static_cast<std::size_t>(PQgetlength(res, 0, 0)));
+      if (!PQgetisnull(res, 0, 1)) {
+        left = detail::pg_int8(res, 1);
+        if (!left || *left < 0) {
+          return link_.fail(errc::protocol_error, "postgres: wait: unexpected result shape");
+        }
+      }
+    }
+    if (!left) return {};  // free now
+    auto wake = start + std::chrono::milliseconds(*left + 1);
+    if (deadline < wake) wake = deadline;
+    std::unique_lock<std::mutex> lk(l.mu);
+    auto& entry = l.seen[hash];
+    const std::uint64_t base = entry.first;
+    ++entry.second;
+    for (;;) {
+      if (l.seen[hash].first != base) break;  // a release of this key was announced
+      if (!(std::chrono::steady_clock::now() < wake)) break;
+      if (!l.reading) {
+        l.reading = true;
+        lk.unlock();
+        std::map<std::string, std::uint64_t> got;
+        const bool alive = read_notifications(l, wake, got);
+        lk.lock();
+        l.reading = false;
+        for (const auto& g : got) {
+          auto it = l.seen.find(g.first);
+          if (it != l.seen.end()) it->second.first += g.second;
+        }
+        l.cv.notify_all();
+        if (!alive) {  // notifications lost until the next wait reconnects: sleep it out
+          l.cv.wait_until(lk, wake, [&] { return l.seen[hash].first != base; });
+        }
+      } else {
+        l.cv.wait_until(lk, wake);
+      }
+    }
+    auto it = l.seen.find(hash);
+    if (--it->second.second == 0) l.seen.erase(it);
+    return {};
+  }
+
+  /// For observers (election::next_leader): the same as wait_for_release, which here takes no
+  /// place in any queue (PostgreSQL announces every release to every listener), so watching
+  /// never takes a release away from a waiting acquirer. \returns as wait_for_release.
+  result<void> watch_release(std::string_view key,
+                             const std::chrono::steady_clock::time_point& deadline) {
+    return wait_for_release(key, deadline);
+  }
+
   /// Deletes lease rows that expired (or were released) more than `grace` (ms) ago, to bound the
   /// table to the keys in recent use. Safe iff no acquire statement on this table can run longer
   /// than `grace`: a statement that drew its token before a row's last grant must be gone before
@@ -607,7 +703,59 @@ class postgres_store {
   static constexpr std::size_t kRelease = 2;
   static constexpr std::size_t kInspect = 3;
   static constexpr std::size_t kLastToken = 4;
-  static constexpr std::size_t kPurge = 5;
+  static constexpr std::size_t kWait = 5;
+  static constexpr std::size_t kPurge = 6;
+
+  // The notification channel of this table: "<schema>.<table>" (or the table), at most 63 bytes
+  // (PostgreSQL truncates identifiers there; a LISTEN of the longer name would miss).
+  static std::string channel_name(const postgres_options& o) {
+    std::string c = o.schema.empty() ? o.table : o.schema + "." + o.table;
+    c += ".released";
+    if (c.size() > 63) c.resize(63);
+    return c;
+  }
+
+  // The listening side of wait_for_release: a second session that LISTENs on the table's channel,
+  // read by one waiting thread at a time; every notification counts one release of a key hash.
+  struct listening {
+    explicit listening(const postgres_options& o)
+        : link(o,
+               {"SET client_min_messages = warning",
+                "LISTEN " + detail::pg_quote_ident(channel_name(o)).value_or("\"holdfast\"")},
+               {}) {}
+    std::mutex mu;  // guards everything below; `link` only while no one is `reading`
+    std::condition_variable cv;
+    detail::pg_link link;
+    bool reading = false;
+    // Per key hash being waited on: releases seen so far, and how many threads wait on it.
+    std::map<std::string, std::pair<std::uint64_t, int>> seen;
+  };
+
+  // [l.mu not held, l.reading set by the caller] Waits for notifications until `until` and
+  // counts them; false if the session failed (it reconnects, and LISTENs again, on next use).
+  static bool read_notifications(listening& l, std::chrono::steady_clock::time_point until,
+                                 std::map<std::string, std::uint64_t>& got) {
+    auto guard = l.link.lock();
+    PGconn* c = l.link.connection();
+    if (c == nullptr) return false;
+    const auto drain = [&] {
+      bool any = false;
+      while (PGnotify* n = PQnotifies(c)) {
+        ++got[n->extra != nullptr ? std::string(n->extra) : std::string()];
+        PQfreemem(n);
+        any = true;
+      }
+      return any;
+    };
+    if (drain()) return true;  // queued by libpq earlier (e.g. while connecting)
+    const int w = detail::pg_wait(PQsocket(c), POLLIN, until);
+    if (w < 0 || (w > 0 && !PQconsumeInput(c)) || PQstatus(c) != CONNECTION_OK) {
+      l.link.disconnect();
+      return false;
+    }
+    drain();
+    return true;
+  }
 
   static int length(std::string_view s) noexcept {
     return s.size() > static_cast<std::size_t>(INT_MAX) ? -1 : static_cast<int>(s.size());
@@ -658,9 +806,12 @@ class postgres_store {
              "AND expires_at > clock_timestamp() RETURNING token",
          {pg_bytea_oid, pg_bytea_oid, pg_int8_oid, pg_int8_oid}},
         {"holdfast_release",
-         "UPDATE " + t +
+         "WITH r AS (UPDATE " + t +
              " SET owner = ''::bytea, expires_at = '-infinity' "
-             "WHERE key_hash = sha256($1) AND owner = $2 AND token = $3 RETURNING token",
+             "WHERE key_hash = sha256($1) AND owner = $2 AND token = $3 "
+             "RETURNING token, key_hash) "
+             "SELECT r.token FROM r CROSS JOIN LATERAL (SELECT pg_notify(" +
+             detail::pg_literal(channel_name(o)) + ", encode(r.key_hash, 'hex'))) AS n",
          {pg_bytea_oid, pg_bytea_oid, pg_int8_oid}},
         {"holdfast_inspect",
          "WITH n AS MATERIALIZED (SELECT clock_timestamp() AS now) "
@@ -671,6 +822,11 @@ class postgres_store {
         {"holdfast_last_token",
          "SELECT CASE WHEN is_called THEN last_value ELSE 0 END::int8 FROM " + s,
          {}},
+        {"holdfast_wait",
+         "SELECT encode(sha256($1), 'hex'), (SELECT GREATEST(0, ceil(EXTRACT(EPOCH FROM "
+         "(expires_at - clock_timestamp())) * 1000))::int8 FROM " +
+             t + " WHERE key_hash = sha256($1) AND expires_at > clock_timestamp())",
+         {pg_bytea_oid}},
         {"holdfast_purge",
          "WITH d AS (DELETE FROM " + t +
              " WHERE expires_at < clock_timestamp() - $1 * interval '1 millisecond' RETURNING 1) "
@@ -680,6 +836,7 @@ class postgres_store {
   }
 
   detail::pg_link link_;
+  std::unique_ptr<listening> listen_;
   std::string ttl_text_;  // scratch, guarded by the link's mutex
   std::string token_text_;
 };

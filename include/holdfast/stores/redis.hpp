@@ -72,16 +72,20 @@
 #include <cstdint>
 #include <cstring>
 #include <limits>
+#include <map>
 #include <memory>
 #include <mutex>
 #include <optional>
+#include <set>
 #include <string>
 #include <string_view>
 #include <system_error>
+#include <thread>
 #include <utility>
 #include <vector>
 
 #include "holdfast/detail/config.hpp"
+#include "holdfast/detail/random.hpp"
 #include "holdfast/error.hpp"
 #include "holdfast/fencing_token.hpp"
 #include "holdfast/result.hpp"
@@ -117,6 +121,11 @@ struct redis_options {
   std::string key_prefix = "{holdfast}:lease:";
   /// The key of the store-wide token counter. Default "{holdfast}:token".
   std::string counter_key = "{holdfast}:token";
+  /// Prefix of the wait queues (wait_for_release): the queue of lease "k" is wait_prefix + "k",
+  /// and each store's notification channel is wait_prefix + "ch:" + a random id. Must be
+  /// non-empty; neither it nor key_prefix may start with the other, and the counter key must not
+  /// start with it. Keep the same hash tag as key_prefix (the release script touches both).
+  std::string wait_prefix = "{holdfast}:wait:";
   /// Bound on establishing a connection (and its AUTH/SELECT/SCRIPT LOAD round trip), in ms, > 0.
   std::chrono::milliseconds connect_timeout{2000};
   /// Bound on each command's send and receive, in ms, > 0. A timeout reports errc::timeout and
@@ -130,6 +139,11 @@ struct redis_options {
     }
     if (database < 0 || key_prefix.empty() || counter_key.empty()) return errc::invalid_argument;
     if (counter_key.compare(0, key_prefix.size(), key_prefix) == 0) return errc::invalid_argument;
+    if (wait_prefix.empty() || wait_prefix.compare(0, key_prefix.size(), key_prefix) == 0 ||
+        key_prefix.compare(0, wait_prefix.size(), wait_prefix) == 0 ||
+        counter_key.compare(0, wait_prefix.size(), wait_prefix) == 0) {
+      return errc::invalid_argument;
+    }
     if (connect_timeout <= std::chrono::milliseconds::zero() ||
         command_timeout <= std::chrono::milliseconds::zero()) {
       return errc::invalid_argument;
@@ -352,6 +366,31 @@ class redis_link {
       return fail(classify_redis_error((*r)->str, (*r)->len), "redis: " + text_of(r->get()));
     }
     return r;
+  }
+
+  /// Waits at most `timeout` for one reply nobody asked for (a message on a subscribed
+  /// connection). \returns it; errc::timeout if none came in time (the connection stays up);
+  ///   another error, with the connection dropped, if it failed.
+  result<redis_reply_ptr> receive(std::chrono::milliseconds timeout) {
+    if (!ctx_) return fail(errc::store_unavailable, "redis: not connected");
+    void* raw = nullptr;
+    if (redisGetReplyFromReader(ctx_.get(), &raw) != REDIS_OK) return drop("redis: receive: ");
+    if (raw != nullptr) return redis_reply_ptr(static_cast<redisReply*>(raw));
+    struct pollfd p {};
+    p.fd = ctx_->fd;
+    p.events = POLLIN;
+    const long long ms = timeout.count() < 0 ? 0 : timeout.count();
+    const int n = ::poll(&p, 1, ms > 60000 ? 60000 : static_cast<int>(ms));
+    if (n == 0 || (n < 0 && errno == EINTR)) return errc::timeout;
+    if (n < 0) {
+      disconnect();
+      return fail(errc::store_unavailable,
+                  "redis: poll: " + std::generic_category().message(errno));
+    }
+    if (redisBufferRead(ctx_.get()) != REDIS_OK) return drop("redis: receive: ");
+    if (redisGetReplyFromReader(ctx_.get(), &raw) != REDIS_OK) return drop("redis: receive: ");
+    if (raw == nullptr) return errc::timeout;  // part of a message; the rest comes later
+    return redis_reply_ptr(static_cast<redisReply*>(raw));
   }
 
   static std::string text_of(const redisReply* r) {
@@ -611,6 +650,13 @@ class redis_link {
     return r;
   }
 
+  std::error_code drop(const char* what) {
+    const errc code = transport_code(ctx_.get());
+    std::string msg = what + std::string(ctx_->errstr);
+    disconnect();
+    return fail(code, std::move(msg));
+  }
+
   std::error_code reload(std::size_t index) {
     const std::vector<const char*> saved_argv = argv_;
     const std::vector<std::size_t> saved_lens = lens_;
@@ -709,13 +755,78 @@ inline constexpr const char* redis_renew_script =
     "end\n"
     "return 0\n";
 
-// KEYS[1] lease key; ARGV[1] owner, ARGV[2] token. 1 released, 0 not the holder.
-inline constexpr const char* redis_release_script =
-    "if redis.call('GET', KEYS[1]) == ARGV[2] .. ':' .. ARGV[1] then\n"
-    "  redis.call('DEL', KEYS[1])\n"
-    "  return 1\n"
+// Pops waiters off the wait queue KEYS[n] ("<channel> <wait id>" entries) until one of them is
+// listening, and publishes its wait id on its channel: one waiter woken per call. Entries of
+// waiters whose connection is gone (PUBLISH reaches nobody) are dropped on the way.
+inline constexpr const char* redis_wake_fn =
+    "local function wake(q)\n"
+    "  while true do\n"
+    "    local w = redis.call('LPOP', q)\n"
+    "    if not w then return end\n"
+    "    local sp = string.find(w, ' ', 1, true)\n"
+    "    if sp and redis.call('PUBLISH', string.sub(w, 1, sp - 1), string.sub(w, sp + 1)) > 0 "
+    "then\n"
+    "      return\n"
+    "    end\n"
+    "  end\n"
+    "end\n";
+
+// KEYS[1] lease key, KEYS[2] wait queue; ARGV[1] owner, ARGV[2] token, ARGV[3] the release
+// broadcast channel, ARGV[4] the key. 1 released (the first listening waiter told, and the key
+// announced to every watcher), 0 not the holder.
+inline std::string redis_release_script() {
+  return std::string(redis_wake_fn) +
+         "if redis.call('GET', KEYS[1]) == ARGV[2] .. ':' .. ARGV[1] then\n"
+         "  redis.call('DEL', KEYS[1])\n"
+         "  wake(KEYS[2])\n"
+         "  redis.call('PUBLISH', ARGV[3], ARGV[4])\n"
+         "  return 1\n"
+         "end\n"
+         "return 0\n";
+}
+
+// KEYS[1] lease key, KEYS[2] wait queue; ARGV[1] "<channel> <wait id>", ARGV[2] grace (ms).
+// -1 if the key is free (nothing queued); else queues the waiter and returns the holder's PTTL.
+// The queue outlives its waiters by the grace, so abandoned queues vanish on their own.
+inline constexpr const char* redis_wait_script =
+    "local t = redis.call('PTTL', KEYS[1])\n"
+    "if t < 0 then return -1 end\n"
+    "redis.call('RPUSH', KEYS[2], ARGV[1])\n"
+    "if redis.call('PTTL', KEYS[2]) < t + tonumber(ARGV[2]) then\n"
+    "  redis.call('PEXPIRE', KEYS[2], t + tonumber(ARGV[2]))\n"
     "end\n"
-    "return 0\n";
+    "return t\n";
+
+// The acquire script whose busy answer also queues the caller, in the same step: KEYS[3] wait
+// queue; ARGV[3] "<channel> <wait id>", ARGV[4] grace (ms). Busy and queued: -1 - holder's PTTL
+// (<= -1); busy and not queued (a record without TTL): 0; a grant: the token, as acquire's.
+inline std::string redis_acquire_queued_script() {
+  std::string s = redis_acquire_script;
+  const std::string busy = "  if string.sub(v, p + 1) ~= ARGV[1] then return 0 end\n";
+  const std::string queued =
+      "  if string.sub(v, p + 1) ~= ARGV[1] then\n"
+      "    local t = redis.call('PTTL', KEYS[1])\n"
+      "    if t < 0 then return 0 end\n"
+      "    redis.call('RPUSH', KEYS[3], ARGV[3])\n"
+      "    if redis.call('PTTL', KEYS[3]) < t + tonumber(ARGV[4]) then\n"
+      "      redis.call('PEXPIRE', KEYS[3], t + tonumber(ARGV[4]))\n"
+      "    end\n"
+      "    return -1 - t\n"
+      "  end\n";
+  const std::size_t at = s.find(busy);
+  if (at != std::string::npos) s.replace(at, busy.size(), queued);
+  return s;
+}
+
+// KEYS[1] wait queue; ARGV[1] "<channel> <wait id>". Takes the entry out of the queue: 1 (it
+// was still queued), or 0, in which case a release already chose this waiter, and the hand-off it
+// is abandoning goes to the next listening waiter instead.
+inline std::string redis_unwait_script() {
+  return std::string(redis_wake_fn) +
+         "if redis.call('LREM', KEYS[1], 1, ARGV[1]) == 1 then return 1 end\n"
+         "wake(KEYS[1])\n"
+         "return 0\n";
+}
 
 // KEYS[1] lease key. 0 when free, else {record, pttl}.
 inline constexpr const char* redis_inspect_script =
@@ -793,9 +904,12 @@ class redis_store {
  public:
   /// Makes a store for the server in `opts`; connects on first use. Never throws on its own.
   explicit redis_store(redis_options opts = {})
-      : link_(std::move(opts), {detail::redis_acquire_script, detail::redis_renew_script,
-                                detail::redis_release_script, detail::redis_inspect_script,
-                                detail::redis_advance_script(), detail::redis_raise_script()}) {}
+      : link_(opts, {detail::redis_acquire_script, detail::redis_renew_script,
+                     detail::redis_release_script(), detail::redis_inspect_script,
+                     detail::redis_advance_script(), detail::redis_raise_script(),
+                     detail::redis_wait_script, detail::redis_unwait_script(),
+                     detail::redis_acquire_queued_script()}),
+        wait_(std::make_unique<waiting>(opts)) {}
 
   redis_store(const redis_store&) = delete;
   redis_store& operator=(const redis_store&) = delete;
@@ -850,10 +964,10 @@ class redis_store {
   result<void> release(std::string_view key, std::string_view owner, fencing_token token) {
     if (std::error_code ec = check_release_args(key, owner, token)) return ec;
     auto guard = link_.lock();
-    const std::string_view keys[] = {lease_key(key)};
+    const std::string_view keys[] = {lease_key(key), queue_key(key)};
     token_text_ = std::to_string(token.value());
-    const std::string_view args[] = {owner, token_text_};
-    return read_release(link_.eval(kRelease, keys, 1, args, 2));
+    const std::string_view args[] = {owner, token_text_, wait_->broadcast, key};
+    return read_release(link_.eval(kRelease, keys, 2, args, 4));
   }
 
   /// Returns the live lease on `key` (owner, token, time left by Redis' clock in ms), or nullopt.
@@ -983,9 +1097,9 @@ class redis_store {
         break;
       }
       case store_op::release: {
-        const std::string_view keys[] = {lease_key(request.key)};
-        const std::string_view args[] = {owner, token_text_};
-        link_.start(kRelease, keys, 1, args, 2);
+        const std::string_view keys[] = {lease_key(request.key), queue_key(request.key)};
+        const std::string_view args[] = {owner, token_text_, wait_->broadcast, request.key};
+        link_.start(kRelease, keys, 2, args, 4);
         break;
       }
       case store_op::inspect: {
@@ -1062,6 +1176,174 @@ class redis_store {
     return out;
   }
 
+  /// try_acquire, and when the key is busy, also queues the calling thread for its next
+  /// wait_for_release(key, ...) on this store, in the same script and round trip (store.hpp's
+  /// try_acquire_queued capability; blocking acquire() uses it, so joining the queue costs no
+  /// request of its own). A thread holds at most one such place: queuing again first takes the
+  /// old place out (and passes on a hand-off it was chosen for). If the notification connection
+  /// cannot be set up, it answers as try_acquire does and queues nothing.
+  /// \returns as try_acquire().
+  result<grant> try_acquire_queued(std::string_view key, std::string_view owner,
+                                   std::chrono::milliseconds ttl) {
+    if (std::error_code ec = check_acquire_args(key, owner, ttl)) return ec;
+    waiting& w = *wait_;
+    std::uint64_t id;
+    std::optional<waiting::ticket> stale;
+    {
+      std::lock_guard<std::mutex> lk(w.mu);
+      if (!w.reading && subscribe(w)) return try_acquire(key, owner, ttl);
+      auto t = w.tickets.find(std::this_thread::get_id());
+      if (t != w.tickets.end()) {
+        stale = std::move(t->second);
+        w.active.erase(stale->id);
+        w.arrived.erase(stale->id);
+        w.tickets.erase(t);
+      }
+      id = ++w.seq;
+      w.active.insert(id);
+    }
+    if (stale) dequeue(stale->key, stale->entry);
+    waiting::ticket mine;
+    mine.key.assign(key.data(), key.size());
+    mine.entry = w.channel + " " + std::to_string(id);
+    mine.id = id;
+    mine.start = std::chrono::steady_clock::now();  // before the request leaves
+    result<detail::redis_reply_ptr> r = [&] {
+      auto guard = link_.lock();
+      const std::string_view keys[] = {lease_key(key), link_.options().counter_key, queue_key(key)};
+      ttl_text_ = std::to_string(ttl.count());
+      const std::string_view args[] = {owner, ttl_text_, mine.entry, "60000"};
+      return link_.eval(kAcquireQueued, keys, 3, args, 4);
+    }();
+    if (r && (*r)->type == REDIS_REPLY_INTEGER && (*r)->integer < 0) {
+      mine.pttl = -1 - (*r)->integer;
+      std::lock_guard<std::mutex> lk(w.mu);
+      w.tickets[std::this_thread::get_id()] = std::move(mine);
+      return errc::busy;
+    }
+    {
+      std::lock_guard<std::mutex> lk(w.mu);
+      w.active.erase(id);
+      w.arrived.erase(id);
+    }
+    auto guard = link_.lock();
+    return read_acquire(std::move(r), ttl);
+  }
+
+  /// Blocks until `key` may be free, without polling (store.hpp's wait_for_release capability,
+  /// used by blocking acquire()): queues this waiter behind the holder in one script (which also
+  /// reads the holder's PTTL), then sleeps on this store's notification connection until a
+  /// release chooses it (the release script pops the first listening waiter and PUBLISHes to its
+  /// channel: one waiter woken per release, in the order they queued), until the holder's lease
+  /// can have expired (PTTL + 1 ms after the request left, by this process's steady clock), or
+  /// until `deadline`, whichever comes first. Returns at once if the key is free.
+  ///
+  /// Notifications are hints: a lost message (a dropped notification connection, an expiry, a
+  /// release by a script that does not notify) costs the wait until the holder's expiry, never
+  /// more; the store stays the judge (the waiter asks try_acquire next). A waiter that leaves
+  /// without its notification takes its entry out of the queue, and if a release had already
+  /// chosen it, passes that hand-off on to the next waiter. Requests: one to queue, none while
+  /// asleep, and one more only when leaving unwoken. The queue key expires 60 s after the
+  /// holder's PTTL at queueing time, so abandoned queues vanish on their own.
+  ///
+  /// Thread-safety: any number of threads may wait on one store at once; one of them reads the
+  /// notification connection at a time and files what arrives for the others.
+  /// \returns success (woken for any of the reasons above); errc::invalid_argument for an empty
+  ///   key; store_unavailable, timeout, protocol_error if queueing or subscribing failed (the
+  ///   caller falls back to backoff).
+  result<void> wait_for_release(std::string_view key,
+                                const std::chrono::steady_clock::time_point& deadline) {
+    if (key.empty()) return errc::invalid_argument;
+    waiting& w = *wait_;
+    std::uint64_t id = 0;
+    std::string entry;
+    std::chrono::steady_clock::time_point start{};
+    std::optional<result<long long>> queued;  // set when try_acquire_queued queued this thread
+    std::optional<waiting::ticket> stale;
+    {
+      std::unique_lock<std::mutex> lk(w.mu);
+      auto t = w.tickets.find(std::this_thread::get_id());
+      if (t != w.tickets.end()) {
+        if (t->second.key == key) {
+          id = t->second.id;
+          entry = std::move(t->second.entry);
+          start = t->second.start;
+          queued = t->second.pttl;
+        } else {
+          stale = std::move(t->second);
+          w.active.erase(stale->id);
+          w.arrived.erase(stale->id);
+        }
+        w.tickets.erase(t);
+      }
+      if (!queued) {
+        if (!w.reading) {
+          if (std::error_code ec = subscribe(w)) return ec;
+        }
+        id = ++w.seq;
+        w.active.insert(id);
+      }
+    }
+    if (stale) dequeue(stale->key, stale->entry);
+    if (!queued) {
+      entry = w.channel + " " + std::to_string(id);
+      start = std::chrono::steady_clock::now();  // before the request leaves
+    }
+    result<long long> pttl = queued ? *queued : enqueue(key, entry);
+    bool woken = false;
+    if (pttl && *pttl >= 0) {
+      auto wake = start + std::chrono::milliseconds(*pttl + 1);
+      if (deadline < wake) wake = deadline;
+      std::unique_lock<std::mutex> lk(w.mu);
+      sleep_on(w, lk, wake, [&] { return woken = w.arrived.erase(id) != 0; });
+    }
+    {
+      std::lock_guard<std::mutex> lk(w.mu);
+      w.active.erase(id);
+      w.arrived.erase(id);
+    }
+    if (!pttl) return pttl.error();
+    if (*pttl >= 0 && !woken) dequeue(key, entry);
+    return {};
+  }
+
+  /// Blocks until `key` may have changed hands, for observers (election::next_leader): like
+  /// wait_for_release, but takes no place in the hand-off queue, so it never takes a release away
+  /// from a waiting acquirer. Every release script also PUBLISHes the key on the broadcast channel
+  /// wait_prefix + "released", to which this store's notification connection is subscribed;
+  /// every watcher of the key wakes. Sleeps until such an announcement, the holder's expiry (its
+  /// time left, read by inspect(), + 1 ms after the request left), or `deadline`; returns at
+  /// once if the key is free. Requests: one inspect. Lost announcements cost the wait until the
+  /// holder's expiry, never more. Thread-safety as wait_for_release.
+  /// \returns success; errc::invalid_argument for an empty key; errors of inspect() or SUBSCRIBE.
+  result<void> watch_release(std::string_view key,
+                             const std::chrono::steady_clock::time_point& deadline) {
+    if (key.empty()) return errc::invalid_argument;
+    waiting& w = *wait_;
+    std::uint64_t base;
+    {
+      std::lock_guard<std::mutex> lk(w.mu);
+      if (!w.reading) {
+        if (std::error_code ec = subscribe(w)) return ec;
+      }
+      auto& entry = w.watched[std::string(key)];
+      base = entry.first;
+      ++entry.second;
+    }
+    const auto start = std::chrono::steady_clock::now();  // before the request leaves
+    result<std::optional<lease_record>> held = inspect(key);
+    std::unique_lock<std::mutex> lk(w.mu);
+    auto it = w.watched.find(key);
+    if (held && *held) {
+      auto wake = start + (*held)->remaining + std::chrono::milliseconds(1);
+      if (deadline < wake) wake = deadline;
+      sleep_on(w, lk, wake, [&] { return it->second.first != base; });
+    }
+    if (--it->second.second == 0) w.watched.erase(it);
+    if (!held) return held.error();
+    return {};
+  }
+
   /// Returns the text of the most recent failure of any operation on this store: the server's
   /// error reply (e.g. "NOAUTH Authentication required."), hiredis' transport error (e.g.
   /// "Connection refused"), or holdfast's own note on a malformed reply. Empty if nothing failed.
@@ -1082,11 +1364,140 @@ class redis_store {
   static constexpr std::size_t kInspect = 3;
   static constexpr std::size_t kAdvance = 4;
   static constexpr std::size_t kRaise = 5;
+  static constexpr std::size_t kWait = 6;
+  static constexpr std::size_t kUnwait = 7;
+  static constexpr std::size_t kAcquireQueued = 8;
 
   std::string_view lease_key(std::string_view key) {
     key_.assign(link_.options().key_prefix);
     key_.append(key.data(), key.size());
     return key_;
+  }
+  std::string_view queue_key(std::string_view key) {
+    queue_.assign(link_.options().wait_prefix);
+    queue_.append(key.data(), key.size());
+    return queue_;
+  }
+
+  // Queues `entry` behind `key`'s holder: the holder's PTTL (ms), or -1 if the key is free.
+  result<long long> enqueue(std::string_view key, const std::string& entry) {
+    auto guard = link_.lock();
+    const std::string_view keys[] = {lease_key(key), queue_key(key)};
+    const std::string_view args[] = {entry, "60000"};
+    result<detail::redis_reply_ptr> r = link_.eval(kWait, keys, 2, args, 2);
+    if (!r) return r.error();
+    if ((*r)->type == REDIS_REPLY_INTEGER && (*r)->integer >= -1) return (*r)->integer;
+    return link_.fail(errc::protocol_error, "redis: wait: unexpected reply");
+  }
+
+  // Takes `entry` out of `key`'s queue, passing a hand-off it was chosen for to the next waiter.
+  void dequeue(std::string_view key, const std::string& entry) {
+    auto guard = link_.lock();
+    const std::string_view keys[] = {queue_key(key)};
+    const std::string_view args[] = {entry};
+    (void)link_.eval(kUnwait, keys, 1, args, 1);  // best effort: the queue's TTL cleans up too
+  }
+
+  // The notification side of wait_for_release: a second connection, subscribed to this store's
+  // channel, read by one waiting thread at a time (the others wait on `cv` for their wait id).
+  struct waiting {
+    explicit waiting(const redis_options& o)
+        : link(o, {}),
+          channel(o.wait_prefix + "ch:" + detail::random_owner_id()),
+          broadcast(o.wait_prefix + "released") {}
+    std::mutex mu;  // guards everything below; `link` only while no one is `reading`
+    std::condition_variable cv;
+    detail::redis_link link;
+    std::string channel;    // this store's own channel: hand-offs chosen by a release script
+    std::string broadcast;  // every release of every key with this wait_prefix, for watchers
+    bool reading = false;
+    bool subscribed = false;
+    std::uint64_t seq = 0;
+    std::set<std::uint64_t> active;   // wait ids of threads waiting now
+    std::set<std::uint64_t> arrived;  // of those, the ones a release woke
+    // A thread's place in a queue taken by try_acquire_queued, for its next wait_for_release.
+    struct ticket {
+      std::string key;
+      std::string entry;
+      std::uint64_t id = 0;
+      std::chrono::steady_clock::time_point start{};
+      long long pttl = 0;
+    };
+    std::map<std::thread::id, ticket> tickets;
+    // Per key being watched: releases announced so far, and how many threads watch it.
+    std::map<std::string, std::pair<std::uint64_t, int>, std::less<>> watched;
+  };
+
+  // [w.mu held, nobody reading] Connects and subscribes the notification connection to this
+  // store's channel and the release broadcast.
+  std::error_code subscribe(waiting& w) {
+    if (w.subscribed && w.link.connected()) return {};
+    w.subscribed = false;
+    auto guard = w.link.lock();
+    result<detail::redis_reply_ptr> r = w.link.command({"SUBSCRIBE", w.channel, w.broadcast});
+    if (!r) return r.error();
+    if ((*r)->type != REDIS_REPLY_ARRAY) {  // (the second channel's confirmation comes later)
+      w.link.disconnect();
+      return w.link.fail(errc::protocol_error, "redis: SUBSCRIBE: unexpected reply");
+    }
+    w.subscribed = true;
+    return {};
+  }
+
+  // [w.mu not held, w.reading set by the caller] Reads one message for at most `timeout` and
+  // files it: a wait id (own channel) or a released key (broadcast). false if the connection
+  // failed (notifications are lost until the next wait resubscribes).
+  bool read_one(waiting& w, std::chrono::milliseconds timeout, std::set<std::uint64_t>& ids,
+                std::vector<std::string>& keys) {
+    auto guard = w.link.lock();
+    result<detail::redis_reply_ptr> r = w.link.receive(timeout);
+    if (!r) return r.error() == errc::timeout;
+    const redisReply* m = r->get();
+    if (m->type == REDIS_REPLY_ARRAY && m->elements == 3 &&
+        m->element[1]->type == REDIS_REPLY_STRING && m->element[2]->type == REDIS_REPLY_STRING) {
+      const std::string_view channel(m->element[1]->str, m->element[1]->len);
+      const std::string_view payload(m->element[2]->str, m->element[2]->len);
+      if (channel == w.broadcast) {
+        keys.emplace_back(payload);
+      } else if (std::optional<fencing_token> id =
+                     detail::parse_redis_token(payload.data(), payload.size())) {
+        ids.insert(id->value());
+      }
+    }
+    return true;
+  }
+
+  // [lk holds w.mu] Sleeps until done() or `wake`, reading the notification connection whenever
+  // no other thread does, and filing what arrives for everyone.
+  template <class Done>
+  void sleep_on(waiting& w, std::unique_lock<std::mutex>& lk,
+                std::chrono::steady_clock::time_point wake, Done done) {
+    for (;;) {
+      if (done()) return;
+      const auto now = std::chrono::steady_clock::now();
+      if (!(now < wake)) return;
+      if (!w.reading && w.subscribed) {
+        w.reading = true;
+        lk.unlock();
+        std::set<std::uint64_t> ids;
+        std::vector<std::string> keys;
+        const bool alive =
+            read_one(w, std::chrono::ceil<std::chrono::milliseconds>(wake - now), ids, keys);
+        lk.lock();
+        w.reading = false;
+        if (!alive) w.subscribed = false;
+        for (std::uint64_t g : ids) {
+          if (w.active.count(g) != 0) w.arrived.insert(g);
+        }
+        for (const std::string& k : keys) {
+          auto it = w.watched.find(k);
+          if (it != w.watched.end()) ++it->second.first;
+        }
+        w.cv.notify_all();
+      } else {
+        w.cv.wait_until(lk, wake);
+      }
+    }
   }
 
   // Reading each script's reply: one place for the blocking and the split path.
@@ -1159,7 +1570,9 @@ class redis_store {
   }
 
   detail::redis_link link_;
+  std::unique_ptr<waiting> wait_;
   std::string key_;  // scratch buffers, guarded by the link's mutex
+  std::string queue_;
   std::string ttl_text_;
   std::string token_text_;
   std::string to_text_;

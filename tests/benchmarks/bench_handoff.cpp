@@ -1,0 +1,59 @@
+// tests/benchmarks/bench_handoff.cpp - hand-off latency on memory_store: blocking acquire() that
+// waits in the store (wait_for_release: one waiter woken per release, FIFO) next to the polling
+// acquire it replaces (backoff 10 ms doubling to 1 s, full jitter), with 1 and with 16 waiters,
+// in one run. See handoff.hpp for the protocol and the counters; the figures are in README.md.
+#include <benchmark/benchmark.h>
+
+#include <atomic>
+#include <chrono>
+#include <cstdint>
+
+#include "bench_common.hpp"
+#include "handoff.hpp"
+#include "holdfast/stores/memory.hpp"
+
+namespace {
+
+using holdfast_bench::counting;
+using holdfast_bench::polling;
+using memory = holdfast::memory_store<>;
+
+template <bool Wait>
+void BM_handoff_memory(benchmark::State& state) {
+  const int waiters = static_cast<int>(state.range(0));
+  const auto handoffs = static_cast<std::uint64_t>(state.range(1));
+  for (auto _ : state) {
+    memory store;
+    std::atomic<std::uint64_t> requests{0};
+    counting<memory> counted{&store, &requests};
+    polling<counting<memory>> polled{&counted};
+    holdfast_bench::handoff_result r;
+    if constexpr (Wait) {
+      r = holdfast_bench::run_handoffs<counting<memory>*>(
+          [&](int) { return &counted; }, waiters, handoffs, std::chrono::microseconds(1000), "k");
+    } else {
+      r = holdfast_bench::run_handoffs<polling<counting<memory>>*>(
+          [&](int) { return &polled; }, waiters, handoffs, std::chrono::microseconds(1000), "k");
+    }
+    holdfast_bench::report_handoffs(state, r, requests.load());
+  }
+  state.SetLabel(Wait ? "wait_for_release" : "polling (backoff)");
+}
+
+// {waiters, hand-offs}: polling hand-offs take tens of ms each, so fewer of them.
+BENCHMARK_TEMPLATE(BM_handoff_memory, true)
+    ->Args({1, 400})
+    ->Args({16, 400})
+    ->Iterations(1)
+    ->UseRealTime()
+    ->Unit(benchmark::kMillisecond)
+    ->Apply(holdfast_bench::with_min_max);
+BENCHMARK_TEMPLATE(BM_handoff_memory, false)
+    ->Args({1, 20})
+    ->Args({16, 20})
+    ->Iterations(1)
+    ->UseRealTime()
+    ->Unit(benchmark::kMillisecond)
+    ->Apply(holdfast_bench::with_min_max);
+
+}  // namespace

@@ -1,0 +1,261 @@
+// tests/unit/test_redis_wait.cpp - redis_store's wait_for_release: the release script wakes the
+// first queued waiter (pub/sub on a second connection), one per release, in order; a lost
+// notification (a DEL behind the store's back, a killed notification connection) costs the wait
+// until the holder's expiry and never more; a waiter that gives up leaves the queue.
+// Real server (HOLDFAST_REDIS_PORT from .ci/servers), real threads, bounded waits.
+#include <hiredis/hiredis.h>
+#include <catch2/catch.hpp>
+
+#include <atomic>
+#include <chrono>
+#include <optional>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "../support/real_servers.hpp"
+#include "holdfast/lease.hpp"
+#include "holdfast/stores/redis.hpp"
+
+using namespace std::chrono_literals;
+using holdfast::errc;
+using holdfast::redis_options;
+using holdfast::redis_store;
+using clk = std::chrono::steady_clock;
+
+namespace {
+
+std::optional<redis_options> server() {
+  std::optional<std::string> port = hf_test::env("HOLDFAST_REDIS_PORT");
+  if (!port) {
+    if (hf_test::in_ci()) FAIL("HOLDFAST_REDIS_PORT is not set (run .ci/servers start)");
+    hf_test::loud_skip("no Redis: HOLDFAST_REDIS_PORT unset");
+    return std::nullopt;
+  }
+  redis_options o;
+  o.port = std::stoi(*port);
+  o.host = hf_test::env("HOLDFAST_REDIS_HOST").value_or("127.0.0.1");
+  o.password = hf_test::env("HOLDFAST_REDIS_PASSWORD").value_or("");
+  const std::string tag = hf_test::random_tag();
+  o.key_prefix = "{hfw-" + tag + "}:lease:";
+  o.counter_key = "{hfw-" + tag + "}:token";
+  o.wait_prefix = "{hfw-" + tag + "}:wait:";
+  return o;
+}
+
+long long admin_int(const redis_options& o, std::initializer_list<std::string> args) {
+  redisContext* c = redisConnect(o.host.c_str(), o.port);
+  REQUIRE(c != nullptr);
+  REQUIRE(c->err == 0);
+  if (!o.password.empty()) {
+    freeReplyObject(redisCommand(c, "AUTH %b", o.password.data(), o.password.size()));
+  }
+  std::vector<const char*> argv;
+  std::vector<std::size_t> lens;
+  for (const std::string& a : args) {
+    argv.push_back(a.data());
+    lens.push_back(a.size());
+  }
+  auto* r = static_cast<redisReply*>(
+      redisCommandArgv(c, static_cast<int>(argv.size()), argv.data(), lens.data()));
+  REQUIRE(r != nullptr);
+  const long long v = r->type == REDIS_REPLY_INTEGER ? r->integer : -1000;
+  freeReplyObject(r);
+  redisFree(c);
+  return v;
+}
+
+long long queued(const redis_options& o, const std::string& key) {
+  return admin_int(o, {"LLEN", o.wait_prefix + key});
+}
+
+// Waits (bounded) until `n` waiters are queued behind `key`.
+bool await_queued(const redis_options& o, const std::string& key, long long n) {
+  const auto limit = clk::now() + 10s;
+  while (clk::now() < limit) {
+    if (queued(o, key) == n) return true;
+    std::this_thread::sleep_for(1ms);
+  }
+  return false;
+}
+
+holdfast::acquire_options<> slow_polling() {
+  holdfast::acquire_options<> o;
+  o.backoff.initial = 5s;  // a polling acquire would sleep for seconds between attempts
+  o.backoff.max_delay = 5s;
+  return o;
+}
+
+}  // namespace
+
+TEST_CASE("redis wait: a release wakes the queued waiter at once", "[redis][wait_for_release]") {
+  const std::optional<redis_options> o = server();
+  if (!o) return;
+  redis_store holder_store(*o);
+  redis_store waiter_store(*o);
+  auto holder = holdfast::try_acquire(holder_store, "job", 30s);
+  REQUIRE(holder.has_value());
+  std::atomic<long long> after_release_us{-1};
+  clk::time_point released_at{};
+  std::atomic<bool> released{false};
+  std::thread waiter([&] {
+    auto l = holdfast::acquire(waiter_store, "job", 30s, 20s, slow_polling());
+    if (l && released.load()) {
+      after_release_us =
+          std::chrono::duration_cast<std::chrono::microseconds>(clk::now() - released_at).count();
+    }
+  });
+  REQUIRE(await_queued(*o, "job", 1));
+  released_at = clk::now();
+  released = true;
+  REQUIRE(holder->release().has_value());
+  waiter.join();
+  REQUIRE(after_release_us.load() >= 0);
+  CHECK(after_release_us.load() < 2000000);  // far below the 5 s backoff; bounded for CI
+  CHECK(queued(*o, "job") == 0);
+}
+
+TEST_CASE("redis wait: waiters are handed the key one release at a time, in order",
+          "[redis][wait_for_release]") {
+  const std::optional<redis_options> o = server();
+  if (!o) return;
+  redis_store holder_store(*o);
+  auto first = holdfast::try_acquire(holder_store, "fifo", 30s);
+  REQUIRE(first.has_value());
+  constexpr int kWaiters = 4;
+  std::vector<std::thread> threads;
+  std::vector<holdfast::fencing_token> tokens(kWaiters);
+  redis_store shared(*o);  // several threads waiting on one store share its notification link
+  for (int i = 0; i < kWaiters; ++i) {
+    threads.emplace_back([&, i] {
+      auto l = holdfast::acquire(shared, "fifo", 30s, 20s, slow_polling());
+      if (l) {
+        tokens[static_cast<std::size_t>(i)] = l->token();
+        (void)l->release();
+      }
+    });
+  }
+  REQUIRE(await_queued(*o, "fifo", kWaiters));
+  REQUIRE(first->release().has_value());
+  for (std::thread& t : threads) t.join();
+  for (const auto& t : tokens) CHECK(t > first->token());
+  CHECK(queued(*o, "fifo") == 0);
+}
+
+TEST_CASE("redis wait: a lost notification costs the wait until the holder's expiry, no more",
+          "[redis][wait_for_release]") {
+  const std::optional<redis_options> o = server();
+  if (!o) return;
+  redis_store holder_store(*o);
+  redis_store waiter_store(*o);
+  const auto granted = clk::now();
+  auto holder = holdfast::try_acquire(holder_store, "lost", 700ms);
+  REQUIRE(holder.has_value());
+  SECTION("the key is deleted behind the store's back (no release script, no message)") {
+    std::thread t([&] {
+      REQUIRE(await_queued(*o, "lost", 1));
+      CHECK(admin_int(*o, {"DEL", o->key_prefix + "lost"}) == 1);
+    });
+    auto l = holdfast::acquire(waiter_store, "lost", 1s, 20s, slow_polling());
+    t.join();
+    const auto took = clk::now() - granted;
+    REQUIRE(l.has_value());
+    CHECK(took >= 650ms);  // woken by the holder's expiry (PTTL measured after the grant)
+    CHECK(took < 3s);      // not by a 5 s backoff
+  }
+  SECTION("the notification connection is killed, then the holder releases") {
+    std::thread t([&] {
+      REQUIRE(await_queued(*o, "lost", 1));
+      CHECK(admin_int(*o, {"CLIENT", "KILL", "TYPE", "pubsub"}) >= 1);
+      CHECK(holder->release().has_value());  // PUBLISH reaches nobody: the entry is dropped
+    });
+    auto l = holdfast::acquire(waiter_store, "lost", 1s, 20s, slow_polling());
+    t.join();
+    const auto took = clk::now() - granted;
+    REQUIRE(l.has_value());
+    CHECK(took >= 650ms);
+    CHECK(took < 3s);
+  }
+}
+
+TEST_CASE("redis wait: a waiter that gives up leaves the queue; a free key answers at once",
+          "[redis][wait_for_release]") {
+  const std::optional<redis_options> o = server();
+  if (!o) return;
+  redis_store store(*o);
+  CHECK(store.wait_for_release("free", clk::now() + 10s).has_value());
+  CHECK(queued(*o, "free") == 0);
+  CHECK(store.wait_for_release("", clk::now()).error() == errc::invalid_argument);
+  auto holder = holdfast::try_acquire(store, "busy", 30s);
+  REQUIRE(holder.has_value());
+  const auto start = clk::now();
+  auto l = holdfast::acquire(store, "busy", 1s, 300ms, slow_polling());
+  CHECK(l.error() == errc::timeout);
+  CHECK(clk::now() - start >= 300ms);
+  CHECK(queued(*o, "busy") == 0);
+  redis_options bad = *o;
+  bad.wait_prefix = bad.key_prefix + "w:";
+  CHECK(bad.check() == errc::invalid_argument);
+}
+
+TEST_CASE("redis wait: a watcher wakes on the release without taking the waiter's hand-off",
+          "[redis][wait_for_release]") {
+  const std::optional<redis_options> o = server();
+  if (!o) return;
+  redis_store holder_store(*o);
+  redis_store waiter_store(*o);
+  redis_store watcher_store(*o);
+  auto holder = holdfast::try_acquire(holder_store, "w", 30s);
+  REQUIRE(holder.has_value());
+  std::atomic<bool> watched{false};
+  std::thread watcher([&] {
+    // Queued first: a hand-off queue would give it the release, a watch does not.
+    if (watcher_store.watch_release("w", clk::now() + 20s)) watched = true;
+  });
+  std::this_thread::sleep_for(50ms);
+  clk::time_point released_at{};
+  std::atomic<long long> after_us{-1};
+  std::thread waiter([&] {
+    auto l = holdfast::acquire(waiter_store, "w", 30s, 20s, slow_polling());
+    if (l) {
+      after_us =
+          std::chrono::duration_cast<std::chrono::microseconds>(clk::now() - released_at).count();
+    }
+  });
+  REQUIRE(await_queued(*o, "w", 1));
+  released_at = clk::now();
+  REQUIRE(holder->release().has_value());
+  waiter.join();
+  watcher.join();
+  CHECK(watched.load());
+  REQUIRE(after_us.load() >= 0);
+  CHECK(after_us.load() < 2000000);
+  CHECK(queued(*o, "w") == 0);
+}
+
+TEST_CASE("redis wait: a busy attempt joins the queue in the same request",
+          "[redis][wait_for_release]") {
+  const std::optional<redis_options> o = server();
+  if (!o) return;
+  redis_store holder_store(*o);
+  redis_store waiter_store(*o);
+  auto holder = holdfast::try_acquire(holder_store, "q", 30s);
+  REQUIRE(holder.has_value());
+  CHECK(waiter_store.try_acquire_queued("q", "me", 30000ms).error() == errc::busy);
+  CHECK(queued(*o, "q") == 1);
+  // Queuing again (the thread's acquire gave up and started over) replaces the old place.
+  CHECK(waiter_store.try_acquire_queued("q", "me", 30000ms).error() == errc::busy);
+  CHECK(queued(*o, "q") == 1);
+  std::thread t([&] {
+    std::this_thread::sleep_for(50ms);
+    CHECK(holder->release().has_value());
+  });
+  const auto start = clk::now();
+  CHECK(waiter_store.wait_for_release("q", clk::now() + 20s).has_value());  // no new request
+  t.join();
+  CHECK(clk::now() - start < 2s);
+  auto got = waiter_store.try_acquire_queued("q", "me", 30000ms);
+  REQUIRE(got.has_value());
+  CHECK(queued(*o, "q") == 0);
+  CHECK(waiter_store.release("q", "me", got->token).has_value());
+}
