@@ -237,8 +237,10 @@ enum class quorum_token_mode {
 struct quorum_options {
   /// Longest wait for one member's reply in one round, in ms (> 0). For try_acquire and renew the
   /// wait is further capped at member_timeout_share of the TTL. Default 50 ms (Redlock suggests
-  /// 5-50 ms for a 10 s TTL). Under quorum_dispatch::threads this is real time; under sequential
-  /// it is measured on the quorum's clock.
+  /// 5-50 ms for a 10 s TTL). Under quorum_dispatch::threads, and automatic over members with
+  /// send/receive, this is real time; under sequential, and automatic over in-process members
+  /// (called directly), it is measured on the quorum's clock (a reply slower than it counts as
+  /// lost and a late grant is given back at once).
   std::chrono::milliseconds member_timeout{50};
   /// Cap on the per-member wait as a share of the TTL, in (0, 1]. Default 0.1.
   double member_timeout_share = 0.1;
