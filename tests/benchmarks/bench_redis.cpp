@@ -133,7 +133,7 @@ class script_variants {
     lib += "redis.register_function('holdfast_bench_acquire', function(KEYS, ARGV)\n";
     lib += holdfast::detail::redis_acquire_script;
     lib += "end)\nredis.register_function('holdfast_bench_release', function(KEYS, ARGV)\n";
-    lib += holdfast::detail::redis_release_script;
+    lib += holdfast::detail::redis_release_script();
     lib += "end)\n";
     functions_ = c_.ok({"FUNCTION", "LOAD", "REPLACE", lib});
     // Trimmed acquire: draw the token first and SET NX ... GET in one call; give the token back
@@ -146,21 +146,25 @@ class script_variants {
         "if not v then return t end\n"
         "redis.call('DECR', KEYS[2])\n"
         "return 0\n");
-    release_sha_ = c_.load(holdfast::detail::redis_release_script);
+    release_sha_ = c_.load(holdfast::detail::redis_release_script());
   }
   [[nodiscard]] bool good() const { return functions_ && !trimmed_sha_.empty(); }
 
   bool fcall_once() {
     const std::string t = c_.str({"FCALL", "holdfast_bench_acquire", "2", "{holdfast-bench}:fcall",
                                   "{holdfast-bench}:fcall-token", kOwner, "10000"});
-    return !t.empty() && c_.integer({"FCALL", "holdfast_bench_release", "1",
-                                     "{holdfast-bench}:fcall", kOwner, t}) == 1;
+    // The release script's keys and arguments as redis_store sends them: lease key, wait queue;
+    // owner, token, release broadcast channel, key.
+    return !t.empty() && c_.integer({"FCALL", "holdfast_bench_release", "2",
+                                     "{holdfast-bench}:fcall", "{holdfast-bench}:fcall-queue",
+                                     kOwner, t, "{holdfast-bench}:released", "fcall"}) == 1;
   }
   bool trimmed_once() {
     const std::string t = c_.str({"EVALSHA", trimmed_sha_, "2", "{holdfast-bench}:trim",
                                   "{holdfast-bench}:trim-token", kOwner, "10000"});
-    return !t.empty() &&
-           c_.integer({"EVALSHA", release_sha_, "1", "{holdfast-bench}:trim", kOwner, t}) == 1;
+    return !t.empty() && c_.integer({"EVALSHA", release_sha_, "2", "{holdfast-bench}:trim",
+                                     "{holdfast-bench}:trim-queue", kOwner, t,
+                                     "{holdfast-bench}:released", "trim"}) == 1;
   }
 
  private:
