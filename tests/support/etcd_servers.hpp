@@ -70,6 +70,8 @@ class etcd_member {
   /// The --initial-cluster string of the whole cluster, and its token; set by the cluster.
   std::string initial_cluster;
   std::string cluster_token;
+  /// More flags for the next start (e.g. {"--auth-token-ttl", "1"}).
+  std::vector<std::string> extra;
 
   /// Starts the process (does not wait until it serves). False if it cannot be started.
   bool spawn_process() {
@@ -78,12 +80,27 @@ class etcd_member {
       why_ = "etcd not found (set HOLDFAST_ETCD)";
       return false;
     }
-    pid_ = spawn(
-        {binary_, "--name", name_, "--data-dir", data_dir(), "--listen-client-urls", client_url(),
-         "--advertise-client-urls", client_url(), "--listen-peer-urls", peer_url(),
-         "--initial-advertise-peer-urls", peer_url(), "--initial-cluster", initial_cluster,
-         "--initial-cluster-token", cluster_token, "--initial-cluster-state", "new"},
-        log(), {}, dir_);
+    std::vector<std::string> argv = {binary_,
+                                     "--name",
+                                     name_,
+                                     "--data-dir",
+                                     data_dir(),
+                                     "--listen-client-urls",
+                                     client_url(),
+                                     "--advertise-client-urls",
+                                     client_url(),
+                                     "--listen-peer-urls",
+                                     peer_url(),
+                                     "--initial-advertise-peer-urls",
+                                     peer_url(),
+                                     "--initial-cluster",
+                                     initial_cluster,
+                                     "--initial-cluster-token",
+                                     cluster_token,
+                                     "--initial-cluster-state",
+                                     "new"};
+    argv.insert(argv.end(), extra.begin(), extra.end());
+    pid_ = spawn(argv, log(), {}, dir_);
     if (pid_ < 0) why_ = "fork failed";
     return pid_ > 0;
   }

@@ -412,3 +412,58 @@ TEST_CASE(
   CHECK_FALSE(ec);
   CHECK(t > newest);
 }
+
+TEST_CASE(
+    "etcd_store with etcd authentication: a token on first use, a new one when it expires; "
+    "refused or missing credentials are errors with etcd's text",
+    "[etcd][auth]") {
+  const std::string etcdctl = hf_test::etcdctl_binary();
+  hf_test::etcd_cluster cluster(1, "etcd-auth");
+  cluster[0].extra = {"--auth-token-ttl", "1"};  // simple tokens expire after 1 s idle
+  if (etcdctl.empty() || !cluster.start()) {
+    if (hf_test::in_ci() || !hf_test::etcd_binary().empty()) FAIL(cluster.why() + " / etcdctl");
+    hf_test::loud_skip("cannot start etcd: " + cluster.why());
+    return;
+  }
+  const std::string url = cluster[0].client_url();
+  const std::string log = cluster.dir() + "/etcdctl.log";
+  REQUIRE(hf_test::run_program({etcdctl, "--endpoints", url, "user", "add", "root:pw"}, log));
+  REQUIRE(hf_test::run_program({etcdctl, "--endpoints", url, "user", "grant-role", "root", "root"},
+                               log));
+  REQUIRE(hf_test::run_program({etcdctl, "--endpoints", url, "auth", "enable"}, log));
+
+  etcd_options o;
+  o.endpoints = cluster.endpoints();
+  {
+    etcd_store anonymous(o);  // no credentials: refused, with etcd's reason
+    auto g = anonymous.try_acquire("k", "a", 3s);
+    CHECK(g.error() == errc::store_unavailable);
+    CHECK(anonymous.last_error_message().find("user name is empty") != std::string::npos);
+  }
+  {
+    etcd_options wrong = o;
+    wrong.username = "root";
+    wrong.password = "nope";
+    etcd_store s(wrong);
+    auto g = s.try_acquire("k", "a", 3s);
+    CHECK(g.error() == errc::store_unavailable);
+    CHECK(s.last_error_message().find("authentication failed") != std::string::npos);
+  }
+  o.username = "root";
+  o.password = "pw";
+  etcd_store s(o);
+  auto g = s.try_acquire("k", "a", 3s);
+  INFO(s.last_error_message());
+  REQUIRE(g);
+  std::this_thread::sleep_for(2500ms);  // the token expires; the lease (3 s) does not
+  auto r = s.renew("k", "a", g->token, 3s);
+  INFO(s.last_error_message());
+  REQUIRE(r);
+  auto rec = s.inspect("k");
+  REQUIRE(rec);
+  REQUIRE(rec->has_value());
+  CHECK((*rec)->owner == "a");
+  REQUIRE(s.release("k", "a", g->token));
+  holdfast::etcd_fence f(o);
+  REQUIRE(f.write("fence", g->token, "data", "v"));
+}

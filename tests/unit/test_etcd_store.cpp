@@ -416,6 +416,9 @@ TEST_CASE("etcd_store: bad options and unreachable members are errors, not grant
   bad.endpoints = {"127.0.0.1:2379"};  // no scheme
   CHECK(bad.check() == errc::invalid_argument);
   bad.endpoints = {"http://127.0.0.1:2379"};
+  bad.password = "pw";  // without a user
+  CHECK(bad.check() == errc::invalid_argument);
+  bad.password.clear();
   bad.cert_file = "c.pem";  // without a key
   CHECK(bad.check() == errc::invalid_argument);
   {

@@ -5,10 +5,13 @@
 //
 // Transport: etcd's v3 HTTP/JSON gateway (the client URL, under /v3/), one kept-alive libcurl
 // connection per store. Keys and values travel base64-encoded, 64-bit numbers as JSON strings.
-// The gateway turns each request into the same gRPC call etcd's own clients make; measured on
-// this project's machine, a read through it costs about 0.25 ms more than a bare HTTP request,
-// against 0.7 ms or more of Raft commit for each write (tests/benchmarks/README.md), and it needs
-// no generated code or gRPC runtime (Debian ships no etcd .proto files).
+// TLS and client certificates go through libcurl; etcd users through an auth token fetched on
+// first use and again when etcd says it expired (the request refused for it is sent once more:
+// it was refused before anything happened). The gateway turns each request into the same gRPC
+// call etcd's own clients make; measured on this project's machine, a read through it costs
+// about 0.25 ms more than a bare HTTP request, against 0.7 ms or more of Raft commit for each
+// write (tests/benchmarks/README.md), and it needs no generated code or gRPC runtime (Debian
+// ships no etcd .proto files).
 //
 // A grant is an etcd lease plus one transaction that puts the key, bound to that lease, only if
 // the key does not exist (Chubby-style: the lease ends, etcd deletes the key). The fencing token
@@ -130,6 +133,13 @@ struct etcd_options {
   std::string api_path = "/v3";
   /// Prefix of every lease key: lease "k" lives at key_prefix + "k". Non-empty.
   std::string key_prefix = "holdfast/lease/";
+  /// etcd user for authentication (etcd's `auth enable`); empty sends no credentials. holdfast
+  /// asks /v3/auth/authenticate for a token on first use and again whenever etcd says the token
+  /// is no longer valid (its --auth-token-ttl ran out, or the member restarted). Use TLS (https
+  /// endpoints) to keep the password off the wire.
+  std::string username{};
+  /// Password of `username`.
+  std::string password{};
   /// TLS: CA bundle that verifies the members' certificates (empty: libcurl's default store).
   std::string ca_file{};
   /// TLS client certificate and key, PEM (both or neither), for etcd's --client-cert-auth.
@@ -158,6 +168,7 @@ struct etcd_options {
       if (s->find('\0') != std::string::npos) return errc::invalid_argument;
     }
     if (cert_file.empty() != key_file.empty()) return errc::invalid_argument;
+    if (username.empty() && !password.empty()) return errc::invalid_argument;
     if (connect_timeout <= std::chrono::milliseconds::zero() ||
         command_timeout <= std::chrono::milliseconds::zero()) {
       return errc::invalid_argument;
@@ -454,6 +465,64 @@ class etcd_link {
                               std::int64_t expected = -1, etcd_failure* failure = nullptr) {
     if (opts_.check()) return fail(errc::invalid_argument, "etcd: invalid etcd_options");
     if (std::error_code ec = ensure_handle()) return ec;
+    const bool auth = !opts_.username.empty() && !auth_disabled_;
+    if (auth && token_.empty()) {
+      if (std::error_code ec = authenticate()) return ec;
+    }
+    bool rejected = false;
+    result<nlohmann::json> r = post_once(path, body, expected, failure, rejected);
+    if (rejected && auth) {
+      // etcd refused the token before doing anything: a new one, and the request once more.
+      if (std::error_code ec = authenticate()) return ec;
+      r = post_once(path, body, expected, failure, rejected);
+    }
+    return r;
+  }
+
+ private:
+  // Asks for an auth token and sends it with every later request.
+  std::error_code authenticate() {
+    token_.clear();
+    set_headers();
+    nlohmann::json creds = {{"name", opts_.username}, {"password", opts_.password}};
+    const std::string body = creds.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
+    bool rejected = false;
+    result<nlohmann::json> r = post_once("/auth/authenticate", body, 9, &auth_failure_, rejected);
+    if (!r) return r.error();
+    if (r->is_null()) {  // FailedPrecondition: "authentication is not enabled"
+      auth_disabled_ = true;
+      return {};
+    }
+    const auto t = r->find("token");
+    if (t == r->end() || !t->is_string() || t->get_ref<const std::string&>().empty() ||
+        t->get_ref<const std::string&>().find_first_of("\r\n") != std::string::npos) {
+      return fail(errc::protocol_error, "etcd: authenticate answered no token");
+    }
+    token_ = t->get<std::string>();
+    set_headers();
+    return {};
+  }
+
+  void set_headers() {
+    std::unique_ptr<curl_slist, curl_slist_deleter> headers;
+    std::string auth = "Authorization: " + token_;
+    for (const char* h : {"Content-Type: application/json", "Accept: application/json",
+                          "Expect:",  // no 100-continue round trip for large bodies
+                          token_.empty() ? static_cast<const char*>(nullptr) : auth.c_str()}) {
+      if (h == nullptr) continue;
+      curl_slist* l = curl_slist_append(headers.get(), h);
+      if (l == nullptr) return;  // out of memory: keep the old list
+      (void)headers.release();
+      headers.reset(l);
+    }
+    curl_easy_setopt(curl_.get(), CURLOPT_HTTPHEADER, headers.get());
+    headers_ = std::move(headers);
+  }
+
+  result<nlohmann::json> post_once(std::string_view path, const std::string& body,
+                                   std::int64_t expected, etcd_failure* failure,
+                                   bool& auth_rejected) {
+    auth_rejected = false;
     CURL* c = curl_.get();
     const std::size_t n = opts_.endpoints.size();
     for (std::size_t attempt = 0;; ++attempt) {
@@ -535,12 +604,18 @@ class etcd_link {
     if (code == 8 && f.message.find("larger than max") != std::string::npos) {
       e = errc::invalid_argument;  // gRPC's own size limit: the request, not the server
     }
+    if (code == 16 && f.message.find("invalid auth token") != std::string::npos) {
+      auth_rejected = true;
+    }
+    if (code == 3 && (f.message.find("authentication failed") != std::string::npos ||
+                      f.message.find("user name is empty") != std::string::npos)) {
+      e = errc::store_unavailable;  // credentials refused or missing: as Redis' NOAUTH
+    }
     if (e == errc::store_unavailable || e == errc::timeout) ++current_;
     return fail(e, "etcd: " + url_ + ": " + f.message + " (HTTP " + std::to_string(status) +
                        ", gRPC code " + std::to_string(code) + ")");
   }
 
- private:
   std::string excerpt() const {
     std::string s = response_.substr(0, 200);
     for (char& ch : s) {
@@ -562,19 +637,10 @@ class etcd_link {
     if (curl_) return {};
     if (!curl_ready()) return fail(errc::store_unavailable, "etcd: curl_global_init failed");
     std::unique_ptr<CURL, curl_easy_deleter> c(curl_easy_init());
-    std::unique_ptr<curl_slist, curl_slist_deleter> headers;
-    for (const char* h : {"Content-Type: application/json", "Accept: application/json",
-                          "Expect:"}) {  // no 100-continue round trip for large bodies
-      curl_slist* l = curl_slist_append(headers.get(), h);
-      if (l == nullptr) return fail(errc::store_unavailable, "etcd: out of memory");
-      (void)headers.release();
-      headers.reset(l);
-    }
     if (!c) return fail(errc::store_unavailable, "etcd: curl_easy_init failed");
     CURL* h = c.get();
     curl_easy_setopt(h, CURLOPT_NOSIGNAL, 1L);  // no SIGALRM for timeouts, no SIGPIPE
     curl_easy_setopt(h, CURLOPT_ERRORBUFFER, error_buffer_);
-    curl_easy_setopt(h, CURLOPT_HTTPHEADER, headers.get());
     curl_easy_setopt(h, CURLOPT_WRITEFUNCTION, &etcd_link::on_data);
     curl_easy_setopt(h, CURLOPT_WRITEDATA, &response_);
     curl_easy_setopt(h, CURLOPT_HTTP_VERSION, static_cast<long>(CURL_HTTP_VERSION_1_1));
@@ -599,7 +665,11 @@ class etcd_link {
       curl_easy_setopt(h, CURLOPT_SSLKEY, opts_.key_file.c_str());
     }
     curl_ = std::move(c);
-    headers_ = std::move(headers);
+    set_headers();
+    if (!headers_) {
+      curl_.reset();
+      return fail(errc::store_unavailable, "etcd: out of memory");
+    }
     return {};
   }
 
@@ -607,6 +677,9 @@ class etcd_link {
   std::unique_ptr<CURL, curl_easy_deleter> curl_;
   std::unique_ptr<curl_slist, curl_slist_deleter> headers_;
   std::size_t current_ = 0;
+  std::string token_;           // etcd auth token, when a username is set
+  bool auth_disabled_ = false;  // the cluster answered "authentication is not enabled"
+  etcd_failure auth_failure_;
   std::string url_;
   std::string response_;
   char error_buffer_[CURL_ERROR_SIZE] = {};
