@@ -28,6 +28,7 @@
 #include <algorithm>
 #include <atomic>
 #include <chrono>
+#include <condition_variable>
 #include <cstdint>
 #include <functional>
 #include <memory>
@@ -81,6 +82,14 @@ handoff_result run_handoffs(MakeStore make_store, int waiters, std::uint64_t han
   std::atomic<std::uint64_t> grants{0};
   std::atomic<std::int64_t> released_at_ns{-1};  // when the latest release started
   std::atomic<bool> stop{false};
+  // Threads that are not waiting in acquire() block here (not spin: a spinning thread would take
+  // the CPU the woken waiter needs) until the grant count moves on.
+  std::mutex grant_mu;
+  std::condition_variable grant_cv;
+  const auto await_grant_after = [&](std::uint64_t n) {
+    std::unique_lock<std::mutex> lock(grant_mu);
+    grant_cv.wait(lock, [&] { return grants.load() != n || stop.load(); });
+  };
   const int threads = waiters + 1;
   std::vector<std::thread> pool;
   for (int i = 0; i < threads; ++i) {
@@ -90,9 +99,7 @@ handoff_result run_handoffs(MakeStore make_store, int waiters, std::uint64_t han
       double longest = 0;
       bool failed = false;
       // Thread 0 starts as the holder; the others join once it holds the key.
-      if (i != 0) {
-        while (grants.load() == 0 && !stop.load()) std::this_thread::yield();
-      }
+      if (i != 0) await_grant_after(0);
       for (;;) {
         if (stop.load()) break;
         const auto asked = handoff_clock::now();
@@ -103,18 +110,29 @@ handoff_result run_handoffs(MakeStore make_store, int waiters, std::uint64_t han
           break;
         }
         const std::int64_t rel = released_at_ns.load();
-        const std::uint64_t n = grants.fetch_add(1) + 1;
+        std::uint64_t n;
+        {
+          std::lock_guard<std::mutex> lock(grant_mu);
+          n = grants.fetch_add(1) + 1;
+        }
+        grant_cv.notify_all();
         if (rel >= 0 && n > 1 && n <= handoffs + 1) {
           mine.push_back(static_cast<double>(got.time_since_epoch().count() - rel) / 1000.0);
         }
         longest = std::max(longest, std::chrono::duration<double, std::milli>(got - asked).count());
         if (hold.count() > 0) std::this_thread::sleep_for(hold);
-        if (n > handoffs) stop = true;
+        if (n > handoffs) {
+          std::lock_guard<std::mutex> lock(grant_mu);
+          stop = true;
+        }
         released_at_ns = handoff_clock::now().time_since_epoch().count();
         (void)l->release();
-        if (stop.load()) break;
+        if (stop.load()) {
+          grant_cv.notify_all();
+          break;
+        }
         // Rejoin only after someone else got the key, so every release finds all W waiting.
-        while (grants.load() == n && !stop.load()) std::this_thread::yield();
+        await_grant_after(n);
       }
       std::lock_guard<std::mutex> lock(mu);
       out.latencies_us.insert(out.latencies_us.end(), mine.begin(), mine.end());
