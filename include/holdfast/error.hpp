@@ -57,6 +57,35 @@ struct std::is_error_code_enum<holdfast::errc> : std::true_type {};
 namespace holdfast {
 HOLDFAST_ABI_NAMESPACE_BEGIN
 
+/// Returns the enumerator's name, e.g. "busy" or "caught_exception": the one table of errc names
+/// (histories, timelines and logs print these). Returns nullptr for a value that is no errc (an
+/// error code from a newer peer, or zero). Thread-safe.
+[[nodiscard]] constexpr const char* to_string(errc e) noexcept {
+  switch (e) {
+    case errc::busy:
+      return "busy";
+    case errc::lease_lost:
+      return "lease_lost";
+    case errc::not_holder:
+      return "not_holder";
+    case errc::stale_token:
+      return "stale_token";
+    case errc::store_unavailable:
+      return "store_unavailable";
+    case errc::timeout:
+      return "timeout";
+    case errc::invalid_argument:
+      return "invalid_argument";
+    case errc::protocol_error:
+      return "protocol_error";
+    case errc::token_exhausted:
+      return "token_exhausted";
+    case errc::caught_exception:
+      return "caught_exception";
+  }
+  return nullptr;  // no default above: -Wswitch names an enumerator added without a name
+}
+
 namespace detail {
 
 class error_category_impl final : public std::error_category {

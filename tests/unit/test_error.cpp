@@ -24,6 +24,7 @@ constexpr errc all_codes[] = {
     errc::invalid_argument,
     errc::protocol_error,
     errc::token_exhausted,
+    errc::caught_exception,
 };
 
 }  // namespace
@@ -89,4 +90,19 @@ TEST_CASE("is_transient: busy, store_unavailable, timeout and foreign errors may
   // A user's store may report transport errors in its own category: retried.
   CHECK(holdfast::is_transient(std::make_error_code(std::errc::connection_refused)));
   CHECK(holdfast::is_transient(std::error_code(5, std::system_category())));
+}
+
+TEST_CASE("to_string(errc) names every enumerator, and nothing else", "[error]") {
+  std::set<std::string> names;
+  for (errc e : all_codes) {
+    const char* n = holdfast::to_string(e);
+    REQUIRE(n != nullptr);
+    names.insert(n);
+  }
+  CHECK(names.size() == std::size(all_codes));
+  CHECK(std::string(holdfast::to_string(errc::busy)) == "busy");
+  CHECK(std::string(holdfast::to_string(errc::caught_exception)) == "caught_exception");
+  CHECK(holdfast::to_string(static_cast<errc>(0)) == nullptr);
+  CHECK(holdfast::to_string(static_cast<errc>(9999)) == nullptr);
+  static_assert(holdfast::to_string(errc::timeout)[0] == 't', "usable in constant expressions");
 }

@@ -108,34 +108,13 @@ inline outcome_code to_outcome(const std::error_code& ec) noexcept {
   return foreign_error;
 }
 
-/// Returns a short name for an outcome_code ("ok", "busy", "lease_lost", ...).
+/// Returns a short name for an outcome_code: "ok", an errc's own name ("busy", "lease_lost", ...,
+/// "caught_exception"; error.hpp's to_string(errc)), "not_applied" or "foreign_error".
 inline const char* outcome_name(outcome_code c) noexcept {
-  switch (c) {
-    case 0:
-      return "ok";
-    case static_cast<outcome_code>(errc::busy):
-      return "busy";
-    case static_cast<outcome_code>(errc::lease_lost):
-      return "lease_lost";
-    case static_cast<outcome_code>(errc::not_holder):
-      return "not_holder";
-    case static_cast<outcome_code>(errc::stale_token):
-      return "stale_token";
-    case static_cast<outcome_code>(errc::store_unavailable):
-      return "store_unavailable";
-    case static_cast<outcome_code>(errc::timeout):
-      return "timeout";
-    case static_cast<outcome_code>(errc::invalid_argument):
-      return "invalid_argument";
-    case static_cast<outcome_code>(errc::protocol_error):
-      return "protocol_error";
-    case static_cast<outcome_code>(errc::token_exhausted):
-      return "token_exhausted";
-    case not_applied:
-      return "not_applied";
-    default:
-      return "foreign_error";
-  }
+  if (c == 0) return "ok";
+  if (c == not_applied) return "not_applied";
+  if (const char* name = holdfast::to_string(static_cast<errc>(c))) return name;
+  return "foreign_error";
 }
 
 /// Returns the enumerator's name, e.g. "store_acquire".
