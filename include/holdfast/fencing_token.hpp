@@ -26,6 +26,9 @@
 namespace holdfast {
 HOLDFAST_ABI_NAMESPACE_BEGIN
 
+class fencing_token;
+std::string to_string(fencing_token t);
+
 /// A fencing token: a strong, totally ordered 64-bit number; 0 means "none".
 /// Thread-safety: a trivially copyable value type.
 class fencing_token {
@@ -76,15 +79,15 @@ class fencing_token {
   template <class Char, class Traits>
   friend std::basic_ostream<Char, Traits>& operator<<(std::basic_ostream<Char, Traits>& os,
                                                       fencing_token t) {
-    if (t.is_none()) return os << "#none";
-    return os << '#' << t.value_;
+    return os << to_string(t).c_str();  // one text form: to_string()
   }
 
  private:
   rep value_ = 0;
 };
 
-/// Returns the token as text: `#<value>`, or `#none`.
+/// Returns the token as text: `#<value>`, or `#none`. The one text form of a token: operator<<,
+/// histories and checker timelines print this.
 inline std::string to_string(fencing_token t) {
   return t.is_none() ? std::string("#none") : "#" + std::to_string(t.value());
 }

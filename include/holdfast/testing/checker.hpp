@@ -46,6 +46,7 @@
 #include <vector>
 
 #include "holdfast/detail/config.hpp"
+#include "holdfast/fencing_token.hpp"
 #include "holdfast/testing/history.hpp"
 
 namespace holdfast {
@@ -152,7 +153,7 @@ inline std::string fmt_span(std::int64_t ns) {
 }
 
 inline std::string fmt_token(std::uint64_t t) {
-  return t == 0 ? std::string("#none") : "#" + std::to_string(t);
+  return holdfast::to_string(fencing_token{t});  // fencing_token.hpp's one text form
 }
 
 class checker {
