@@ -101,9 +101,19 @@ class lease;
 
 namespace detail {
 
+// The one check of a lease TTL, shared by acquire (prepare_acquire), lease::renew and the
+// distributed_mutex constructor: `ttl` converts to whole milliseconds (truncating) within
+// [1 ms, max_ttl] and leaves positive validity after drift and margin (a bad `validity` leaves
+// none). Returns the TTL in ms, or errc::invalid_argument.
 template <class Rep, class Period>
-std::optional<std::chrono::milliseconds> ttl_to_ms(std::chrono::duration<Rep, Period> ttl) {
-  return checked_duration_cast<std::chrono::milliseconds>(ttl);
+result<std::chrono::milliseconds> checked_lease_ttl(std::chrono::duration<Rep, Period> ttl,
+                                                    const validity_options& validity) {
+  const std::optional<std::chrono::milliseconds> ms =
+      checked_duration_cast<std::chrono::milliseconds>(ttl);
+  if (!ms || check_ttl(*ms) || trusted_span(*ms, validity) <= std::chrono::nanoseconds::zero()) {
+    return errc::invalid_argument;
+  }
+  return *ms;
 }
 
 template <class Store, class Clock>
@@ -295,11 +305,8 @@ class lease {
   /// Thread-safety: serialized with a keepalive's renewals of the same lease.
   template <class Rep, class Period>
   result<void> renew(std::chrono::duration<Rep, Period> ttl) {
-    const std::optional<std::chrono::milliseconds> ms = detail::ttl_to_ms(ttl);
-    if (!ms || check_ttl(*ms) ||
-        trusted_span(*ms, b().validity) <= std::chrono::nanoseconds::zero()) {
-      return errc::invalid_argument;
-    }
+    const result<std::chrono::milliseconds> ms = detail::checked_lease_ttl(ttl, b().validity);
+    if (!ms) return ms.error();
     detail::pending_loss loss;
     result<void> r;
     {
@@ -445,11 +452,17 @@ result<void> keep_alive(lease_renewer<Clock>& renewer, lease<Store, Clock>& l) {
   return renewer.add_shared(lease_access::share(l));
 }
 
-template <class Clock>
-std::error_code check_acquire_options(const acquire_options<Clock>& opts) {
+// The input every acquire of a lease checks (try_acquire, acquire, and a distributed_mutex's
+// constructor for all its locks): a non-empty key, sane validity and backoff options, and a lease
+// TTL (checked_lease_ttl). Returns the TTL in ms, or errc::invalid_argument.
+template <class Rep, class Period, class Clock>
+result<std::chrono::milliseconds> check_acquire_input(std::string_view key,
+                                                      std::chrono::duration<Rep, Period> ttl,
+                                                      const acquire_options<Clock>& opts) {
+  if (key.empty()) return errc::invalid_argument;
   if (std::error_code ec = opts.validity.check()) return ec;
   if (std::error_code ec = opts.backoff.check()) return ec;
-  return {};
+  return checked_lease_ttl(ttl, opts.validity);
 }
 
 // What try_acquire() and acquire() send, once the caller's input has passed every check.
@@ -458,21 +471,16 @@ struct acquire_request {
   std::string owner;
 };
 
-// The input checks both acquire functions share, in one place so they cannot drift apart: the TTL
-// converts to whole milliseconds within (0, max_ttl] and leaves some validity after drift and
-// margin, key and owner are non-empty (a fresh random owner when none is given), options are sane.
+// The input checks both acquire functions share: check_acquire_input, then the owner (a fresh
+// random one when none is given; check_acquire_args, the stores' own check, has the last word).
 template <class Rep, class Period, class Clock>
 result<acquire_request> prepare_acquire(std::string_view key,
                                         std::chrono::duration<Rep, Period> ttl,
                                         const acquire_options<Clock>& opts) {
-  const std::optional<std::chrono::milliseconds> ms = ttl_to_ms(ttl);
-  if (!ms) return errc::invalid_argument;
+  const result<std::chrono::milliseconds> ms = check_acquire_input(key, ttl, opts);
+  if (!ms) return ms.error();
   std::string owner = opts.owner.empty() ? random_owner_id() : opts.owner;
   if (std::error_code ec = check_acquire_args(key, owner, *ms)) return ec;
-  if (std::error_code ec = check_acquire_options(opts)) return ec;
-  if (trusted_span(*ms, opts.validity) <= std::chrono::nanoseconds::zero()) {
-    return errc::invalid_argument;
-  }
   return acquire_request{*ms, std::move(owner)};
 }
 

@@ -102,11 +102,9 @@ class distributed_mutex {
   distributed_mutex(Store& store, std::string key, std::chrono::duration<Rep, Period> ttl,
                     mutex_options<Clock> opts = {})
       : store_(store), key_(std::move(key)), opts_(std::move(opts)) {
-    const std::optional<std::chrono::milliseconds> ms = detail::ttl_to_ms(ttl);
-    if (!ms || key_.empty() || check_ttl(*ms) || opts_.acquire.validity.check() ||
-        opts_.acquire.backoff.check() ||
-        trusted_span(*ms, opts_.acquire.validity) <= std::chrono::nanoseconds::zero() ||
-        (opts_.keepalive != nullptr && opts_.keepalive->error())) {
+    const result<std::chrono::milliseconds> ms =
+        detail::check_acquire_input(key_, ttl, opts_.acquire);
+    if (!ms || (opts_.keepalive != nullptr && opts_.keepalive->error())) {
       config_error_ = make_error_code(errc::invalid_argument);
     } else {
       ttl_ = *ms;
