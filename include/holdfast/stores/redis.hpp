@@ -181,6 +181,13 @@ inline std::optional<fencing_token> parse_redis_token(const char* s, std::size_t
   return fencing_token(v);
 }
 
+/// Reads a token reply: a bulk string holding a canonical decimal token (parse_redis_token);
+/// nullopt for any other reply. The one "read a token and parse it" of the Redis code.
+inline std::optional<fencing_token> reply_token(const redisReply* reply) noexcept {
+  if (reply == nullptr || reply->type != REDIS_REPLY_STRING) return std::nullopt;
+  return parse_redis_token(reply->str, reply->len);
+}
+
 inline struct timeval to_timeval(std::chrono::milliseconds ms) noexcept {
   struct timeval tv {};
   tv.tv_sec = static_cast<decltype(tv.tv_sec)>(ms.count() / 1000);
@@ -246,6 +253,17 @@ class redis_link {
     return code;
   }
   [[nodiscard]] const std::string& last_error() const noexcept { return last_error_; }
+
+  /// GETs `key` as a token (the counter, a fence key): none if the key does not exist;
+  /// protocol_error, recording `what`, if it holds anything but a token; transport errors as
+  /// command() reports them. The caller holds lock().
+  result<fencing_token> get_token(std::string_view key, const char* what) {
+    result<redis_reply_ptr> r = command({"GET", key});
+    if (!r) return r.error();
+    if ((*r)->type == REDIS_REPLY_NIL) return fencing_token{};
+    if (std::optional<fencing_token> t = reply_token(r->get())) return *t;
+    return fail(errc::protocol_error, what);
+  }
 
   void disconnect() noexcept { ctx_.reset(); }
 
@@ -984,16 +1002,7 @@ class redis_store {
   /// \returns store_unavailable, timeout; protocol_error if the counter holds no token.
   result<fencing_token> last_token() {
     auto guard = link_.lock();
-    result<detail::redis_reply_ptr> r = link_.command({"GET", link_.options().counter_key});
-    if (!r) return r.error();
-    const redisReply* reply = r->get();
-    if (reply->type == REDIS_REPLY_NIL) return fencing_token{};
-    if (reply->type == REDIS_REPLY_STRING) {
-      if (std::optional<fencing_token> t = detail::parse_redis_token(reply->str, reply->len)) {
-        return *t;
-      }
-    }
-    return link_.fail(errc::protocol_error, "redis: the token counter holds no token");
+    return link_.get_token(link_.options().counter_key, "redis: the token counter holds no token");
   }
 
   /// Raises the token counter to at least `floor` (never lowers it), atomically, so every later
@@ -1505,10 +1514,8 @@ class redis_store {
     if (!r) return r.error();
     const redisReply* reply = r->get();
     if (reply->type == REDIS_REPLY_INTEGER && reply->integer == 0) return errc::busy;
-    if (reply->type == REDIS_REPLY_STRING) {
-      const std::optional<fencing_token> t = detail::parse_redis_token(reply->str, reply->len);
-      if (t && t->is_issuable()) return grant{*t, ttl};
-    }
+    const std::optional<fencing_token> t = detail::reply_token(reply);
+    if (t && t->is_issuable()) return grant{*t, ttl};
     return link_.fail(errc::protocol_error, "redis: acquire: unexpected reply");
   }
 
@@ -1555,9 +1562,7 @@ class redis_store {
   result<void> read_raise_token_floor(result<detail::redis_reply_ptr> r) {
     if (!r) return r.error();
     const redisReply* reply = r->get();
-    if (reply->type == REDIS_REPLY_STRING && detail::parse_redis_token(reply->str, reply->len)) {
-      return {};
-    }
+    if (detail::reply_token(reply)) return {};
     return link_.fail(errc::protocol_error, "redis: raise_token_floor: unexpected reply");
   }
 
@@ -1633,16 +1638,7 @@ class redis_fence {
   result<fencing_token> newest(std::string_view fence_key) {
     if (fence_key.empty()) return errc::invalid_argument;
     auto guard = link_.lock();
-    result<detail::redis_reply_ptr> r = link_.command({"GET", fence_key});
-    if (!r) return r.error();
-    const redisReply* reply = r->get();
-    if (reply->type == REDIS_REPLY_NIL) return fencing_token{};
-    if (reply->type == REDIS_REPLY_STRING) {
-      if (std::optional<fencing_token> t = detail::parse_redis_token(reply->str, reply->len)) {
-        return *t;
-      }
-    }
-    return link_.fail(errc::protocol_error, "redis: fence key holds no token");
+    return link_.get_token(fence_key, "redis: fence key holds no token");
   }
 
   /// As redis_store::last_error_message().
