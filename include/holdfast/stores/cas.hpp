@@ -297,41 +297,34 @@ class cas_store {
   result<grant> try_acquire(std::string_view key, std::string_view owner,
                             std::chrono::milliseconds ttl) {
     if (std::error_code ec = check_acquire_args(key, owner, ttl)) return ec;
-    std::uint64_t failed_version = 0;
-    for (int attempt = 0; attempt < kMaxAttempts; ++attempt) {
-      const std::uint64_t read_from = sightings_made();
-      result<cas_entry> e = kv_.get(key);
-      if (!e) return e.error();
-      step_point(clock_, step_kind::between);  // others may write between the get and the CAS
-      if (e->version != 0 && e->version == failed_version) return errc::protocol_error;
-      const time_point now = observe_clock();
-      detail::cas_record next;
-      if (e->version == 0) {
-        if (!e->value.empty()) return errc::protocol_error;
-        next = held_record(1, fencing_token(1), ttl, owner);
-      } else {
-        std::optional<detail::cas_record> rec = detail::cas_record::decode(e->value);
-        if (!rec) return errc::protocol_error;
-        if (rec->held && rec->owner == owner && !seen_for(key, rec->rvn, rec->ttl, now)) {
-          next = *rec;  // re-acquire: same token; contenders wait at least as long as before
-          if (ttl > next.ttl) next.ttl = ttl;
-        } else {
-          // Free, expired (even if the same owner's: a new grant needs a new token), or another
-          // owner's whose record has now been seen unchanged for its TTL.
-          if (rec->held && rec->owner != owner &&
-              !waited_out(key, rec->rvn, rec->ttl, now, read_from)) {
-            return errc::busy;
+    return update<result<grant>>(
+        key, errc::busy,  // the key kept changing under us: contention
+        [&](const cas_entry& e, const detail::cas_record* rec, detail::cas_record& next,
+            std::uint64_t read_from) -> std::optional<result<grant>> {
+          const time_point now = observe_clock();
+          if (rec == nullptr) {
+            if (!e.value.empty()) return result<grant>(errc::protocol_error);
+            next = held_record(1, fencing_token(1), ttl, owner);
+          } else if (rec->held && rec->owner == owner && !seen_for(key, rec->rvn, rec->ttl, now)) {
+            next = *rec;  // re-acquire: same token; contenders wait at least as long as before
+            if (ttl > next.ttl) next.ttl = ttl;
+          } else {
+            // Free, expired (even if the same owner's: a new grant needs a new token), or another
+            // owner's whose record has now been seen unchanged for its TTL.
+            if (rec->held && rec->owner != owner &&
+                !waited_out(key, rec->rvn, rec->ttl, now, read_from)) {
+              return result<grant>(errc::busy);
+            }
+            if (rec->counter >= fencing_token::max().value() - 1) {
+              return result<grant>(errc::token_exhausted);
+            }
+            next = held_record(rec->counter + 1, fencing_token(rec->counter + 1), ttl, owner);
           }
-          if (rec->counter >= fencing_token::max().value() - 1) return errc::token_exhausted;
-          next = held_record(rec->counter + 1, fencing_token(rec->counter + 1), ttl, owner);
-        }
-      }
-      result<bool> written = write(key, e->version, next);
-      if (!written) return written.error();
-      if (*written) return grant{next.token, ttl};
-      failed_version = e->version;  // someone wrote in between: look again
-    }
-    return errc::busy;  // the key kept changing under us: contention
+          return std::nullopt;
+        },
+        [ttl](const detail::cas_record& written) {
+          return grant{written.token, ttl};
+        });
   }
 
   /// Extends the lease on `key` to `ttl` (ms) iff `owner` holds it with `token`: a new record
@@ -347,25 +340,23 @@ class cas_store {
   result<grant> renew(std::string_view key, std::string_view owner, fencing_token token,
                       std::chrono::milliseconds ttl) {
     if (std::error_code ec = check_renew_args(key, owner, token, ttl)) return ec;
-    std::uint64_t failed_version = 0;
-    for (int attempt = 0; attempt < kMaxAttempts; ++attempt) {
-      result<cas_entry> e = kv_.get(key);
-      if (!e) return e.error();
-      step_point(clock_, step_kind::between);
-      if (e->version == 0) return errc::lease_lost;
-      if (e->version == failed_version) return errc::protocol_error;
-      std::optional<detail::cas_record> rec = detail::cas_record::decode(e->value);
-      if (!rec) return errc::protocol_error;
-      if (!rec->held || rec->owner != owner || rec->token != token) return errc::lease_lost;
-      if (seen_for(key, rec->rvn, rec->ttl, observe_clock())) return errc::lease_lost;
-      detail::cas_record next = *rec;
-      next.ttl = ttl;
-      result<bool> written = write(key, e->version, next);
-      if (!written) return written.error();
-      if (*written) return grant{token, ttl};
-      failed_version = e->version;
-    }
-    return errc::store_unavailable;
+    return update<result<grant>>(
+        key, errc::store_unavailable,
+        [&](const cas_entry&, const detail::cas_record* rec, detail::cas_record& next,
+            std::uint64_t) -> std::optional<result<grant>> {
+          if (rec == nullptr || !rec->held || rec->owner != owner || rec->token != token) {
+            return result<grant>(errc::lease_lost);
+          }
+          if (seen_for(key, rec->rvn, rec->ttl, observe_clock())) {
+            return result<grant>(errc::lease_lost);
+          }
+          next = *rec;
+          next.ttl = ttl;
+          return std::nullopt;
+        },
+        [token, ttl](const detail::cas_record&) {
+          return grant{token, ttl};
+        });
   }
 
   /// Frees `key` iff `owner` holds it with `token`: the record stays, marked free, keeping its
@@ -374,24 +365,18 @@ class cas_store {
   ///   errc::store_unavailable if the record kept changing under the adapter; any error of the KV.
   result<void> release(std::string_view key, std::string_view owner, fencing_token token) {
     if (std::error_code ec = check_release_args(key, owner, token)) return ec;
-    std::uint64_t failed_version = 0;
-    for (int attempt = 0; attempt < kMaxAttempts; ++attempt) {
-      result<cas_entry> e = kv_.get(key);
-      if (!e) return e.error();
-      step_point(clock_, step_kind::between);
-      if (e->version == 0) return errc::not_holder;
-      if (e->version == failed_version) return errc::protocol_error;
-      std::optional<detail::cas_record> rec = detail::cas_record::decode(e->value);
-      if (!rec) return errc::protocol_error;
-      if (!rec->held || rec->owner != owner || rec->token != token) return errc::not_holder;
-      detail::cas_record next;
-      next.counter = rec->counter;  // freed, not deleted: the counter must survive (T1)
-      result<bool> written = write(key, e->version, next);
-      if (!written) return written.error();
-      if (*written) return {};
-      failed_version = e->version;
-    }
-    return errc::store_unavailable;
+    return update<result<void>>(
+        key, errc::store_unavailable,
+        [&](const cas_entry&, const detail::cas_record* rec, detail::cas_record& next,
+            std::uint64_t) -> std::optional<result<void>> {
+          if (rec == nullptr || !rec->held || rec->owner != owner || rec->token != token) {
+            return result<void>(errc::not_holder);
+          }
+          next = detail::cas_record{};
+          next.counter = rec->counter;  // freed, not deleted: the counter must survive (T1)
+          return std::nullopt;
+        },
+        [](const detail::cas_record&) { return result<void>{}; });
   }
 
   /// Returns the lease on `key` as this adapter sees it: nullopt if absent or free, or if this
@@ -455,6 +440,40 @@ class cas_store {
     r.ttl = ttl;
     r.owner.assign(owner.data(), owner.size());
     return r;
+  }
+
+  // The one get/decode/CAS/retry loop of try_acquire, renew and release. Each attempt reads the
+  // key and decodes its record (a value this adapter did not write is protocol_error; an absent
+  // key gives `decide` a null record), then `decide(entry, record, next, read_from)` either
+  // returns the operation's outcome or fills `next`, which is written iff the key is still at the
+  // version read; once written, `done(next)` is the outcome. `read_from` is sightings_made() from
+  // before the get (see waited_out). Between the get and the CAS is a step point: other clients
+  // may write there. A failed CAS looks again, up to kMaxAttempts (then `contended`); a failed CAS
+  // whose version then reads unchanged is a KV contradicting itself (protocol_error).
+  template <class R, class Decide, class Done>
+  R update(std::string_view key, errc contended, Decide decide, Done done) {
+    std::uint64_t failed_version = 0;
+    for (int attempt = 0; attempt < kMaxAttempts; ++attempt) {
+      const std::uint64_t read_from = sightings_made();
+      result<cas_entry> e = kv_.get(key);
+      if (!e) return e.error();
+      step_point(clock_, step_kind::between);  // others may write between the get and the CAS
+      std::optional<detail::cas_record> rec;
+      if (e->version != 0) {
+        if (e->version == failed_version) return errc::protocol_error;
+        rec = detail::cas_record::decode(e->value);
+        if (!rec) return errc::protocol_error;
+      }
+      detail::cas_record next;
+      if (std::optional<R> outcome = decide(*e, rec ? &*rec : nullptr, next, read_from)) {
+        return *outcome;
+      }
+      result<bool> written = write(key, e->version, next);
+      if (!written) return written.error();
+      if (*written) return done(next);
+      failed_version = e->version;
+    }
+    return contended;
   }
 
   // Writes `next` with a fresh record version number iff the key is still at `version`. On
