@@ -202,13 +202,13 @@ class election {
   election(Store& store, std::string name, std::chrono::duration<Rep, Period> ttl,
            election_options<Clock> opts = {})
       : store_(store), name_(std::move(name)), opts_(std::move(opts)) {
-    const std::optional<std::chrono::milliseconds> ms = detail::ttl_to_ms(ttl);
+    // lease.hpp's one acquire-input check: name (the election's key), TTL and options.
+    const result<std::chrono::milliseconds> ms =
+        detail::check_acquire_input(name_, ttl, opts_.acquire);
     const bool bad_interval = opts_.observe_interval <= std::chrono::nanoseconds::zero() ||
                               opts_.observe_interval > std::chrono::hours(1);
-    if (!ms || name_.empty() || opts_.identity.empty() || check_ttl(*ms) ||
-        opts_.acquire.validity.check() || opts_.acquire.backoff.check() ||
-        trusted_span(*ms, opts_.acquire.validity) <= std::chrono::nanoseconds::zero() ||
-        bad_interval || (opts_.keepalive != nullptr && opts_.keepalive->error()) ||
+    if (!ms || opts_.identity.empty() || bad_interval ||
+        (opts_.keepalive != nullptr && opts_.keepalive->error()) ||
         (opts_.keepalive == nullptr && opts_.renewal.check())) {
       config_error_ = make_error_code(errc::invalid_argument);
       return;

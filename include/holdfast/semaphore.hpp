@@ -115,10 +115,10 @@ class semaphore {
   semaphore(Store& store, std::string name, std::uint32_t permits,
             std::chrono::duration<Rep, Period> ttl, semaphore_options<Clock> opts = {})
       : store_(store), name_(std::move(name)), permits_(permits), opts_(std::move(opts)) {
-    const std::optional<std::chrono::milliseconds> ms = detail::ttl_to_ms(ttl);
-    if (!ms || name_.empty() || permits_ == 0 || permits_ > max_permits || check_ttl(*ms) ||
-        opts_.acquire.validity.check() || opts_.acquire.backoff.check() ||
-        trusted_span(*ms, opts_.acquire.validity) <= std::chrono::nanoseconds::zero() ||
+    // lease.hpp's one acquire-input check: name (the slot keys' prefix), TTL and options.
+    const result<std::chrono::milliseconds> ms =
+        detail::check_acquire_input(name_, ttl, opts_.acquire);
+    if (!ms || permits_ == 0 || permits_ > max_permits ||
         (opts_.keepalive != nullptr && opts_.keepalive->error()) ||
         (!opts_.unique_owner && opts_.acquire.owner.empty())) {
       config_error_ = make_error_code(errc::invalid_argument);

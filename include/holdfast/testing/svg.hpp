@@ -309,7 +309,7 @@ class svg_writer {
     return b;
   }
 
-  static std::string tok(std::uint64_t t) { return t == 0 ? "#none" : "#" + std::to_string(t); }
+  static std::string tok(std::uint64_t t) { return holdfast::to_string(fencing_token{t}); }
 
   std::string who(const event& e) const {
     if (!e.owner.empty()) return e.owner;
