@@ -11,6 +11,11 @@
 //     hold, S6 being "never more than N live permits". Control: a semaphore that counts the live
 //     permits (inspect) and then grants a fresh key in a second step, the check-then-act race of a
 //     semaphore built without an atomic store step, which S6 catches.
+//   - waiting without polling (store.hpp's wait_for_release): three processes take turns on a key
+//     with blocking acquire() sleeping in the store, whose every release notification is lost (the
+//     waiters live on the holder's expiry alone), with crashes, pauses and store faults; then the
+//     faults heal and a contender must acquire within the L1 bound. S1-S5 and L1 hold. Control: a
+//     wait that sleeps to the caller's deadline instead of the holder's expiry, which L1 catches.
 #include <catch2/catch.hpp>
 
 #include <algorithm>
@@ -277,6 +282,121 @@ ht::verdict run_semaphore_schedule(std::uint64_t seed, semaphore_kind kind) {
   return ht::check(log);
 }
 
+// ---------------------------------------------------------------------------------------------
+// waiting without polling
+
+enum class wait_kind {
+  until_expiry,    ///< Wakes at the holder's expiry at the latest (the contract).
+  until_deadline,  ///< Control: sleeps to the caller's deadline when no notification comes.
+};
+
+/// A sim_store whose wait_for_release never hears a release (every notification lost): it sleeps
+/// on the calling client's clock until the holder's lease can have expired (its time left by the
+/// store, 1 ms more) or the deadline, whichever comes first; the control sleeps to the deadline.
+struct lossy_waiting_store {
+  store_t* s;
+  ht::simulator* sim;
+  wait_kind kind;
+  holdfast::result<holdfast::grant> try_acquire(std::string_view k, std::string_view o,
+                                                std::chrono::milliseconds t) {
+    return s->try_acquire(k, o, t);
+  }
+  holdfast::result<holdfast::grant> renew(std::string_view k, std::string_view o,
+                                          holdfast::fencing_token tok,
+                                          std::chrono::milliseconds t) {
+    return s->renew(k, o, tok, t);
+  }
+  holdfast::result<void> release(std::string_view k, std::string_view o,
+                                 holdfast::fencing_token tok) {
+    return s->release(k, o, tok);
+  }
+  holdfast::result<void> wait_for_release(std::string_view k,
+                                          const sim_clock::time_point& deadline) {
+    const sim_clock clock = sim->clock(sim->current_node());
+    auto held = s->inspect(k);
+    if (!held) return held.error();
+    if (!*held) return {};
+    sim_clock::time_point wake = deadline;
+    if (kind == wait_kind::until_expiry) {
+      const auto expiry = clock.now() + (*held)->remaining + 1ms;
+      if (expiry < wake) wake = expiry;
+    }
+    clock.sleep_until(wake);
+    return {};
+  }
+};
+static_assert(holdfast::can_wait_for_release_v<lossy_waiting_store, sim_clock>);
+
+ht::verdict run_waiting_schedule(std::uint64_t seed, wait_kind kind) {
+  using lease_t = holdfast::lease<lossy_waiting_store, sim_clock>;
+  ht::history log;
+  {
+    world w(seed, 3, {"orders"});
+    lossy_waiting_store store{&w.store, &w.sim, kind};
+    ht::sim_resource resource(w.sim, 0, ht::resource_mode::fenced);
+    const auto options = [&](process& p, const std::string& owner, std::uint64_t s) {
+      holdfast::acquire_options<sim_clock> o = w.acquire_options(p, s);
+      o.owner = owner;
+      return o;
+    };
+    for (std::size_t i = 0; i < w.procs.size(); ++i) {
+      w.sim.spawn(w.procs[i].node, [&, i] {
+        process& p = w.procs[i];
+        const sim_clock clock = w.sim.clock(p.node);
+        for (int round = 0; round < 3; ++round) {
+          const std::string owner = p.name + std::to_string(round);
+          holdfast::result<lease_t> l = holdfast::acquire(
+              store, "orders", kTtl, 3 * kTtl, options(p, owner, seed * 7 + i * 3 + round));
+          if (!l) {
+            record(w.sim, ht::event_kind::acquire_failed, p.node, owner, 0, l.error());
+            continue;
+          }
+          record(w.sim, ht::event_kind::acquired, p.node, owner, 0, {}, l->token().value());
+          clock.sleep_until(clock.now() + kTtl * (1 + (round + static_cast<int>(i)) % 4) / 5);
+          const bool valid = l->valid();
+          record(w.sim, ht::event_kind::validity, p.node, owner, 0, {}, l->token().value(),
+                 valid ? 1 : 0);
+          if (valid) (void)resource.write(l->token(), owner);
+          if ((seed + i + static_cast<std::uint64_t>(round)) % 3 == 0) {
+            // The holder dies here: nothing releases the key, the waiters have only its expiry.
+            l->on_lost(nullptr);
+            w.sim.crash_current();
+            return;
+          }
+          const holdfast::result<void> r = l->release();
+          record(w.sim, r ? ht::event_kind::released : ht::event_kind::release_failed, p.node,
+                 owner, 0, r.error(), l->token().value());
+        }
+      });
+    }
+    w.sim.run();
+    // L1: faults stop; a contender must acquire within TTL (+ drift and tolerance) plus the
+    // backoff cap, waiting in the store.
+    w.sim.heal();
+    const std::int64_t bound = std::chrono::nanoseconds(kTtl).count() * 21 / 20 +
+                               std::chrono::nanoseconds(kTtl / 4).count() + 2000000;
+    ht::event heal = w.sim.make_event(ht::event_kind::heal, ht::no_node);
+    heal.value = bound;
+    w.sim.log().add(std::move(heal));
+    const ht::node_id contender = w.sim.add_client("L");
+    w.sim.spawn(contender, [&] {
+      holdfast::acquire_options<sim_clock> o;
+      o.clock = w.sim.clock(contender);
+      o.owner = "L";
+      o.backoff.initial = kTtl / 50;
+      o.backoff.max_delay = kTtl / 4;
+      o.backoff.seed = seed;
+      auto l = holdfast::acquire(store, "orders", kTtl, std::chrono::nanoseconds(bound) + kTtl, o);
+      record(w.sim, l ? ht::event_kind::liveness_acquired : ht::event_kind::liveness_failed,
+             contender, "L", 0, l.error(), l ? l->token().value() : 0);
+      if (l) (void)l->release();
+    });
+    w.sim.run();
+    log = std::move(w.sim.log());
+  }
+  return ht::check(log);
+}
+
 }  // namespace
 
 TEST_CASE("election schedules keep S1-S5 under pauses, drift and store faults",
@@ -321,4 +441,25 @@ TEST_CASE("a count-then-grant semaphore is caught exceeding N live permits (cont
   INFO("seed " << seed - 1 << "\n" << caught->report());
   CHECK(caught->violated == ht::invariant::s6_permit_bound);
   CHECK_THAT(caught->report(), Catch::Contains("the bound is 2"));
+}
+
+TEST_CASE("waiting schedules keep S1-S5 and L1 with every release notification lost",
+          "[lease][wait_for_release][testing]") {
+  for (std::uint64_t seed = 1; seed <= 150; ++seed) {
+    const ht::verdict v = run_waiting_schedule(seed, wait_kind::until_expiry);
+    INFO("seed " << seed << "\n" << v.report());
+    REQUIRE(v.ok());
+  }
+}
+
+TEST_CASE("a wait that sleeps past the holder's expiry is caught by L1 (control)",
+          "[lease][wait_for_release][testing]") {
+  std::optional<ht::verdict> caught;
+  for (std::uint64_t seed = 1; seed <= 150 && !caught; ++seed) {
+    ht::verdict v = run_waiting_schedule(seed, wait_kind::until_deadline);
+    if (!v.ok()) caught = std::move(v);
+  }
+  REQUIRE(caught);
+  INFO(caught->report());
+  CHECK(caught->violated == ht::invariant::l1_liveness);
 }
