@@ -5,18 +5,21 @@
 
 #include <chrono>
 #include <cstdint>
+#include <filesystem>
 #include <holdfast/stores/memory.hpp>
 #include <holdfast/testing/testing.hpp>
+#include <map>
 #include <memory>
 #include <sstream>
 #include <string>
+#include <string_view>
+#include <vector>
 
 using namespace holdfast::testing;
 
 TEST_CASE("check_store: the shipped memory_store conforms", "[testing/conformance]") {
   conformance_options o;
   o.schedules = 200;
-  o.durable = true;  // restarts as outages with state kept: memory_store survives those
   const conformance_report r = check_store(
       [](sim_clock c) { return std::make_unique<holdfast::memory_store<sim_clock>>(c); }, o);
   INFO(r.summary());
@@ -82,4 +85,61 @@ TEST_CASE("fuzz_store: a schedule from bytes runs and returns 0 when nothing is 
                  bytes, sizeof bytes) == 0);
   REQUIRE(fuzz_schedule(bytes, sizeof bytes) == 0);
   REQUIRE(fuzz_schedule(nullptr, 0) == 0);
+}
+
+namespace {
+// A handle to a store that outlives it, as a reopened database file does.
+struct reopened {
+  std::shared_ptr<holdfast::memory_store<sim_clock>> s;
+  holdfast::result<holdfast::grant> try_acquire(std::string_view k, std::string_view o,
+                                                std::chrono::milliseconds ttl) {
+    return s->try_acquire(k, o, ttl);
+  }
+  holdfast::result<holdfast::grant> renew(std::string_view k, std::string_view o,
+                                          holdfast::fencing_token t,
+                                          std::chrono::milliseconds ttl) {
+    return s->renew(k, o, t, ttl);
+  }
+  holdfast::result<void> release(std::string_view k, std::string_view o,
+                                 holdfast::fencing_token t) {
+    return s->release(k, o, t);
+  }
+};
+}  // namespace
+
+TEST_CASE("check_store: durable re-creates the store through the factory at each restart",
+          "[testing/conformance]") {
+  // A store that keeps its state in memory is not durable: made anew at a restart, its token
+  // counter starts over, and the kit must see it (the factory is really called again).
+  conformance_options o;
+  o.durable = true;
+  const conformance_report r = check_store(
+      [](sim_clock c) { return std::make_unique<holdfast::memory_store<sim_clock>>(c); }, o);
+  INFO(r.summary());
+  REQUIRE_FALSE(r.ok());
+  REQUIRE_THAT(r.summary(), Catch::Contains("is back") && Catch::Contains("violated"));
+  // A factory taking a store_env gets one directory per schedule, the same across restarts;
+  // this one keeps a memory_store per directory, so reopening it finds the state again.
+  std::vector<std::string> dirs;
+  std::map<std::string, std::shared_ptr<holdfast::memory_store<sim_clock>>> disk;
+  int calls = 0;
+  conformance_options few;
+  few.schedules = 30;
+  few.durable = true;
+  const conformance_report e = check_store(
+      [&](sim_clock c, const store_env& env) {
+        ++calls;
+        if (env.restarts == 0) dirs.push_back(env.dir);
+        REQUIRE(std::filesystem::is_directory(env.dir));
+        REQUIRE(env.dir == dirs.back());
+        auto& s = disk[env.dir];
+        if (!s) s = std::make_shared<holdfast::memory_store<sim_clock>>(c);
+        return reopened{s};
+      },
+      few);
+  INFO(e.summary());
+  REQUIRE(e.ok());
+  REQUIRE(dirs.size() == 1 + 30);                  // the contract checks, then one per schedule
+  REQUIRE(calls > static_cast<int>(dirs.size()));  // restarts called it again
+  for (const std::string& d : dirs) REQUIRE_FALSE(std::filesystem::exists(d));
 }

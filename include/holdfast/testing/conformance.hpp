@@ -2,22 +2,35 @@
 // against the contract (DESIGN §3, T1-T4) and the invariants (DESIGN §6, S1-S5 and L1) under
 // thousands of simulated schedules, and a fuzz entry point for libFuzzer.
 //
+//   using holdfast::testing::sim_clock;
 //   auto report = holdfast::testing::check_store(
-//       [](holdfast::testing::sim_clock clock) { return
-//       my_store<holdfast::testing::sim_clock>(clock); });
-//   if (!report) std::cerr << report;       // names the rule or invariant, with a timeline
+//       [](sim_clock c) { return my_store<sim_clock>(c); });
+//   if (!report) std::cerr << report;  // names the rule or invariant, with a timeline
 //
-// and, as a whole libFuzzer target:
+// and, as a whole libFuzzer target (a file of its own; copy it as it is):
 //
+//   #include <holdfast/testing/conformance.hpp>
+//   using holdfast::testing::sim_clock;
 //   extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
-//     return holdfast::testing::fuzz_store([](holdfast::testing::sim_clock c) { return my_store(c);
-//     },
-//                                          data, size);
+//     return holdfast::testing::fuzz_store(
+//         [](sim_clock c) { return my_store<sim_clock>(c); }, data, size);
 //   }
 //
 // The factory is called as factory(sim_clock) (the store judges expiry by the simulated clock it
-// is given: every check runs) or factory() (the store keeps its own time: the checks that need
-// expiry are skipped and say so). It returns the store by value or as a std::unique_ptr.
+// is given: every check runs), factory(sim_clock, const store_env&) (the same, plus a directory
+// for the store's files: new for each schedule, the same across its restarts), or factory() (the
+// store keeps its own time: the checks that need expiry are not explored, and the report says
+// so). It returns the store by value or as a std::unique_ptr, a fresh one per call. A store that
+// takes several steps per operation marks the points between them with holdfast::step_point
+// (step_point.hpp) so that other clients run there; the report says when none were seen.
+//
+// What runs by default, and how to turn on more:
+//   - the contract checks below, then 300 schedules (conformance_options::schedules), with
+//     pauses, crashes, delayed and lost requests and replies, store errors, clock drift within
+//     the bound, and clients' clocks jumping in every other schedule (clock_jumps);
+//   - restarts only for a store that claims durability (durable): each restart destroys the
+//     store and calls the factory again, which must reopen what the old one persisted;
+//   - fuzz_store() runs one schedule per input with the same faults (store_run_options()).
 //
 //   check                     | what it asks of the store
 //   --------------------------+---------------------------------------------------------------
@@ -74,8 +87,16 @@ struct conformance_options {
   std::uint32_t schedules = 300;
   /// Seed of the first schedule; schedule i uses seed + i, so a failure names its seed.
   std::uint64_t seed = 1;
-  /// The store claims durability: restarts (outage, state kept) are injected too. Default off.
+  /// The store claims durability: restarts are injected too, and each one destroys the store and
+  /// calls the factory again, which must return a store over what the old one persisted. Give a
+  /// file-backed store a factory taking (sim_clock, const store_env&) and keep its files in
+  /// store_env::dir (new for each schedule, the same across its restarts). A store that keeps
+  /// its state in memory is not durable: its tokens would start over (S2). Default off.
   bool durable = false;
+  /// Clients' clocks jump forwards and backwards (NTP steps, a VM resumed) in every other
+  /// schedule: S1-S3, S5 and L1 are promised under jumps, S4 only until the first one, so the
+  /// schedules without jumps keep checking S4 in full. Default on.
+  bool clock_jumps = true;
   /// Everything else about the schedules (TTL, lengths, faults).
   run_options run{};
   /// Where to write the failing schedule's picture and text timeline (save_counterexample() in
@@ -271,20 +292,30 @@ conformance_report check_store(Factory&& make_store, const conformance_options& 
     quiet.drift = false;  // contract checks use an exact store clock
     simulator sim(src, quiet);
     const node_id n = sim.add_store("store");
-    std::unique_ptr<Store> store = detail::make_store<Store>(make_store, sim.clock(n));
+    store_env env;
+    std::unique_ptr<detail::scratch_dir> dir;
+    if constexpr (detail::factory_takes_env_v<std::remove_reference_t<Factory>>) {
+      dir = std::make_unique<detail::scratch_dir>();
+      env.dir = dir->path();
+    }
+    std::unique_ptr<Store> store = detail::make_store<Store>(make_store, sim.clock(n), env);
     detail::contract_checker<Store>(*store, sim, simulated_clock, o, rep).run();
   }
   run_options ro = o.run;
   ro.store_faults.restarts = ro.store_faults.restarts || o.durable;
+  ro.reopen_on_restart = ro.reopen_on_restart || o.durable;
   if (!simulated_clock) {
     rep.skipped.push_back(
         "S3, S4, expiry in S5, L1 over schedules: the store's clock is not injectable");
   }
   std::uint64_t store_steps = 0;
   progress_meter meter("check_store", o.schedules, o.progress);
+  run_options jumps = ro;
+  jumps.faults.clock_jumps = true;
   for (std::uint32_t i = 0; i < o.schedules; ++i) {
+    const run_options& ri = o.clock_jumps && i % 2 == 1 ? jumps : ro;
     seeded_source src(o.seed + i);
-    run_result r = run_schedule(src, make_store, ro);
+    run_result r = run_schedule(src, make_store, ri);
     ++rep.schedules;
     rep.events += r.log.events.size();
     store_steps += r.log.store_steps;
@@ -294,9 +325,9 @@ conformance_report check_store(Factory&& make_store, const conformance_options& 
       // original: run_schedule(seeded_source(seed), factory, options)).
       seeded_source again(o.seed + i);
       recording_source rec(again);
-      (void)run_schedule(rec, make_store, ro);
+      (void)run_schedule(rec, make_store, ri);
       const shrink_result s = shrink_failure(
-          rec.to_bytes(), [&](byte_source& b) { return run_schedule(b, make_store, ro); }, 2000);
+          rec.to_bytes(), [&](byte_source& b) { return run_schedule(b, make_store, ri); }, 2000);
       const std::string picture = save_counterexample(
           o.svg_dir.empty() ? svg_dir_from_env() : o.svg_dir,
           "check_store-seed-" + std::to_string(o.seed + i), s.run.log, s.run.result);
@@ -317,6 +348,14 @@ conformance_report check_store(Factory&& make_store, const conformance_options& 
         "holdfast::step_kind::between), step_point.hpp)");
   }
   return rep;
+}
+
+/// The run options fuzz_store() uses by default: run_options' defaults with clients' clocks
+/// jumping (S1-S3, S5 and L1 hold under jumps; S4 is checked up to the first jump).
+inline run_options store_run_options() {
+  run_options o;
+  o.faults.clock_jumps = true;
+  return o;
 }
 
 namespace detail {
@@ -353,7 +392,7 @@ template <class Runner>
 /// whole fuzz target is three lines (see the top of conformance.hpp).
 template <class Factory>
 int fuzz_store(Factory&& make_store, const std::uint8_t* data, std::size_t size,
-               const run_options& o = {}) {
+               const run_options& o = store_run_options()) {
   byte_source src(data, size);
   const run_result r = run_schedule(src, make_store, o);
   if (!r.result.ok()) {

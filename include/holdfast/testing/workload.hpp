@@ -137,6 +137,11 @@ struct run_options {
   fault_options faults{};
   /// Store faults (set restarts only for a store that claims durability).
   store_fault_options store_faults{};
+  /// At each restart (store_faults.restarts), destroy the store and make it anew through the
+  /// factory, which must come back with what the old one persisted (a factory taking a
+  /// store_env finds the same directory). Off: the restart is an outage and the store object,
+  /// with its state, is kept. Default off.
+  bool reopen_on_restart = false;
   /// A negative control to run instead of the correct stack (default none).
   mutant mutation = mutant::none;
   /// End with the L1 check (faults heal, a contender must acquire in time). Default on.
@@ -506,6 +511,11 @@ class schedule_runner {
   std::vector<client> contenders_;
 };
 
+template <class Store, class Factory>
+std::unique_ptr<Store> make_store_from(Factory& make, sim_clock clock, const store_env& env) {
+  return make_store<Store>(make, clock, env);
+}
+
 template <class Factory>
 run_result run_schedule_impl(decision_source& src, Factory& make_store, const run_options& o) {
   using Store = factory_store_t<Factory>;
@@ -518,7 +528,20 @@ run_result run_schedule_impl(decision_source& src, Factory& make_store, const ru
   {
     simulator sim(src, f);
     for (std::uint32_t k = 0; k < out.plan.keys; ++k) sim.log().keys.emplace_back(key_name(k));
-    sim_store<Store> store(sim, "store", make_store, o.store_faults);
+    store_env env;
+    std::unique_ptr<scratch_dir> dir;  // outlives the store: it closes its files first
+    if constexpr (factory_takes_env_v<Factory>) {
+      dir = std::make_unique<scratch_dir>();
+      env.dir = dir->path();
+    }
+    sim_store<Store> store(sim, "store", make_store, o.store_faults, env);
+    if (o.reopen_on_restart) {
+      store.on_restart([&make_store, &env, &store](std::unique_ptr<Store>& s) {
+        s.reset();  // the old process is gone, its files closed, before the new one opens them
+        ++env.restarts;
+        s = make_store_from<Store>(make_store, store.clock(), env);
+      });
+    }
     if (simulated_clock) {
       sim.log().primary_store = store.node();
       sim.log().tolerance_ns = std::chrono::nanoseconds(o.tolerance).count();
@@ -539,7 +562,8 @@ run_result run_schedule_impl(decision_source& src, Factory& make_store, const ru
 }  // namespace detail
 
 /// Runs one schedule drawn from `src` against a store made by `make_store` (called as
-/// make_store(sim_clock) or make_store(), returning the store or a std::unique_ptr to it), and
+/// make_store(sim_clock, const store_env&), make_store(sim_clock) or make_store(), returning the
+/// store or a std::unique_ptr to it), and
 /// checks the history. A store that does not take the simulated clock keeps real time, so
 /// invariants that judge expiry (S3, S4, expiry in S5, L1) are skipped for it.
 /// Exceptions thrown by the store propagate (after every simulated client has finished).
