@@ -198,6 +198,29 @@ TEST_CASE("etcd_store meets the LeaseStore contract", "[etcd][contract]") {
   REQUIRE_NO_VIOLATIONS(hf_test::check_store_contract(f, etcd_hooks(forgetful)));
 }
 
+TEST_CASE("etcd_store meets the LeaseStore contract on a three-member cluster",
+          "[etcd][contract]") {
+  // The cluster .ci/servers starts (HOLDFAST_ETCD_CLUSTER_ENDPOINTS); the fault tests in
+  // test_etcd_cluster.cpp start clusters of their own, to kill and restart.
+  std::optional<std::string> e = hf_test::env("HOLDFAST_ETCD_CLUSTER_ENDPOINTS");
+  if (!e) {
+    if (hf_test::in_ci()) FAIL("HOLDFAST_ETCD_CLUSTER_ENDPOINTS is unset (.ci/servers sets it)");
+    hf_test::loud_skip("no etcd cluster: HOLDFAST_ETCD_CLUSTER_ENDPOINTS is unset");
+    return;
+  }
+  etcd_options base;
+  base.endpoints = hf_test::split_commas(*e);
+  REQUIRE(base.endpoints.size() == 3);
+  // Each store talks to another member first: followers forward to the leader.
+  for (std::size_t first = 0; first < base.endpoints.size(); ++first) {
+    etcd_options o = isolated(base);
+    std::rotate(o.endpoints.begin(), o.endpoints.begin() + static_cast<std::ptrdiff_t>(first),
+                o.endpoints.end());
+    etcd_store s(o);
+    REQUIRE_NO_VIOLATIONS(hf_test::check_store_contract(s, etcd_hooks(o)));
+  }
+}
+
 TEST_CASE("etcd_store passes the conformance kit (contract and simulated schedules)",
           "[etcd][contract]") {
   std::optional<etcd_options> base = shared_etcd();
