@@ -6,6 +6,7 @@
 #include <chrono>
 #include <cstdint>
 #include <filesystem>
+#include <holdfast/clock.hpp>
 #include <holdfast/stores/memory.hpp>
 #include <holdfast/testing/testing.hpp>
 #include <map>
@@ -142,4 +143,27 @@ TEST_CASE("check_store: durable re-creates the store through the factory at each
   REQUIRE(dirs.size() == 1 + 30);                  // the contract checks, then one per schedule
   REQUIRE(calls > static_cast<int>(dirs.size()));  // restarts called it again
   for (const std::string& d : dirs) REQUIRE_FALSE(std::filesystem::exists(d));
+}
+
+TEST_CASE("check_store: expire_now checks T2 on a store that keeps its own clock",
+          "[testing/conformance]") {
+  holdfast::manual_clock clock;
+  conformance_options o;
+  o.schedules = 10;
+  o.expire_now = [&clock](std::string_view) { clock.advance(std::chrono::hours(1)); };
+  const conformance_report r = check_store(
+      [&clock] { return std::make_unique<holdfast::memory_store<holdfast::manual_clock>>(clock); },
+      o);
+  INFO(r.summary());
+  REQUIRE(r.ok());
+  REQUIRE_THAT(r.summary(), Catch::Contains("T2 expiry to the tick"));
+  REQUIRE_THAT(r.summary(), !Catch::Contains("T2 expiry: the store's clock is not injectable"));
+  // Negative control: a store on its own clock that revives an expired lease is caught.
+  const conformance_report bad = check_store(
+      [&clock] {
+        return mutant_store<holdfast::manual_clock>(clock, mutant::renew_revives_expired);
+      },
+      o);
+  INFO(bad.summary());
+  REQUIRE_THAT(bad.summary(), Catch::Contains("T2 no revival"));
 }
