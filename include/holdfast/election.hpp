@@ -156,9 +156,11 @@ struct election_options {
   /// noticed meanwhile waits for it, so that on_stopped_leading always comes after it.
   std::function<void(fencing_token)> on_started_leading{};
   /// Called once each time this candidate stops leading, with the cause: on the keepalive's
-  /// thread when the lease is lost, on the caller's when resign() or valid-checks notice. Must be
-  /// thread-safe and quick (cancel the work; do not call back into this election's campaign()
-  /// or resign()).
+  /// thread when the lease is lost, on the caller's when resign() or is_leader() notices. Must
+  /// be thread-safe and quick (set a flag, cancel the work). Of this election it may call only
+  /// term(), name(), identity() and ttl(): campaign(), resign(), is_leader(), owner() and
+  /// valid_until() take the lock of the lease handle, which the thread that noticed the loss may
+  /// hold.
   std::function<void(stop_cause)> on_stopped_leading{};
   /// How often next_leader() asks the store when it cannot wait for a release (the store has no
   /// wait_for_release, or nobody leads). In (0, 1 h]; default 1 s.
@@ -176,8 +178,9 @@ struct election_options {
 /// election.hpp for the states and what the term guarantees.
 ///
 /// Thread-safety: every member may be called from any thread; campaign(), try_campaign() and
-/// resign() are serialized. Callbacks run without the election's locks for the lease handle,
-/// but serialized with each other. Neither copyable nor movable (the keepalive's callback refers
+/// resign() are serialized. Callbacks are serialized with each other (on_stopped_leading always
+/// after the on_started_leading of the same leadership); see on_stopped_leading for what they may
+/// call. Neither copyable nor movable (the keepalive's callback refers
 /// to it). Destroying it resigns (quietly; on_stopped_leading(resigned) runs if it led).
 /// The store (and a given keepalive) must outlive it.
 template <class Store, class Clock = steady_clock>
