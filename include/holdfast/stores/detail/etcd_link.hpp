@@ -1,0 +1,350 @@
+// holdfast/stores/detail/etcd_link.hpp - etcd_link: the transport under etcd_store and
+// etcd_fence. One kept-alive libcurl connection to the v3 JSON gateway of one member at a time
+// (HTTP/1.1, TLS and client certificates through libcurl, no proxy, no redirects), failover across
+// the endpoints, the etcd user's auth token (fetched on first use and again when etcd says it
+// expired), and the mapping of etcd's error answers (gRPC codes) and libcurl's failures to errc.
+// See the overview of stores/etcd.hpp for which failures move to the next member. Not for users.
+#ifndef HOLDFAST_STORES_DETAIL_ETCD_LINK_HPP
+#define HOLDFAST_STORES_DETAIL_ETCD_LINK_HPP
+
+#include <curl/curl.h>
+
+#include <algorithm>
+#include <cstddef>
+#include <cstdint>
+#include <limits>
+#include <memory>
+#include <mutex>
+#include <nlohmann/json.hpp>
+#include <string>
+#include <string_view>
+#include <system_error>
+#include <utility>
+
+#include "holdfast/detail/config.hpp"
+#include "holdfast/error.hpp"
+#include "holdfast/result.hpp"
+#include "holdfast/stores/detail/etcd_json.hpp"
+#include "holdfast/stores/etcd_options.hpp"
+
+namespace holdfast {
+HOLDFAST_ABI_NAMESPACE_BEGIN
+namespace detail {
+
+/// Maps a gRPC status code in an etcd error answer to an errc.
+inline errc classify_etcd_code(std::int64_t code) noexcept {
+  switch (code) {
+    case 4:  // DeadlineExceeded
+      return errc::timeout;
+    case 3:   // InvalidArgument: e.g. "etcdserver: request is too large"
+    case 11:  // OutOfRange: e.g. "etcdserver: too large lease TTL"
+      return errc::invalid_argument;
+    case 1:   // Canceled
+    case 2:   // Unknown (a member losing its leader, a proxy in the way)
+    case 7:   // PermissionDenied
+    case 8:   // ResourceExhausted: "etcdserver: too many requests"
+    case 10:  // Aborted
+    case 13:  // Internal
+    case 14:  // Unavailable: "etcdserver: no leader", "request timed out", "leader changed"
+    case 16:  // Unauthenticated
+      return errc::store_unavailable;
+    default:  // NotFound, AlreadyExists, FailedPrecondition, Unimplemented, ...: not expected here
+      return errc::protocol_error;
+  }
+}
+
+struct curl_easy_deleter {
+  void operator()(CURL* c) const noexcept { curl_easy_cleanup(c); }
+};
+struct curl_slist_deleter {
+  void operator()(curl_slist* l) const noexcept { curl_slist_free_all(l); }
+};
+
+/// libcurl's process-wide setup, done once (thread-safe since libcurl 7.84, and guarded by a
+/// function-local static here for older ones). Never undone: other code may use libcurl too.
+inline bool curl_ready() {
+  static const bool ok = curl_global_init(CURL_GLOBAL_DEFAULT) == CURLE_OK;
+  return ok;
+}
+
+/// An etcd error answer: its gRPC code (or -1) and text.
+struct etcd_failure {
+  std::int64_t code = -1;
+  std::string message;
+};
+
+/// One kept-alive libcurl connection to the JSON gateway of one member at a time, with failover
+/// across the endpoints, and the last failure's text. Not thread-safe: the owner holds lock().
+class etcd_link {
+ public:
+  explicit etcd_link(etcd_options opts) : opts_(std::move(opts)) {}
+
+  [[nodiscard]] std::unique_lock<std::mutex> lock() const {
+    return std::unique_lock<std::mutex>(mutex_);
+  }
+  [[nodiscard]] const etcd_options& options() const noexcept { return opts_; }
+  [[nodiscard]] const std::string& last_error() const noexcept { return last_error_; }
+
+  /// Records a failure's text and returns its code (so callers can `return fail(...)`).
+  std::error_code fail(errc code, std::string message) {
+    last_error_ = std::move(message);
+    return code;
+  }
+
+  /// The endpoint the next request goes to.
+  [[nodiscard]] const std::string& endpoint() const noexcept {
+    return opts_.endpoints[current_ % opts_.endpoints.size()];
+  }
+
+  /// POSTs `body` (JSON) to api_path + `path` and parses the answer. An error answer (HTTP status
+  /// other than 200, or a body with "error") becomes its classified code, unless `expected` is
+  /// the gRPC code the caller handles itself: then it is returned in `*failure` with a success
+  /// code and a null document. A refused connection tries the next endpoint at once.
+  result<nlohmann::json> post(std::string_view path, const std::string& body,
+                              std::int64_t expected = -1, etcd_failure* failure = nullptr) {
+    if (opts_.check()) return fail(errc::invalid_argument, "etcd: invalid etcd_options");
+    if (std::error_code ec = ensure_handle()) return ec;
+    const bool auth = !opts_.username.empty() && !auth_disabled_;
+    if (auth && token_.empty()) {
+      if (std::error_code ec = authenticate()) return ec;
+    }
+    bool rejected = false;
+    result<nlohmann::json> r = post_once(path, body, expected, failure, rejected);
+    if (rejected && auth) {
+      // etcd refused the token before doing anything: a new one, and the request once more.
+      if (std::error_code ec = authenticate()) return ec;
+      r = post_once(path, body, expected, failure, rejected);
+    }
+    return r;
+  }
+
+ private:
+  // Asks for an auth token and sends it with every later request.
+  std::error_code authenticate() {
+    token_.clear();
+    set_headers();
+    nlohmann::json creds = {{"name", opts_.username}, {"password", opts_.password}};
+    const std::string body = creds.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
+    bool rejected = false;
+    result<nlohmann::json> r = post_once("/auth/authenticate", body, 9, &auth_failure_, rejected);
+    if (!r) return r.error();
+    if (r->is_null()) {  // FailedPrecondition: "authentication is not enabled"
+      auth_disabled_ = true;
+      return {};
+    }
+    const auto t = r->find("token");
+    if (t == r->end() || !t->is_string() || t->get_ref<const std::string&>().empty() ||
+        t->get_ref<const std::string&>().find_first_of("\r\n") != std::string::npos) {
+      return fail(errc::protocol_error, "etcd: authenticate answered no token");
+    }
+    token_ = t->get<std::string>();
+    set_headers();
+    return {};
+  }
+
+  void set_headers() {
+    std::unique_ptr<curl_slist, curl_slist_deleter> headers;
+    std::string auth = "Authorization: " + token_;
+    for (const char* h : {"Content-Type: application/json", "Accept: application/json",
+                          "Expect:",  // no 100-continue round trip for large bodies
+                          token_.empty() ? static_cast<const char*>(nullptr) : auth.c_str()}) {
+      if (h == nullptr) continue;
+      curl_slist* l = curl_slist_append(headers.get(), h);
+      if (l == nullptr) return;  // out of memory: keep the old list
+      (void)headers.release();
+      headers.reset(l);
+    }
+    curl_easy_setopt(curl_.get(), CURLOPT_HTTPHEADER, headers.get());
+    headers_ = std::move(headers);
+  }
+
+  // One request, on the current endpoint (moving on at once past a refused connection), and its
+  // answer judged: a gateway answer, `expected`'s error answer for the caller, or a failure.
+  result<nlohmann::json> post_once(std::string_view path, const std::string& body,
+                                   std::int64_t expected, etcd_failure* failure,
+                                   bool& auth_rejected) {
+    auth_rejected = false;
+    long status = 0;
+    if (std::error_code ec = perform(path, body, status)) return ec;
+    nlohmann::json doc = nlohmann::json::parse(response_, nullptr, false);
+    const bool is_object = !doc.is_discarded() && doc.is_object();
+    // A streaming call (keepalive) wraps its answer in "result", or its error in "error".
+    if (is_object && doc.size() == 1 && doc.begin().key() == "result" && doc.begin()->is_object()) {
+      nlohmann::json inner = std::move(*doc.begin());
+      doc = std::move(inner);
+    }
+    const nlohmann::json* err = nullptr;
+    if (is_object) {
+      const auto it = doc.find("error");
+      if (it != doc.end() && (it->is_object() || it->is_string())) err = &doc;
+      if (it != doc.end() && it->is_object()) err = &*it;
+    }
+    if (status == 200 && is_object && err == nullptr) {
+      // Every answer of the gateway carries a response header (cluster, member, revision).
+      if (json_object(doc, "header") == nullptr) {
+        return fail(errc::protocol_error,
+                    "etcd: " + url_ + " answered no header (not etcd's gateway?): " + excerpt());
+      }
+      return doc;
+    }
+    if (status == 200 && !is_object) {
+      return fail(errc::protocol_error, "etcd: " + url_ + " answered no JSON object: " + excerpt());
+    }
+    if (err == nullptr) {
+      // Not the gateway's error shape: judge by the HTTP status alone.
+      ++current_;
+      const errc code = status >= 500 || status == 429 ? errc::store_unavailable
+                        : status == 408                ? errc::timeout
+                                                       : errc::protocol_error;
+      return fail(code,
+                  "etcd: " + url_ + " answered HTTP " + std::to_string(status) + ": " + excerpt());
+    }
+    return error_answer(*err, status, expected, failure, auth_rejected);
+  }
+
+  // POSTs `body` to api_path + `path` on the current endpoint, trying the next one at once while
+  // the connection is refused (nothing was sent). Sets `status` to the HTTP status on success.
+  std::error_code perform(std::string_view path, const std::string& body, long& status) {
+    CURL* c = curl_.get();
+    const std::size_t n = opts_.endpoints.size();
+    for (std::size_t attempt = 0;; ++attempt) {
+      url_ = endpoint();
+      url_ += opts_.api_path;
+      url_.append(path.data(), path.size());
+      response_.clear();
+      error_buffer_[0] = '\0';
+      curl_easy_setopt(c, CURLOPT_URL, url_.c_str());
+      curl_easy_setopt(c, CURLOPT_POSTFIELDS, body.data());
+      curl_easy_setopt(c, CURLOPT_POSTFIELDSIZE_LARGE, static_cast<curl_off_t>(body.size()));
+      const CURLcode rc = curl_easy_perform(c);
+      if (rc == CURLE_OK) break;
+      std::string what = "etcd: " + url_ + ": ";
+      what += error_buffer_[0] != '\0' ? error_buffer_ : curl_easy_strerror(rc);
+      ++current_;  // whatever failed, the next request goes to the next member
+      if (rc == CURLE_COULDNT_CONNECT && attempt + 1 < n) continue;  // nothing was sent
+      if (rc == CURLE_OPERATION_TIMEDOUT) return fail(errc::timeout, std::move(what));
+      if (rc == CURLE_WRITE_ERROR) {
+        return fail(errc::protocol_error, "etcd: answer larger than 256 MiB from " + url_);
+      }
+      return fail(errc::store_unavailable, std::move(what));
+    }
+    curl_easy_getinfo(c, CURLINFO_RESPONSE_CODE, &status);
+    return {};
+  }
+
+  // An error answer in the gateway's shape (`err`: {code or grpc_code, message or error}): handed
+  // to the caller in `*failure` (with a null document) if its code is `expected`, else classified
+  // into a failure. Sets `auth_rejected` if etcd refused the auth token.
+  result<nlohmann::json> error_answer(const nlohmann::json& err, long status, std::int64_t expected,
+                                      etcd_failure* failure, bool& auth_rejected) {
+    etcd_failure f;
+    std::int64_t code = -1;
+    for (const char* field : {"code", "grpc_code"}) {
+      std::int64_t v = 0;
+      if (err.find(field) != err.end() && json_int64(err, field, v)) code = v;
+    }
+    for (const char* field : {"message", "error"}) {
+      const auto it = err.find(field);
+      if (it != err.end() && it->is_string()) {
+        f.message = it->get<std::string>();
+        break;
+      }
+    }
+    if (f.message.empty()) f.message = excerpt();
+    f.code = code;
+    if (expected >= 0 && code == expected && failure != nullptr) {
+      *failure = std::move(f);
+      return nlohmann::json();
+    }
+    errc e = code >= 0 ? classify_etcd_code(code) : errc::protocol_error;
+    if (code == 8 && f.message.find("larger than max") != std::string::npos) {
+      e = errc::invalid_argument;  // gRPC's own size limit: the request, not the server
+    }
+    if (code == 16 && f.message.find("invalid auth token") != std::string::npos) {
+      auth_rejected = true;
+    }
+    if (code == 3 && (f.message.find("authentication failed") != std::string::npos ||
+                      f.message.find("user name is empty") != std::string::npos)) {
+      e = errc::store_unavailable;  // credentials refused or missing: as Redis' NOAUTH
+    }
+    if (e == errc::store_unavailable || e == errc::timeout) ++current_;
+    return fail(e, "etcd: " + url_ + ": " + f.message + " (HTTP " + std::to_string(status) +
+                       ", gRPC code " + std::to_string(code) + ")");
+  }
+
+  std::string excerpt() const {
+    std::string s = response_.substr(0, 200);
+    for (char& ch : s) {
+      if (static_cast<unsigned char>(ch) < 32 || static_cast<unsigned char>(ch) >= 127) ch = '?';
+    }
+    if (response_.size() > 200) s += "...";
+    return s.empty() ? std::string("(empty)") : s;
+  }
+
+  static std::size_t on_data(char* data, std::size_t size, std::size_t count, void* self) {
+    auto* out = static_cast<std::string*>(self);
+    const std::size_t n = size * count;
+    if (out->size() + n > (std::size_t{256} << 20)) return 0;  // a runaway answer: abort
+    out->append(data, n);
+    return n;
+  }
+
+  std::error_code ensure_handle() {
+    if (curl_) return {};
+    if (!curl_ready()) return fail(errc::store_unavailable, "etcd: curl_global_init failed");
+    std::unique_ptr<CURL, curl_easy_deleter> c(curl_easy_init());
+    if (!c) return fail(errc::store_unavailable, "etcd: curl_easy_init failed");
+    CURL* h = c.get();
+    curl_easy_setopt(h, CURLOPT_NOSIGNAL, 1L);  // no SIGALRM for timeouts, no SIGPIPE
+    curl_easy_setopt(h, CURLOPT_ERRORBUFFER, error_buffer_);
+    curl_easy_setopt(h, CURLOPT_WRITEFUNCTION, &etcd_link::on_data);
+    curl_easy_setopt(h, CURLOPT_WRITEDATA, &response_);
+    curl_easy_setopt(h, CURLOPT_HTTP_VERSION, static_cast<long>(CURL_HTTP_VERSION_1_1));
+    curl_easy_setopt(h, CURLOPT_TCP_NODELAY, 1L);
+    curl_easy_setopt(h, CURLOPT_TCP_KEEPALIVE, 1L);
+    curl_easy_setopt(h, CURLOPT_PROXY, "");  // never a proxy from the environment
+    curl_easy_setopt(h, CURLOPT_FOLLOWLOCATION, 0L);
+#if LIBCURL_VERSION_NUM >= 0x075500
+    curl_easy_setopt(h, CURLOPT_PROTOCOLS_STR, "http,https");
+#else
+    curl_easy_setopt(h, CURLOPT_PROTOCOLS, static_cast<long>(CURLPROTO_HTTP | CURLPROTO_HTTPS));
+#endif
+    curl_easy_setopt(h, CURLOPT_CONNECTTIMEOUT_MS,
+                     static_cast<long>(std::min<std::int64_t>(opts_.connect_timeout.count(),
+                                                              std::numeric_limits<long>::max())));
+    curl_easy_setopt(h, CURLOPT_TIMEOUT_MS,
+                     static_cast<long>(std::min<std::int64_t>(opts_.command_timeout.count(),
+                                                              std::numeric_limits<long>::max())));
+    if (!opts_.ca_file.empty()) curl_easy_setopt(h, CURLOPT_CAINFO, opts_.ca_file.c_str());
+    if (!opts_.cert_file.empty()) {
+      curl_easy_setopt(h, CURLOPT_SSLCERT, opts_.cert_file.c_str());
+      curl_easy_setopt(h, CURLOPT_SSLKEY, opts_.key_file.c_str());
+    }
+    curl_ = std::move(c);
+    set_headers();
+    if (!headers_) {
+      curl_.reset();
+      return fail(errc::store_unavailable, "etcd: out of memory");
+    }
+    return {};
+  }
+
+  etcd_options opts_;
+  std::unique_ptr<CURL, curl_easy_deleter> curl_;
+  std::unique_ptr<curl_slist, curl_slist_deleter> headers_;
+  std::size_t current_ = 0;
+  std::string token_;           // etcd auth token, when a username is set
+  bool auth_disabled_ = false;  // the cluster answered "authentication is not enabled"
+  etcd_failure auth_failure_;
+  std::string url_;
+  std::string response_;
+  char error_buffer_[CURL_ERROR_SIZE] = {};
+  std::string last_error_;
+  mutable std::mutex mutex_;
+};
+
+}  // namespace detail
+HOLDFAST_ABI_NAMESPACE_END
+}  // namespace holdfast
+
+#endif  // HOLDFAST_STORES_DETAIL_ETCD_LINK_HPP

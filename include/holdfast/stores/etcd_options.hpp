@@ -1,0 +1,84 @@
+// holdfast/stores/etcd_options.hpp - etcd_options: how etcd_store and etcd_fence reach an etcd
+// cluster (endpoints, TLS, etcd users, timeouts) and where holdfast keeps its keys there; and
+// etcd_max_token, the greatest token etcd can issue. Part of stores/etcd.hpp (include that); on
+// its own it needs neither libcurl nor nlohmann/json.
+#ifndef HOLDFAST_STORES_ETCD_OPTIONS_HPP
+#define HOLDFAST_STORES_ETCD_OPTIONS_HPP
+
+#include <chrono>
+#include <cstddef>
+#include <cstdint>
+#include <limits>
+#include <string>
+#include <system_error>
+#include <vector>
+
+#include "holdfast/detail/config.hpp"
+#include "holdfast/error.hpp"
+#include "holdfast/fencing_token.hpp"
+
+namespace holdfast {
+HOLDFAST_ABI_NAMESPACE_BEGIN
+
+/// The greatest token etcd can issue: revisions are signed 64-bit integers.
+inline constexpr fencing_token etcd_max_token{
+    static_cast<fencing_token::rep>(std::numeric_limits<std::int64_t>::max())};
+
+/// How to reach an etcd cluster and where holdfast keeps its keys there.
+struct etcd_options {
+  /// Client URLs of the members ("http://10.0.0.5:2379", "https://..."), tried in order; a
+  /// failed member moves later calls to the next one. Default {"http://127.0.0.1:2379"}.
+  std::vector<std::string> endpoints{"http://127.0.0.1:2379"};
+  /// Path of the JSON gateway under each endpoint: "/v3" (etcd 3.4+; the default) or "/v3beta"
+  /// (etcd 3.3).
+  std::string api_path = "/v3";
+  /// Prefix of every lease key: lease "k" lives at key_prefix + "k". Non-empty.
+  std::string key_prefix = "holdfast/lease/";
+  /// etcd user for authentication (etcd's `auth enable`); empty sends no credentials. holdfast
+  /// asks /v3/auth/authenticate for a token on first use and again whenever etcd says the token
+  /// is no longer valid (its --auth-token-ttl ran out, or the member restarted). Use TLS (https
+  /// endpoints) to keep the password off the wire.
+  std::string username{};
+  /// Password of `username`.
+  std::string password{};
+  /// TLS: CA bundle that verifies the members' certificates (empty: libcurl's default store).
+  std::string ca_file{};
+  /// TLS client certificate and key, PEM (both or neither), for etcd's --client-cert-auth.
+  std::string cert_file{};
+  /// See cert_file.
+  std::string key_file{};
+  /// Bound on establishing a connection, in ms, > 0.
+  std::chrono::milliseconds connect_timeout{2000};
+  /// Bound on each request (connect included), in ms, > 0. A timeout reports errc::timeout.
+  std::chrono::milliseconds command_timeout{5000};
+  /// How many grants the store remembers the lease of (so renew and release take one round trip
+  /// instead of two); older ones are forgotten first. >= 0; 0 remembers none.
+  std::size_t remembered_grants = 4096;
+
+  /// Returns errc::invalid_argument if an option is out of range (see each field); a zero error
+  /// code otherwise.
+  [[nodiscard]] std::error_code check() const noexcept {
+    if (endpoints.empty() || key_prefix.empty()) return errc::invalid_argument;
+    for (const std::string& e : endpoints) {
+      if (e.empty() || e.find('\0') != std::string::npos) return errc::invalid_argument;
+      if (e.rfind("http://", 0) != 0 && e.rfind("https://", 0) != 0) {
+        return errc::invalid_argument;
+      }
+    }
+    for (const std::string* s : {&api_path, &ca_file, &cert_file, &key_file}) {
+      if (s->find('\0') != std::string::npos) return errc::invalid_argument;
+    }
+    if (cert_file.empty() != key_file.empty()) return errc::invalid_argument;
+    if (username.empty() && !password.empty()) return errc::invalid_argument;
+    if (connect_timeout <= std::chrono::milliseconds::zero() ||
+        command_timeout <= std::chrono::milliseconds::zero()) {
+      return errc::invalid_argument;
+    }
+    return {};
+  }
+};
+
+HOLDFAST_ABI_NAMESPACE_END
+}  // namespace holdfast
+
+#endif  // HOLDFAST_STORES_ETCD_OPTIONS_HPP
