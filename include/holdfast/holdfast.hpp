@@ -16,6 +16,7 @@
 //   quorum.hpp                quorum_store: one lease over N stores, monotonic quorum tokens
 //   election.hpp              election: leader election, the term is the lease's fencing token
 //   semaphore.hpp             semaphore: N permits, each a lease with its own token and TTL
+//   observer.hpp              lease_observer: lease events (acquires, renewals, losses) for metrics
 // Opt-in, not included here: stores/redis.hpp, stores/postgres.hpp (need their client libraries),
 // testing/ (simulator, checker, conformance kit).
 /// \file
@@ -33,6 +34,7 @@
 #include "holdfast/keepalive.hpp"
 #include "holdfast/lease.hpp"
 #include "holdfast/mutex.hpp"
+#include "holdfast/observer.hpp"
 #include "holdfast/quorum.hpp"
 #include "holdfast/result.hpp"
 #include "holdfast/semaphore.hpp"

@@ -67,6 +67,7 @@
 #include "holdfast/detail/saturating.hpp"
 #include "holdfast/error.hpp"
 #include "holdfast/lease.hpp"
+#include "holdfast/observer.hpp"
 #include "holdfast/result.hpp"
 
 namespace holdfast {
@@ -88,6 +89,11 @@ struct keepalive_options {
   std::chrono::nanoseconds poll_interval = std::chrono::milliseconds(100);
   /// Start the background thread (default). false: no thread; the owner calls poll().
   bool start_thread = true;
+  /// Told of every renewal this keepalive makes (renewed / renew_failed, keepalive = true) and
+  /// every loss it notices (lost), on the keepalive's thread (observer.hpp). A lease's own
+  /// observer (acquire_options::observer) hears its keepalive renewals too; when both are the
+  /// same observer it is told once. Must outlive the keepalive. Default: none.
+  lease_observer* observer = nullptr;
 
   /// Returns errc::invalid_argument if renew_fraction is not in (0, 1) (or NaN), the retry backoff
   /// is invalid (backoff_options::check), or poll_interval is not in (0, 1 h]; a zero error code
@@ -376,7 +382,7 @@ class keepalive : public detail::lease_renewer<Clock> {
   detail::keepalive_step<Clock> keep(const std::shared_ptr<target_type>& t,
                                      double fraction) noexcept {
     if (!t) return {};  // the lease was destroyed
-    return t->step(id_, fraction);
+    return t->step(id_, fraction, opts_.observer);
   }
 
   void wake_locked() {

@@ -73,6 +73,7 @@
 #include "holdfast/detail/saturating.hpp"
 #include "holdfast/error.hpp"
 #include "holdfast/fencing_token.hpp"
+#include "holdfast/observer.hpp"
 #include "holdfast/result.hpp"
 #include "holdfast/store.hpp"
 #include "holdfast/validity.hpp"
@@ -94,6 +95,9 @@ struct acquire_options {
   backoff_options backoff{};
   /// Called once when the acquired lease turns lost (see loss_callback). Default: none.
   loss_callback on_lost{};
+  /// Told of every acquire attempt and its outcome, and then of the acquired lease's renewals,
+  /// loss and release (observer.hpp). Must outlive the lease. Default: none (no cost).
+  lease_observer* observer = nullptr;
 };
 
 template <class Store, class Clock>
@@ -441,7 +445,53 @@ result<lease<Store, Clock>> acquire_once(Store& store, std::string_view key,
     return errc::timeout;
   }
   if (opts.on_lost) l.inline_.on_lost = opts.on_lost;
+  l.inline_.observer = opts.observer;
   return l;
+}
+
+// acquire_once() told to opts.observer as an acquire_attempt (attempt `n`, 1-based). Only an
+// observed attempt reads the clock around the store call.
+template <class Store, class Clock>
+result<lease<Store, Clock>> attempt(Store& store, std::string_view key,
+                                    std::chrono::milliseconds ttl,
+                                    const acquire_options<Clock>& opts, const std::string& owner,
+                                    std::uint32_t n, bool queue_if_busy = false) {
+  if (opts.observer == nullptr) return acquire_once(store, key, ttl, opts, owner, queue_if_busy);
+  const typename Clock::time_point t0 = opts.clock.now();
+  result<lease<Store, Clock>> l = acquire_once(store, key, ttl, opts, owner, queue_if_busy);
+  lease_event e;
+  e.kind = lease_event_kind::acquire_attempt;
+  e.key = key;
+  e.owner = owner;
+  if (l) {
+    e.token = l->token();
+  } else {
+    e.error = l.error();
+  }
+  e.store_latency = elapsed_ns(t0, opts.clock.now());
+  e.attempt = n;
+  notify(opts.observer, e);
+  return l;
+}
+
+// Tells opts.observer how an observed try_acquire()/acquire() ended: acquired or acquire_failed,
+// waiting since `t0`, after `attempts` store calls.
+template <class Lease, class Clock>
+void report_acquire(const result<Lease>& l, const acquire_options<Clock>& opts,
+                    std::string_view key, std::string_view owner, typename Clock::time_point t0,
+                    std::uint32_t attempts) {
+  lease_event e;
+  e.kind = l ? lease_event_kind::acquired : lease_event_kind::acquire_failed;
+  e.key = key;
+  e.owner = owner;
+  if (l) {
+    e.token = l->token();
+  } else {
+    e.error = l.error();
+  }
+  e.wait = elapsed_ns(t0, opts.clock.now());
+  e.attempt = attempts;
+  notify(opts.observer, e);
 }
 
 // Hands `l` to a keepalive through its port: keepalive::add() and distributed_mutex both come
@@ -484,6 +534,79 @@ result<acquire_request> prepare_acquire(std::string_view key,
   return acquire_request{*ms, std::move(owner)};
 }
 
+// try_acquire() with an observer: the attempt and the outcome are reported.
+template <class Store, class Clock>
+result<lease<Store, Clock>> observed_try_acquire(Store& store, std::string_view key,
+                                                 const result<acquire_request>& req,
+                                                 const acquire_options<Clock>& opts) {
+  const typename Clock::time_point t0 = opts.clock.now();
+  result<lease<Store, Clock>> l = req ? attempt(store, key, req->ttl, opts, req->owner, 1)
+                                      : result<lease<Store, Clock>>(req.error());
+  report_acquire(l, opts, key, req ? std::string_view(req->owner) : opts.owner, t0, req ? 1 : 0);
+  return l;
+}
+
+// acquire()'s loop (see acquire()); Observed adds the reports: every attempt, then the outcome
+// with its wait.
+template <bool Observed, class Store, class Rep, class Period, class TRep, class TPeriod,
+          class Clock>
+result<lease<Store, Clock>> acquire_retrying(Store& store, std::string_view key,
+                                             std::chrono::duration<Rep, Period> ttl,
+                                             std::chrono::duration<TRep, TPeriod> timeout,
+                                             const acquire_options<Clock>& opts) {
+  using result_type = result<lease<Store, Clock>>;
+  result<acquire_request> req = prepare_acquire(key, ttl, opts);
+  Clock clock = opts.clock;
+  if (!req) {
+    if constexpr (Observed) {
+      report_acquire(result_type(req.error()), opts, key, opts.owner, clock.now(), 0);
+    }
+    return req.error();
+  }
+  const typename Clock::time_point started = clock.now();
+  const typename Clock::time_point deadline = saturating_add(
+      started, timeout > decltype(timeout)::zero() ? timeout : decltype(timeout)::zero());
+  backoff delays(opts.backoff);
+  std::uint32_t fruitless_waits = 0;
+  std::uint32_t made = 1;
+  // Every way out goes through here, so that an observer hears how the call ended.
+  const auto done = [&](result_type&& r) -> result_type {
+    if constexpr (Observed) report_acquire(r, opts, key, req->owner, started, made);
+    return std::move(r);
+  };
+  for (;; ++made) {
+    // Where the store can, an attempt that finds the key busy also joins its wait queue, so the
+    // wait below costs no request of its own. Not before a backoff round (one in eight, below).
+    // The last attempt (deadline reached, attempts used up) queues nothing: nobody would wait.
+    const bool queue = can_wait_for_release_v<Store, Clock> && has_try_acquire_queued_v<Store> &&
+                       (fruitless_waits + 1) % 8 != 0 && !delays.exhausted(made) &&
+                       clock.now() < deadline;
+    result_type l = [&]() -> result_type {
+      if constexpr (Observed) {
+        return attempt(store, key, req->ttl, opts, req->owner, made, queue);
+      } else {
+        return acquire_once(store, key, req->ttl, opts, req->owner, queue);
+      }
+    }();
+    if (l || !is_transient(l.error())) return done(std::move(l));
+    if (delays.exhausted(made)) return done(result_type(l.error()));
+    const typename Clock::time_point now = clock.now();
+    if (!(now < deadline)) return done(result_type(errc::timeout));
+    if constexpr (can_wait_for_release_v<Store, Clock>) {
+      // Waiting without polling: sleep in the store until the key is released or its holder's
+      // lease can have expired (or the deadline), then ask again. A failed wait, or a run of
+      // wake-ups that keep finding the key taken, falls back to one backoff sleep below, so a
+      // store whose hints are wrong costs latency, never a busy loop.
+      if (l.error() == errc::busy && (++fruitless_waits % 8) != 0) {
+        if (store.wait_for_release(key, deadline)) continue;
+      }
+    }
+    typename Clock::time_point wake = saturating_add(now, delays.next_delay());
+    if (deadline < wake) wake = deadline;  // one last attempt at the deadline itself
+    clock.sleep_until(wake);
+  }
+}
+
 }  // namespace detail
 
 /// Tries once to acquire `key` in `store` for `ttl` (ms, or any duration; truncated to whole
@@ -505,6 +628,7 @@ result<lease<Store, Clock>> try_acquire(Store& store, std::string_view key,
                                         const acquire_options<Clock>& opts = {}) {
   static_assert(assert_lease_store<Store>(), "holdfast::try_acquire: Store must model LeaseStore");
   result<detail::acquire_request> req = detail::prepare_acquire(key, ttl, opts);
+  if (opts.observer != nullptr) return detail::observed_try_acquire(store, key, req, opts);
   if (!req) return req.error();
   return detail::acquire_once(store, key, req->ttl, opts, req->owner);
 }
@@ -533,39 +657,11 @@ result<lease<Store, Clock>> acquire(Store& store, std::string_view key,
                                     std::chrono::duration<TRep, TPeriod> timeout,
                                     const acquire_options<Clock>& opts = {}) {
   static_assert(assert_lease_store<Store>(), "holdfast::acquire: Store must model LeaseStore");
-  result<detail::acquire_request> req = detail::prepare_acquire(key, ttl, opts);
-  if (!req) return req.error();
-  Clock clock = opts.clock;
-  const typename Clock::time_point deadline = detail::saturating_add(
-      clock.now(), timeout > decltype(timeout)::zero() ? timeout : decltype(timeout)::zero());
-  backoff delays(opts.backoff);
-  std::uint32_t fruitless_waits = 0;
-  for (std::uint32_t made = 1;; ++made) {
-    // Where the store can, an attempt that finds the key busy also joins its wait queue, so the
-    // wait below costs no request of its own. Not before a backoff round (one in eight, below).
-    // The last attempt (deadline reached, attempts used up) queues nothing: nobody would wait.
-    const bool queue = can_wait_for_release_v<Store, Clock> && has_try_acquire_queued_v<Store> &&
-                       (fruitless_waits + 1) % 8 != 0 && !delays.exhausted(made) &&
-                       clock.now() < deadline;
-    result<lease<Store, Clock>> l =
-        detail::acquire_once(store, key, req->ttl, opts, req->owner, queue);
-    if (l || !is_transient(l.error())) return l;
-    if (delays.exhausted(made)) return l.error();
-    const typename Clock::time_point now = clock.now();
-    if (!(now < deadline)) return errc::timeout;
-    if constexpr (can_wait_for_release_v<Store, Clock>) {
-      // Waiting without polling: sleep in the store until the key is released or its holder's
-      // lease can have expired (or the deadline), then ask again. A failed wait, or a run of
-      // wake-ups that keep finding the key taken, falls back to one backoff sleep below, so a
-      // store whose hints are wrong costs latency, never a busy loop.
-      if (l.error() == errc::busy && (++fruitless_waits % 8) != 0) {
-        if (store.wait_for_release(key, deadline)) continue;
-      }
-    }
-    typename Clock::time_point wake = detail::saturating_add(now, delays.next_delay());
-    if (deadline < wake) wake = deadline;  // one last attempt at the deadline itself
-    clock.sleep_until(wake);
+  // Two instantiations, so that the unobserved one is exactly the loop without any reporting.
+  if (opts.observer != nullptr) {
+    return detail::acquire_retrying<true>(store, key, ttl, timeout, opts);
   }
+  return detail::acquire_retrying<false>(store, key, ttl, timeout, opts);
 }
 
 HOLDFAST_ABI_NAMESPACE_END

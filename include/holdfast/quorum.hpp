@@ -157,6 +157,7 @@
 #include "holdfast/detail/saturating.hpp"
 #include "holdfast/error.hpp"
 #include "holdfast/fencing_token.hpp"
+#include "holdfast/observer.hpp"
 #include "holdfast/result.hpp"
 #include "holdfast/send_receive.hpp"
 #include "holdfast/store.hpp"
@@ -257,6 +258,12 @@ struct quorum_options {
   /// Most requests a member's worker may have queued; beyond it the member counts as unavailable
   /// for that request (a member that hangs must not make memory grow). Default 1024, >= 1.
   std::size_t max_queued = 1024;
+  /// Told of each member's answer in each round (lease_event_kind::quorum_member: operation,
+  /// member index, outcome; answered = false if the member had not answered when the round was
+  /// decided or its wait ran out), on
+  /// the calling thread once the round is decided, with no lock held (observer.hpp). Must outlive
+  /// the quorum. Default: none.
+  lease_observer* observer = nullptr;
 
   /// Returns errc::invalid_argument unless `members` is odd, the write quorum fits in `members`,
   /// member_timeout is in (0, max_ttl], member_timeout_share is in (0, 1], max_queued >= 1 and
@@ -452,6 +459,7 @@ class quorum_store {
           return ok >= w || ok + outstanding < w;
         });
     exec_.finalize(r.round, nullptr);
+    report_members(lease_operation::renew, *args, exec_.all_members(), r.on_time);
     std::size_t renewed = 0, lost = 0;
     std::chrono::milliseconds applied = ttl;
     for (std::size_t i = 0; i < r.on_time.size(); ++i) {
@@ -508,6 +516,7 @@ class quorum_store {
           return released >= w;
         });
     exec_.finalize(r.round, nullptr);
+    report_members(lease_operation::release, *args, exec_.all_members(), r.on_time);
     std::size_t released = 0, not_holder = 0;
     for (const auto& x : r.on_time) {
       if (!x) continue;
@@ -649,6 +658,7 @@ class quorum_store {
           for (const auto& r : on_time) granted += (r && *r && usable(**r)) ? 1 : 0;
           return granted + outstanding < w;
         });
+    report_members(lease_operation::acquire, *args, exec_.all_members(), a.r1.on_time);
     a.held.resize(n);
     a.holds_top.assign(n, 0);
     a.failed = a.r1.unanswered;
@@ -719,6 +729,7 @@ class quorum_store {
           for (const auto& r : on_time) ok += (r && *r) ? 1 : 0;
           return ok >= w || ok + outstanding < w;
         });
+    report_members(lease_operation::raise, *args, lagging, round2.on_time);
     for (std::size_t i : lagging) {
       if (round2.on_time[i] && *round2.on_time[i]) {
         a.holds_top[i] = 1;
@@ -867,6 +878,34 @@ class quorum_store {
       }
       HOLDFAST_CATCH_ALL {}
     });
+  }
+
+  // Tells opts_.observer each target's answer in a round of `op` (no-op without an observer).
+  // Called on the caller's thread after the round, with no lock held.
+  template <class R>
+  void report_members(lease_operation op, const detail::quorum_args& a,
+                      const std::vector<std::size_t>& targets,
+                      const std::vector<std::optional<R>>& on_time) const {
+    if (opts_.observer == nullptr) return;
+    for (std::size_t i : targets) {
+      lease_event e;
+      e.kind = lease_event_kind::quorum_member;
+      e.key = a.key;
+      e.owner = a.owner;
+      e.token = a.token;
+      e.operation = op;
+      e.member = i;
+      const std::optional<R>& x = on_time[i];
+      e.answered = x.has_value();
+      if (!x) {
+        // Not answered before the round was decided or its wait ran out: error stays zero.
+      } else if (!*x) {
+        e.error = x->error();
+      } else if constexpr (std::is_same_v<R, result<grant>>) {
+        e.token = (*x)->token;
+      }
+      detail::notify(opts_.observer, e);
+    }
   }
 
   // The token to send each member for an operation on (key, owner, token): `token` everywhere,

@@ -9,6 +9,8 @@
 //   memory_store_renew                     | mutex lock+unlock + now(), same run  | (info)
 //   lease_acquire_release                  | mutex lock+unlock + now(), same run  | (info)
 //   lease_acquire_release_given_owner      | mutex lock+unlock + now(), same run  | (info)
+//   lease_acquire_release_observed         | the same cycle, no observer, same run| (info)
+//   lease_renew_observed                   | the same renew, no observer, same run| (info)
 //   memory_store_contended_one_key (2 thr) | memory_store_acquire_release         | (info)
 //   memory_store_distinct_keys (2 thr)     | memory_store_acquire_release         | (info)
 //   mutex_now_contended (2 thr)            | the baseline of acquire_release      | (info)
@@ -17,6 +19,7 @@
 // copy of the caller's), the key and owner copied into the handle, a second clock read and the
 // validity math (holdfast::try_acquire reads the clock before the request and checks validity
 // after the reply).
+#include <atomic>
 #include <chrono>
 #include <cstdint>
 #include <mutex>
@@ -25,6 +28,7 @@
 
 #include "bench_common.hpp"
 #include "holdfast/lease.hpp"
+#include "holdfast/observer.hpp"
 #include "holdfast/stores/memory.hpp"
 
 namespace {
@@ -128,6 +132,53 @@ void BM_lease_acquire_release_given_owner(benchmark::State& state) {
       state, kVsMutexNow, [&] { lease_cycle(state, store, opts); }, baseline);
 }
 BENCHMARK(BM_lease_acquire_release_given_owner)->Apply(with_min_max);
+
+// --- the event observer (observer.hpp) ------------------------------------------------------
+// An observer that counts events with relaxed atomic increments: the least a metrics observer
+// does. Against the same operation without an observer in the same loop, the ratio is what being
+// observed costs (two events per cycle plus a clock read around each store call). What an absent
+// observer costs is the lease rows above: one pointer test per event point.
+struct counting_observer final : holdfast::lease_observer {
+  std::atomic<std::uint64_t> events{0};
+  void on_event(const holdfast::lease_event&) override {
+    events.fetch_add(1, std::memory_order_relaxed);
+  }
+};
+
+void BM_lease_acquire_release_observed(benchmark::State& state) {
+  holdfast::memory_store<> store;
+  holdfast::acquire_options<> plain;
+  plain.owner = sample_owner();
+  counting_observer obs;
+  holdfast::acquire_options<> observed = plain;
+  observed.observer = &obs;
+  run_paired(
+      state, "vs the same cycle without an observer", [&] { lease_cycle(state, store, observed); },
+      [&] { lease_cycle(state, store, plain); });
+  if (obs.events.load() == 0) state.SkipWithError("the observer heard nothing");
+}
+BENCHMARK(BM_lease_acquire_release_observed)->Apply(with_min_max);
+
+void BM_lease_renew_observed(benchmark::State& state) {
+  holdfast::memory_store<> store;
+  holdfast::acquire_options<> plain;
+  plain.owner = sample_owner();
+  counting_observer obs;
+  holdfast::acquire_options<> observed = plain;
+  observed.owner = sample_owner(1);
+  observed.observer = &obs;
+  auto a = holdfast::try_acquire(store, "orders", kTtl, plain);
+  auto b = holdfast::try_acquire(store, "ledger", kTtl, observed);
+  if (!a || !b) {
+    state.SkipWithError("try_acquire failed");
+    return;
+  }
+  run_paired(
+      state, "vs the same renew without an observer",
+      [&] { benchmark::DoNotOptimize(b->renew(kTtl)); },
+      [&] { benchmark::DoNotOptimize(a->renew(kTtl)); });
+}
+BENCHMARK(BM_lease_renew_observed)->Apply(with_min_max);
 
 // --- two threads ---------------------------------------------------------------------------
 // Throughput is counted in completed acquire+release cycles per second, summed over both threads,

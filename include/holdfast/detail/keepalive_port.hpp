@@ -21,6 +21,7 @@
 #include <utility>
 
 #include "holdfast/detail/config.hpp"
+#include "holdfast/observer.hpp"
 #include "holdfast/result.hpp"
 
 namespace holdfast {
@@ -52,7 +53,10 @@ class keepalive_target {
   // Stops keepalive `id` from renewing the lease; returns once an in-flight renewal is done.
   virtual void detach(std::uint64_t id) = 0;
   // Renews the lease if keepalive `id` still keeps it alive. Never throws.
-  virtual keepalive_step<Clock> step(std::uint64_t id, double fraction) noexcept = 0;
+  // `also`: the keepalive's own observer (keepalive_options::observer), told of this renewal's
+  // events besides the lease's observer (null: none).
+  virtual keepalive_step<Clock> step(std::uint64_t id, double fraction,
+                                     lease_observer* also) noexcept = 0;
 
  protected:
   keepalive_target() = default;

@@ -13,6 +13,7 @@
 #include <exception>
 #include <functional>
 #include <mutex>
+#include <optional>
 #include <string>
 #include <system_error>
 #include <utility>
@@ -22,6 +23,7 @@
 #include "holdfast/detail/saturating.hpp"
 #include "holdfast/error.hpp"
 #include "holdfast/fencing_token.hpp"
+#include "holdfast/observer.hpp"
 #include "holdfast/result.hpp"
 #include "holdfast/store.hpp"
 #include "holdfast/validity.hpp"
@@ -95,11 +97,34 @@ class maybe_lock {
   std::mutex* m_;
 };
 
-// A loss callback taken out of a lease, to be called once no lock is held.
+// What an operation on a lease has to report once no lock is held: observer events (at most two:
+// an outcome and a loss, in the order they happened) and the loss callback. The events are
+// optional so that an operation nobody observes constructs none.
 struct pending_loss {
   loss_callback fn;
   loss_cause cause = loss_cause::none;
+  lease_observer* observer = nullptr;  // the lease's
+  lease_observer* also = nullptr;      // a keepalive's own observer (keepalive_options::observer)
+  bool keepalive = false;              // the operation runs on a keepalive's thread
+  std::optional<lease_event> first;
+  std::optional<lease_event> second;
+
+  bool observed() const noexcept { return observer != nullptr || also != nullptr; }
+
+  void add(const lease_event& e) {
+    lease_event& slot = first ? second.emplace(e) : first.emplace(e);
+    slot.keepalive = keepalive;
+  }
+
+  // Delivers the events (an observer's exception goes no further), then runs the callback.
   void fire() {
+    for (std::optional<lease_event>* e : {&first, &second}) {
+      if (!*e) continue;
+      notify(observer, **e);
+      if (also != observer) notify(also, **e);
+    }
+    first.reset();
+    second.reset();
     if (fn) {
       loss_callback f = std::move(fn);
       fn = nullptr;
@@ -152,6 +177,7 @@ struct lease_body {
     state = lease_state::released;
     needs_release = false;
     on_lost = nullptr;
+    observer = nullptr;  // a moved-from handle reports nothing
   }
 
   // [data] Turns a held lease lost for `why` (a lease is lost at most once).
@@ -161,9 +187,28 @@ struct lease_body {
     if (loss == loss_cause::none) loss = why;
   }
 
-  // [data] Takes the callback out if a loss is waiting to be reported.
-  void collect(pending_loss& out) noexcept {
-    if (loss == loss_cause::none || loss_reported || !on_lost) return;
+  // An event about this lease (key, owner and token never change, so no lock is needed).
+  lease_event event(lease_event_kind k) const noexcept {
+    lease_event e;
+    e.kind = k;
+    e.key = key;
+    e.owner = owner;
+    e.token = token;
+    return e;
+  }
+
+  // [data] Takes out what a loss has to report: the `lost` event for the observers (once) and the
+  // callback (once).
+  void collect(pending_loss& out) {
+    if (loss == loss_cause::none) return;
+    out.observer = observer;
+    if (out.observed() && !loss_observed) {
+      loss_observed = true;
+      lease_event e = event(lease_event_kind::lost);
+      e.cause = loss;
+      out.add(e);
+    }
+    if (loss_reported || !on_lost) return;
     loss_reported = true;
     out.fn = std::move(on_lost);
     on_lost = nullptr;
@@ -203,42 +248,62 @@ struct lease_body {
 
   // [op] renew(ms): the store call runs with `data` unlocked.
   result<void> renew(std::mutex* data, std::chrono::milliseconds ms, pending_loss& out) {
+    out.observer = observer;
     time_point start;
     {
       maybe_lock lock(data);
-      if (state != lease_state::held) return errc::lease_lost;
+      if (state != lease_state::held) return renew_failed(out, errc::lease_lost, {});
       start = observe();
       if (state == lease_state::held && !(start < valid_until)) lose(loss_cause::validity_passed);
-      if (state != lease_state::held) {
-        collect(out);
-        return errc::lease_lost;
-      }
+      if (state != lease_state::held) return renew_failed(out, errc::lease_lost, {});
     }
     result<grant> g = store->renew(key, owner, token, ms);
+    // Only an observed renewal reads the clock again, to measure the store's latency.
+    const std::chrono::nanoseconds latency =
+        out.observed() ? elapsed_ns(start, clock.now()) : std::chrono::nanoseconds::zero();
     maybe_lock lock(data);
     if (!g) {
       last_error = g.error();
       if (g.error() == errc::lease_lost) lose(loss_cause::renew_refused);
       if (g.error() == errc::not_holder) lose(loss_cause::not_holder);
-      collect(out);
-      if (state != lease_state::held) return errc::lease_lost;
-      return g.error();
+      return renew_failed(
+          out, state != lease_state::held ? make_error_code(errc::lease_lost) : g.error(), latency);
     }
-    if (state != lease_state::held) return errc::lease_lost;  // lost while the call was out
+    if (state != lease_state::held) {  // lost while the call was out
+      return renew_failed(out, errc::lease_lost, latency);
+    }
     if (g->token != token || g->ttl <= std::chrono::milliseconds::zero()) {
       last_error = make_error_code(errc::protocol_error);
       lose(loss_cause::protocol_error);
-      collect(out);
-      return errc::protocol_error;
+      return renew_failed(out, errc::protocol_error, latency);
     }
     ttl = g->ttl < ms ? g->ttl : ms;  // never trust more than was asked for
     acquired_at = start;
     valid_until = holdfast::valid_until(start, ttl, validity);
+    if (out.observed()) {
+      lease_event e = event(lease_event_kind::renewed);
+      e.store_latency = latency;
+      out.add(e);
+    }
     return {};
+  }
+
+  // [data] A failed renewal: its event (if observed), then the loss it caused (if any).
+  std::error_code renew_failed(pending_loss& out, std::error_code ec,
+                               std::chrono::nanoseconds latency) {
+    if (out.observed()) {
+      lease_event e = event(lease_event_kind::renew_failed);
+      e.error = ec;
+      e.store_latency = latency;
+      out.add(e);
+    }
+    collect(out);
+    return ec;
   }
 
   // [op] release(): the store call runs with `data` unlocked.
   result<void> release(std::mutex* data, pending_loss& out) {
+    out.observer = observer;
     bool first_attempt;
     {
       maybe_lock lock(data);
@@ -250,7 +315,13 @@ struct lease_body {
       first_attempt = state == lease_state::held;
       if (first_attempt) state = lease_state::releasing;
     }
+    // Only an observed release reads the clock, to measure the store's latency.
+    const bool observed = out.observed();
+    time_point start{};
+    if (observed) start = clock.now();
     result<void> r = store->release(key, owner, token);
+    const std::chrono::nanoseconds latency =
+        observed ? elapsed_ns(start, clock.now()) : std::chrono::nanoseconds::zero();
     maybe_lock lock(data);
     if (r || r.error() == errc::not_holder) {
       needs_release = false;
@@ -262,6 +333,13 @@ struct lease_body {
       collect(out);
     } else {
       last_error = r.error();
+    }
+    if (observed) {
+      lease_event e = event(r || r.error() == errc::not_holder ? lease_event_kind::released
+                                                               : lease_event_kind::release_failed);
+      if (!r) e.error = r.error();
+      e.store_latency = latency;
+      out.add(e);
     }
     return r;
   }
@@ -282,6 +360,8 @@ struct lease_body {
   loss_cause loss = loss_cause::none;
   std::error_code last_error{};
   loss_callback on_lost{};
+  lease_observer* observer = nullptr;  // acquire_options::observer (null: nobody listens)
+  bool loss_observed = false;          // the `lost` event was reported
 #if HOLDFAST_HAS_EXCEPTIONS
   std::exception_ptr last_exception{};
 #endif
@@ -310,9 +390,12 @@ class lease_shared final : public keepalive_target<Clock> {
     if (keepalive_id == id) keepalive_id = 0;
   }
 
-  keepalive_step<Clock> step(std::uint64_t id, double fraction) noexcept override {
+  keepalive_step<Clock> step(std::uint64_t id, double fraction,
+                             lease_observer* also) noexcept override {
     keepalive_step<Clock> out;
     pending_loss loss;
+    loss.also = also;
+    loss.keepalive = true;
     HOLDFAST_TRY {
       std::lock_guard<std::mutex> op_lock(op);
       std::chrono::milliseconds ttl;
@@ -345,6 +428,15 @@ class lease_shared final : public keepalive_target<Clock> {
       record_caught_exception(body);
       out.outcome = keepalive_outcome::retry;
       out.valid_until = body.valid_until;
+      loss.observer = body.observer;
+      if (loss.observed()) {
+        HOLDFAST_TRY {
+          lease_event e = body.event(lease_event_kind::renew_failed);
+          e.error = make_error_code(errc::caught_exception);
+          loss.add(e);
+        }
+        HOLDFAST_CATCH_ALL {}
+      }
     }
     HOLDFAST_TRY {
       loss.fire();
