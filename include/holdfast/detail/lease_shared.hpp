@@ -12,7 +12,9 @@
 #include <cstdint>
 #include <exception>
 #include <functional>
+#include <memory>
 #include <mutex>
+#include <new>
 #include <optional>
 #include <string>
 #include <system_error>
@@ -98,33 +100,43 @@ class maybe_lock {
 };
 
 // What an operation on a lease has to report once no lock is held: observer events (at most two:
-// an outcome and a loss, in the order they happened) and the loss callback. The events are
-// optional so that an operation nobody observes constructs none.
+// an outcome and a loss, in the order they happened) and the loss callback. The events live in a
+// block allocated only when someone observes the lease, so an unobserved operation carries two
+// null pointers and constructs nothing.
 struct pending_loss {
+  struct events {
+    lease_event e[2];
+    int n = 0;
+  };
+
   loss_callback fn;
   loss_cause cause = loss_cause::none;
   lease_observer* observer = nullptr;  // the lease's
   lease_observer* also = nullptr;      // a keepalive's own observer (keepalive_options::observer)
   bool keepalive = false;              // the operation runs on a keepalive's thread
-  std::optional<lease_event> first;
-  std::optional<lease_event> second;
+  std::unique_ptr<events> queued;
 
   bool observed() const noexcept { return observer != nullptr || also != nullptr; }
 
-  void add(const lease_event& e) {
-    lease_event& slot = first ? second.emplace(e) : first.emplace(e);
+  // Queues `e` (observed operations only). Without memory for it the event is dropped: an
+  // observer never costs an operation its outcome.
+  void add(const lease_event& e) noexcept {
+    if (!queued) queued.reset(new (std::nothrow) events);
+    if (!queued || queued->n == 2) return;
+    lease_event& slot = queued->e[queued->n++];
+    slot = e;
     slot.keepalive = keepalive;
   }
 
   // Delivers the events (an observer's exception goes no further), then runs the callback.
   void fire() {
-    for (std::optional<lease_event>* e : {&first, &second}) {
-      if (!*e) continue;
-      notify(observer, **e);
-      if (also != observer) notify(also, **e);
+    if (queued) {
+      std::unique_ptr<events> q = std::move(queued);
+      for (int i = 0; i < q->n; ++i) {
+        notify(observer, q->e[i]);
+        if (also != observer) notify(also, q->e[i]);
+      }
     }
-    first.reset();
-    second.reset();
     if (fn) {
       loss_callback f = std::move(fn);
       fn = nullptr;
