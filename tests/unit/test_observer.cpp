@@ -438,3 +438,44 @@ TEST_CASE("observer: a quorum reports each member's answer to each round", "[obs
   REQUIRE(lease_events.kinds() ==
           std::vector<K>{K::acquire_attempt, K::acquired, K::renewed, K::released});
 }
+
+TEST_CASE("observer: a keepalive thread's events arrive with no holdfast lock held",
+          "[observer][concurrency]") {
+  // The observer runs on the keepalive's thread while the holder uses the lease, and itself calls
+  // into holdfast (the same lease's valid(), another lease's renew()): with any holdfast lock
+  // held during the call this would deadlock or race (TSan).
+  holdfast::memory_store<> store;
+  struct reentrant : holdfast::lease_observer {
+    void on_event(const lease_event& e) override {
+      if (e.kind != K::renewed || !e.keepalive) return;
+      std::lock_guard<std::mutex> lock(mu);
+      if (other != nullptr) (void)other->renew();
+      ++renewals;
+    }
+    std::mutex mu;
+    holdfast::lease<holdfast::memory_store<>>* other = nullptr;
+    int renewals = 0;
+  } obs;
+  holdfast::acquire_options<> opts;
+  opts.observer = &obs;
+  auto mine = holdfast::try_acquire(store, "orders", 600ms, opts);  // renewed every 300 ms
+  auto other = holdfast::try_acquire(store, "ledger", 10s);
+  REQUIRE(mine);
+  REQUIRE(other);
+  {
+    std::lock_guard<std::mutex> lock(obs.mu);
+    obs.other = &*other;
+  }
+  holdfast::keepalive<> ka;
+  REQUIRE(ka.add(*mine));
+  const auto deadline = std::chrono::steady_clock::now() + 10s;
+  int seen = 0;
+  while (std::chrono::steady_clock::now() < deadline) {
+    (void)mine->valid();  // the holder's thread uses the lease meanwhile
+    std::lock_guard<std::mutex> lock(obs.mu);
+    seen = obs.renewals;
+    if (seen >= 2) break;
+  }
+  REQUIRE(seen >= 2);
+  ka.stop();
+}
