@@ -97,21 +97,49 @@ struct is_interruptible_clock<
 
 }  // namespace detail
 
+#if HOLDFAST_HAS_CONCEPTS
+/// The TTL clock requirements in the table above, as a requires-expression: it constrains lease,
+/// try_acquire, acquire, keepalive, distributed_mutex, quorum_store and cas_store.
+template <class C>
+concept ttl_clock = std::copy_constructible<C>&& requires(C& c, const C& cc,
+                                                          const typename C::time_point& tp) {
+  typename C::duration;
+  { cc.now() } -> std::same_as<typename C::time_point>;
+  c.sleep_until(tp);
+};
+/// True iff C models the TTL clock requirements in the table above (the C++17 spelling; under
+/// C++20 it is the concept ttl_clock).
+template <class C>
+inline constexpr bool is_ttl_clock_v = ttl_clock<C>;
+#else
 /// True iff C models the TTL clock requirements in the table above (C++17 spelling).
 template <class C>
 inline constexpr bool is_ttl_clock_v = detail::is_ttl_clock<C>::value;
+#endif
+
+/// Fails to compile, with a message naming the requirement C does not meet, unless C models
+/// ttl_clock. Returns true, so it can sit in a static_assert. The C++17 diagnostic (under C++20
+/// the ttl_clock constraint refuses C first).
+template <class C>
+constexpr bool assert_ttl_clock() noexcept {
+  static_assert(detail::has_clock_types<C>::value,
+                "holdfast: a ttl_clock needs the member types `duration` and `time_point`");
+  static_assert(std::conjunction<detail::has_clock_types<C>, detail::has_now<C>>::value,
+                "holdfast: a ttl_clock needs `time_point now() const`; the clock has no now() "
+                "callable on a const clock and returning its time_point");
+  static_assert(std::conjunction<detail::has_clock_types<C>, detail::has_sleep_until<C>>::value,
+                "holdfast: a ttl_clock needs `sleep_until(const time_point&)`; the clock has no "
+                "sleep_until callable with its time_point");
+  static_assert(std::is_copy_constructible_v<C>,
+                "holdfast: a ttl_clock must be copyable (clocks are cheap handles)");
+  return true;
+}
 
 /// True iff C is a TTL clock that is also interruptible: `sleep_until(tp, stop)` and
 /// `wake_sleepers()` as in the second table above.
 template <class C>
 inline constexpr bool is_interruptible_clock_v =
     is_ttl_clock_v<C>&& detail::is_interruptible_clock<C>::value;
-
-#if HOLDFAST_HAS_CONCEPTS
-/// The TTL clock requirements in the table above, as a C++20 concept.
-template <class C>
-concept ttl_clock = is_ttl_clock_v<C>;
-#endif
 
 /// The default clock: std::chrono::steady_clock, which never jumps and never goes backwards.
 /// Sleeping is real (std::this_thread::sleep_until). Stateless; thread-safe.

@@ -136,8 +136,10 @@ inline std::uint64_t next_keepalive_id() noexcept {
 /// reported on the lease (errc::caught_exception in lease::last_error()); it never reaches
 /// std::terminate.
 template <class Clock = steady_clock>
+HOLDFAST_REQUIRES(ttl_clock<Clock>)
 class keepalive : public detail::lease_renewer<Clock> {
-  static_assert(is_ttl_clock_v<Clock>, "holdfast::keepalive<Clock>: Clock must model ttl_clock");
+  static_assert(assert_ttl_clock<Clock>(),
+                "holdfast::keepalive<Clock>: Clock must model ttl_clock");
   using target_type = detail::keepalive_target<Clock>;
 
  public:

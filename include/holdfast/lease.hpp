@@ -101,6 +101,7 @@ struct acquire_options {
 };
 
 template <class Store, class Clock>
+HOLDFAST_REQUIRES(lease_store<Store>&& ttl_clock<Clock>)
 class lease;
 
 namespace detail {
@@ -149,9 +150,11 @@ struct lease_access {
 /// (keepalive.hpp) may renew the lease concurrently with its holder: that is synchronized inside.
 /// The store must outlive every lease on it.
 template <class Store, class Clock = steady_clock>
+HOLDFAST_REQUIRES(lease_store<Store>&& ttl_clock<Clock>)
 class lease {
   static_assert(assert_lease_store<Store>(), "holdfast::lease<Store>: Store must model LeaseStore");
-  static_assert(is_ttl_clock_v<Clock>, "holdfast::lease<Store, Clock>: Clock must model ttl_clock");
+  static_assert(assert_ttl_clock<Clock>(),
+                "holdfast::lease<Store, Clock>: Clock must model ttl_clock");
 
   using body_type = detail::lease_body<Store, Clock>;
   using shared_type = detail::lease_shared<Store, Clock>;
@@ -622,14 +625,20 @@ result<lease<Store, Clock>> acquire_retrying(Store& store, std::string_view key,
 ///   errc::token_exhausted, store_unavailable, or any error the store reports.
 /// Exceptions thrown by the store or clock propagate unchanged.
 /// Thread-safety: as safe as the store; the options are only read.
+///
+/// Returns result<lease<Store, Clock>>. (Spelled `auto` so that, under C++20, a Store that is not
+/// a LeaseStore is refused by the lease_store constraint, which names the missing operation,
+/// before any compiler forms the return type: clang 14 forms it first and says only that
+/// lease<Store> is not satisfied.)
 template <class Store, class Rep, class Period, class Clock = steady_clock>
-result<lease<Store, Clock>> try_acquire(Store& store, std::string_view key,
-                                        std::chrono::duration<Rep, Period> ttl,
-                                        const acquire_options<Clock>& opts = {}) {
+HOLDFAST_REQUIRES(lease_store<Store>&& ttl_clock<Clock>)
+auto try_acquire(Store& store, std::string_view key, std::chrono::duration<Rep, Period> ttl,
+                 const acquire_options<Clock>& opts = {}) {
   static_assert(assert_lease_store<Store>(), "holdfast::try_acquire: Store must model LeaseStore");
+  using lease_result = result<lease<Store, Clock>>;
   result<detail::acquire_request> req = detail::prepare_acquire(key, ttl, opts);
   if (opts.observer != nullptr) return detail::observed_try_acquire(store, key, req, opts);
-  if (!req) return req.error();
+  if (!req) return lease_result(req.error());
   return detail::acquire_once(store, key, req->ttl, opts, req->owner);
 }
 
@@ -650,12 +659,13 @@ result<lease<Store, Clock>> try_acquire(Store& store, std::string_view key,
 ///   at once, any non-transient error try_acquire() reports (invalid_argument, protocol_error,
 ///     token_exhausted, ...).
 /// Exceptions thrown by the store or clock propagate unchanged.
+/// Returns result<lease<Store, Clock>> (spelled `auto` as for try_acquire()).
 template <class Store, class Rep, class Period, class TRep, class TPeriod,
           class Clock = steady_clock>
-result<lease<Store, Clock>> acquire(Store& store, std::string_view key,
-                                    std::chrono::duration<Rep, Period> ttl,
-                                    std::chrono::duration<TRep, TPeriod> timeout,
-                                    const acquire_options<Clock>& opts = {}) {
+HOLDFAST_REQUIRES(lease_store<Store>&& ttl_clock<Clock>)
+auto acquire(Store& store, std::string_view key, std::chrono::duration<Rep, Period> ttl,
+             std::chrono::duration<TRep, TPeriod> timeout,
+             const acquire_options<Clock>& opts = {}) {
   static_assert(assert_lease_store<Store>(), "holdfast::acquire: Store must model LeaseStore");
   // Two instantiations, so that the unobserved one is exactly the loop without any reporting.
   if (opts.observer != nullptr) {

@@ -84,9 +84,12 @@ struct mutex_options {
 /// Thread-safety: every member may be called concurrently; each thread acts on its own lock.
 /// Neither copyable nor movable (like std::mutex). Destroying it releases any lock still held.
 template <class Store, class Clock = steady_clock>
+HOLDFAST_REQUIRES(lease_store<Store>&& ttl_clock<Clock>)
 class distributed_mutex {
   static_assert(assert_lease_store<Store>(),
                 "holdfast::distributed_mutex<Store>: Store must model LeaseStore");
+  static_assert(assert_ttl_clock<Clock>(),
+                "holdfast::distributed_mutex<Store, Clock>: Clock must model ttl_clock");
 
  public:
   using store_type = Store;

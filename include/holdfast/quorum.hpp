@@ -198,6 +198,18 @@ struct has_raise_token_floor<
 template <class S>
 inline constexpr bool has_raise_token_v = detail::has_raise_token<S>::value;
 
+#if HOLDFAST_HAS_CONCEPTS
+/// A store a quorum_store can be made of: a LeaseStore with the token-floor capability
+/// `result<void> raise_token(key, owner, token, to)` (see has_raise_token_v), as a
+/// requires-expression: it constrains quorum_store.
+template <class S>
+concept quorum_member = lease_store<S>&& requires(S& s, std::string_view key,
+                                                  std::string_view owner, fencing_token token,
+                                                  fencing_token to) {
+  { s.raise_token(key, owner, token, to) } -> std::convertible_to<result<void>>;
+};
+#endif
+
 /// True iff S provides `result<void> raise_token_floor(fencing_token floor)`, which lifts the
 /// store's counter to >= `floor` unconditionally (recovery after a regression).
 template <class S>
@@ -319,15 +331,17 @@ struct quorum_args {
 /// the quorum is shared (memory_store is). The destructor waits for queued clean-ups (releases) to
 /// finish.
 template <class Store, class Clock = steady_clock>
+HOLDFAST_REQUIRES(quorum_member<Store>&& ttl_clock<Clock>)
 class quorum_store {
   static_assert(assert_lease_store<Store>(),
                 "holdfast::quorum_store<Store>: Store must model LeaseStore");
-  static_assert(
-      has_raise_token_v<Store>,
-      "holdfast::quorum_store<Store>: Store lacks `result<void> raise_token(std::string_view "
-      "key, std::string_view owner, fencing_token token, fencing_token to)`, the "
-      "token-floor capability that keeps quorum tokens monotonic (see quorum.hpp)");
-  static_assert(is_ttl_clock_v<Clock>,
+  static_assert(has_raise_token_v<Store>,
+                "holdfast::quorum_store<Store>: a member needs `result<void> raise_token("
+                "std::string_view key, std::string_view owner, fencing_token token, fencing_token "
+                "to)`, the token-floor capability that keeps quorum tokens monotonic (see "
+                "quorum.hpp); Store has no raise_token callable with these arguments and "
+                "returning that");
+  static_assert(assert_ttl_clock<Clock>(),
                 "holdfast::quorum_store<Store, Clock>: Clock must model ttl_clock");
 
  public:

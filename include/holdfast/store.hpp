@@ -211,18 +211,6 @@ struct has_try_acquire_queued<
 
 }  // namespace detail
 
-/// True iff S provides the three required LeaseStore operations with the signatures above
-/// (C++17 spelling; under C++20 use the concept `lease_store`).
-// clang-format off: clang-format 14 takes these && for rvalue references and glues them on.
-template <class S>
-inline constexpr bool is_lease_store_v =
-    detail::has_try_acquire<S>::value&& detail::has_renew<S>::value&& detail::has_release<S>::value;
-// clang-format on
-
-/// True iff S also provides the optional inspect(key) operation.
-template <class S>
-inline constexpr bool has_inspect_v = detail::has_inspect<S>::value;
-
 /// True iff S offers the optional waiting capability for callers on `Clock`:
 /// `result<void> wait_for_release(std::string_view key, const Clock::time_point& deadline)`,
 /// which sleeps until the key may be free or the deadline (see the overview of store.hpp).
@@ -246,35 +234,76 @@ inline constexpr bool has_try_acquire_queued_v = detail::has_try_acquire_queued<
 /// S provides `result<grant> try_acquire(std::string_view key, std::string_view owner,
 /// std::chrono::milliseconds ttl)`.
 template <class S>
-concept store_with_try_acquire = detail::has_try_acquire<S>::value;
+concept store_with_try_acquire = requires(S& s, std::string_view key, std::string_view owner,
+                                          std::chrono::milliseconds ttl) {
+  { s.try_acquire(key, owner, ttl) } -> std::convertible_to<result<grant>>;
+};
 /// S provides `result<grant> renew(std::string_view key, std::string_view owner, fencing_token,
 /// std::chrono::milliseconds ttl)`.
 template <class S>
-concept store_with_renew = detail::has_renew<S>::value;
+concept store_with_renew = requires(S& s, std::string_view key, std::string_view owner,
+                                    fencing_token token, std::chrono::milliseconds ttl) {
+  { s.renew(key, owner, token, ttl) } -> std::convertible_to<result<grant>>;
+};
 /// S provides `result<void> release(std::string_view key, std::string_view owner, fencing_token)`.
 template <class S>
-concept store_with_release = detail::has_release<S>::value;
-/// The LeaseStore contract's operations (see the table at the top of store.hpp). A failed check
-/// names the first missing operation.
-// clang-format off: as for is_lease_store_v.
+concept store_with_release = requires(S& s, std::string_view key, std::string_view owner,
+                                      fencing_token token) {
+  { s.release(key, owner, token) } -> std::convertible_to<result<void>>;
+};
+/// The LeaseStore contract's operations (see the table at the top of store.hpp), as one
+/// requires-expression: it constrains lease, try_acquire, acquire, distributed_mutex and
+/// quorum_store, so a type that is not a LeaseStore is refused at the call, with the first
+/// operation it cannot do named in the diagnostic.
 template <class S>
-concept lease_store = store_with_try_acquire<S>&& store_with_renew<S>&& store_with_release<S>;
-// clang-format on
+concept lease_store = requires(S& s, std::string_view key, std::string_view owner,
+                               fencing_token token, std::chrono::milliseconds ttl) {
+  { s.try_acquire(key, owner, ttl) } -> std::convertible_to<result<grant>>;
+  { s.renew(key, owner, token, ttl) } -> std::convertible_to<result<grant>>;
+  { s.release(key, owner, token) } -> std::convertible_to<result<void>>;
+};
+/// S also provides the optional `result<std::optional<lease_record>> inspect(std::string_view)`.
+template <class S>
+concept store_with_inspect = requires(S& s, std::string_view key) {
+  { s.inspect(key) } -> std::convertible_to<result<std::optional<lease_record>>>;
+};
+
+/// True iff S provides the three required LeaseStore operations with the signatures above (the
+/// C++17 spelling; under C++20 it is the concept lease_store).
+template <class S>
+inline constexpr bool is_lease_store_v = lease_store<S>;
+/// True iff S also provides the optional inspect(key) operation.
+template <class S>
+inline constexpr bool has_inspect_v = store_with_inspect<S>;
+#else
+/// True iff S provides the three required LeaseStore operations with the signatures above
+/// (C++17 spelling; under C++20 it is the concept `lease_store`).
+template <class S>
+inline constexpr bool is_lease_store_v =
+    detail::has_try_acquire<S>::value&& detail::has_renew<S>::value&& detail::has_release<S>::value;
+/// True iff S also provides the optional inspect(key) operation.
+template <class S>
+inline constexpr bool has_inspect_v = detail::has_inspect<S>::value;
 #endif
 
-/// Fails to compile, with a message naming the missing operation, unless S models LeaseStore.
-/// Returns true, so it can sit in a static_assert or a constexpr variable.
+/// Fails to compile, with a message naming the operation S cannot do, unless S models
+/// LeaseStore. Returns true, so it can sit in a static_assert or a constexpr variable. The C++17
+/// diagnostic (under C++20 the lease_store constraint refuses S first). A member of the right
+/// name with another signature or return type does not count, so the message says what is needed.
 template <class S>
 constexpr bool assert_lease_store() noexcept {
   static_assert(detail::has_try_acquire<S>::value,
-                "holdfast: the store lacks `result<grant> try_acquire(std::string_view key, "
-                "std::string_view owner, std::chrono::milliseconds ttl)`");
+                "holdfast: a LeaseStore needs `result<grant> try_acquire(std::string_view key, "
+                "std::string_view owner, std::chrono::milliseconds ttl)`; the store has no "
+                "try_acquire callable with these arguments and returning that");
   static_assert(detail::has_renew<S>::value,
-                "holdfast: the store lacks `result<grant> renew(std::string_view key, "
-                "std::string_view owner, fencing_token token, std::chrono::milliseconds ttl)`");
+                "holdfast: a LeaseStore needs `result<grant> renew(std::string_view key, "
+                "std::string_view owner, fencing_token token, std::chrono::milliseconds ttl)`; the "
+                "store has no renew callable with these arguments and returning that");
   static_assert(detail::has_release<S>::value,
-                "holdfast: the store lacks `result<void> release(std::string_view key, "
-                "std::string_view owner, fencing_token token)`");
+                "holdfast: a LeaseStore needs `result<void> release(std::string_view key, "
+                "std::string_view owner, fencing_token token)`; the store has no release "
+                "callable with these arguments and returning that");
   return true;
 }
 

@@ -1,6 +1,7 @@
-// A type with try_acquire and release but no renew is not a LeaseStore: try_acquire() refuses it
-// with a static_assert that names the missing operation, not pages of template errors.
-// expect-error: the store lacks `result<grant> renew\(
+// A type with try_acquire and release but no renew is not a LeaseStore: try_acquire() refuses it,
+// under C++20 by the lease_store constraint (naming the renew requirement), under C++17 by a
+// static_assert naming `result<grant> renew(...)`, not pages of template errors.
+// expect-error: needs .result<grant> renew\(|s\.renew\(key, owner, token, ttl\)
 // holdfast: control
 #include <chrono>
 #include <holdfast/lease.hpp>

@@ -40,6 +40,16 @@
 #endif
 #endif
 
+/// HOLDFAST_REQUIRES(constraint) puts a requires-clause on a public template under concepts and
+/// nothing under C++17, where a static_assert in the template's body names what is missing:
+///   template <class Store> HOLDFAST_REQUIRES(lease_store<Store>) class lease;
+#if HOLDFAST_HAS_CONCEPTS
+#include <concepts>
+#define HOLDFAST_REQUIRES(...) requires(__VA_ARGS__)
+#else
+#define HOLDFAST_REQUIRES(...)
+#endif
+
 // The inline namespace every declaration lives in, as {fmt} and nlohmann/json do: its name
 // carries the version (minor too, while the major version is 0) and the exception mode, so that
 // two builds that disagree on either get different mangled names instead of a silent ODR breach.

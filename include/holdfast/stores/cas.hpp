@@ -127,16 +127,25 @@ struct has_cas_swap<KV, std::void_t<decltype(std::declval<KV&>().compare_and_swa
 
 }  // namespace detail
 
+#if HOLDFAST_HAS_CONCEPTS
+/// A linearizable compare-and-swap key-value store (see the table at the top of cas.hpp), as a
+/// requires-expression: it constrains cas_store.
+template <class KV>
+concept cas_kv = requires(KV& kv, std::string_view key, std::uint64_t expected,
+                          std::string_view value) {
+  { kv.get(key) } -> std::convertible_to<result<cas_entry>>;
+  { kv.compare_and_swap(key, expected, value) } -> std::convertible_to<result<bool>>;
+};
+/// True iff KV provides get() and compare_and_swap() as in the table at the top of cas.hpp (the
+/// C++17 spelling; under C++20 it is the concept cas_kv).
+template <class KV>
+inline constexpr bool is_cas_kv_v = cas_kv<KV>;
+#else
 /// True iff KV provides get() and compare_and_swap() as in the table at the top of cas.hpp
 /// (C++17 spelling; under C++20 use the concept cas_kv).
 template <class KV>
 inline constexpr bool is_cas_kv_v =
     detail::has_cas_get<KV>::value&& detail::has_cas_swap<KV>::value;
-
-#if HOLDFAST_HAS_CONCEPTS
-/// A linearizable compare-and-swap key-value store (see the table at the top of cas.hpp).
-template <class KV>
-concept cas_kv = is_cas_kv_v<KV>;
 #endif
 
 /// An in-process cas_kv over a hash map: versions come from one counter, so they never repeat.
@@ -265,13 +274,16 @@ struct cas_record {
 /// The KV must outlive the adapter. Exceptions: none of its own; one thrown by the KV, the clock
 /// or allocation propagates unchanged.
 template <class KV, class Clock = steady_clock>
+HOLDFAST_REQUIRES(cas_kv<KV>&& ttl_clock<Clock>)
 class cas_store {
-  static_assert(
-      is_cas_kv_v<KV>,
-      "holdfast::cas_store<KV>: KV must provide `result<cas_entry> get(std::string_view)` "
-      "and `result<bool> compare_and_swap(std::string_view, std::uint64_t, "
-      "std::string_view)`");
-  static_assert(is_ttl_clock_v<Clock>,
+  static_assert(detail::has_cas_get<KV>::value,
+                "holdfast::cas_store<KV>: KV needs `result<cas_entry> get(std::string_view key)`; "
+                "it has no get callable with that argument and returning that");
+  static_assert(detail::has_cas_swap<KV>::value,
+                "holdfast::cas_store<KV>: KV needs `result<bool> compare_and_swap(std::string_view "
+                "key, std::uint64_t expected, std::string_view value)`; it has no compare_and_swap "
+                "callable with these arguments and returning that");
+  static_assert(assert_ttl_clock<Clock>(),
                 "holdfast::cas_store<KV, Clock>: Clock must model ttl_clock");
 
  public:
