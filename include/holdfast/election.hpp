@@ -184,10 +184,11 @@ struct election_options {
 /// to it). Destroying it resigns (quietly; on_stopped_leading(resigned) runs if it led).
 /// The store (and a given keepalive) must outlive it.
 template <class Store, class Clock = steady_clock>
+HOLDFAST_REQUIRES(lease_store<Store>&& ttl_clock<Clock>)
 class election {
   static_assert(assert_lease_store<Store>(),
                 "holdfast::election<Store>: Store must model LeaseStore");
-  static_assert(is_ttl_clock_v<Clock>,
+  static_assert(assert_ttl_clock<Clock>(),
                 "holdfast::election<Store, Clock>: Clock must model ttl_clock");
 
  public:

@@ -94,10 +94,11 @@ struct semaphore_options {
 /// configuration); each permit is a lease handle, used by one thread at a time. The store (and a
 /// given keepalive) must outlive the semaphore's permits.
 template <class Store, class Clock = steady_clock>
+HOLDFAST_REQUIRES(lease_store<Store>&& ttl_clock<Clock>)
 class semaphore {
   static_assert(assert_lease_store<Store>(),
                 "holdfast::semaphore<Store>: Store must model LeaseStore");
-  static_assert(is_ttl_clock_v<Clock>,
+  static_assert(assert_ttl_clock<Clock>(),
                 "holdfast::semaphore<Store, Clock>: Clock must model ttl_clock");
 
  public:

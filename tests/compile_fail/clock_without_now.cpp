@@ -11,7 +11,9 @@ struct clock_without_now {
   using duration = std::chrono::nanoseconds;
   using time_point = std::chrono::time_point<clock_without_now, duration>;
 #ifdef HOLDFAST_COMPILE_FAIL_CONTROL  // the control adds now(), and then it compiles
-  time_point now() const { return time_point{}; }
+  time_point now() const {
+    return time_point{};
+  }
 #endif
   void sleep_until(const time_point&) {}
 };
