@@ -250,7 +250,9 @@ class election {
   ///   errc::lease_lost if the lease was lost before leadership could start;
   ///   errc::invalid_argument for bad constructor arguments, or a keepalive that was stopped;
   ///   any non-transient error acquire() reports (protocol_error, token_exhausted, ...).
-  /// Exceptions from the store, clock or on_started_leading propagate.
+  /// Exceptions from the store, clock or on_started_leading propagate. If on_started_leading
+  /// throws, this candidate still leads (is_leader() is true, the keepalive renews, a later loss
+  /// still calls on_stopped_leading): call resign() if a leader that failed to start must not lead.
   template <class Rep, class Period>
   result<fencing_token> campaign(std::chrono::duration<Rep, Period> timeout) {
     return run_campaign([&](const acquire_options<Clock>& o) {

@@ -9,6 +9,11 @@
 #include <cstdio>
 #include <cstdlib>
 
+// MSVC reports __cplusplus as 199711L unless /Zc:__cplusplus is given; _MSVC_LANG is right.
+#if (defined(_MSVC_LANG) && _MSVC_LANG < 201703L) || (!defined(_MSVC_LANG) && __cplusplus < 201703L)
+#error "holdfast needs C++17 or later (e.g. -std=c++17; clang 14 and g++ 10 default to C++14)"
+#endif
+
 /// The library's version; CMakeLists.txt and meson.build carry the same number (the format step
 /// of the test command checks all three agree).
 #define HOLDFAST_VERSION_MAJOR 0
