@@ -113,6 +113,11 @@ struct conformance_options {
   std::string svg_dir{};
   /// The progress line on stderr (progress.hpp): by default only on a terminal, after 2 s.
   progress_mode progress = progress_mode::automatic;
+  /// How long, in real time, a schedule (or a shrinking step) may run before the check is judged
+  /// blocked and ended with a message (stall_watchdog in progress.hpp): a store that holds its own
+  /// lock across a step point blocks the simulator's one thread for good. Zero disables it.
+  /// Default 60 s (a schedule normally takes milliseconds).
+  std::chrono::milliseconds stall_limit = std::chrono::seconds(60);
 };
 
 /// What check_store() found.
@@ -332,12 +337,14 @@ conformance_report check_store(Factory&& make_store, const conformance_options& 
   }
   std::uint64_t store_steps = 0;
   progress_meter meter("check_store", o.schedules, o.progress);
+  stall_watchdog watchdog("check_store", o.stall_limit);
   run_options jumps = ro;
   jumps.faults.clock_jumps = true;
   for (std::uint32_t i = 0; i < o.schedules; ++i) {
     const run_options& ri = o.clock_jumps && i % 2 == 1 ? jumps : ro;
     seeded_source src(o.seed + i);
     run_result r = run_schedule(src, make_store, ri);
+    watchdog.beat();
     ++rep.schedules;
     rep.events += r.log.events.size();
     store_steps += r.log.store_steps;
@@ -349,7 +356,12 @@ conformance_report check_store(Factory&& make_store, const conformance_options& 
       recording_source rec(again);
       (void)run_schedule(rec, make_store, ri);
       const shrink_result s = shrink_failure(
-          rec.to_bytes(), [&](byte_source& b) { return run_schedule(b, make_store, ri); }, 2000);
+          rec.to_bytes(),
+          [&](byte_source& b) {
+            watchdog.beat();
+            return run_schedule(b, make_store, ri);
+          },
+          2000);
       const std::string picture = save_counterexample(
           o.svg_dir.empty() ? svg_dir_from_env() : o.svg_dir,
           "check_store-seed-" + std::to_string(o.seed + i), s.run.log, s.run.result);

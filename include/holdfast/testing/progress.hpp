@@ -20,15 +20,22 @@
 // meter reads std::chrono::steady_clock (real time, not simulated time: it measures the checker).
 //
 // Thread-safety: a meter belongs to one thread.
+//
+// stall_watchdog: a check whose simulated schedule blocks for good (a store holding its own lock
+// across a step point) is ended with a message naming the likely cause, instead of hanging.
 #ifndef HOLDFAST_TESTING_PROGRESS_HPP
 #define HOLDFAST_TESTING_PROGRESS_HPP
 
+#include <atomic>
 #include <chrono>
+#include <condition_variable>
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <mutex>
 #include <string>
+#include <thread>
 #include <utility>
 
 #include "holdfast/detail/config.hpp"
@@ -189,6 +196,77 @@ class progress_meter {
   bool tty_ = false;
   bool printed_ = false;
   bool finished_ = false;
+};
+
+/// Ends a check that has stopped making progress, with a message instead of a silent hang.
+///
+/// The simulator runs every client on one thread, switching between them at step points; a store
+/// that holds a lock of its own (a mutex, an open transaction) across a step point blocks that
+/// thread for good as soon as another client reaches the same lock. Nothing can resume it, so
+/// the watchdog, a thread of its own, prints what probably happened to stderr and aborts the
+/// process (a test runner then reports the failure) once `beat()` has not been called for
+/// `limit` of real time. A limit of zero disables it (no thread is started).
+///
+///   stall_watchdog dog("check_store", std::chrono::seconds(60));
+///   for (...) { run_one_schedule(); dog.beat(); }
+///
+/// Thread-safety: beat() may be called from any thread; the destructor stops and joins the
+/// watchdog thread.
+class stall_watchdog {
+ public:
+  /// Starts watching `what` (named in the message) with `limit` of real time between beats.
+  stall_watchdog(std::string what, std::chrono::milliseconds limit) : what_(std::move(what)) {
+    if (limit <= std::chrono::milliseconds::zero()) return;
+    thread_ = std::thread([this, limit] { watch(limit); });
+  }
+  stall_watchdog(const stall_watchdog&) = delete;
+  stall_watchdog& operator=(const stall_watchdog&) = delete;
+  ~stall_watchdog() {
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      stop_ = true;
+    }
+    cv_.notify_all();
+    if (thread_.joinable()) thread_.join();
+  }
+
+  /// Records progress (a schedule finished, a shrink step ran).
+  void beat() noexcept { beats_.fetch_add(1, std::memory_order_relaxed); }
+
+ private:
+  void watch(std::chrono::milliseconds limit) {
+    using clock = std::chrono::steady_clock;
+    std::unique_lock<std::mutex> lock(mu_);
+    std::uint64_t seen = beats_.load(std::memory_order_relaxed);
+    clock::time_point last = clock::now();
+    while (!stop_) {
+      cv_.wait_for(lock, std::chrono::milliseconds(200));
+      if (stop_) return;
+      const std::uint64_t now_beats = beats_.load(std::memory_order_relaxed);
+      const clock::time_point now = clock::now();
+      if (now_beats != seen) {
+        seen = now_beats;
+        last = now;
+      } else if (now - last >= limit) {
+        std::fprintf(stderr,
+                     "holdfast: %s made no progress for %lld ms of real time: a simulated "
+                     "schedule is blocked. The usual cause is a store holding a lock of its own "
+                     "(a mutex, an open transaction) across a step point, or blocking on "
+                     "something only another simulated client can release (step_point.hpp). "
+                     "Aborting.\n",
+                     what_.c_str(), static_cast<long long>(limit.count()));
+        std::fflush(stderr);
+        std::abort();
+      }
+    }
+  }
+
+  std::string what_;
+  std::atomic<std::uint64_t> beats_{0};
+  std::mutex mu_;
+  std::condition_variable cv_;
+  bool stop_ = false;
+  std::thread thread_;
 };
 
 }  // namespace testing
