@@ -15,7 +15,10 @@ namespace {
 int fail_after = -1;  // -1: never fail; n: the (n+1)-th allocation from now throws
 }
 
-void* operator new(std::size_t n) {
+// The replacements are kept out of line: once g++ 12 inlines them at -O2 it sees std::free() called
+// on a pointer from operator new and reports -Werror=mismatched-new-delete, although replacing
+// both halves of the pair this way is what the standard allows ([new.delete.single]).
+[[gnu::noinline]] void* operator new(std::size_t n) {
   if (fail_after == 0) {
     fail_after = -1;
     throw std::bad_alloc();
@@ -24,10 +27,10 @@ void* operator new(std::size_t n) {
   if (void* p = std::malloc(n != 0 ? n : 1)) return p;
   throw std::bad_alloc();
 }
-void operator delete(void* p) noexcept {
+[[gnu::noinline]] void operator delete(void* p) noexcept {
   std::free(p);
 }
-void operator delete(void* p, std::size_t) noexcept {
+[[gnu::noinline]] void operator delete(void* p, std::size_t) noexcept {
   std::free(p);
 }
 
