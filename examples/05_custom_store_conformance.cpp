@@ -80,8 +80,11 @@ class map_store {
     time_point expires;
   };
 
-  static time_point expiry(time_point now, std::chrono::milliseconds ttl) {
-    return now + std::chrono::duration_cast<typename Clock::duration>(ttl);
+  // A grant must last its TTL in real time even if the clock reads coarsely (DESIGN T2): the
+  // clock's tick, which the reading `now` may lag, is added (store_hold_until). The kit checks
+  // this with store clocks that read whole seconds, 10 ms or 1 ms, rounded down.
+  time_point expiry(time_point now, std::chrono::milliseconds ttl) const {
+    return holdfast::store_hold_until(now, ttl, holdfast::clock_tick(clock_));
   }
 
   Clock clock_;

@@ -1,10 +1,12 @@
 // libFuzzer harness: like fuzz_lease_schedule, with every fault beyond the promises turned on:
 // clocks that jump forwards and backwards, clock rates beyond the drift bound, store restarts
-// (outages that keep state). S4 (holder belief) is then not promised after the first such fault;
-// S1 (fenced writes), S2, S3, S5 and L1 must hold regardless.
+// (outages that keep state), and store clocks that tick coarsely (1 ms, 10 ms, 1 s; reads
+// rounded down; on by default in every run). S4 (holder belief) is then not promised after the
+// first such fault; S1 (fenced writes), S2, S3, S5 and L1 must hold regardless.
 //
 // HOLDFAST_MUTANT=<name> (holdfast/testing/mutants.hpp) runs a deliberately broken variant
-// instead, as in fuzz_lease_schedule (fuzz/CMakeLists.txt asserts the expiry-boundary ones).
+// instead, as in fuzz_lease_schedule (fuzz/CMakeLists.txt asserts the expiry-boundary ones and
+// ignores_clock_tick).
 #include <cstddef>
 #include <cstdint>
 #include <cstdio>
@@ -17,6 +19,7 @@ holdfast::testing::run_options chaos() {
   holdfast::testing::run_options o;
   o.faults.clock_jumps = true;
   o.faults.drift_beyond_bound = true;
+  o.faults.store_clock_ticks = true;
   o.store_faults.restarts = true;
   return o;
 }

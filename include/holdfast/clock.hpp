@@ -8,7 +8,9 @@
 //   C::duration          | a std::chrono::duration
 //   C::time_point        | a std::chrono::time_point whose duration is C::duration
 //   c.now()              | C::time_point; callable on a const clock
-//   c.sleep_until(tp)    | blocks the caller until now() >= tp (returns at once if it already is)
+//   c.sleep_until(tp)    | blocks the caller until now() >= tp (returns at once if it already is);
+//                        | may return earlier, e.g. when the clock went backwards meanwhile
+//                        | (callers re-read the clock: holdfast's always do)
 //   C c2 = c;            | copyable: clocks are cheap handles; copies share one time
 //
 // A clock may also be *interruptible* (optional; is_interruptible_clock_v), which lets a background
@@ -17,10 +19,23 @@
 //
 //   expression              | effect
 //   ------------------------+---------------------------------------------------------------------
-//   c.sleep_until(tp, stop) | blocks until now() >= tp (returns true) or until stop() is true
-//                           | after a wake_sleepers() call (returns false); stop() is also
-//                           | checked on entry
+//   c.sleep_until(tp, stop) | blocks until now() >= tp (returns true) or until stop() is true after
+//                           | a wake_sleepers() call (returns false); stop() is also checked on
+//                           | entry. Should also return false once the clock went backwards (below
+//                           | its reading at entry): the deadline then no longer measures a wait
 //   c.wake_sleepers()       | makes every sleep_until(tp, stop) re-check its stop()
+//
+// A clock may also declare its *tick* (optional): how far behind true time a reading may lag.
+//
+//   expression   | type / meaning
+//   -------------+--------------------------------------------------------------------------------
+//   c.tick()     | a std::chrono::duration q >= 0: every reading t of now() satisfies
+//                | t <= true time < t + q (a clock that reads true time rounded *down* to q)
+//
+// clock_tick(c) returns it, or one unit of C::duration for a clock that does not declare it (a
+// clock that reads in whole units may lag by up to one). manual_clock declares 0: its time is
+// exactly what was set. A store that judges expiry by its own clock uses the tick to hold every
+// grant for at least the TTL it reports in real time (DESIGN T2; store_hold_until() in store.hpp).
 //
 // manual_clock is interruptible. steady_clock needs no such support: code that must interrupt a
 // sleep on it waits on its own condition variable, which runs on the same steady time. A clock that
@@ -29,11 +44,17 @@
 //
 // Clocks must be steady in intent: TTLs are durations, never wall-clock instants (DESIGN T2), so a
 // wall-clock jump (NTP, an operator's `date -s`) changes nothing. A user clock that nevertheless
-// goes backwards is detected by `lease`, which then stops trusting itself (see lease.hpp).
+// goes backwards is detected by `lease`, which then stops trusting itself (see lease.hpp), and
+// nothing in holdfast that waits for an instant of a user clock waits longer because of it: a
+// sleep on a clock that went backwards ends (manual_clock; an interruptible clock should do the
+// same), the keepalive then finds the regression and reports clock_regressed on its leases, and
+// a blocking acquire counts only the time the clock moved forwards against its timeout.
 //
 //   steady_clock   the default: std::chrono::steady_clock, real sleeping
 //   manual_clock   for tests: time moves only when advance()/set() is called; sleep_until blocks
 //                  until another thread moves time past the deadline
+//   self_advancing_clock  for single-threaded tests: sleep_until moves time to the deadline
+//                  itself, so blocking acquire() and a poll()-driven keepalive run on one thread
 #ifndef HOLDFAST_CLOCK_HPP
 #define HOLDFAST_CLOCK_HPP
 
@@ -43,6 +64,7 @@
 #include <cstdint>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <thread>
 #include <type_traits>
 #include <utility>
@@ -141,6 +163,31 @@ template <class C>
 inline constexpr bool is_interruptible_clock_v =
     is_ttl_clock_v<C>&& detail::is_interruptible_clock<C>::value;
 
+namespace detail {
+template <class C, class = void>
+struct has_tick : std::false_type {};
+template <class C>
+struct has_tick<C, std::void_t<decltype(std::declval<const C&>().tick())>> : std::true_type {};
+}  // namespace detail
+
+/// Returns the tick of `clock` (see the table at the top of clock.hpp): the most by which a
+/// reading of clock.now() may lag true time, in the clock's own duration (rounded up). It is
+/// `clock.tick()` if the clock declares one (a negative tick counts as zero), else one unit of
+/// Clock::duration. Exceptions from clock.tick() propagate.
+template <class Clock>
+[[nodiscard]] typename Clock::duration clock_tick(const Clock& clock) {
+  using D = typename Clock::duration;
+  if constexpr (detail::has_tick<Clock>::value) {
+    const auto q = clock.tick();
+    if (q <= decltype(q)::zero()) return D::zero();
+    const std::optional<D> t = detail::checked_duration_cast<D>(q);
+    if (!t) return D::max();
+    return *t < q ? *t + D(1) : *t;  // rounded up: never declare a finer tick than the clock's
+  } else {
+    return D(1);
+  }
+}
+
 /// The default clock: std::chrono::steady_clock, which never jumps and never goes backwards.
 /// Sleeping is real (std::this_thread::sleep_until). Stateless; thread-safe.
 struct steady_clock {
@@ -157,7 +204,9 @@ struct steady_clock {
 /// so a test can hand copies to a store, leases and helper threads and move them all at once.
 ///
 /// Time starts at the epoch (now().time_since_epoch() == 0) and may be moved forwards or
-/// backwards (set() or a negative advance()), to test code against clocks that jump.
+/// backwards (set() or a negative advance()), to test code against clocks that jump. A move
+/// backwards ends every sleep in progress (sleep_until(tp, stop) then returns false): a sleeper
+/// waiting for an instant must re-read the clock rather than wait for the lost time again.
 /// sleep_until() blocks until another thread moves time to or past the deadline; it never waits
 /// on the real clock, so a test that forgets to advance time hangs visibly instead of passing by
 /// luck (pair it with wait_for_sleepers(), which has a real-time bound). It is interruptible
@@ -176,6 +225,9 @@ class manual_clock {
   /// Makes a new, independent time starting at the epoch.
   manual_clock() : state_(std::make_shared<state>()) {}
 
+  /// Returns the tick, zero: a manual clock reads exactly the time that was set.
+  [[nodiscard]] static constexpr duration tick() noexcept { return duration::zero(); }
+
   /// Returns the current manual time.
   [[nodiscard]] time_point now() const {
     std::lock_guard<std::mutex> lock(state_->mutex);
@@ -188,32 +240,34 @@ class manual_clock {
   void advance(duration d) {
     {
       std::lock_guard<std::mutex> lock(state_->mutex);
-      state_->now = detail::saturating_add(state_->now, d);
+      move_to(detail::saturating_add(state_->now, d));
     }
     state_->cv.notify_all();
   }
 
-  /// Sets time to `t`, forwards or backwards. Wakes sleepers whose deadline has been reached.
+  /// Sets time to `t`, forwards or backwards. Wakes sleepers whose deadline has been reached, and
+  /// on a move backwards every sleeper.
   void set(time_point t) {
     {
       std::lock_guard<std::mutex> lock(state_->mutex);
-      state_->now = t;
+      move_to(t);
     }
     state_->cv.notify_all();
   }
 
-  /// Blocks until another thread moves time to or past `deadline`; returns at once if it is
-  /// already there.
+  /// Blocks until another thread moves time to or past `deadline`, or moves it backwards (the
+  /// caller re-reads the clock); returns at once if time is already there.
   void sleep_until(time_point deadline) const { (void)sleep_until(deadline, detail::never_stop{}); }
 
-  /// Blocks until time reaches `deadline` (returns true) or until `stop()` returns true (returns
-  /// false). `stop` is called on entry and again after every wake_sleepers() call, under the
-  /// clock's internal lock: it must be cheap (e.g. read an atomic flag) and must not call into
-  /// this clock.
+  /// Blocks until time reaches `deadline` (returns true), until `stop()` returns true (returns
+  /// false), or until time moves backwards (returns false). `stop` is called on entry and again
+  /// after every wake_sleepers() call, under the clock's internal lock: it must be cheap (e.g.
+  /// read an atomic flag) and must not call into this clock.
   template <class Stop>
   bool sleep_until(time_point deadline, Stop stop) const {
     std::unique_lock<std::mutex> lock(state_->mutex);
-    sleeper me{deadline, state_->wake_epoch};
+    const std::uint64_t regressions = state_->regressions;
+    sleeper me{deadline, state_->wake_epoch, regressions};
     state_->sleeping.push_back(&me);
     struct unregister {
       state* st;
@@ -231,6 +285,7 @@ class manual_clock {
     bool checked = false;
     for (;;) {
       if (state_->now >= deadline) return true;
+      if (state_->regressions != regressions) return false;  // the deadline means nothing now
       if (!checked || me.epoch != state_->wake_epoch) {
         // Stop not counting as blocked while stop() runs: a wake_sleepers() caller that then
         // waits for sleepers must see this thread either stopped or asleep again.
@@ -276,19 +331,29 @@ class manual_clock {
   struct sleeper {
     time_point deadline;
     std::uint64_t epoch;
+    std::uint64_t regressions;  // state::regressions when it fell asleep
   };
   struct state {
     std::mutex mutex;
     std::condition_variable cv;
     time_point now{};
     std::uint64_t wake_epoch = 0;
+    std::uint64_t regressions = 0;   // how many times time moved backwards
     std::vector<sleeper*> sleeping;  // every thread inside sleep_until (few: a vector suffices)
   };
+
+  void move_to(time_point t) {  // caller holds state_->mutex
+    if (t < state_->now) ++state_->regressions;
+    state_->now = t;
+  }
 
   std::size_t blocked() const {  // caller holds state_->mutex
     std::size_t n = 0;
     for (const sleeper* s : state_->sleeping) {
-      if (state_->now < s->deadline && s->epoch == state_->wake_epoch) ++n;
+      if (state_->now < s->deadline && s->epoch == state_->wake_epoch &&
+          s->regressions == state_->regressions) {
+        ++n;
+      }
     }
     return n;
   }
@@ -296,7 +361,77 @@ class manual_clock {
   std::shared_ptr<state> state_;
 };
 
+/// A clock for single-threaded tests whose sleep_until() moves its time forwards to the deadline
+/// itself, in the spirit of abseil's SimulatedClock: code that sleeps on its clock (a blocking
+/// acquire() backing off, a keepalive driven by poll()) runs to completion on the test's one
+/// thread, in virtual time, where manual_clock::sleep_until would wait forever for another thread
+/// to move time. Copies share one time.
+///
+///   holdfast::self_advancing_clock clock;
+///   holdfast::memory_store<holdfast::self_advancing_clock> store(clock);
+///   auto l = holdfast::acquire(store, "k", 10s, 1min, opts);   // backs off in virtual time
+///   holdfast::keepalive<holdfast::self_advancing_clock> ka(clock, {.start_thread = false});
+///   while (auto next = ka.poll()) clock.sleep_until(*next);    // an event loop, one thread
+///
+/// With a keepalive thread (start_thread = true) it works too: the clock is neither steady nor
+/// interruptible, so the thread reads it every poll_interval of real time and renews whatever is
+/// due; time still moves only when the test sleeps, advances or sets it.
+///
+/// Time starts at the epoch and may also be moved by hand, forwards or backwards (advance(),
+/// set()). A sleep never moves time backwards: sleeping until an instant already passed returns
+/// at once. Its tick is zero (reads are exact). Thread-safety: every member may be called
+/// concurrently from any thread.
+class self_advancing_clock {
+ public:
+  using duration = std::chrono::nanoseconds;
+  using rep = duration::rep;
+  using period = duration::period;
+  using time_point = std::chrono::time_point<self_advancing_clock, duration>;
+  static constexpr bool is_steady = false;  // it may be set backwards on purpose
+
+  /// Makes a new, independent time starting at the epoch.
+  self_advancing_clock() : state_(std::make_shared<state>()) {}
+
+  /// Returns the current time.
+  [[nodiscard]] time_point now() const {
+    std::lock_guard<std::mutex> lock(state_->mutex);
+    return state_->now;
+  }
+  /// Moves time forwards to `deadline` if it is earlier, and returns at once. Counted by sleeps().
+  void sleep_until(time_point deadline) const {
+    std::lock_guard<std::mutex> lock(state_->mutex);
+    ++state_->sleeps;
+    if (state_->now < deadline) state_->now = deadline;
+  }
+  /// Moves time by `d` (negative: backwards), saturating at the time_point's range.
+  void advance(duration d) {
+    std::lock_guard<std::mutex> lock(state_->mutex);
+    state_->now = detail::saturating_add(state_->now, d);
+  }
+  /// Sets time to `t`, forwards or backwards.
+  void set(time_point t) {
+    std::lock_guard<std::mutex> lock(state_->mutex);
+    state_->now = t;
+  }
+  /// Returns the tick, zero: reads are exact.
+  [[nodiscard]] static constexpr duration tick() noexcept { return duration::zero(); }
+  /// Returns how many times sleep_until() was called (on any copy).
+  [[nodiscard]] std::uint64_t sleeps() const {
+    std::lock_guard<std::mutex> lock(state_->mutex);
+    return state_->sleeps;
+  }
+
+ private:
+  struct state {
+    std::mutex mutex;
+    time_point now{};
+    std::uint64_t sleeps = 0;
+  };
+  std::shared_ptr<state> state_;
+};
+
 static_assert(is_ttl_clock_v<steady_clock>, "steady_clock must model ttl_clock");
+static_assert(is_ttl_clock_v<self_advancing_clock>, "self_advancing_clock must model ttl_clock");
 static_assert(is_ttl_clock_v<manual_clock>, "manual_clock must model ttl_clock");
 static_assert(is_interruptible_clock_v<manual_clock>, "manual_clock must be interruptible");
 static_assert(!is_interruptible_clock_v<steady_clock>, "steady_clock has no interruptible sleep");

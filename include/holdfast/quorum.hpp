@@ -783,11 +783,16 @@ class quorum_store {
   // Redlock's validity rule, shared by try_acquire and renew: some validity is left of a grant of
   // `applied` whose requests left at `start` (time elapsed on the quorum's clock, less drift and
   // margin). A clock that went backwards leaves none: elapsed time is then unknown.
+  // The quorum's clock may read up to one tick behind true time (clock_tick), so elapsed time is
+  // counted a tick longer (DESIGN T2): now - start + tick < trusted_span(applied).
   bool validity_left(time_point start, std::chrono::milliseconds applied) const {
     const time_point now = exec_.clock().now();
-    return !(now < start) && detail::saturating_sub(now, start) <
-                                 std::chrono::duration_cast<typename Clock::duration>(
-                                     trusted_span(applied, opts_.validity));
+    if (now < start) return false;
+    const auto span = std::chrono::duration_cast<typename Clock::duration>(
+        trusted_span(applied, opts_.validity));
+    const auto elapsed = detail::saturating_sub(now, start);
+    const auto tick = clock_tick(exec_.clock());
+    return elapsed < span && tick < span - elapsed;
   }
 
   // After a reported grant: a late grant joins the lease (raised to `top`) or is given back.

@@ -25,6 +25,12 @@
 //             Re-acquiring one's own live lease returns the *same* token and extends the TTL, so
 //             retrying an acquire whose reply was lost is safe.
 //  T2 time    Expiry is judged by one clock, the store's. TTLs are durations, never instants.
+//             A store holds every grant for at least the TTL it reports, in *real* time, whatever
+//             its clock's tick: the part of a tick already elapsed at the read counts against it,
+//             so a store whose clock reads true time rounded down to q ends the grant no earlier
+//             than reading + TTL + q (store_hold_until()), and never truncates a TTL to whole
+//             ticks. A store may apply a longer TTL than asked (rounded up, e.g. etcd's whole
+//             seconds) if it reports the TTL it applied; never a shorter one than it reports.
 //  T3 owners  Renew and release by anyone but the holder (owner *and* token) change nothing.
 //  T4 errors  Contention is `busy`, not an error. A store that is down, times out or gets a garbage
 //             reply reports an error; it never reports a grant it did not make.
@@ -64,6 +70,7 @@
 #include <utility>
 
 #include "holdfast/detail/config.hpp"
+#include "holdfast/detail/saturating.hpp"
 #include "holdfast/error.hpp"
 #include "holdfast/fencing_token.hpp"
 #include "holdfast/result.hpp"
@@ -96,6 +103,33 @@ struct lease_record {
 /// The longest TTL any holdfast operation accepts: 100 years, in milliseconds. Longer TTLs get
 /// invalid_argument; this bound keeps `now + ttl` representable in nanoseconds on every clock.
 inline constexpr std::chrono::milliseconds max_ttl{1000LL * 60 * 60 * 24 * 365 * 100};
+
+/// Returns the reading of a store's clock from which a grant of `ttl` made when that clock read
+/// `now` may end: `now + ttl + tick`, where `tick` is the clock's tick (clock_tick() in
+/// clock.hpp: how far a reading may lag true time), `ttl` is rounded *up* to the clock's duration
+/// and the sum clamps at time_point::max(). A store that keeps the grant while its clock reads
+/// less than this holds it for at least `ttl` of real time (DESIGN T2): at the read, up to one
+/// tick of true time had already passed unseen. The issue "time at the edges" input: a clock
+/// reading whole seconds, a 1500 ms grant read at 0 s (true time 0.7 s) must hold until the clock
+/// reads 2.5 s (true time 3.0 s, 2.3 s after the grant), not 1.5 s (true time 2.0 s, 1.3 s).
+template <class Clock, class Dur, class TRep, class TPeriod>
+[[nodiscard]] std::chrono::time_point<Clock, Dur> store_hold_until(
+    std::chrono::time_point<Clock, Dur> now, std::chrono::milliseconds ttl,
+    std::chrono::duration<TRep, TPeriod> tick) noexcept {
+  using tp = std::chrono::time_point<Clock, Dur>;
+  if (ttl < std::chrono::milliseconds::zero()) ttl = std::chrono::milliseconds::zero();
+  const std::optional<Dur> t = detail::checked_duration_cast<Dur>(ttl);
+  if (!t) return tp::max();
+  Dur held = *t;
+  // checked_duration_cast truncates: on a clock coarser than 1 ms, round the TTL up to a tick.
+  // Compared in whole ms (truncated, exact here since ttl is whole), so no duration is widened
+  // into a finer, overflowing unit.
+  const std::optional<std::chrono::milliseconds> back =
+      detail::checked_duration_cast<std::chrono::milliseconds>(held);
+  if (back && *back < ttl) held += Dur(1);
+  const tp end = detail::saturating_add(now, held);
+  return tick > decltype(tick)::zero() ? detail::saturating_add(end, tick) : end;
+}
 
 /// Checks a TTL: returns invalid_argument unless it is in (0, max_ttl]; a zero error code
 /// otherwise.

@@ -578,3 +578,63 @@ TEST_CASE("two processes, each with its own clock, share one KV", "[cas]") {
   REQUIRE(gb);
   CHECK(gb->token > ga->token);
 }
+
+TEST_CASE("a contender on a coarse clock waits the full TTL in real time", "[cas]") {
+  // The kind of issue "time at the edges" (1) on the CAS adapter: the contender's clock reads true
+  // time rounded down to whole seconds. It first sees A's 1500 ms record at true time 0.999 s
+  // (read 0 s). Before, it took the key over when its clock read 1.5 s (true time 2.0 s: only
+  // 1.001 s of watching). Expected: busy until the clock reads 0 + 1.5 s + 1 s tick, i.e. true
+  // time 3.0 s; one tick before, at and after.
+  manual_clock truth;
+  holdfast::memory_cas_kv kv;
+  holdfast::cas_store<holdfast::memory_cas_kv, manual_clock> holder(kv, truth);
+  holdfast::cas_store<holdfast::memory_cas_kv, holdfast_test::rounding_clock> contender(
+      kv, holdfast_test::rounding_clock(truth, 1s));
+  truth.set(manual_clock::time_point(200ms));
+  auto a = holder.try_acquire("k", "A", 1500ms);
+  REQUIRE(a);
+  truth.set(manual_clock::time_point(999ms));
+  CHECK(contender.try_acquire("k", "B", 1500ms).error() == errc::busy);  // the wait starts
+  for (const std::chrono::nanoseconds t : {2s - 0ns, 3s - 1ns}) {
+    truth.set(manual_clock::time_point(t));
+    CHECK(contender.try_acquire("k", "B", 1500ms).error() == errc::busy);
+  }
+  truth.set(manual_clock::time_point(3s));
+  auto b = contender.try_acquire("k", "B", 1500ms);
+  REQUIRE(b);
+  CHECK(b->token > a->token);
+}
+
+TEST_CASE("an adapter's memory is bounded by the keys in use, not every key it saw held", "[cas]") {
+  // Review input: adapter B sees 20000 distinct keys held by A (through another adapter), each
+  // freed by A there, never through B. Before, B remembered all 20000 sightings. Expected: its
+  // sightings are swept once watched unchanged for two TTLs, so at most 64 remain here.
+  manual_clock clock;
+  holdfast::memory_cas_kv kv;
+  holdfast::cas_store<holdfast::memory_cas_kv, manual_clock> a(kv, clock);
+  holdfast::cas_store<holdfast::memory_cas_kv, manual_clock> b(kv, clock);
+  for (int i = 0; i < 20000; ++i) {
+    const std::string key = "key" + std::to_string(i);
+    auto g = a.try_acquire(key, "A", 1ms);
+    REQUIRE(g);
+    REQUIRE(b.try_acquire(key, "B", 1ms).error() == errc::busy);  // B starts timing it
+    REQUIRE(a.release(key, "A", g->token));
+    clock.advance(1ms);
+  }
+  CHECK(a.watching() == 0);
+  CHECK(b.watching() <= 64);
+  // A key B is still waiting on is kept: its wait goes on and ends on time.
+  auto held = a.try_acquire("live", "A", 10ms);
+  REQUIRE(held);
+  CHECK(b.try_acquire("live", "B", 10ms).error() == errc::busy);
+  for (int i = 0; i < 200; ++i) {  // many other keys come and go meanwhile (sweeps run)
+    const std::string key = "other" + std::to_string(i);
+    auto g = a.try_acquire(key, "A", 1ms);
+    REQUIRE(g);
+    REQUIRE(b.try_acquire(key, "B", 1ms).error() == errc::busy);
+  }
+  clock.advance(10ms - 1ns);
+  CHECK(b.try_acquire("live", "B", 10ms).error() == errc::busy);
+  clock.advance(1ns);
+  CHECK(b.try_acquire("live", "B", 10ms));
+}

@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "holdfast/clock.hpp"
+#include "holdfast/lease.hpp"
 #include "holdfast/stores/memory.hpp"
 #include "test_support.hpp"
 
@@ -364,26 +365,89 @@ TEST_CASE("expiry saturates near the clock's time_point::max", "[memory_store]")
 
 TEST_CASE("a coarse store clock never holds a lease for less than the TTL it granted",
           "[memory_store]") {
-  // The store's clock ticks in whole seconds. A 1500 ms grant must still be held 1 s later (the
-  // holder was told 1500 ms); a store that truncated the TTL to its tick would free the key at
-  // 1 s and let a second owner in while the first is, by its grant, still the holder (S3).
+  // The store's clock has a duration of whole seconds (tick 1 s). A 1500 ms grant read at 0 s is
+  // held until the clock reads 0 + 2 s (1500 ms rounded up to the tick) + 1 s (the tick the read
+  // may lag) = 3 s, so for at least 1500 ms of real time wherever in the tick it was made.
   holdfast_test::coarse_clock clock;
   holdfast::memory_store<holdfast_test::coarse_clock> store(clock);
+  CHECK(holdfast::clock_tick(clock) == 1s);
+  clock.fine().set(holdfast::manual_clock::time_point(999ms));  // read as 0 s
   auto a = store.try_acquire("orders", "A", 1500ms);
   REQUIRE(a);
   CHECK(a->ttl == 1500ms);
-  clock.fine().advance(1s);
+  clock.fine().set(holdfast::manual_clock::time_point(3s - 1ns));
   CHECK(store.try_acquire("orders", "B", 1500ms).error() == errc::busy);
-  clock.fine().advance(1s);  // 2 s: 1500 ms rounded up to the next tick has passed
+  clock.fine().set(holdfast::manual_clock::time_point(3s));
   CHECK(store.try_acquire("orders", "B", 1500ms));
 
-  // The same holds for renew, and for a TTL below one tick.
+  // The same holds for renew, and for a TTL below one tick: 1 ms read at 3 s holds until 5 s.
   auto r = store.try_acquire("renewed", "A", 1500ms);
   REQUIRE(r);
   REQUIRE(store.renew("renewed", "A", r->token, 1ms));
+  clock.fine().set(holdfast::manual_clock::time_point(5s - 1ns));
   CHECK(store.try_acquire("renewed", "B", 1500ms).error() == errc::busy);
-  clock.fine().advance(1s);
+  clock.fine().set(holdfast::manual_clock::time_point(5s));
   CHECK(store.try_acquire("renewed", "B", 1500ms));
+}
+
+TEST_CASE("a store clock reading whole seconds holds a grant for its TTL in real time",
+          "[memory_store]") {
+  // Issue input (time at the edges, 1): the store's clock reads true time rounded down to whole
+  // seconds; the holder's clock is exact; default validity options (1%, 2 ms).
+  //   t = 0.7 s: A try_acquire(k, 1500 ms) -> granted (read as 0 s; held until the clock reads
+  //              2.5 s, i.e. true time 3.0 s)
+  //   t = 2.0 s: B try_acquire(k) -> busy (before: granted, while A.valid() was true until 2.183 s)
+  manual_clock truth;
+  holdfast_test::rounding_clock store_clock(truth, 1s);
+  holdfast::memory_store<holdfast_test::rounding_clock> store(store_clock);
+  holdfast::acquire_options<manual_clock> o;
+  o.clock = truth;
+  o.owner = "A";
+  truth.set(manual_clock::time_point(700ms));
+  auto a = holdfast::try_acquire(store, "k", 1500ms, o);
+  REQUIRE(a);
+  CHECK(a->valid_until() == manual_clock::time_point(2183ms - 1ns));  // 0.7 + 1.485 - 0.002
+  truth.set(manual_clock::time_point(2s));
+  CHECK(store.try_acquire("k", "B", 1500ms).error() == errc::busy);
+  for (const std::chrono::nanoseconds t :
+       {2183ms - 2ns, 2183ms - 1ns, 2183ms - 0ns}) {  // one tick around A's validity end
+    truth.set(manual_clock::time_point(t));
+    CHECK(store.try_acquire("k", "B", 1500ms).error() == errc::busy);
+  }
+  CHECK_FALSE(a->valid());
+  // Freed at true time 3.0 s (2.3 s after the grant): one tick before, at, after.
+  truth.set(manual_clock::time_point(3s - 1ns));
+  CHECK(store.try_acquire("k", "B", 1500ms).error() == errc::busy);
+  truth.set(manual_clock::time_point(3s));
+  auto b = store.try_acquire("k", "B", 1500ms);
+  REQUIRE(b);
+  CHECK(b->token > a->token());
+}
+
+TEST_CASE("a store clock with a 10 ms tick holds a grant for its TTL in real time",
+          "[memory_store]") {
+  // Issue input (time at the edges, 1): tick 10 ms, TTL 100 ms requested at t = 0.009 s. Before:
+  // freed at 0.100 s while A was valid until 0.106 s. Expected: busy until true time 0.110 s
+  // (read 0 + 100 ms + 10 ms), A valid until 0.106 s.
+  manual_clock truth;
+  holdfast_test::rounding_clock store_clock(truth, 10ms);
+  holdfast::memory_store<holdfast_test::rounding_clock> store(store_clock);
+  holdfast::acquire_options<manual_clock> o;
+  o.clock = truth;
+  o.owner = "A";
+  truth.set(manual_clock::time_point(9ms));
+  auto a = holdfast::try_acquire(store, "k", 100ms, o);
+  REQUIRE(a);
+  CHECK(a->valid_until() == manual_clock::time_point(106ms - 1ns));  // 0.009 + 0.099 - 0.002
+  for (const std::chrono::nanoseconds t :
+       {100ms - 1ns, 100ms - 0ns, 100ms + 1ns, 106ms - 1ns, 106ms - 0ns, 110ms - 1ns}) {
+    truth.set(manual_clock::time_point(t));
+    CHECK(store.try_acquire("k", "B", 100ms).error() == errc::busy);
+  }
+  truth.set(manual_clock::time_point(110ms));
+  CHECK(store.try_acquire("k", "B", 100ms));
+  // inspect() reports what is left for certain: read 110 ms, lease until 220 ms, minus the tick.
+  CHECK(record_of(store, "k")->remaining == 100ms);
 }
 
 TEST_CASE("memory is proportional to live leases, not to keys ever used", "[memory_store]") {

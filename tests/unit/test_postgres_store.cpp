@@ -652,3 +652,40 @@ TEST_CASE("postgres_store: a frozen server times out, and the store recovers aft
   INFO(s2.last_error_message());
   REQUIRE(g);
 }
+
+TEST_CASE("postgres_store: release after the session was terminated reconnects once, frees the key",
+          "[postgres][faults]") {
+  // The kind of the Redis review input on PostgreSQL: the server ends the store's idle session
+  // (pg_terminate_backend, a restart, an idle timeout); before, the next release failed once and
+  // the key waited out its TTL. Expected: release() succeeds and the row is free at once.
+  std::optional<std::string> ci = shared_pg();
+  if (!ci) return;
+  isolated iso(*ci);
+  iso.opts.application_name = "hf-idle-" + hf_test::random_tag(8);
+  postgres_store s(iso.opts);
+  admin killer(*ci);
+  const auto terminate = [&] {
+    CHECK(killer.exec("SELECT count(pg_terminate_backend(pid)) FROM pg_stat_activity WHERE "
+                      "application_name = $1",
+                      {iso.opts.application_name}) == "1");
+    // Wait until the server has ended it, so the store's next call finds it broken.
+    CHECK(hf_test::wait_until(
+        [&] {
+          return killer.exec("SELECT count(*) FROM pg_stat_activity WHERE application_name = $1",
+                             {iso.opts.application_name}) == "0";
+        },
+        milliseconds(5000)));
+  };
+  auto g = s.try_acquire("k", "me", milliseconds(60000));
+  REQUIRE(g);
+  terminate();
+  CHECK(s.release("k", "me", g->token));
+  CHECK_FALSE(s.inspect("k")->has_value());
+  auto other = s.try_acquire("k", "other", milliseconds(60000));
+  REQUIRE(other);  // free at once, not after the TTL
+  // Renew is not retried: the first call after the session ended reports the error.
+  terminate();
+  CHECK(s.renew("k", "other", other->token, milliseconds(60000)).error() ==
+        errc::store_unavailable);
+  CHECK(s.release("k", "other", other->token));
+}

@@ -775,3 +775,45 @@ TEST_CASE("redis_store: a frozen server times out, and the store recovers after"
   REQUIRE(g);
   CHECK(s.release("frozen", "me", g->token));
 }
+
+TEST_CASE("redis_store: release after the connection was dropped reconnects once and frees the key",
+          "[redis]") {
+  // Review input: a lease destroyed right after its Redis connection dropped made one release
+  // attempt that always failed (the reconnect happened only on the next call), so the key waited
+  // out its TTL. Expected: release() succeeds and the key is free at once.
+  std::optional<redis_options> base = shared_redis();
+  if (!base) return;
+  redis_options o = isolated(*base);
+  o.client_name = "hf-release-" + hf_test::random_tag();
+  redis_store s(o);
+  admin adm(o);
+  auto g = s.try_acquire("gone", "me", milliseconds(60000));
+  REQUIRE(g);
+  // Drops the store's idle connection (found by its client name: the server may be shared).
+  const auto drop = [&] {
+    const std::string list = adm.str({"CLIENT", "LIST"});
+    const std::size_t name = list.find("name=" + o.client_name + " ");
+    REQUIRE(name != std::string::npos);
+    const std::size_t begin =
+        list.rfind('\n', name) == std::string::npos ? 0 : list.rfind('\n', name) + 1;
+    const std::string id = list.substr(begin + 3, list.find(' ', begin) - begin - 3);
+    REQUIRE(adm.cmd({"CLIENT", "KILL", "ID", id})->integer == 1);
+  };
+  drop();
+  CHECK(s.release("gone", "me", g->token));
+  CHECK(adm.cmd({"EXISTS", o.key_prefix + "gone"})->integer == 0);
+  // A lease destroyed the same way frees its key too.
+  {
+    holdfast::acquire_options<> ao;
+    auto l = holdfast::try_acquire(s, "gone", milliseconds(60000), ao);
+    REQUIRE(l);
+    drop();
+  }
+  CHECK(adm.cmd({"EXISTS", o.key_prefix + "gone"})->integer == 0);
+  // Renew and acquire are not retried: the first call after a drop reports the error.
+  auto h = s.try_acquire("kept", "me", milliseconds(60000));
+  REQUIRE(h);
+  drop();
+  CHECK(s.renew("kept", "me", h->token, milliseconds(60000)).error() == errc::store_unavailable);
+  CHECK(s.release("kept", "me", h->token));
+}

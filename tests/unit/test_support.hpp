@@ -123,6 +123,33 @@ class coarse_clock {
   mutable holdfast::manual_clock fine_;
 };
 
+/// A store clock that reads a manual_clock's time rounded *down* to a tick of `q` and declares
+/// that tick (clock_tick() sees it): a coarse clock such as a jiffy-based or whole-second one.
+/// The test moves the shared manual_clock (`fine()`), which a holder may read exactly.
+class rounding_clock {
+ public:
+  using duration = std::chrono::nanoseconds;
+  using time_point = std::chrono::time_point<rounding_clock, duration>;
+
+  rounding_clock(holdfast::manual_clock fine, duration q) : fine_(std::move(fine)), q_(q) {}
+
+  [[nodiscard]] time_point now() const {
+    const duration t = fine_.now().time_since_epoch();
+    duration r = t % q_;
+    if (r < duration::zero()) r += q_;
+    return time_point(t - r);
+  }
+  void sleep_until(time_point deadline) const {
+    fine_.sleep_until(holdfast::manual_clock::time_point(deadline.time_since_epoch()));
+  }
+  [[nodiscard]] duration tick() const noexcept { return q_; }
+  [[nodiscard]] holdfast::manual_clock& fine() { return fine_; }
+
+ private:
+  mutable holdfast::manual_clock fine_;
+  duration q_;
+};
+
 /// A manual_clock whose now() throws store_failure while `fail` is set (a clock is user code too).
 class throwing_clock {
  public:

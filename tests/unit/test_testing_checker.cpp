@@ -334,3 +334,47 @@ TEST_CASE("history: to_string is one fixed-format line per event", "[testing/che
   REQUIRE(std::string(tag(invariant::s3_exclusive_grants)) == "S3");
   REQUIRE(std::string(to_string(invariant::l1_liveness)) == "L1 liveness");
 }
+
+TEST_CASE("checker: a grant with a garbage TTL is reported as T4, without overflowing",
+          "[testing/checker]") {
+  // Review input: a store granting a TTL near the top of the millisecond range. Before, the
+  // checker computed now + ttl_ms * 1000000 in int64 (signed overflow, UB) and said nothing.
+  for (const std::int64_t ttl :
+       {std::int64_t{INT64_MAX}, std::int64_t{INT64_MAX / 1000000 + 1},
+        std::int64_t{holdfast::max_ttl.count() + 1}, std::int64_t{0}, std::int64_t{-1}}) {
+    CAPTURE(ttl);
+    builder b;
+    b.grant(b.a, "A", 0, 1, ttl);
+    const verdict v = check(b.h);
+    REQUIRE(v.violated == invariant::t4_store_answers);
+    CHECK(v.at == 0);
+    CHECK_THAT(v.report(),
+               Catch::Contains("T4 store answers violated") && Catch::Contains("<- T4 violated"));
+  }
+  // At max_ttl itself (100 years) the grant is fine, and so is a renew of it.
+  builder b;
+  b.grant(b.a, "A", 0, 1, holdfast::max_ttl.count());
+  b.grant(b.a, "A", 1 * ms, 1, holdfast::max_ttl.count(), event_kind::store_renew);
+  CHECK(check(b.h).ok());
+}
+
+TEST_CASE("checker: a store on a coarse clock may hold a grant up to one tick beyond its TTL",
+          "[testing/checker]") {
+  // DESIGN T2: expiry lies in [TTL, TTL + 2 ticks] after the grant by the store's exact clock
+  // (the tick the read may lag, then the wait for the first reading past it). With a 1 s tick,
+  // renewing up to 2 s after the TTL is fine; at 2 s it is a revival (one tick before, at, after).
+  for (const std::int64_t after : {std::int64_t{500 * ms}, std::int64_t{2000 * ms - 1},
+                                   std::int64_t{2000 * ms}, std::int64_t{2000 * ms + 1}}) {
+    CAPTURE(after);
+    builder b;
+    b.h.ticks = {1000 * ms, 0, 0};
+    b.grant(b.a, "A", 0, 1, 1000);
+    b.grant(b.a, "A", 1000 * ms + after, 1, 1000, event_kind::store_renew);
+    const verdict v = check(b.h);
+    if (after < 2000 * ms) {
+      CHECK(v.ok());
+    } else {
+      CHECK(v.violated == invariant::s5_ownership);
+    }
+  }
+}

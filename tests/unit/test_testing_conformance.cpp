@@ -143,6 +143,26 @@ TEST_CASE("check_store: durable re-creates the store through the factory at each
   REQUIRE(dirs.size() == 1 + 30);                  // the contract checks, then one per schedule
   REQUIRE(calls > static_cast<int>(dirs.size()));  // restarts called it again
   for (const std::string& d : dirs) REQUIRE_FALSE(std::filesystem::exists(d));
+TEST_CASE(
+    "check_store: a store that forgets its clock's tick is reported, by contract and by "
+    "schedule",
+    "[testing/conformance]") {
+  // Issue "time at the edges" (1): a store on a clock that reads whole seconds (rounded down)
+  // ending a 1500 ms grant at reading + TTL. The contract check names T2 coarse clock; the
+  // schedules (store clocks with ticks of 1 ms, 10 ms, 1 s) find it as S3.
+  const conformance_report r = check_store(
+      [](sim_clock c) { return mutant_store<sim_clock>(c, mutant::ignores_clock_tick); });
+  INFO(r.summary());
+  REQUIRE_FALSE(r.ok());
+  REQUIRE(r.failures.size() == 2);
+  REQUIRE_THAT(r.failures.front(), Catch::StartsWith("T2 coarse clock: on a store clock that "
+                                                     "reads whole seconds"));
+  REQUIRE_THAT(r.failures.back(), Catch::Contains("S3 exclusive grants violated"));
+  // The correct mutant_store (it adds the tick) passes both.
+  const conformance_report ok =
+      check_store([](sim_clock c) { return mutant_store<sim_clock>(c, mutant::none); });
+  INFO(ok.summary());
+  REQUIRE(ok.ok());
 }
 
 TEST_CASE("check_store: expire_now checks T2 on a store that keeps its own clock",

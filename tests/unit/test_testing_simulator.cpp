@@ -34,6 +34,7 @@ fault_options no_faults() {
   f.pauses = false;
   f.crashes = false;
   f.drift = false;
+  f.store_clock_ticks = false;
   return f;
 }
 

@@ -267,8 +267,11 @@ struct cas_record {
 /// A LeaseStore over a cas_kv, with expiry judged the DynamoDB lock client's way (see the top of
 /// cas.hpp): a contender takes a held key over only after this adapter has seen its record
 /// unchanged for the record's full TTL on `Clock` (steady_clock by default; manual_clock in
-/// tests). Models LeaseStore with inspect(). Tokens strictly increase per key (T1), across
-/// release, expiry and takeover, and across restarts of this adapter (the counter lives in the KV).
+/// tests), counted in real time: the clock must have moved by the TTL plus its tick
+/// (clock_tick(), read once at construction), since the first sighting may have lagged true time
+/// by up to a tick (DESIGN T2). Models LeaseStore with inspect(). Tokens strictly increase per key
+/// (T1), across release, expiry and takeover, and across restarts of this adapter (the counter
+/// lives in the KV).
 ///
 /// Thread-safety: every member may be called concurrently if the KV allows concurrent calls.
 /// The KV must outlive the adapter. Exceptions: none of its own; one thrown by the KV, the clock
@@ -292,7 +295,8 @@ class cas_store {
   using time_point = typename Clock::time_point;
 
   /// Makes an adapter over `kv`, measuring contenders' waits on `clock`.
-  explicit cas_store(KV& kv, Clock clock = Clock{}) : kv_(kv), clock_(std::move(clock)) {}
+  explicit cas_store(KV& kv, Clock clock = Clock{})
+      : kv_(kv), clock_(std::move(clock)), tick_(clock_tick(clock_)) {}
 
   cas_store(const cas_store&) = delete;
   cas_store& operator=(const cas_store&) = delete;
@@ -414,10 +418,11 @@ class cas_store {
       std::lock_guard<std::mutex> lock(mutex_);
       auto it = seen_.find(std::string(key));
       if (it != seen_.end() && it->second.rvn == rec->rvn && !(now < it->second.since)) {
+        if (elapsed(it->second.since, rec->ttl, now)) return std::optional<lease_record>{};
+        // Watched for at most this long in real time (the first reading may have lagged a tick).
         const auto watched = std::chrono::duration_cast<std::chrono::milliseconds>(
-            detail::saturating_sub(now, it->second.since));
-        if (watched >= rec->ttl) return std::optional<lease_record>{};
-        left = rec->ttl - watched;
+            detail::saturating_sub(detail::saturating_add(now, tick_), it->second.since));
+        left = watched < rec->ttl ? rec->ttl - watched : std::chrono::milliseconds::zero();
       }
     }
     return std::optional<lease_record>{lease_record{rec->owner, rec->token, left}};
@@ -425,7 +430,8 @@ class cas_store {
 
   /// Returns how many held records this adapter is timing: ones it wrote, and ones it found held
   /// by another (a wait in progress). An entry goes when the key is freed through this adapter,
-  /// or is replaced when the key's record changes.
+  /// is replaced when the key's record changes, or is swept once it has stood unchanged for two
+  /// TTLs: memory stays within about twice the keys in use plus 64, not every key ever seen.
   [[nodiscard]] std::size_t watching() const {
     std::lock_guard<std::mutex> lock(mutex_);
     return seen_.size();
@@ -436,12 +442,14 @@ class cas_store {
 
  private:
   struct sighting {
-    std::uint64_t rvn;    // which write of the record
-    time_point since;     // when this adapter first saw it (or wrote it), read after the call
-    std::uint64_t order;  // sightings_ when it was recorded: later sightings have larger ones
+    std::uint64_t rvn;              // which write of the record
+    time_point since;               // when this adapter first saw it (or wrote it), read after
+    std::uint64_t order;            // sightings_ when it was recorded: later ones are larger
+    std::chrono::milliseconds ttl;  // the record's TTL (for the sweep)
   };
 
   static constexpr int kMaxAttempts = 8;
+  static constexpr std::size_t kMinSweep = 64;
 
   static detail::cas_record held_record(std::uint64_t counter, fencing_token token,
                                         std::chrono::milliseconds ttl, std::string_view owner) {
@@ -506,8 +514,31 @@ class cas_store {
     // from their own first sight of it, which is the safe side.
     const time_point now = clock_.now();
     std::lock_guard<std::mutex> lock(mutex_);
-    seen_.insert_or_assign(std::string(key), sighting{next.rvn, now, ++sightings_});
+    if (seen_.size() >= sweep_at_) sweep(now);
+    seen_.insert_or_assign(std::string(key), sighting{next.rvn, now, ++sightings_, next.ttl});
     return true;
+  }
+
+  // Forgets the sightings this adapter has watched unchanged for two full TTLs (and ticks): the
+  // record was freed or rewritten through another adapter, or its holder is long gone. Called
+  // when the map has doubled since the last sweep, so the cost is amortized O(1) per new entry
+  // and the map stays within about twice the keys in use (written or seen held within their last
+  // two TTLs) plus kMinSweep, instead of growing with every key ever seen held by another owner.
+  // Forgetting is the safe side: a contender's next look at such a key starts a new wait, and a
+  // renewal of it is judged as one of a record this adapter never watched (cas.hpp's top).
+  // Caller holds mutex_.
+  void sweep(time_point now) {
+    for (auto it = seen_.begin(); it != seen_.end();) {
+      const sighting& x = it->second;
+      const bool long_gone = !(now < x.since) && elapsed(x.since, x.ttl, now) &&
+                             elapsed(store_hold_until(x.since, x.ttl, tick_), x.ttl, now);
+      if (long_gone) {
+        it = seen_.erase(it);
+      } else {
+        ++it;
+      }
+    }
+    sweep_at_ = seen_.size() * 2 > kMinSweep ? seen_.size() * 2 : kMinSweep;
   }
 
   // Reads the clock. If it went backwards, every wait in progress restarts: elapsed time can no
@@ -530,10 +561,12 @@ class cas_store {
   bool waited_out(std::string_view key, std::uint64_t rvn, std::chrono::milliseconds ttl,
                   time_point now, std::uint64_t read_from) {
     std::lock_guard<std::mutex> lock(mutex_);
-    auto [it, inserted] = seen_.try_emplace(std::string(key), sighting{rvn, now, ++sightings_});
+    if (seen_.size() >= sweep_at_ && seen_.find(std::string(key)) == seen_.end()) sweep(now);
+    auto [it, inserted] =
+        seen_.try_emplace(std::string(key), sighting{rvn, now, ++sightings_, ttl});
     if (inserted) return false;
     if (it->second.rvn != rvn) {
-      if (it->second.order <= read_from) it->second = sighting{rvn, now, ++sightings_};
+      if (it->second.order <= read_from) it->second = sighting{rvn, now, ++sightings_, ttl};
       return false;
     }
     return elapsed(it->second.since, ttl, now);
@@ -552,17 +585,20 @@ class cas_store {
     return it != seen_.end() && it->second.rvn == rvn && elapsed(it->second.since, ttl, now);
   }
 
-  static bool elapsed(time_point since, std::chrono::milliseconds ttl, time_point now) {
-    const auto ttl_ticks = detail::checked_duration_cast<typename Clock::duration>(ttl);
-    if (!ttl_ticks) return false;
-    return !(now < detail::saturating_add(since, *ttl_ticks));
+  // Whether `ttl` of real time has surely passed between the readings `since` and `now`: the clock
+  // must read at least since + ttl (rounded up to its duration) + its tick, since `since` may
+  // have lagged true time by up to a tick (DESIGN T2; store_hold_until in store.hpp).
+  bool elapsed(time_point since, std::chrono::milliseconds ttl, time_point now) const {
+    return !(now < store_hold_until(since, ttl, tick_));
   }
 
   KV& kv_;
   Clock clock_;
+  typename Clock::duration tick_;  // clock_tick(clock_), read once
   mutable std::mutex mutex_;  // guards seen_, sightings_, last_now_; never held across a KV call
   std::unordered_map<std::string, sighting> seen_;
-  std::uint64_t sightings_ = 0;  // sightings recorded so far (orders them)
+  std::uint64_t sightings_ = 0;       // sightings recorded so far (orders them)
+  std::size_t sweep_at_ = kMinSweep;  // sweep when seen_ reaches this size
   std::optional<time_point> last_now_;
 };
 

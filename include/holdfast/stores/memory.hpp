@@ -66,6 +66,10 @@ struct memory_store_options {
 /// An in-process LeaseStore over a hash map, with expiry judged by `Clock` (steady_clock by
 /// default; manual_clock or a simulator clock in tests). Models LeaseStore with inspect().
 ///
+/// Time (DESIGN T2): a grant of `ttl` made when the clock read `now` is held while the clock reads
+/// less than now + ttl + clock_tick(clock) (the tick is read once, at construction), so it lasts
+/// at least `ttl` of real time even on a clock that reads rounded down (store_hold_until()).
+///
 /// Tokens are store-wide: every grant of any key carries a token strictly greater than every token
 /// this store issued before (a stronger promise than T1's per-key order). raise_token() and
 /// raise_token_floor() (the token-floor capability quorum_store needs) only ever move the counter
@@ -86,7 +90,9 @@ class memory_store {
 
   /// Makes an empty store judging expiry by `clock`.
   explicit memory_store(Clock clock = Clock{}, memory_store_options opts = {})
-      : clock_(std::move(clock)), last_token_(opts.last_issued.value()) {}
+      : clock_(std::move(clock)),
+        tick_(clock_tick(clock_)),
+        last_token_(opts.last_issued.value()) {}
 
   memory_store(const memory_store&) = delete;
   memory_store& operator=(const memory_store&) = delete;
@@ -243,8 +249,10 @@ class memory_store {
     if (it == map_.end() || !(now < it->second.expires_at)) {
       return std::optional<lease_record>{};
     }
-    const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(
-        detail::saturating_sub(it->second.expires_at, now));
+    // What is left for certain in real time: the tick the read may lag does not count.
+    auto left = std::chrono::duration_cast<std::chrono::milliseconds>(
+        detail::saturating_sub(it->second.expires_at, detail::saturating_add(now, tick_)));
+    if (left < std::chrono::milliseconds::zero()) left = std::chrono::milliseconds::zero();
     return std::optional<lease_record>{lease_record{it->second.owner, it->second.token, left}};
   }
 
@@ -333,24 +341,13 @@ class memory_store {
     }
   }
 
-  // Returns now + ttl with the TTL rounded *up* to the clock's tick, clamped to the clock's range.
-  // Plain conversion truncates: on a clock coarser than a millisecond a 1500 ms grant would be
-  // held for 1 s, less than the TTL the grant reports and the holder's validity is computed from,
-  // so a second owner could be granted the key while the first is still its holder by its grant.
-  static time_point expiry(time_point now, std::chrono::milliseconds ttl) noexcept {
-    if constexpr (std::ratio_divide<std::milli, typename time_point::period>::den == 1) {
-      // A tick that divides 1 ms (ns, µs, ms) holds a whole-ms TTL exactly: nothing to round up,
-      // and where the sum saturates the general path below clamps to the same time_point::max().
-      return detail::saturating_add(now, ttl);
-    } else {
-      const time_point t = detail::saturating_add(now, ttl);
-      // Compared in whole milliseconds (truncated, exact for this test since ttl is whole), so
-      // that no duration is ever widened into a finer, overflowing unit.
-      const std::optional<std::chrono::milliseconds> held =
-          detail::checked_duration_cast<std::chrono::milliseconds>(detail::saturating_sub(t, now));
-      if (held && *held < ttl) return detail::saturating_add(t, typename time_point::duration(1));
-      return t;
-    }
+  // Returns the reading from which a grant of `ttl` made at reading `now` may end: now + ttl +
+  // the clock's tick, the TTL rounded *up* to the clock's duration (store_hold_until, DESIGN T2).
+  // Plain `now + ttl` on a clock that reads rounded down would end a grant up to one tick early
+  // in real time: a clock reading whole seconds freed a 1500 ms grant made at 0.7 s at 2.0 s,
+  // while its holder trusted it until 2.18 s.
+  time_point expiry(time_point now, std::chrono::milliseconds ttl) const noexcept {
+    return store_hold_until(now, ttl, tick_);
   }
 
   // Copies an owner id into a record. Ids of one length (holdfast's are all 32 hex digits) are
@@ -449,6 +446,7 @@ class memory_store {
   static constexpr std::size_t kShrinkBuckets = 1024;
 
   Clock clock_;
+  typename Clock::duration tick_;  // clock_tick(clock_), read once
   mutable std::mutex mutex_;
   map_type map_;
   entry* released_[kMaxReleased] = {};  // a fixed array: releasing never allocates

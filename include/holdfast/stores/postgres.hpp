@@ -30,7 +30,9 @@
 // (a bigint sequence); a sequence at its maximum makes acquire report token_exhausted. The sequence
 // is also drawn (and the value dropped) by acquires that end busy or re-acquire: tokens have gaps.
 //
-// Time (T2): expiry uses clock_timestamp(), the database server's wall clock: a step of that clock
+// Time (T2): a grant of ttl is held while clock_timestamp() < (its reading at the grant) + ttl +
+// 1 us, the clock's tick, so it lasts at least ttl in real time (never truncated to a tick).
+// Expiry uses clock_timestamp(), the database server's wall clock: a step of that clock
 // (an operator's `date -s`, NTP stepping instead of slewing) moves every expiry with it. Run the
 // database host with a slewing time daemon. TTLs are sent as durations, never as client instants.
 //
@@ -505,7 +507,8 @@ class postgres_store {
   /// Frees `key` iff `owner` holds it with `token` (expired or not, as memory_store), in one
   /// statement; the row stays, emptied, to carry the key's history. \returns success;
   ///   errc::not_holder otherwise; errc::invalid_argument (see check_release_args);
-  ///   store_unavailable, timeout, protocol_error as for try_acquire.
+  ///   store_unavailable, timeout, protocol_error as for try_acquire. If the session (open since
+  ///   an earlier call) turns out to be broken, it reconnects and sends the release once more.
   result<void> release(std::string_view key, std::string_view owner, fencing_token token) {
     if (std::error_code ec = check_release_args(key, owner, token)) return ec;
     if (token > postgres_max_token) return errc::not_holder;
@@ -515,7 +518,17 @@ class postgres_store {
     const int lengths[] = {length(key), length(owner), 0};
     const int formats[] = {1, 1, 0};
     if (lengths[0] < 0 || lengths[1] < 0) return errc::invalid_argument;
+    const bool reused = link_.connection() != nullptr;
     result<detail::pg_result_ptr> r = link_.exec(kRelease, 3, values, lengths, formats);
+    if (!r && r.error() == errc::store_unavailable && reused && link_.connection() == nullptr) {
+      // The session, open since an earlier call, broke under this one: most often the server
+      // ended it while idle (a restart, pg_terminate_backend, an idle timeout) and the statement
+      // never ran. A release is the one call a holder makes on its way out, so reconnect and send
+      // it once more rather than leave the key to its TTL; if the first did run, this one
+      // answers not_holder. (A client-side timeout is not retried: that session was dropped
+      // while its statement might still be running.)
+      r = link_.exec(kRelease, 3, values, lengths, formats);
+    }
     if (!r) return r.error();
     const PGresult* res = r->get();
     if (PQntuples(res) == 1 && PQnfields(res) == 1) return {};
@@ -784,13 +797,18 @@ class postgres_store {
     // "now" is read once, when the proposed row is built; EXCLUDED.expires_at - ttl gives it back
     // inside ON CONFLICT. A statement that waited for the row lock judges expiry by that earlier
     // instant: it may answer busy a little longer, never grant early.
-    const std::string now = "(EXCLUDED.expires_at - $3 * interval '1 millisecond')";
+    // A grant is held while clock_timestamp() < read + ttl + 1 us: the clock reads in whole
+    // microseconds (rounded down), so the tick already elapsed at the read counts against the
+    // grant and the lease lasts at least its TTL in real time (DESIGN T2).
+    const std::string hold = "($3 * interval '1 millisecond' + interval '1 microsecond')";
+    const std::string now = "(EXCLUDED.expires_at - " + hold + ")";
     const std::string live_same_owner = "(l.owner = EXCLUDED.owner AND l.expires_at > " + now + ")";
     return {
         {"holdfast_acquire",
          "INSERT INTO " + t +
              " AS l (key_hash, key, owner, token, expires_at) VALUES (sha256($1), $1, $2, " + next +
-             ", clock_timestamp() + $3 * interval '1 millisecond') ON CONFLICT (key_hash) DO "
+             ", clock_timestamp() + " + hold +
+             ") ON CONFLICT (key_hash) DO "
              "UPDATE "
              "SET owner = EXCLUDED.owner, token = CASE WHEN " +
              live_same_owner + " THEN l.token ELSE " + next + " END, expires_at = CASE WHEN " +
@@ -801,7 +819,8 @@ class postgres_store {
          {pg_bytea_oid, pg_bytea_oid, pg_int8_oid}},
         {"holdfast_renew",
          "UPDATE " + t +
-             " SET expires_at = clock_timestamp() + $4 * interval '1 millisecond' "
+             " SET expires_at = clock_timestamp() + $4 * interval '1 millisecond' + "
+             "interval '1 microsecond' "
              "WHERE key_hash = sha256($1) AND owner = $2 AND token = $3 "
              "AND expires_at > clock_timestamp() RETURNING token",
          {pg_bytea_oid, pg_bytea_oid, pg_int8_oid, pg_int8_oid}},

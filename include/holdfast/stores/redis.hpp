@@ -33,7 +33,11 @@
 // with raise_token_floor(newest token any fence admitted), or keep the counter durable. The same
 // holds for an asynchronous replica promoted by failover (see the Redlock debate, Kleppmann 2016).
 //
-// Expiry is judged by the Redis server's clock (T2). Connection: TCP or a Unix socket, connect and
+// Expiry is judged by the Redis server's clock (T2), and a grant lasts at least its TTL in real
+// time as T2 asks: TTLs go to Redis in whole milliseconds (PX / PEXPIRE, never rounded to
+// seconds), Redis stores the expiry as its millisecond clock (read rounded down) + ttl, and treats
+// a key as expired only once that clock is strictly *past* it (db.c keyIsExpired: now > when),
+// i.e. at read + ttl + 1 ms, one whole tick later. Connection: TCP or a Unix socket, connect and
 // command timeouts, AUTH (password or ACL user + password), SELECT, CLIENT SETNAME. No TLS: the
 // hiredis 0.14 that Debian 12 ships has none; tunnel (stunnel, spiped) or use a newer hiredis with
 // a socket you secure yourself. Standalone Redis only: keys are given a `{holdfast}` hash tag so
@@ -975,7 +979,9 @@ class redis_store {
     return read_renew(link_.eval(kRenew, keys, 1, args, 3), token, ttl);
   }
 
-  /// Deletes the lease on `key` iff `owner` holds it with `token`, in one round trip.
+  /// Deletes the lease on `key` iff `owner` holds it with `token`, in one round trip. If the
+  /// connection (open since an earlier call) turns out to have been dropped, it reconnects and
+  /// sends the release once more (two round trips and a connect).
   /// \returns success; errc::not_holder if the key is free, expired, or held by another owner or
   ///   token; errc::invalid_argument (see check_release_args); store_unavailable, timeout,
   ///   protocol_error as for try_acquire.
@@ -985,7 +991,17 @@ class redis_store {
     const std::string_view keys[] = {lease_key(key), queue_key(key)};
     token_text_ = std::to_string(token.value());
     const std::string_view args[] = {owner, token_text_, wait_->broadcast, key};
-    return read_release(link_.eval(kRelease, keys, 2, args, 4));
+    const bool reused = link_.connected();
+    result<detail::redis_reply_ptr> r = link_.eval(kRelease, keys, 2, args, 4);
+    if (!r && r.error() == errc::store_unavailable && reused && !link_.connected()) {
+      // The connection, open since an earlier call, failed under this one: most often the
+      // server or a proxy dropped it while idle, and the request never got through. A release
+      // is the one call a holder makes on its way out (a lease's destructor tries it once more
+      // at most), so reconnect and send it once more rather than leave the key to its TTL. If
+      // the first attempt did land, this one answers not_holder.
+      r = link_.eval(kRelease, keys, 2, args, 4);
+    }
+    return read_release(std::move(r));
   }
 
   /// Returns the live lease on `key` (owner, token, time left by Redis' clock in ms), or nullopt.

@@ -47,6 +47,7 @@
 
 #include "holdfast/detail/config.hpp"
 #include "holdfast/fencing_token.hpp"
+#include "holdfast/store.hpp"
 #include "holdfast/testing/history.hpp"
 
 namespace holdfast {
@@ -63,6 +64,7 @@ enum class invariant : std::uint8_t {
   s5_ownership,
   l1_liveness,
   s6_permit_bound,
+  t4_store_answers,  ///< The store reported a grant no store can make (TTL <= 0 or > max_ttl).
 };
 
 /// Returns the invariant's tag: "S1" .. "S5", "L1", or "-".
@@ -84,6 +86,8 @@ inline const char* tag(invariant i) noexcept {
       return "L1";
     case invariant::s6_permit_bound:
       return "S6";
+    case invariant::t4_store_answers:
+      return "T4";
   }
   return "?";
 }
@@ -107,6 +111,8 @@ inline const char* to_string(invariant i) noexcept {
       return "L1 liveness";
     case invariant::s6_permit_bound:
       return "S6 permit bound";
+    case invariant::t4_store_answers:
+      return "T4 store answers";
   }
   return "?";
 }
@@ -197,6 +203,17 @@ class checker {
     std::size_t event = npos;
   };
 
+  static constexpr std::int64_t max_ttl_ms = holdfast::max_ttl.count();
+  static std::int64_t sat_add(std::int64_t a, std::int64_t b) noexcept {
+    if (b > 0 && a > std::numeric_limits<std::int64_t>::max() - b) {
+      return std::numeric_limits<std::int64_t>::max();
+    }
+    if (b < 0 && a < std::numeric_limits<std::int64_t>::min() - b) {
+      return std::numeric_limits<std::int64_t>::min();
+    }
+    return a + b;
+  }
+
   std::int64_t tol() const noexcept { return h_.tolerance_ns; }
   // No tolerance on this side: a store may end a lease later than its TTL says (it rounds up, its
   // clock is coarse), never earlier (DESIGN T2), so a grant to another owner before `lo` is an
@@ -254,18 +271,32 @@ class checker {
     key_state& s = keys_[{e.node, e.key}];
     const std::int64_t now = e.local_ns;  // the store's own clock
     if (e.outcome != 0) return;           // refused: changes nothing (S5 for failures is moot)
-    const std::int64_t until = now + e.ttl_ms * 1000000;
+    if ((e.kind == event_kind::store_acquire || e.kind == event_kind::store_renew) &&
+        (e.ttl_ms <= 0 || e.ttl_ms > max_ttl_ms)) {
+      // Garbage, not a grant (T4): judged before any arithmetic, which it would overflow.
+      fail(invariant::t4_store_answers, i,
+           "the store reported a grant of \"" + key_name(e.key) + "\" with TTL " +
+               std::to_string(e.ttl_ms) + "ms, outside (0, max_ttl]: a store that answers " +
+               "garbage must report an error, never a grant",
+           {i});
+      return;
+    }
+    // The store holds the grant for at least the TTL from when the operation began (`until_lo`)
+    // and, on a coarse clock, up to two ticks longer than from when it applied (DESIGN T2: it
+    // counts the tick its reading may lag, and frees the key at its first reading past that).
+    const std::int64_t until = sat_add(now, e.ttl_ms * 1000000);
+    const std::int64_t until_hi = sat_add(until, 2 * h_.tick_of(e.node));
     // The earliest expiry the store can have computed: from its clock when the operation began
     // (a multi-step store may have read it before stalling at a step point).
     const std::int64_t begin =
         e.begin_local_ns != 0 && e.begin_local_ns < now ? e.begin_local_ns : now;
-    const std::int64_t until_lo = begin + e.ttl_ms * 1000000;
+    const std::int64_t until_lo = sat_add(begin, e.ttl_ms * 1000000);
     if (e.kind == event_kind::store_acquire) {
       const bool same = s.held && s.owner == e.owner && s.token == e.token;
       if (same && !definitely_expired(s, now)) {  // the holder re-acquiring: extends
         s.lo = until_lo;
-        s.hi = std::max(s.hi, until);
-        extend(i, e, until);
+        s.hi = std::max(s.hi, until_hi);
+        extend(i, e, until_hi);
         return;
       }
       if (e.token == 0 || e.token == std::numeric_limits<std::uint64_t>::max()) {
@@ -298,13 +329,13 @@ class checker {
       s.owner = e.owner;
       s.token = e.token;
       s.lo = until_lo;
-      s.hi = until;
+      s.hi = until_hi;
       s.max_token = e.token;
       s.max_event = i;
       lease_rec& r = leases_[{e.node, e.key, e.token}];
       r.grant = i;
       r.last = i;
-      r.hi = until;
+      r.hi = until_hi;
       r.store = e.node;
       r.key = e.key;
       return;
@@ -334,8 +365,8 @@ class checker {
         return;
       }
       s.lo = until_lo;
-      s.hi = std::max(s.hi, until);
-      extend(i, e, until);
+      s.hi = std::max(s.hi, until_hi);
+      extend(i, e, until_hi);
       return;
     }
     // release

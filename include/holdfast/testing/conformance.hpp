@@ -43,6 +43,8 @@
 //   T1 across release         | the next grant's token is greater
 //   T2 expiry                 | no expiry before the TTL, expiry after it, by the store's clock;
 //                             | renew after expiry is refused (no revival); tokens still grow
+//   T2 coarse clock           | on a clock reading whole seconds (rounded down), a grant made
+//                             | mid-tick is held for its TTL of real time (store_hold_until)
 //   keys                      | keys are independent and binary-safe (embedded NUL)
 //   S1-S5, L1 schedules       | `schedules` seeded simulations with every fault, checked
 //
@@ -317,6 +319,7 @@ conformance_report check_store(Factory&& make_store, const conformance_options& 
     seeded_source src(o.seed);
     fault_options quiet;
     quiet.drift = false;  // contract checks use an exact store clock
+    quiet.store_clock_ticks = false;
     simulator sim(src, quiet);
     const node_id n = sim.add_store("store");
     store_env env;
@@ -327,6 +330,51 @@ conformance_report check_store(Factory&& make_store, const conformance_options& 
     }
     std::unique_ptr<Store> store = detail::make_store<Store>(make_store, sim.clock(n), env);
     detail::contract_checker<Store>(*store, sim, simulated_clock, o, rep).run();
+  }
+  if constexpr (simulated_clock) {
+    // T2 on a coarse clock (DESIGN T2; issue "time at the edges"): the store's clock reads true
+    // time rounded down to whole seconds, and a grant of 1500 ms is made 0.7 s into a tick. It
+    // must stay held until 1500 ms of real time have passed (a store that ends it at reading +
+    // TTL frees it at true time 2.0 s, 1.3 s after the grant), and end within TTL + 2 ticks.
+    seeded_source src(o.seed);
+    fault_options quiet;
+    quiet.drift = false;
+    quiet.store_clock_ticks = false;
+    simulator sim(src, quiet);
+    const node_id n = sim.add_store("coarse store");
+    sim.set_tick(n, 1000000000);
+    std::unique_ptr<Store> store = detail::make_store<Store>(make_store, sim.clock(n));
+    sim.advance(700000000);
+    const std::chrono::milliseconds ttl(1500);
+    result<grant> g = store->try_acquire("coarse", "a", ttl);
+    ++rep.contract_checks;
+    if (!g) {
+      rep.failures.push_back("T2 coarse clock: try_acquire on a free key failed: " +
+                             g.error().message());
+    } else {
+      const std::int64_t held_ns = std::chrono::nanoseconds(g->ttl).count();
+      sim.advance(held_ns - 1);  // one nanosecond before the TTL has passed in real time
+      result<grant> early = store->try_acquire("coarse", "b", ttl);
+      ++rep.contract_checks;
+      if (early || early.error() != errc::busy) {
+        rep.failures.push_back(
+            "T2 coarse clock: on a store clock that reads whole seconds (rounded down), a grant "
+            "of " +
+            std::to_string(g->ttl.count()) +
+            "ms made 0.7s into a tick was ended before that TTL had passed in real time: "
+            "another owner got " +
+            (early ? std::string("a grant") : early.error().message()) +
+            " 1ns before (count the tick the read may lag: store_hold_until, clock_tick)");
+      }
+      sim.advance(2000000001);  // TTL + 2 ticks after the grant
+      result<grant> late = store->try_acquire("coarse", "b", ttl);
+      ++rep.contract_checks;
+      if (!late) {
+        rep.failures.push_back(
+            "T2 coarse clock: a grant of " + std::to_string(g->ttl.count()) +
+            "ms still held 2 ticks (2s) after its TTL: " + late.error().message());
+      }
+    }
   }
   run_options ro = o.run;
   ro.store_faults.restarts = ro.store_faults.restarts || o.durable;

@@ -214,8 +214,11 @@ struct permit_group {
 ///
 /// Thread-safety: a plain value; the simulator appends from its one thread.
 struct history {
-  std::vector<event> events;        ///< In true-time order.
-  std::vector<std::string> nodes;   ///< Node names, by node_id.
+  std::vector<event> events;       ///< In true-time order.
+  std::vector<std::string> nodes;  ///< Node names, by node_id.
+  /// Each node's clock tick (ns), by node_id: its reads are true time rounded down to it (0:
+  /// exact). A store may hold a grant up to two ticks beyond its TTL (DESIGN T2). Missing: 0.
+  std::vector<std::int64_t> ticks;
   std::vector<std::string> keys;    ///< Key names, by event::key.
   node_id primary_store = no_node;  ///< The store whose clock store_ns reads (S3/S4).
   /// S4 (holder belief) is promised only while every clock stays within the drift bound and no
@@ -240,6 +243,11 @@ struct history {
   std::size_t add(event e) {
     events.push_back(std::move(e));
     return events.size() - 1;
+  }
+
+  /// Returns node `n`'s clock tick in ns (0 if unknown).
+  [[nodiscard]] std::int64_t tick_of(node_id n) const noexcept {
+    return n < ticks.size() ? ticks[n] : 0;
   }
 
   /// Returns the name of node `n` ("-" for no_node).

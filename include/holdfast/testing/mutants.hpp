@@ -21,6 +21,9 @@
 //   expires_1ms_early            | store    | frees a lease 1 ms before its TTL ends    | S3
 //   expires_1tick_early          | store    | frees a lease one clock tick (1 ns) before| S3
 //                                |          | its TTL ends: `now + 1 >= expires`        |
+//   ignores_clock_tick           | store    | ends a grant at reading + TTL on a coarse | S3
+//                                |          | clock (the tick elapsed at the read is    |
+//                                |          | forgotten): frees keys up to a tick early |
 //
 // Store mutants are mutant_store<Clock>, a small map-based store that is correct when built with
 // mutant::none (the conformance kit checks that too, so the controls differ from a correct store
@@ -37,6 +40,7 @@
 #include <string_view>
 #include <utility>
 
+#include "holdfast/clock.hpp"
 #include "holdfast/detail/config.hpp"
 #include "holdfast/detail/saturating.hpp"
 #include "holdfast/error.hpp"
@@ -65,6 +69,7 @@ enum class mutant : std::uint8_t {
   never_expires,
   expires_1ms_early,
   expires_1tick_early,
+  ignores_clock_tick,
 };
 
 /// Every mutant except none, in table order.
@@ -81,6 +86,7 @@ inline constexpr mutant all_mutants[] = {
     mutant::never_expires,
     mutant::expires_1ms_early,
     mutant::expires_1tick_early,
+    mutant::ignores_clock_tick,
 };
 
 /// Returns the mutant's name, e.g. "no_fence" ("none" for none).
@@ -112,6 +118,8 @@ inline const char* to_string(mutant m) noexcept {
       return "expires_1ms_early";
     case mutant::expires_1tick_early:
       return "expires_1tick_early";
+    case mutant::ignores_clock_tick:
+      return "ignores_clock_tick";
   }
   return "?";
 }
@@ -141,6 +149,7 @@ inline invariant expected_violation(mutant m) noexcept {
     case mutant::racy_grant:
     case mutant::expires_1ms_early:
     case mutant::expires_1tick_early:
+    case mutant::ignores_clock_tick:
       return invariant::s3_exclusive_grants;
     case mutant::validity_from_reply:
     case mutant::no_drift_allowance:
@@ -167,7 +176,7 @@ inline bool is_store_mutant(mutant m) noexcept {
   return m == mutant::token_after_grant || m == mutant::release_without_owner_check ||
          m == mutant::renew_revives_expired || m == mutant::counter_reset_on_release ||
          m == mutant::racy_grant || m == mutant::never_expires || m == mutant::expires_1ms_early ||
-         m == mutant::expires_1tick_early;
+         m == mutant::expires_1tick_early || m == mutant::ignores_clock_tick;
 }
 
 /// A small map-based LeaseStore with expiry by `Clock`, correct when built with mutant::none and
@@ -181,7 +190,8 @@ template <class Clock>
 class mutant_store {
  public:
   /// Makes an empty store with expiry by `clock`, broken as `m` says.
-  explicit mutant_store(Clock clock, mutant m = mutant::none) : clock_(std::move(clock)), m_(m) {}
+  explicit mutant_store(Clock clock, mutant m = mutant::none)
+      : clock_(std::move(clock)), tick_(clock_tick(clock_)), m_(m) {}
 
   /// LeaseStore try_acquire (store.hpp), broken as the mutant says.
   result<grant> try_acquire(std::string_view key, std::string_view owner,
@@ -192,20 +202,20 @@ class mutant_store {
     auto it = map_.find(k);
     if (it != map_.end() && live(it->second, now)) {
       if (it->second.owner != owner || it->second.token == 0) return errc::busy;
-      it->second.expires = later(it->second.expires, holdfast::detail::saturating_add(now, ttl));
+      it->second.expires = later(it->second.expires, until(now, ttl));
       return grant{fencing_token(it->second.token), ttl};
     }
     if (m_ == mutant::racy_grant) {
       step();  // the key looked free; by now someone else may have taken it
       now = clock_.now();
       const std::uint64_t t = ++counter_;
-      map_[k] = record{std::string(owner), t, holdfast::detail::saturating_add(now, ttl)};
+      map_[k] = record{std::string(owner), t, until(now, ttl)};
       linearized();
       return grant{fencing_token(t), ttl};
     }
     if (m_ == mutant::token_after_grant) {
       // SET NX: the grant, without a token yet ...
-      map_[k] = record{std::string(owner), 0, holdfast::detail::saturating_add(now, ttl)};
+      map_[k] = record{std::string(owner), 0, until(now, ttl)};
       linearized();
       step();
       // ... INCR, later: a stalled acquirer gets a token newer than a later holder's.
@@ -222,7 +232,7 @@ class mutant_store {
     } else {
       t = ++counter_;
     }
-    map_[k] = record{std::string(owner), t, holdfast::detail::saturating_add(now, ttl)};
+    map_[k] = record{std::string(owner), t, until(now, ttl)};
     return grant{fencing_token(t), ttl};
   }
 
@@ -236,7 +246,7 @@ class mutant_store {
       return errc::lease_lost;
     }
     if (!live(it->second, now) && m_ != mutant::renew_revives_expired) return errc::lease_lost;
-    it->second.expires = holdfast::detail::saturating_add(now, ttl);
+    it->second.expires = until(now, ttl);
     return grant{token, ttl};
   }
 
@@ -263,6 +273,13 @@ class mutant_store {
     time_point expires{};
   };
 
+  // When a grant made at reading `now` may end (DESIGN T2): the correct store counts the tick its
+  // clock may lag; ignores_clock_tick ends it at now + ttl, up to a tick early in real time.
+  time_point until(time_point now, std::chrono::milliseconds ttl) const noexcept {
+    if (m_ == mutant::ignores_clock_tick) return holdfast::detail::saturating_add(now, ttl);
+    return store_hold_until(now, ttl, tick_);
+  }
+
   bool live(const record& r, time_point now) const noexcept {
     if (m_ == mutant::never_expires) return true;
     if (m_ == mutant::expires_1ms_early) return now + std::chrono::milliseconds(1) < r.expires;
@@ -274,6 +291,7 @@ class mutant_store {
   void linearized() { holdfast::step_point(clock_, step_kind::takes_effect); }
 
   Clock clock_;
+  typename Clock::duration tick_;
   mutant m_;
   std::map<std::string, record> map_;
   std::map<std::string, std::uint64_t> per_key_;

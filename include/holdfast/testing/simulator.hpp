@@ -90,6 +90,11 @@ struct fault_options {
   bool drift_beyond_bound = false;
   /// Make client clocks jump forwards and backwards (S4 is then not promised). Default off.
   bool clock_jumps = false;
+  /// Give each store node's clock a tick drawn from exact, 1 ms, 10 ms and 1 s: its reads are
+  /// true time rounded *down* to the tick, and sim_clock::tick() declares it, so a store must
+  /// still hold every grant for the TTL it reports in real time (DESIGN T2: memory_store adds
+  /// the tick; a store that ignores it frees keys up to a tick early and breaks S3). Default on.
+  bool store_clock_ticks = true;
 };
 
 /// A node's clock inside a simulation; models ttl_clock (clock.hpp). A cheap handle: copies
@@ -120,6 +125,9 @@ class sim_clock {
   /// Blocks the calling client until this clock reads at least `deadline`; returns at once if it
   /// already does (or if the client has crashed).
   void sleep_until(time_point deadline) const;
+  /// Returns this node's clock tick: reads are true time rounded down to it (zero: exact; see
+  /// fault_options::store_clock_ticks). Zero for an unbound clock.
+  [[nodiscard]] duration tick() const noexcept;
 
   /// Observes a store's step point (holdfast::step_point, step_point.hpp): at step_kind::between
   /// the calling client reaches an interposition point (it may be switched, paused or crashed);
@@ -170,6 +178,20 @@ class simulator {
   /// Adds a store node named `name` and returns its id. A store's clock is read inside the
   /// store's critical section, so reading it is never an interposition point.
   node_id add_store(std::string name) { return add_node(std::move(name), false); }
+
+  /// Sets node `n`'s clock tick to `tick_ns` (>= 0; 0: exact): from now on its clock reads true
+  /// time rounded down to the tick (the history records the tick for the checker).
+  void set_tick(node_id n, std::int64_t tick_ns) {
+    node& nd = nodes_.at(n);
+    nd.tick_ns = std::max<std::int64_t>(tick_ns, 0);
+    log_.ticks.resize(nodes_.size(), 0);
+    log_.ticks[n] = nd.tick_ns;
+  }
+
+  /// Returns node `n`'s clock tick in ns (0: exact).
+  [[nodiscard]] std::int64_t tick_ns(node_id n) const noexcept {
+    return n < nodes_.size() ? nodes_[n].tick_ns : 0;
+  }
 
   /// Returns a clock handle for node `n`.
   [[nodiscard]] sim_clock clock(node_id n) noexcept { return sim_clock(*this, n); }
@@ -488,6 +510,7 @@ class simulator {
     std::int64_t base_true = 0;   // true time of the current segment's start
     std::int64_t base_local = 0;  // clock reading at base_true
     std::int32_t skew_ppm = 0;    // rate error: local advances (1 + skew/1e6) per true ns
+    std::int64_t tick_ns = 0;     // reads are rounded down to this (0: exact)
   };
 
   struct task {
@@ -515,7 +538,19 @@ class simulator {
     nodes_.push_back(std::move(nd));
     if (std::abs(static_cast<std::int64_t>(nodes_.back().skew_ppm)) > eps_ppm_) end_s4();
     log_.nodes.push_back(std::move(name));
+    log_.ticks.resize(nodes_.size(), 0);
+    if (!client && faults_.store_clock_ticks) {
+      static constexpr std::int64_t ticks[] = {0, 1000000, 10000000, 1000000000};
+      set_tick(id, ticks[weighted({2, 1, 1, 2})]);
+    }
     return id;
+  }
+
+  static std::int64_t round_down(std::int64_t v, std::int64_t tick) noexcept {
+    if (tick <= 0) return v;
+    std::int64_t r = v % tick;
+    if (r < 0) r += tick;
+    return v - r;
   }
 
   std::int32_t draw_skew() {
@@ -585,7 +620,7 @@ class simulator {
         return local_ns(n) + t->drain_ns;
       }
     }
-    return local_ns(n);
+    return round_down(local_ns(n), tick_ns(n));
   }
 
   void sleep_on_clock(node_id n, std::int64_t deadline) {
@@ -596,6 +631,9 @@ class simulator {
       return;
     }
     if (t->crashed) return;
+    // A coarse clock reads `deadline` once its exact time reaches the next tick boundary.
+    const std::int64_t q = nodes_[n].tick_ns;
+    if (q > 0 && round_down(deadline, q) != deadline) deadline = round_down(deadline, q) + q;
     const std::int64_t wake = true_at_local(nodes_[n], deadline);
     if (wake <= now_) return;
     t->wake_ns = wake;
@@ -672,6 +710,10 @@ inline sim_clock::time_point sim_clock::now() const {
 inline void sim_clock::step_point(step_kind kind) const {
   HOLDFAST_ASSERT(sim_ != nullptr, "sim_clock::step_point() on an unbound clock");
   sim_->store_step_point(kind);
+}
+
+inline sim_clock::duration sim_clock::tick() const noexcept {
+  return duration(sim_ != nullptr ? sim_->tick_ns(node_) : 0);
 }
 
 inline void sim_clock::sleep_until(time_point deadline) const {

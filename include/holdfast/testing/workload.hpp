@@ -244,7 +244,9 @@ class schedule_runner {
     const std::int64_t ttl_ns = std::chrono::nanoseconds(o_.ttl).count();
     const std::int64_t store_now = sim_.local_ns(store_.node());
     const std::int64_t excess = std::max<std::int64_t>(0, store_.clock_high_water() - store_now);
-    const std::int64_t span = ttl_ns + excess + std::chrono::nanoseconds(o_.tolerance).count();
+    // A store on a coarse clock may hold a grant up to two ticks beyond its TTL (DESIGN T2).
+    const std::int64_t span = ttl_ns + excess + 2 * sim_.log().tick_of(store_.node()) +
+                              std::chrono::nanoseconds(o_.tolerance).count();
     const auto at_rate = [](std::int64_t local, std::int32_t ppm) {
       const long double t = static_cast<long double>(local) * 1e6L / (1e6L + ppm);
       return static_cast<std::int64_t>(t) + 1;
