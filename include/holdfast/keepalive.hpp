@@ -21,6 +21,8 @@
 //   clock exception                        | caught_exception) is the lease's last_error()
 //   validity passed before a renewal landed| lease turns lost (validity_passed), callback, drop
 //   lease_lost / not_holder / garbage      | lease turns lost, callback, drop (never retried)
+//   the clock went backwards (seen by the  | every lease is looked at at once: it turns lost
+//   next poll)                             | (clock_regressed), callback, drop
 //   lease released / releasing / destroyed | drop; nothing reaches the store for it again
 //   remove(lease), stop()                  | drop; the lease stays held until its TTL runs out
 //
@@ -35,7 +37,10 @@
 // interruptible clock (manual_clock; clock.hpp) it sleeps in the clock's sleep_until(tp, stop), so
 // tests move its time by hand and synchronize with manual_clock::wait_for_sleepers(). A clock that
 // is neither cannot be slept on without risking a stop() that waits for that clock to move, so
-// there the thread reads the clock every `poll_interval` of real time. With
+// there the thread reads the clock every `poll_interval` of real time. A clock that goes backwards
+// is noticed at the next poll: on manual_clock the jump itself ends the sleep, on a clock that is
+// neither it is within poll_interval of real time, so a holder hears clock_regressed within one
+// renew interval instead of after the jump's length (the size of the jump no longer matters). With
 // keepalive_options::start_thread = false there is no thread at all: call poll() yourself and
 // sleep until the instant it returns (a simulator's cooperative client, an event loop). Under a
 // cooperative scheduler (fibers, coroutines on one thread) call poll() from the task that uses
@@ -111,10 +116,11 @@ struct keepalive_options {
 
 /// Counters of what a keepalive has done, for observability and tests.
 struct keepalive_stats {
-  std::uint64_t renewals = 0;  ///< Renewals the store granted.
-  std::uint64_t retries = 0;   ///< Renewal attempts that failed transiently (or threw).
-  std::uint64_t losses = 0;    ///< Leases found lost (then dropped).
-  std::uint64_t passes = 0;    ///< Completed poll() passes that found work due.
+  std::uint64_t renewals = 0;     ///< Renewals the store granted.
+  std::uint64_t retries = 0;      ///< Renewal attempts that failed transiently (or threw).
+  std::uint64_t losses = 0;       ///< Leases found lost (then dropped).
+  std::uint64_t passes = 0;       ///< Completed poll() passes that found work due.
+  std::uint64_t regressions = 0;  ///< Times poll() found the clock had gone backwards.
 };
 
 namespace detail {
@@ -307,7 +313,10 @@ class keepalive : public detail::lease_renewer<Clock> {
   }
 
   /// Renews every lease that is due at clock.now(), on the calling thread, and returns when the
-  /// next renewal is due (nullopt if no lease is kept alive, or after stop()). The background
+  /// next renewal is due (nullopt if no lease is kept alive, or after stop()). If the clock reads
+  /// earlier than at the previous poll() (it went backwards), every lease is due at once: each
+  /// finds the regression and turns lost with loss_cause::clock_regressed (or renews, if it had
+  /// not read the clock since); stats().regressions counts these polls. The background
   /// thread calls it; without the thread (start_thread = false) call it yourself, sleeping until
   /// the instant it returns. Calls are serialized with each other.
   /// Exceptions: one thrown by the clock's now() propagates, with nothing changed; store and
@@ -319,6 +328,21 @@ class keepalive : public detail::lease_renewer<Clock> {
     {
       std::lock_guard<std::mutex> lock(mu_);
       if (stopping_) return std::nullopt;
+      if (last_now_ && now < *last_now_) {
+        // The clock went backwards: every renewal instant on the schedule now lies further away
+        // than it did, by the size of the jump. Look at every lease at once instead: each reads
+        // its clock, finds the regression and turns lost (clock_regressed, with its callback),
+        // or, if it had not read the clock since the jump's target, renews.
+        ++stats_.regressions;
+        std::multimap<time_point, entry> all;
+        all.swap(schedule_);
+        while (!all.empty()) {
+          node_type node = all.extract(all.begin());
+          node.key() = now;
+          schedule_.insert(std::move(node));
+        }
+      }
+      last_now_ = now;
       batch_.clear();
       in_flight_.clear();
       cancelled_.clear();
@@ -451,6 +475,7 @@ class keepalive : public detail::lease_renewer<Clock> {
   std::uint64_t seq_ = 0;
   keepalive_stats stats_{};
   std::error_code last_error_{};
+  std::optional<time_point> last_now_;  // the clock's reading at the latest poll()
   std::vector<const void*> in_flight_;  // the leases of the poll() in progress (its batch_)
   std::vector<const void*> cancelled_;  // of those, the ones remove()d meanwhile
 

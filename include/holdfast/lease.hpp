@@ -86,8 +86,17 @@ template <class Clock = steady_clock>
 struct acquire_options {
   /// The holder's clock: validity and backoff sleeps are measured on it. Default: steady_clock.
   Clock clock{};
-  /// The owner id; empty (default) means a fresh random 128-bit id (32 hex digits). Give your own
-  /// only if it is unique per acquirer (T3): two acquirers sharing an id share the lease.
+  /// A readable owner label (a host name, a worker name). The owner id becomes the label, a '-'
+  /// and 32 random hex digits (128 bits), drawn anew for every acquire call: readable in the
+  /// store and in logs, and still unique per acquirer (T3), so a restarted process never gets
+  /// back its predecessor's live grant and token, as a stable id would (the reconnect bug of
+  /// Curator's InterProcessMutex, CURATOR-604: a new session took the old session's lock node for
+  /// its own). Default empty: the id is the 32 random hex digits alone. Ignored if `owner` is set.
+  std::string owner_label{};
+  /// A fully caller-chosen owner id, used as is. THE CALLER'S RESPONSIBILITY: it must be unique
+  /// per acquirer (T3). Two acquirers sharing an id share the lease, and a process restarted with
+  /// the same id (a host name, a pod name) is handed the previous process's live grant, with its
+  /// token, as its own. Prefer owner_label. Default empty: a random id (see owner_label).
   std::string owner{};
   /// Drift bound and margin of the validity math. Default: 1% and 2 ms (Redlock's).
   validity_options validity{};
@@ -532,7 +541,9 @@ result<acquire_request> prepare_acquire(std::string_view key,
                                         const acquire_options<Clock>& opts) {
   const result<std::chrono::milliseconds> ms = check_acquire_input(key, ttl, opts);
   if (!ms) return ms.error();
-  std::string owner = opts.owner.empty() ? random_owner_id() : opts.owner;
+  std::string owner = !opts.owner.empty()        ? opts.owner
+                      : opts.owner_label.empty() ? random_owner_id()
+                                                 : opts.owner_label + "-" + random_owner_id();
   if (std::error_code ec = check_acquire_args(key, owner, *ms)) return ec;
   return acquire_request{*ms, std::move(owner)};
 }
@@ -567,8 +578,22 @@ result<lease<Store, Clock>> acquire_retrying(Store& store, std::string_view key,
     return req.error();
   }
   const typename Clock::time_point started = clock.now();
-  const typename Clock::time_point deadline = saturating_add(
-      started, timeout > decltype(timeout)::zero() ? timeout : decltype(timeout)::zero());
+  using clock_duration = typename Clock::duration;
+  // The wait is measured as the time the clock moved *forwards* since the first reading, not as
+  // an instant to reach: a clock that jumps back by 100 s would otherwise make the wait 100 s
+  // longer. A sleep that the jump cut short (clock.hpp) just leads to an earlier attempt.
+  const std::optional<clock_duration> limit = checked_duration_cast<clock_duration>(timeout);
+  const clock_duration budget =
+      !limit
+          ? (timeout > decltype(timeout)::zero() ? clock_duration::max() : clock_duration::zero())
+          : (*limit > clock_duration::zero() ? *limit : clock_duration::zero());
+  clock_duration waited = clock_duration::zero();
+  typename Clock::time_point last = started;
+  // Whether budget is left at `t` (forward clock time only).
+  const auto budget_left_at = [&](typename Clock::time_point t) {
+    if (!(last < t)) return waited < budget;
+    return saturating_sub(t, last) < budget - waited;
+  };
   backoff delays(opts.backoff);
   std::uint32_t fruitless_waits = 0;
   std::uint32_t made = 1;
@@ -583,7 +608,7 @@ result<lease<Store, Clock>> acquire_retrying(Store& store, std::string_view key,
     // The last attempt (deadline reached, attempts used up) queues nothing: nobody would wait.
     const bool queue = can_wait_for_release_v<Store, Clock> && has_try_acquire_queued_v<Store> &&
                        (fruitless_waits + 1) % 8 != 0 && !delays.exhausted(made) &&
-                       clock.now() < deadline;
+                       budget_left_at(clock.now());
     result_type l = [&]() -> result_type {
       if constexpr (Observed) {
         return attempt(store, key, req->ttl, opts, req->owner, made, queue);
@@ -594,7 +619,14 @@ result<lease<Store, Clock>> acquire_retrying(Store& store, std::string_view key,
     if (l || !is_transient(l.error())) return done(std::move(l));
     if (delays.exhausted(made)) return done(result_type(l.error()));
     const typename Clock::time_point now = clock.now();
-    if (!(now < deadline)) return done(result_type(errc::timeout));
+    if (last < now) {
+      const clock_duration step = saturating_sub(now, last);
+      waited = budget - waited < step ? budget : waited + step;
+    }
+    last = now;
+    if (!(waited < budget)) return done(result_type(errc::timeout));
+    const clock_duration left = budget - waited;
+    const typename Clock::time_point deadline = saturating_add(now, left);
     if constexpr (can_wait_for_release_v<Store, Clock>) {
       // Waiting without polling: sleep in the store until the key is released or its holder's
       // lease can have expired (or the deadline), then ask again. A failed wait, or a run of
@@ -604,9 +636,11 @@ result<lease<Store, Clock>> acquire_retrying(Store& store, std::string_view key,
         if (store.wait_for_release(key, deadline)) continue;
       }
     }
-    typename Clock::time_point wake = saturating_add(now, delays.next_delay());
-    if (deadline < wake) wake = deadline;  // one last attempt at the deadline itself
-    clock.sleep_until(wake);
+    const std::optional<clock_duration> next =
+        checked_duration_cast<clock_duration>(delays.next_delay());
+    // One last attempt when the budget runs out (at the deadline itself).
+    const clock_duration pause = next && *next < left ? *next : left;
+    clock.sleep_until(saturating_add(now, pause));
   }
 }
 
@@ -652,6 +686,9 @@ auto try_acquire(Store& store, std::string_view key, std::chrono::duration<Rep, 
 /// the last store call): while the key is busy, in the store's wait_for_release() if the store
 /// offers it for this Clock (store.hpp: woken by the holder's release, or at the latest when its
 /// lease can have expired), otherwise, and after a store error, in opts.clock.sleep_until().
+/// The timeout counts only the time the clock moves forwards: if it goes backwards (a user clock;
+/// steady_clock never does), the wait does not grow by the jump, and a sleep the jump ends
+/// (manual_clock) leads to an earlier attempt.
 /// \returns the lease;
 ///   errc::timeout if the deadline passed while the key stayed busy or the store kept failing
 ///     transiently;

@@ -278,7 +278,11 @@ class distributed_mutex {
   acquire_options<Clock> attempt_options() const {
     acquire_options<Clock> o = opts_.acquire;
     const std::string id = detail::random_owner_id();
-    o.owner = o.owner.empty() ? id : o.owner + "/" + id;
+    if (!o.owner.empty()) {
+      o.owner += "/" + id;
+    } else {
+      o.owner = o.owner_label.empty() ? id : o.owner_label + "-" + id;
+    }
     return o;
   }
 

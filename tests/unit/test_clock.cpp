@@ -3,9 +3,13 @@
 #include <catch2/catch.hpp>
 
 #include <chrono>
+#include <optional>
 #include <type_traits>
 
 #include "holdfast/clock.hpp"
+#include "holdfast/keepalive.hpp"
+#include "holdfast/lease.hpp"
+#include "holdfast/stores/memory.hpp"
 #include "test_support.hpp"
 
 using holdfast::manual_clock;
@@ -143,4 +147,48 @@ TEST_CASE("manual_clock::sleep_until returns at once for a deadline already reac
   // No sleeper: a zero real-time wait reports so instead of blocking.
   CHECK_FALSE(c.wait_for_sleepers(1, 0ms));
   CHECK(c.wait_for_sleepers(0, 0ms));
+}
+
+TEST_CASE("self_advancing_clock runs blocking acquire and a keepalive on one thread", "[clock]") {
+  // Issue input (time at the edges, 4): manual_clock::sleep_until blocks until another thread
+  // moves time, so a single-threaded test of code that calls acquire() or drives a keepalive
+  // hung. With self_advancing_clock it runs to completion in virtual time.
+  using clock_t = holdfast::self_advancing_clock;
+  using tp = clock_t::time_point;
+  STATIC_REQUIRE(holdfast::is_ttl_clock_v<clock_t>);
+  STATIC_REQUIRE_FALSE(holdfast::is_interruptible_clock_v<clock_t>);
+  clock_t clock;
+  CHECK(holdfast::clock_tick(clock) == 0ns);
+  holdfast::memory_store<clock_t> store(clock);
+  REQUIRE(store.try_acquire("k", "elsewhere", 10s));  // held until 10 s
+  holdfast::acquire_options<clock_t> o;
+  o.clock = clock;
+  o.backoff.seed = 1;
+  // Busy until 10 s: acquire backs off in virtual time and gets the key at 10 s (one tick before:
+  // still busy), within its 1 min timeout, with no other thread.
+  auto l = holdfast::acquire(store, "k", 10s, std::chrono::minutes(1), o);
+  REQUIRE(l);
+  CHECK(clock.now() >= tp(10s));
+  CHECK(clock.now() < tp(11s));  // backoff is capped at 1 s
+  CHECK(clock.sleeps() > 1);
+  // A keepalive without its thread, driven as an event loop: renewals at 5 s steps of the TTL.
+  holdfast::keepalive_options ko;
+  ko.start_thread = false;
+  holdfast::keepalive<clock_t> ka(clock, ko);
+  REQUIRE(ka.add(*l));
+  const tp start = l->acquired_at();
+  for (int i = 1; i <= 4; ++i) {
+    const std::optional<tp> next = ka.poll();
+    REQUIRE(next);
+    clock.sleep_until(*next);
+  }
+  CHECK(ka.stats().renewals == 3);
+  CHECK(l->valid());
+  CHECK(l->acquired_at() == start + 15s);
+  // Sleeping into the past does not move time back; advance() and set() move it by hand.
+  const tp now = clock.now();
+  clock.sleep_until(now - 1s);
+  CHECK(clock.now() == now);
+  clock.advance(1ns);
+  CHECK(clock.now() == now + 1ns);
 }

@@ -60,3 +60,33 @@ TEST_CASE("a sleeper stops counting the moment its deadline is reached", "[clock
   t.join();
   CHECK(woke == 2);
 }
+
+TEST_CASE("a manual_clock moved backwards ends every sleep", "[clock][concurrency]") {
+  // A sleeper waiting for an instant must re-read the clock after a jump back, not wait for the
+  // lost time again (issue "time at the edges", 2).
+  holdfast::manual_clock clock;
+  clock.set(holdfast::manual_clock::time_point(6s));
+  std::atomic<int> result{-1};
+  std::thread sleeper([&] {
+    result =
+        clock.sleep_until(holdfast::manual_clock::time_point(10s), [] { return false; }) ? 1 : 0;
+  });
+  REQUIRE(clock.wait_for_sleepers(1, 10s));
+  clock.advance(-100s);
+  sleeper.join();
+  CHECK(result == 0);  // interrupted, not reached
+  CHECK(clock.sleepers() == 0);
+  // The plain sleep returns too; a forward move short of the deadline does not end it.
+  std::atomic<bool> done{false};
+  std::thread plain([&] {
+    clock.sleep_until(holdfast::manual_clock::time_point(10s));
+    done = true;
+  });
+  REQUIRE(clock.wait_for_sleepers(1, 10s));
+  clock.advance(1s);
+  CHECK(clock.wait_for_sleepers(1, 10s));
+  CHECK_FALSE(done);
+  clock.advance(-1ns);
+  plain.join();
+  CHECK(done);
+}

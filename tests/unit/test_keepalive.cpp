@@ -365,3 +365,61 @@ TEST_CASE("stop() detaches every lease and refuses new ones", "[keepalive]") {
   CHECK(next.add(l));  // the stopped keepalive let go of it
   ka.stop();           // idempotent
 }
+
+TEST_CASE("a holder clock that jumps back is noticed at the next poll: clock_regressed",
+          "[keepalive]") {
+  // Issue input (time at the edges, 2): holder clock manual_clock, keepalive over it, TTL 10 s
+  // with on_lost set; the store's clock is separate and does not jump.
+  //   t = 0: A acquires and is added.  t = 5: renewed (store expiry 15).
+  //   t = 6: the holder's clock jumps back 100 s. Run on to t = 30.
+  // Before: no renewal and no on_lost until the holder's clock read 10 again (104 s later) while
+  // the store freed the key at 15. Expected: on_lost(clock_regressed) at the first poll after the
+  // jump, i.e. within one renew interval.
+  manual_clock holder;
+  manual_clock store_clock;
+  mstore store(store_clock);
+  std::vector<loss_cause> losses;
+  holdfast::acquire_options<manual_clock> o;
+  o.clock = holder;
+  o.on_lost = [&](loss_cause c) { losses.push_back(c); };
+  keepalive<manual_clock> ka(holder, manual_options());
+  auto a = holdfast::try_acquire(store, "k", 10s, o);
+  REQUIRE(a);
+  REQUIRE(ka.add(*a));
+  const auto both_at = [&](std::chrono::nanoseconds t) {
+    holder.set(manual_clock::time_point(t));
+    store_clock.set(manual_clock::time_point(t));
+  };
+  both_at(5s - 1ns);
+  CHECK(ka.poll() == manual_clock::time_point(5s));  // not yet due
+  both_at(5s);
+  CHECK(ka.poll() == manual_clock::time_point(10s));
+  CHECK(ka.stats().renewals == 1);
+  both_at(6s);
+  CHECK(ka.poll() == manual_clock::time_point(10s));  // nothing due, no regression
+  CHECK(losses.empty());
+  holder.set(manual_clock::time_point(6s - 100s));  // the jump; the store's clock stays at 6 s
+  CHECK(ka.poll() == std::nullopt);                 // the lease is dropped
+  REQUIRE(losses.size() == 1);
+  CHECK(losses[0] == loss_cause::clock_regressed);
+  CHECK(a->state() == lease_state::lost);
+  CHECK(a->loss() == loss_cause::clock_regressed);
+  CHECK(ka.stats().regressions == 1);
+  CHECK(ka.stats().renewals == 1);
+  CHECK(ka.size() == 0);
+  // Run on to t = 30 on both clocks: nothing more is renewed or reported; the store frees the key
+  // at 15 by its own clock, and B gets it there (one tick before: busy).
+  for (int t = 7; t <= 30; ++t) {
+    holder.advance(1s);
+    store_clock.set(manual_clock::time_point(std::chrono::seconds(t)));
+    CHECK(ka.poll() == std::nullopt);
+    if (t == 15) {
+      store_clock.set(manual_clock::time_point(15s - 1ns));
+      CHECK(store.try_acquire("k", "B", 10s).error() == errc::busy);
+      store_clock.set(manual_clock::time_point(15s));
+      CHECK(store.try_acquire("k", "B", 10s));
+    }
+  }
+  CHECK(losses.size() == 1);
+  CHECK(ka.stats().renewals == 1);
+}

@@ -256,3 +256,32 @@ TEST_CASE("remove(l) then add(l) while a poll is in flight schedules l once",
   CHECK(a->valid());
   CHECK(b->valid());
 }
+
+TEST_CASE(
+    "the keepalive thread wakes when its manual clock jumps back and reports "
+    "clock_regressed",
+    "[keepalive][concurrency]") {
+  // Issue input (time at the edges, 2) with the thread: asleep until the renewal due at 10 s, it
+  // used to sleep through a jump back of 100 s for 104 s more. Expected: the jump ends the sleep,
+  // and on_lost(clock_regressed) comes without the clock moving any further.
+  fixture f;
+  manual_clock store_clock;
+  mstore store(store_clock);
+  keepalive<manual_clock> ka(f.clock);
+  auto a = holdfast::try_acquire(store, "k", 10s, f.opts());
+  REQUIRE(a);
+  REQUIRE(ka.add(*a));
+  REQUIRE(f.clock.wait_for_sleepers(1, 10s));
+  f.clock.set(manual_clock::time_point(5s));
+  store_clock.set(manual_clock::time_point(5s));
+  REQUIRE(f.clock.wait_for_sleepers(1, 10s));  // renewed, asleep until 10 s
+  CHECK(ka.stats().renewals == 1);
+  f.clock.set(manual_clock::time_point(6s));
+  REQUIRE(f.clock.wait_for_sleepers(1, 10s));
+  f.clock.set(manual_clock::time_point(6s - 100s));
+  CHECK(eventually([&] { return f.seen().size() == 1; }));
+  REQUIRE(f.seen().size() == 1);
+  CHECK(f.seen()[0] == loss_cause::clock_regressed);
+  CHECK(ka.stats().regressions == 1);
+  CHECK(ka.size() == 0);
+}

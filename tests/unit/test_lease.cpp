@@ -845,3 +845,66 @@ TEST_CASE("acquire returns non-transient errors at once", "[lease]") {
   CHECK(store.acquires == 1);
   CHECK(clock.sleeps().empty());
 }
+
+TEST_CASE("acquire counts only forward clock time against its timeout", "[lease]") {
+  // The kind of issue "time at the edges" (2) in the blocking acquire's backoff: a clock that
+  // jumps back 100 s during a 5 s wait. Expected: timeout after 5 s of forward movement in all
+  // (the jump adds nothing), with a last attempt at the end; and a jump forwards ends it early.
+  for (const ns jump : {-100s - 0ns, 0ns + 0ns, 100s + 0ns}) {
+    CAPTURE(jump.count());
+    jump_clock clock;
+    scripted_store store(clock.manual());
+    REQUIRE(store.inner.try_acquire("orders", "elsewhere", std::chrono::hours(1)));
+    store.on_acquire = [&](std::string_view k, std::string_view o, ms ttl) {
+      if (store.acquires == 2) clock.manual().advance(jump);
+      return store.inner.try_acquire(k, o, ttl);
+    };
+    auto l = holdfast::acquire(store, "orders", 10s, 5s, options(clock));
+    REQUIRE_FALSE(l);
+    CHECK(l.error() == errc::timeout);
+    if (jump < 0ns) {
+      // 5 s forwards in all, plus the one backoff sleep the jump hid (the clock moved forwards
+      // by it between two readings that straddle the jump): bounded, whatever the jump's size.
+      const ns hidden = clock.sleeps().at(0) - tp(0s);
+      CHECK(clock.now() == tp(5s) + jump + hidden);
+      CHECK(hidden < 5s);
+    } else if (jump == 0ns) {
+      CHECK(clock.now() == tp(5s));
+    } else {
+      CHECK(clock.now() == tp(0s) + jump + (clock.sleeps().at(0) - tp(0s)));  // ended at once
+    }
+  }
+}
+
+TEST_CASE("an owner label is readable and always gets a random suffix", "[lease]") {
+  // Issue input (time at the edges, 4): an owner id set to something stable (a host name) made a
+  // restarted process get back its predecessor's live grant, with its token (Curator's reconnect
+  // bug, CURATOR-604). A label keeps the id readable and unique per acquire.
+  manual_clock clock;
+  store_t store(clock);
+  auto o = options(clock);
+  o.owner_label = "host-a";
+  auto first = holdfast::try_acquire(store, "orders", 10s, o);
+  REQUIRE(first);
+  const std::string& id = first->owner();
+  REQUIRE(id.size() == std::string("host-a-").size() + 32);
+  CHECK(id.compare(0, 7, "host-a-") == 0);
+  for (std::size_t i = 7; i < id.size(); ++i)
+    CHECK(std::isxdigit(static_cast<unsigned char>(id[i])));
+  // "The process restarts" with the same label while its predecessor's lease is live: it is a
+  // different owner, so it waits (busy) instead of receiving token 1 as its own.
+  auto restarted = holdfast::try_acquire(store, "orders", 10s, o);
+  CHECK(restarted.error() == errc::busy);
+  // The trap, for contrast: a fully caller-chosen stable id is handed the live grant and token.
+  auto a1 = holdfast::try_acquire(store, "jobs", 10s, options(clock, "host-a"));
+  auto a2 = holdfast::try_acquire(store, "jobs", 10s, options(clock, "host-a"));
+  REQUIRE(a1);
+  REQUIRE(a2);
+  CHECK(a2->token() == a1->token());
+  CHECK(a2->owner() == "host-a");
+  // owner wins over owner_label when both are set.
+  o.owner = "explicit";
+  auto e = holdfast::try_acquire(store, "other", 10s, o);
+  REQUIRE(e);
+  CHECK(e->owner() == "explicit");
+}
