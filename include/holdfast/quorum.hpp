@@ -788,8 +788,8 @@ class quorum_store {
   bool validity_left(time_point start, std::chrono::milliseconds applied) const {
     const time_point now = exec_.clock().now();
     if (now < start) return false;
-    const auto span = std::chrono::duration_cast<typename Clock::duration>(
-        trusted_span(applied, opts_.validity));
+    const auto span =
+        std::chrono::duration_cast<typename Clock::duration>(trusted_span(applied, opts_.validity));
     const auto elapsed = detail::saturating_sub(now, start);
     const auto tick = clock_tick(exec_.clock());
     return elapsed < span && tick < span - elapsed;

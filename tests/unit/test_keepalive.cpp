@@ -377,7 +377,7 @@ TEST_CASE("a holder clock that jumps back is noticed at the next poll: clock_reg
   // jump, i.e. within one renew interval.
   manual_clock holder;
   manual_clock store_clock;
-  mstore store(store_clock);
+  fixture::mstore store(store_clock);
   std::vector<loss_cause> losses;
   holdfast::acquire_options<manual_clock> o;
   o.clock = holder;

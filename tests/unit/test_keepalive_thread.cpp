@@ -266,7 +266,7 @@ TEST_CASE(
   // and on_lost(clock_regressed) comes without the clock moving any further.
   fixture f;
   manual_clock store_clock;
-  mstore store(store_clock);
+  fixture::mstore store(store_clock);
   keepalive<manual_clock> ka(f.clock);
   auto a = holdfast::try_acquire(store, "k", 10s, f.opts());
   REQUIRE(a);
