@@ -219,7 +219,7 @@ class sqlite_lease_store {
     std::unique_lock<std::mutex> lock(mutex_);
     if (!ready()) return holdfast::errc::store_unavailable;
     const std::int64_t now = now_ns();
-    const std::int64_t expires = now + std::chrono::nanoseconds(ttl).count();
+    const std::int64_t expires = hold_until(now, ttl);
     if (!db_.exec("BEGIN IMMEDIATE")) return db_.fail();
     sqlite3_stmt* s = db_.stmt(find_);
     detail::bind_bytes(s, 1, key);
@@ -269,7 +269,7 @@ class sqlite_lease_store {
     detail::bind_bytes(s, 1, key);
     detail::bind_bytes(s, 2, owner);
     sqlite3_bind_int64(s, 3, static_cast<std::int64_t>(token.value()));
-    sqlite3_bind_int64(s, 4, now + std::chrono::nanoseconds(ttl).count());
+    sqlite3_bind_int64(s, 4, hold_until(now, ttl));
     sqlite3_bind_int64(s, 5, now);
     if (sqlite3_step(s) != SQLITE_DONE) return db_.fail();
     if (sqlite3_changes(db_.db()) != 1) return holdfast::errc::lease_lost;
@@ -331,6 +331,15 @@ class sqlite_lease_store {
 
  private:
   bool ready() const { return db_.ok() && release_any_ >= 0; }
+
+  // The reading from which a grant of `ttl` made at reading `now` may end: the tick the reading
+  // may lag true time counts too, so the grant lasts its TTL in real time even on a coarse clock
+  // (DESIGN T2; holdfast::store_hold_until, clock_tick).
+  std::int64_t hold_until(std::int64_t now, std::chrono::milliseconds ttl) const {
+    const std::int64_t tick =
+        std::chrono::duration_cast<std::chrono::nanoseconds>(holdfast::clock_tick(clock_)).count();
+    return now + std::chrono::nanoseconds(ttl).count() + tick;
+  }
 
   std::int64_t now_ns() const {
     return std::chrono::duration_cast<std::chrono::nanoseconds>(clock_.now().time_since_epoch())

@@ -2,7 +2,9 @@
 // clocks that jump forwards and backwards, clock rates beyond the drift bound, store restarts
 // (outages that keep state), and store clocks that tick coarsely (1 ms, 10 ms, 1 s; reads
 // rounded down; on by default in every run). S4 (holder belief) is then not promised after the
-// first such fault; S1 (fenced writes), S2, S3, S5 and L1 must hold regardless.
+// first such fault; S1 (fenced writes), S2, S3, S5 and L1 must hold regardless. Holders keep their
+// leases alive with a keepalive and their clocks are made to regress: L2 (a holder whose clock
+// regresses hears of it, or renews, within one renew interval) must hold too.
 //
 // HOLDFAST_MUTANT=<name> (holdfast/testing/mutants.hpp) runs a deliberately broken variant
 // instead, as in fuzz_lease_schedule (fuzz/CMakeLists.txt asserts the expiry-boundary ones and
@@ -20,6 +22,7 @@ holdfast::testing::run_options chaos() {
   o.faults.clock_jumps = true;
   o.faults.drift_beyond_bound = true;
   o.faults.store_clock_ticks = true;
+  o.keepalive = true;  // holders' keepalives, clock regressions, and L2
   o.store_faults.restarts = true;
   return o;
 }

@@ -204,7 +204,7 @@ class keepalive : public detail::lease_renewer<Clock> {
 #if HOLDFAST_HAS_EXCEPTIONS
     try {
 #endif
-      if (schedule(t, due->first)) return {};
+      if (schedule(t, due->first, t->last_reading())) return {};
 #if HOLDFAST_HAS_EXCEPTIONS
     } catch (...) {
       t->detach(id_);
@@ -217,9 +217,12 @@ class keepalive : public detail::lease_renewer<Clock> {
 
  private:
   // Puts an attached lease on the schedule; false if the keepalive is stopping.
-  bool schedule(const std::shared_ptr<target_type>& t, time_point due) {
+  // `seen` is the lease's latest clock reading: a later poll() that reads the clock earlier than
+  // it knows the clock went backwards, even if the jump came before this keepalive's first poll.
+  bool schedule(const std::shared_ptr<target_type>& t, time_point due, time_point seen) {
     std::lock_guard<std::mutex> lock(mu_);
     if (stopping_) return false;
+    if (!last_now_ || *last_now_ < seen) last_now_ = seen;
     backoff_options retry = opts_.retry;
     retry.max_attempts = 0;
     if (retry.seed) retry.seed = *retry.seed + (++seq_);

@@ -115,7 +115,8 @@ TEST_CASE("simulation: rapidcheck catches every mutant within its default case c
     bool named = false;
     for (invariant i :
          {invariant::s1_fenced_writes, invariant::s2_token_order, invariant::s3_exclusive_grants,
-          invariant::s4_holder_belief, invariant::s5_ownership, invariant::l1_liveness}) {
+          invariant::s4_holder_belief, invariant::s5_ownership, invariant::l1_liveness,
+          invariant::l2_regression}) {
       const bool here =
           failure.description.find(std::string(to_string(i)) + " violated") != std::string::npos;
       named = named || (here && is_expected_violation(m, i));

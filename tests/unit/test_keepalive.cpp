@@ -423,3 +423,21 @@ TEST_CASE("a holder clock that jumps back is noticed at the next poll: clock_reg
   CHECK(losses.size() == 1);
   CHECK(ka.stats().renewals == 1);
 }
+
+TEST_CASE("a clock that went back before the keepalive's first poll is still noticed",
+          "[keepalive]") {
+  // The lease read its clock at 0 s; the clock then jumped back 100 s before the lease was added
+  // to a keepalive that had never read it. The keepalive starts from the lease's own latest
+  // reading, so its first poll finds the regression (before: the renewal due at 5 s was 105 s
+  // away and nothing was reported).
+  fixture f;
+  keepalive<manual_clock> ka(f.clock, manual_options());
+  auto l = holdfast::try_acquire(f.store, "orders", 10s, f.opts());
+  REQUIRE(l);
+  f.clock.set(manual_clock::time_point(-100s));
+  REQUIRE(ka.add(*l));
+  CHECK(ka.poll() == std::nullopt);
+  REQUIRE(f.seen().size() == 1);
+  CHECK(f.seen()[0] == loss_cause::clock_regressed);
+  CHECK(ka.stats().regressions == 1);
+}

@@ -378,3 +378,54 @@ TEST_CASE("checker: a store on a coarse clock may hold a grant up to one tick be
     }
   }
 }
+
+TEST_CASE("checker: L2, a kept-alive holder whose clock regresses must hear of it in time",
+          "[testing/checker]") {
+  // DESIGN §6 L2: within history::regression_bound_ns of true time (one renew interval, its own
+  // stalls not counted) a loss report, a failed check or a renewal must follow the regression.
+  const auto base = [] {
+    builder b;
+    b.h.regression_bound_ns = 500 * ms;
+    b.grant(b.a, "A", 0, 1);
+    b.add(event_kind::acquired, b.a, 0).owner = "A";
+    b.add(event_kind::clock_regress, b.a, 100 * ms).value = -5000 * ms;
+    return b;
+  };
+  SECTION("heard at the bound, and one tick before it: no violation") {
+    for (const std::int64_t at : {std::int64_t{599 * ms}, std::int64_t{600 * ms}}) {
+      builder b = base();
+      event& lost = b.add(event_kind::lease_lost, b.a, at);
+      lost.owner = "A";
+      lost.value = 4;  // loss_cause::clock_regressed
+      b.add(event_kind::heal, no_node, 2000 * ms).value = 10000 * ms;
+      b.add(event_kind::liveness_acquired, b.b, 2100 * ms);
+      CHECK(check(b.h).ok());
+    }
+  }
+  SECTION("heard one tick after the bound: L2") {
+    builder b = base();
+    b.add(event_kind::lease_lost, b.a, 600 * ms + 1).owner = "A";
+    const verdict v = check(b.h);
+    REQUIRE(v.violated == invariant::l2_regression);
+    CHECK(v.at == 2);
+    CHECK_THAT(v.report(), Catch::Contains("L2 clock regression noticed violated") &&
+                               Catch::Contains("<- L2 violated"));
+  }
+  SECTION("a renewal answers it; the holder's own stall does not count") {
+    builder b = base();
+    b.add(event_kind::pause, b.a, 200 * ms).value = 1000 * ms;
+    b.add(event_kind::renewed, b.a, 1500 * ms).owner = "A";
+    CHECK(check(b.h).ok());
+  }
+  SECTION("never heard, and the run goes on: L2") {
+    builder b = base();
+    b.add(event_kind::write, b.b, 5000 * ms).owner = "B";
+    CHECK(check(b.h).violated == invariant::l2_regression);
+  }
+  SECTION("not checked when the bound is 0") {
+    builder b = base();
+    b.h.regression_bound_ns = 0;
+    b.add(event_kind::write, b.b, 5000 * ms).owner = "B";
+    CHECK(check(b.h).ok());
+  }
+}

@@ -57,6 +57,9 @@ class keepalive_target {
   // events besides the lease's observer (null: none).
   virtual keepalive_step<Clock> step(std::uint64_t id, double fraction,
                                      lease_observer* also) noexcept = 0;
+  // The latest reading of the clock the lease has seen (a clock that later reads earlier went
+  // backwards, even if the keepalive itself never read it before).
+  virtual time_point last_reading() = 0;
 
  protected:
   keepalive_target() = default;

@@ -396,6 +396,11 @@ class lease_shared final : public keepalive_target<Clock> {
     return std::make_pair(body.due(fraction), true);
   }
 
+  time_point last_reading() override {
+    std::lock_guard<std::mutex> lock(data);
+    return body.last_seen;
+  }
+
   void detach(std::uint64_t id) override {
     std::lock_guard<std::mutex> op_lock(op);
     std::lock_guard<std::mutex> lock(data);

@@ -65,6 +65,7 @@ enum class invariant : std::uint8_t {
   l1_liveness,
   s6_permit_bound,
   t4_store_answers,  ///< The store reported a grant no store can make (TTL <= 0 or > max_ttl).
+  l2_regression,  ///< A kept-alive holder whose clock went back heard nothing in a renew interval.
 };
 
 /// Returns the invariant's tag: "S1" .. "S5", "L1", or "-".
@@ -88,6 +89,8 @@ inline const char* tag(invariant i) noexcept {
       return "S6";
     case invariant::t4_store_answers:
       return "T4";
+    case invariant::l2_regression:
+      return "L2";
   }
   return "?";
 }
@@ -113,6 +116,8 @@ inline const char* to_string(invariant i) noexcept {
       return "S6 permit bound";
     case invariant::t4_store_answers:
       return "T4 store answers";
+    case invariant::l2_regression:
+      return "L2 clock regression noticed";
   }
   return "?";
 }
@@ -167,7 +172,13 @@ class checker {
   explicit checker(const history& h) : h_(h) {}
 
   verdict run() {
-    for (std::size_t i = 0; i < h_.events.size() && result_.ok(); ++i) step(i);
+    for (std::size_t i = 0; i < h_.events.size() && result_.ok(); ++i) {
+      regression_due(i, h_.events[i].true_ns);
+      if (result_.ok()) step(i);
+    }
+    if (result_.ok() && !h_.events.empty()) {
+      regression_due(h_.events.size() - 1, h_.events.back().true_ns);
+    }
     if (result_.ok() && heal_ != npos && !live_seen_) {
       // The run ended without the contender acquiring: report at the heal event.
       fail(invariant::l1_liveness, heal_, "after faults healed, no contender acquired at all",
@@ -225,8 +236,88 @@ class checker {
     return !s.held || now >= s.hi + tol();
   }
 
+  // L2 (DESIGN §6): a holder whose lease a keepalive keeps alive and whose clock regresses
+  // (clock_regress: a jump back right after its keepalive read the clock) must learn it (its
+  // lease turns lost, a validity check says no, a renewal fails) or renew, within
+  // history::regression_bound_ns of true time, its own stalls not counted, unless by then its
+  // clock has run past where it was before the jump. Tracked per client node from the history:
+  // it keeps a lease from `acquired` until it releases, loses it, or crashes.
+  void regression(std::size_t i, const event& e) {
+    if (h_.regression_bound_ns <= 0 || e.node == no_node) return;
+    if (e.node >= kept_.size()) {
+      kept_.resize(e.node + 1, false);
+      pending_.resize(e.node + 1, npos);
+      due_.resize(e.node + 1, 0);
+    }
+    switch (e.kind) {
+      case event_kind::acquired:
+        kept_[e.node] = true;
+        pending_[e.node] = npos;
+        return;
+      case event_kind::clock_regress:
+        if (kept_[e.node] && pending_[e.node] == npos) {
+          pending_[e.node] = i;
+          due_[e.node] = sat_add(e.true_ns, h_.regression_bound_ns);
+        }
+        return;
+      case event_kind::pause:  // a stalled process cannot react: the stall does not count
+        if (pending_[e.node] != npos) due_[e.node] = sat_add(due_[e.node], e.value);
+        return;
+      case event_kind::renewed:
+        pending_[e.node] = npos;
+        return;
+      case event_kind::validity:
+      case event_kind::renew_failed:
+        if (e.kind == event_kind::renew_failed || e.value == 0) pending_[e.node] = npos;
+        return;
+      case event_kind::lease_lost:
+      case event_kind::released:
+      case event_kind::release_failed:
+      case event_kind::crash:
+      case event_kind::restart:
+        kept_[e.node] = false;
+        pending_[e.node] = npos;
+        return;
+      default:
+        return;
+    }
+  }
+
+  // Fails L2 for a regression still unanswered once true time passed its bound.
+  void regression_due(std::size_t i, std::int64_t now) {
+    for (std::size_t n = 0; n < pending_.size() && result_.ok(); ++n) {
+      const std::size_t j = pending_[n];
+      if (j == npos) continue;
+      if (now <= due_[n]) continue;
+      // Moot once the holder's clock has surely read past where it was before the jump (it runs
+      // during stalls too, at up to 5% slow): nothing is left to notice.
+      if ((now - h_.events[j].true_ns) / 100 * 95 >= -h_.events[j].value) {
+        pending_[n] = npos;
+        continue;
+      }
+      std::vector<std::size_t> ctx = {j};
+      for (std::size_t k = j; k-- > 0;) {  // the lease it held: its grant
+        const event& a = h_.events[k];
+        if (a.node == static_cast<node_id>(n) && a.kind == event_kind::acquired) {
+          ctx.push_back(k);
+          break;
+        }
+      }
+      ctx.push_back(i);
+      fail(invariant::l2_regression, j,
+           h_.node_name(static_cast<node_id>(n)) + "'s clock went back " +
+               fmt_seconds(-h_.events[j].value) +
+               " while a keepalive kept its lease, and it heard nothing (no loss reported, no "
+               "renewal) for " +
+               fmt_seconds(now - h_.events[j].true_ns) + ": the bound is one renew interval (" +
+               fmt_seconds(h_.regression_bound_ns) + ", not counting its own stalls)",
+           ctx);
+    }
+  }
+
   void step(std::size_t i) {
     const event& e = h_.events[i];
+    regression(i, e);
     switch (e.kind) {
       case event_kind::store_acquire:
       case event_kind::store_renew:
@@ -668,6 +759,19 @@ class checker {
               fmt_token(static_cast<std::uint64_t>(e.value));
         res = ok ? "raised" : outcome_name(e.outcome);
         break;
+      case event_kind::clock_regress:
+        act = h_.node_name(e.node) + "'s clock goes back " + fmt_seconds(-e.value) +
+              " (right after its keepalive read it)";
+        break;
+      case event_kind::lease_lost:
+        act = who(e) + " is told its lease " + fmt_token(e.token) + " is lost";
+        {
+          // holdfast::loss_cause, in its declaration order (detail/lease_shared.hpp).
+          static const char* const causes[] = {"none",       "validity_passed", "renew_refused",
+                                               "not_holder", "clock_regressed", "protocol_error"};
+          res = e.value >= 0 && e.value < 6 ? causes[e.value] : "?";
+        }
+        break;
     }
     // A multi-step store's operation: where it stalled between its steps, and when it returned
     // after taking effect (a token drawn in a later step is the classic bug, DESIGN T1).
@@ -820,6 +924,9 @@ class checker {
   std::map<std::uint8_t, resource_state> resources_;
   std::map<std::tuple<node_id, std::uint8_t, std::uint64_t>, lease_rec> leases_;
   std::size_t heal_ = npos;
+  std::vector<bool> kept_;            // L2: by client node, holds a kept-alive lease
+  std::vector<std::size_t> pending_;  // L2: by client node, an unanswered regression (event)
+  std::vector<std::int64_t> due_;     // L2: by client node, when it must have heard (true ns)
   bool live_seen_ = false;
 };
 

@@ -343,7 +343,13 @@ conformance_report check_store(Factory&& make_store, const conformance_options& 
     simulator sim(src, quiet);
     const node_id n = sim.add_store("coarse store");
     sim.set_tick(n, 1000000000);
-    std::unique_ptr<Store> store = detail::make_store<Store>(make_store, sim.clock(n));
+    store_env env;  // a store of its own: a directory of its own for a file-backed one
+    std::unique_ptr<detail::scratch_dir> dir;
+    if constexpr (detail::factory_takes_env_v<std::remove_reference_t<Factory>>) {
+      dir = std::make_unique<detail::scratch_dir>();
+      env.dir = dir->path();
+    }
+    std::unique_ptr<Store> store = detail::make_store<Store>(make_store, sim.clock(n), env);
     sim.advance(700000000);
     const std::chrono::milliseconds ttl(1500);
     result<grant> g = store->try_acquire("coarse", "a", ttl);

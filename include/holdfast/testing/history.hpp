@@ -82,6 +82,10 @@ enum class event_kind : std::uint8_t {
   liveness_acquired,  ///< The liveness contender acquired (`token`).
   liveness_failed,    ///< The liveness contender gave up (`outcome`).
   store_raise,        ///< The store applied raise_token (quorum.hpp): `token` -> `value`.
+  lease_lost,         ///< A client's lease turned lost (its on-loss callback ran): `value` is the
+                      ///< holdfast::loss_cause.
+  clock_regress,      ///< A holder's clock was made to jump back `-value` ns right after its
+                      ///< keepalive read it (a regression, checked by L2).
 };
 
 /// The fault injected around a store operation.
@@ -162,6 +166,10 @@ inline const char* to_string(event_kind k) noexcept {
       return "liveness_failed";
     case event_kind::store_raise:
       return "store_raise";
+    case event_kind::lease_lost:
+      return "lease_lost";
+    case event_kind::clock_regress:
+      return "clock_regress";
   }
   return "?";
 }
@@ -229,6 +237,10 @@ struct history {
   /// instant this close after an expiry is not judged. There is none before an expiry: a store
   /// must never end a lease earlier than the TTL it reported (DESIGN T2).
   std::int64_t tolerance_ns = 1000000;
+  /// L2: a client that holds a lease kept alive by a keepalive and whose clock jumps backwards
+  /// must learn it (lease_lost, a failed validity check or renewal) or renew within this much true
+  /// time (ns): one renew interval. 0: L2 is not checked.
+  std::int64_t regression_bound_ns = 0;
   /// Semaphores whose permit bound the checker enforces (S6); empty for plain lease runs.
   std::vector<permit_group> permit_groups;
   /// Decisions the simulator drew from the source during the run (the workload's come on top).

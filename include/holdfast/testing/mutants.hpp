@@ -21,6 +21,9 @@
 //   expires_1ms_early            | store    | frees a lease 1 ms before its TTL ends    | S3
 //   expires_1tick_early          | store    | frees a lease one clock tick (1 ns) before| S3
 //                                |          | its TTL ends: `now + 1 >= expires`        |
+//   keepalive_sleeps_through_    | holder   | its keepalive event loop polls only when  | L2
+//     regression                 |          | woken for a renewal: after its clock jumps|
+//                                |          | back it sleeps until the old instant      |
 //   ignores_clock_tick           | store    | ends a grant at reading + TTL on a coarse | S3
 //                                |          | clock (the tick elapsed at the read is    |
 //                                |          | forgotten): frees keys up to a tick early |
@@ -70,6 +73,7 @@ enum class mutant : std::uint8_t {
   expires_1ms_early,
   expires_1tick_early,
   ignores_clock_tick,
+  keepalive_sleeps_through_regression,
 };
 
 /// Every mutant except none, in table order.
@@ -87,6 +91,7 @@ inline constexpr mutant all_mutants[] = {
     mutant::expires_1ms_early,
     mutant::expires_1tick_early,
     mutant::ignores_clock_tick,
+    mutant::keepalive_sleeps_through_regression,
 };
 
 /// Returns the mutant's name, e.g. "no_fence" ("none" for none).
@@ -120,6 +125,8 @@ inline const char* to_string(mutant m) noexcept {
       return "expires_1tick_early";
     case mutant::ignores_clock_tick:
       return "ignores_clock_tick";
+    case mutant::keepalive_sleeps_through_regression:
+      return "keepalive_sleeps_through_regression";
   }
   return "?";
 }
@@ -159,6 +166,8 @@ inline invariant expected_violation(mutant m) noexcept {
       return invariant::s5_ownership;
     case mutant::never_expires:
       return invariant::l1_liveness;
+    case mutant::keepalive_sleeps_through_regression:
+      return invariant::l2_regression;
   }
   return invariant::none;
 }

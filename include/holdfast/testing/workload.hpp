@@ -17,6 +17,9 @@
 //   renew            | extends its lease, now or at the last moment    [lease::renew]
 //   release          | releases and drops its lease                    [lease::release]
 //   crash            | crashes now (restarts later with a new owner id)
+//   clock_regress    | (keepalive runs only) just after a poll, the holder's clock jumps back by
+//                    | 1, 5 or 10 TTL: it must hear of it, or renew, within one renew interval
+//                    | (L2)                                          [keepalive::poll]
 //   acquire_at_expiry| waits until the lease another client holds on the key ends by the
 //                    | store's clock, then tries: one tick before, at, or one tick after that
 //                    | instant (aimed again if the lease was renewed meanwhile)
@@ -30,6 +33,10 @@
 // lease) do nothing. At the end each client releases what it holds (RAII). Then, for L1, faults
 // heal and one contender per key must acquire within the bound: TTL (plus any time a backwards
 // store-clock jump added) on the store's clock, plus the backoff cap, on healed clocks.
+//
+// With run_options::keepalive, every holder keeps its lease alive with a keepalive it drives as an
+// event loop (poll(); every sleep of a holding client wakes for the renewal instants it returns
+// and polls again), and its on-loss callback is recorded (lease_lost), so the history shows L2.
 //
 // Holder mutants (mutants.hpp) change only how the client uses the shipped lease:
 // validity_from_reply keeps its own belief measured from the reply; no_drift_allowance configures
@@ -48,6 +55,7 @@
 #include <vector>
 
 #include "holdfast/detail/config.hpp"
+#include "holdfast/keepalive.hpp"
 #include "holdfast/lease.hpp"
 #include "holdfast/stores/memory.hpp"
 #include "holdfast/testing/checker.hpp"
@@ -75,6 +83,7 @@ enum class op_kind : std::uint8_t {
   release,
   crash,
   acquire_at_expiry,
+  clock_regress,
 };
 
 /// Returns the operation's name, e.g. "write_at_edge".
@@ -100,6 +109,8 @@ inline const char* to_string(op_kind k) noexcept {
       return "crash";
     case op_kind::acquire_at_expiry:
       return "acquire_at_expiry";
+    case op_kind::clock_regress:
+      return "clock_regress";
   }
   return "?";
 }
@@ -150,7 +161,17 @@ struct run_options {
   validity_options validity{};
   /// Store-clock tolerance when judging expiry (a store may round TTLs). Default 1 ms.
   std::chrono::nanoseconds tolerance = std::chrono::milliseconds(1);
+  /// Holders keep their leases alive with a poll()-driven keepalive, clock_regress operations
+  /// make their clocks jump back, and L2 is checked (a holder whose clock regresses hears of it,
+  /// or renews, within one renew interval). Default off; fuzz_clock_chaos turns it on.
+  bool keepalive = false;
 };
+
+/// True iff runs with `o` keep leases alive with a keepalive (run_options::keepalive, or the
+/// mutant that breaks that loop).
+inline bool uses_keepalive(const run_options& o) noexcept {
+  return o.keepalive || o.mutation == mutant::keepalive_sleeps_through_regression;
+}
 
 /// What a run produced: the workload, the full history, and the checker's verdict.
 struct run_result {
@@ -183,14 +204,19 @@ inline workload generate_workload(decision_source& src, const run_options& o) {
                                          op_kind::crash, op_kind::acquire_at_expiry};
   static constexpr op_kind held_ops[] = {
       op_kind::work,  op_kind::write,   op_kind::write_at_edge, op_kind::write_unchecked,
-      op_kind::renew, op_kind::release, op_kind::crash};
+      op_kind::renew, op_kind::release, op_kind::crash,         op_kind::clock_regress};
+  // 0 without keepalives: the same draws as before. The mutant that breaks the loop gets more.
+  const std::uint32_t regress = !uses_keepalive(o)                                          ? 0
+                                : o.mutation == mutant::keepalive_sleeps_through_regression ? 12
+                                                                                            : 3;
   bool holds[4] = {false, false, false, false};
   w.ops.reserve(n);
   for (std::uint32_t i = 0; i < n; ++i) {
     client_op op;
     op.client = static_cast<std::uint8_t>(src.choose(w.clients));
     bool& h = holds[op.client];
-    op.kind = h ? held_ops[pick(src, {2, 7, 5, 2, 5, 2, 1})] : free_ops[pick(src, {1, 6, 2, 0, 3})];
+    op.kind = h ? held_ops[pick(src, {2, 7, 5, 2, 5, 2, 1, regress})]
+                : free_ops[pick(src, {1, 6, 2, 0, 3})];
     if (op.kind == op_kind::acquire || op.kind == op_kind::try_acquire ||
         op.kind == op_kind::acquire_at_expiry) {
       h = true;
@@ -283,6 +309,8 @@ class schedule_runner {
     std::optional<lease_type> held;
     std::uint8_t key = 0;
     std::int64_t belief_until = 0;  // validity_from_reply: the mutant's own belief (local ns)
+    std::unique_ptr<keepalive<sim_clock>> ka;      // run_options::keepalive: its event loop's
+    std::optional<sim_clock::time_point> ka_next;  // the instant its last poll() returned
   };
 
   std::chrono::nanoseconds backoff_cap() const {
@@ -345,6 +373,63 @@ class schedule_runner {
     if (valid) (void)resources_[c.key]->write(c.held->token(), c.owner);
   }
 
+  // run_options::keepalive: hands the new lease to the client's keepalive (made on first use, no
+  // thread: the client polls it) and records its loss when the on-loss callback tells.
+  void keep(client& c) {
+    if (!uses_keepalive(o_) || !c.held) return;
+    if (!c.ka) {
+      keepalive_options ko;
+      ko.start_thread = false;
+      ko.retry.initial = std::max<std::chrono::nanoseconds>(std::chrono::nanoseconds(o_.ttl) / 50,
+                                                            std::chrono::milliseconds(1));
+      ko.retry.max_delay = backoff_cap();
+      ko.retry.seed = (static_cast<std::uint64_t>(c.node) << 40) ^ c.incarnation;
+      c.ka = std::make_unique<keepalive<sim_clock>>(sim_.clock(c.node), ko);
+    }
+    const std::uint64_t token = c.held->token().value();
+    c.held->on_lost([this, &c, token](loss_cause why) {
+      record(event_kind::lease_lost, c, {}, token, static_cast<std::int64_t>(why));
+    });
+    (void)c.ka->add(*c.held);
+    c.ka_next.reset();
+  }
+
+  // One pass of the client's keepalive; records the renewals it made.
+  std::optional<sim_clock::time_point> poll(client& c) {
+    const std::uint64_t before = c.ka->stats().renewals;
+    std::optional<sim_clock::time_point> next = c.ka->poll();
+    if (c.ka->stats().renewals > before && c.held && !sim_.current_crashed()) {
+      record(event_kind::renewed, c, {}, c.held->token().value(), belief_end(c));
+    }
+    return next;
+  }
+
+  // Sleeps the client until its clock reads `target`. With a keepalive, as an event loop: it
+  // wakes at each renewal instant the keepalive returns and polls it after every wake, so a
+  // clock that went backwards is found at once. The mutant keepalive_sleeps_through_regression
+  // polls only when woken for a renewal: after a jump back it sleeps until the old instant.
+  void nap(client& c, sim_clock::time_point target) {
+    const sim_clock clock = sim_.clock(c.node);
+    if (!c.ka) {
+      clock.sleep_until(target);
+      return;
+    }
+    const bool mutant_loop = o_.mutation == mutant::keepalive_sleeps_through_regression;
+    bool poll_now = !mutant_loop || !c.ka_next;
+    for (;;) {
+      if (sim_.current_crashed()) return;
+      if (poll_now || !mutant_loop) c.ka_next = poll(c);
+      if (sim_.current_crashed()) return;
+      sim_clock::time_point wake = target;
+      const bool for_ka = c.ka_next && *c.ka_next < target;
+      if (for_ka) wake = *c.ka_next;
+      clock.sleep_until(wake);
+      if (sim_.current_crashed()) return;
+      poll_now = for_ka;
+      if (!(clock.now() < target)) return;
+    }
+  }
+
   void program(client& c) {
     for (const client_op& op : c.ops) {
       if (sim_.current_crashed()) restart(c);
@@ -356,10 +441,13 @@ class schedule_runner {
       run(c, client_op{op_kind::release, 0, 0, 0});
     }
     c.held.reset();
+    c.ka.reset();
   }
 
   void restart(client& c) {
     c.held.reset();
+    c.ka.reset();  // the process died with its keepalive
+    c.ka_next.reset();
     ++c.incarnation;
     c.owner = c.name + "#" + std::to_string(c.incarnation);
     sim_.restart_current(c.owner);
@@ -371,7 +459,7 @@ class schedule_runner {
       case op_kind::work: {
         static constexpr int tenths[] = {1, 5, 10, 20};
         const sim_clock clock = sim_.clock(c.node);
-        clock.sleep_until(clock.now() + ttl * tenths[op.arg & 3] / 10);
+        nap(c, clock.now() + ttl * tenths[op.arg & 3] / 10);
         return;
       }
       case op_kind::acquire:
@@ -393,6 +481,7 @@ class schedule_runner {
         note_reply(c);
         // value: where the holder's belief ends (its clock), for pictures (svg.hpp).
         record(event_kind::acquired, c, {}, c.held->token().value(), belief_end(c));
+        keep(c);
         return;
       }
       case op_kind::write:
@@ -404,8 +493,7 @@ class schedule_runner {
         static constexpr std::int64_t before[] = {1, 1000000, 0, 0};
         std::int64_t d = before[op.arg & 3];
         if ((op.arg & 3) == 2) d = ttl.count() / 100;
-        sim_.clock(c.node).sleep_until(
-            sim_clock::time_point(sim_clock::duration(belief_end(c) - d)));
+        nap(c, sim_clock::time_point(sim_clock::duration(belief_end(c) - d)));
         if (c.held && !sim_.current_crashed()) checked_write(c);
         return;
       }
@@ -416,8 +504,8 @@ class schedule_runner {
         if (!c.held) return;
         if (op.arg != 0) {  // renew late: just before validity ends (the last moment)
           const std::int64_t d = op.arg == 1 ? ttl.count() / 50 : op.arg == 2 ? 1000000 : 1;
-          sim_.clock(c.node).sleep_until(sim_clock::time_point(
-              sim_clock::duration(c.held->valid_until().time_since_epoch().count() - d)));
+          nap(c, sim_clock::time_point(
+                     sim_clock::duration(c.held->valid_until().time_since_epoch().count() - d)));
           if (!c.held || sim_.current_crashed()) return;
         }
         result<void> r = c.held->renew();
@@ -431,6 +519,11 @@ class schedule_runner {
       }
       case op_kind::release: {
         if (!c.held) return;
+        // An event loop runs what is due before it blocks in a call (the mutant's does not).
+        if (c.ka && o_.mutation != mutant::keepalive_sleeps_through_regression) {
+          c.ka_next = poll(c);
+          if (!c.held || sim_.current_crashed()) return;
+        }
         result<void> r = c.held->release();
         record(r ? event_kind::released : event_kind::release_failed, c, r.error(),
                c.held->token().value());
@@ -440,6 +533,17 @@ class schedule_runner {
       case op_kind::crash:
         sim_.crash_current();
         return;
+      case op_kind::clock_regress: {
+        if (!c.held || !c.ka) return;
+        // Right after a poll, so the clock surely reads earlier than the keepalive last saw.
+        c.ka_next = poll(c);
+        if (sim_.current_crashed()) return;
+        static constexpr std::int64_t tenths[] = {10, 50, 100, 10};
+        const std::int64_t back = ttl.count() * tenths[op.arg & 3] / 10;
+        sim_.jump_clock(c.node, -back);
+        record(event_kind::clock_regress, c, {}, c.held->token().value(), -back);
+        return;
+      }
       case op_kind::acquire_at_expiry: {
         if (c.held) return;
         c.key = op.key;
@@ -454,6 +558,7 @@ class schedule_runner {
         record(event_kind::acquired, c, {}, r->token().value());
         c.held.emplace(std::move(*r));
         note_reply(c);
+        keep(c);
         return;
       }
     }
@@ -551,6 +656,12 @@ run_result run_schedule_impl(decision_source& src, Factory& make_store, const ru
       // The store keeps real time, not simulated time: expiry cannot be judged (S3, S4, the
       // expiry half of S5 and L1 are skipped; S1, S2 and ownership still are checked).
       sim.log().tolerance_ns = std::numeric_limits<std::int64_t>::max() / 4;
+    }
+    if (uses_keepalive(o)) {
+      // L2: one renew interval (half the TTL on the holder's clock, which may run up to 5% slow),
+      // in true time.
+      sim.log().regression_bound_ns =
+          std::chrono::nanoseconds(o.ttl).count() / 2 * 106 / 100 + 1000000;
     }
     schedule_runner<Store> runner(sim, store, out.plan, o);
     runner.run_clients();
