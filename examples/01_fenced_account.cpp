@@ -92,7 +92,8 @@ class account {
   holdfast::fenced<long> value_;
 };
 
-/// A timeline of the stall, in DESIGN §1's notation, with times since the run started.
+/// A timeline of the stall, in the notation of the README's timeline, with times since the run
+/// started.
 class timeline {
  public:
   explicit timeline(clock_type::time_point start) : start_(start) {}
@@ -134,7 +135,8 @@ struct outcome {
 /// Runs the workload once, fenced or not, and prints its timeline.
 outcome run(bool fenced) {
   holdfast::memory_store_options store_opts;
-  store_opts.last_issued = holdfast::fencing_token(32);  // so A's first token is 33, as in DESIGN
+  store_opts.last_issued =
+      holdfast::fencing_token(32);  // so A's first token is 33, as in the README's timeline
   store_type store(clock_type{}, store_opts);
   account acct(fenced);
   const clock_type::time_point start = clock_type{}.now();

@@ -80,7 +80,7 @@ class map_store {
     time_point expires;
   };
 
-  // A grant must last its TTL in real time even if the clock reads coarsely (DESIGN T2): the
+  // A grant must last its TTL in real time even if the clock reads coarsely (store.hpp, T2): the
   // clock's tick, which the reading `now` may lag, is added (store_hold_until). The kit checks
   // this with store clocks that read whole seconds, 10 ms or 1 ms, rounded down.
   time_point expiry(time_point now, std::chrono::milliseconds ttl) const {

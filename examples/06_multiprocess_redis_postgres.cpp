@@ -8,7 +8,7 @@
 //   HOLDFAST_REDIS_PORT=6379 HOLDFAST_PG_CONNINFO='dbname=app'
 //   ./example_06_multiprocess_redis_postgres
 //
-// The story (DESIGN §1, with real processes, a real lease store and a real database):
+// The story (the README's timeline, with real processes, a real lease store and a real database):
 //   1. Worker w0 starts alone, acquires the lease "ledger" in Redis (redis_store, TTL 300 ms, token
 //      T0), checks that its lease is valid, and is frozen by SIGSTOP before it writes: a GC pause,
 //      a swapped-out process, a VM migration.

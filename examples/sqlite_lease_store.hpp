@@ -10,7 +10,8 @@
 //   holdfast_meta(name TEXT PRIMARY KEY, value)     the boot the expiry instants belong to
 //
 // What makes it correct (the README's "Checking your own store" has the reasoning):
-//   - The store is a template on its Clock and judges expiry by that clock alone (DESIGN T2), so
+//   - The store is a template on its Clock and judges expiry by that clock alone (store.hpp, T2),
+//   so
 //     the kit can hand it the simulator's clock; in production it is holdfast::steady_clock.
 //   - try_acquire is ONE transaction: it checks the key, draws the token from the counter and
 //     writes the lease together (T1). renew and release are one statement each, and each checks
@@ -334,7 +335,7 @@ class sqlite_lease_store {
 
   // The reading from which a grant of `ttl` made at reading `now` may end: the tick the reading
   // may lag true time counts too, so the grant lasts its TTL in real time even on a coarse clock
-  // (DESIGN T2; holdfast::store_hold_until, clock_tick).
+  // (store.hpp, T2; holdfast::store_hold_until, clock_tick).
   std::int64_t hold_until(std::int64_t now, std::chrono::milliseconds ttl) const {
     const std::int64_t tick =
         std::chrono::duration_cast<std::chrono::nanoseconds>(holdfast::clock_tick(clock_)).count();

@@ -35,20 +35,21 @@
 // clock_tick(c) returns it, or one unit of C::duration for a clock that does not declare it (a
 // clock that reads in whole units may lag by up to one). manual_clock declares 0: its time is
 // exactly what was set. A store that judges expiry by its own clock uses the tick to hold every
-// grant for at least the TTL it reports in real time (DESIGN T2; store_hold_until() in store.hpp).
+// grant for at least the TTL it reports in real time (store.hpp, T2; store_hold_until() in
+// store.hpp).
 //
 // manual_clock is interruptible. steady_clock needs no such support: code that must interrupt a
 // sleep on it waits on its own condition variable, which runs on the same steady time. A clock that
 // is neither (a user's or a simulator's) still works everywhere; a background thread then notices a
 // stop request at its next wake-up, which keepalive.hpp bounds with a polling interval.
 //
-// Clocks must be steady in intent: TTLs are durations, never wall-clock instants (DESIGN T2), so a
-// wall-clock jump (NTP, an operator's `date -s`) changes nothing. A user clock that nevertheless
-// goes backwards is detected by `lease`, which then stops trusting itself (see lease.hpp), and
-// nothing in holdfast that waits for an instant of a user clock waits longer because of it: a
-// sleep on a clock that went backwards ends (manual_clock; an interruptible clock should do the
-// same), the keepalive then finds the regression and reports clock_regressed on its leases, and
-// a blocking acquire counts only the time the clock moved forwards against its timeout.
+// Clocks must be steady in intent: TTLs are durations, never wall-clock instants (store.hpp, T2),
+// so a wall-clock jump (NTP, an operator's `date -s`) changes nothing. A user clock that
+// nevertheless goes backwards is detected by `lease`, which then stops trusting itself (see
+// lease.hpp), and nothing in holdfast that waits for an instant of a user clock waits longer
+// because of it: a sleep on a clock that went backwards ends (manual_clock; an interruptible clock
+// should do the same), the keepalive then finds the regression and reports clock_regressed on its
+// leases, and a blocking acquire counts only the time the clock moved forwards against its timeout.
 //
 //   steady_clock   the default: std::chrono::steady_clock, real sleeping
 //   manual_clock   for tests: time moves only when advance()/set() is called; sleep_until blocks

@@ -9,9 +9,9 @@
 // `<identity>/<32 random hex digits>`, so the readable identity shows in the store), a keepalive
 // renews it, and resigning releases it. Because the term is the lease's fencing token, terms
 // strictly increase from one leader to the next (store contract T1), and a deposed leader that
-// has not yet noticed is refused by every resource that fences its writes (DESIGN §1, §5). No
-// election can promise that two processes never *believe* they lead at once (a paused leader
-// believes until it looks); the term is what makes that harmless.
+// has not yet noticed is refused by every resource that fences its writes (the README's timeline;
+// fence.hpp). No election can promise that two processes never *believe* they lead at once (a
+// paused leader believes until it looks); the term is what makes that harmless.
 //
 //   state      | entered when                                   | is_leader() | term()
 //   -----------+------------------------------------------------+-------------+---------------

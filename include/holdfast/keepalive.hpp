@@ -81,7 +81,7 @@ HOLDFAST_ABI_NAMESPACE_BEGIN
 /// How a keepalive schedules renewals.
 struct keepalive_options {
   /// When a renewal is due, as a fraction of the lease's TTL after its acquired_at(), in (0, 1).
-  /// Default 1/2 (DESIGN §4): a renewal that fails still leaves half the TTL to retry in. The
+  /// Default 1/2 (validity.hpp): a renewal that fails still leaves half the TTL to retry in. The
   /// renewal is never scheduled later than just before valid_until().
   double renew_fraction = 0.5;
   /// Spacing of retries after a transient renewal failure. Retries stop at the lease's

@@ -222,7 +222,7 @@ class lease {
     return b().valid_until;
   }
   /// Returns the holder-clock instant at which renewal is due: half the TTL after acquired_at()
-  /// (DESIGN §4), and strictly before valid_until() (at least one clock tick earlier), so a
+  /// (validity.hpp), and strictly before valid_until() (at least one clock tick earlier), so a
   /// renew() at that instant still finds the lease valid (see holdfast::renew_due_at in
   /// validity.hpp). A lease with no validity left returns acquired_at().
   [[nodiscard]] time_point renew_due_at() const {

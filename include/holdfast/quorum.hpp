@@ -784,7 +784,7 @@ class quorum_store {
   // `applied` whose requests left at `start` (time elapsed on the quorum's clock, less drift and
   // margin). A clock that went backwards leaves none: elapsed time is then unknown.
   // The quorum's clock may read up to one tick behind true time (clock_tick), so elapsed time is
-  // counted a tick longer (DESIGN T2): now - start + tick < trusted_span(applied).
+  // counted a tick longer (store.hpp, T2): now - start + tick < trusted_span(applied).
   bool validity_left(time_point start, std::chrono::milliseconds applied) const {
     const time_point now = exec_.clock().now();
     if (now < start) return false;

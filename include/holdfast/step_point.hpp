@@ -1,7 +1,7 @@
 // holdfast/step_point.hpp - step points: how a store that takes more than one step per operation
 // tells a checker where those steps are, at no cost in production.
 //
-// A LeaseStore operation must be atomic per key (DESIGN §3). A store that does it in one step (one
+// A LeaseStore operation must be atomic per key (store.hpp). A store that does it in one step (one
 // SQL statement, one Lua script, one compare-and-swap, one critical section) has nothing to mark.
 // A store that takes several steps (two statements, a read and then a write, a get and then a
 // compare-and-swap) is atomic only if its steps are arranged so; whether they are is exactly what

@@ -16,7 +16,7 @@
 // with key and owner as std::string_view (binary-safe: any bytes, including NUL), ttl as
 // std::chrono::milliseconds and token as fencing_token, returning result<grant>, result<grant>,
 // result<void> and result<std::optional<lease_record>>. Each operation is atomic and linearizable
-// per key. The rules (DESIGN §3):
+// per key. The rules:
 //
 //  T1 tokens  Every grant of a key carries a token strictly greater than every token issued
 //             before for that key, across release, expiry and (for durable stores) restart. The
@@ -108,7 +108,7 @@ inline constexpr std::chrono::milliseconds max_ttl{1000LL * 60 * 60 * 24 * 365 *
 /// `now` may end: `now + ttl + tick`, where `tick` is the clock's tick (clock_tick() in
 /// clock.hpp: how far a reading may lag true time), `ttl` is rounded *up* to the clock's duration
 /// and the sum clamps at time_point::max(). A store that keeps the grant while its clock reads
-/// less than this holds it for at least `ttl` of real time (DESIGN T2): at the read, up to one
+/// less than this holds it for at least `ttl` of real time (store.hpp, T2): at the read, up to one
 /// tick of true time had already passed unseen. The issue "time at the edges" input: a clock
 /// reading whole seconds, a 1500 ms grant read at 0 s (true time 0.7 s) must hold until the clock
 /// reads 2.5 s (true time 3.0 s, 2.3 s after the grant), not 1.5 s (true time 2.0 s, 1.3 s).

@@ -1,7 +1,7 @@
 // holdfast/validity.hpp - how long a holder may trust its lease, on its own clock.
 //
-// The store judges expiry by its own clock (DESIGN T2); the holder cannot see that clock. So the
-// holder trusts its lease only for a conservative share of the TTL, measured on its own clock
+// The store judges expiry by its own clock (store.hpp, T2); the holder cannot see that clock. So
+// the holder trusts its lease only for a conservative share of the TTL, measured on its own clock
 // from an instant read *before* the request was sent (a reply can only arrive later, so the store
 // started the TTL no earlier than that instant):
 //
@@ -73,7 +73,7 @@ template <class Rep, class Period>
 
 /// Returns the instant on the holder's clock after which it must stop trusting a grant of `ttl`
 /// whose request left at `start`: `start + trusted_span(ttl, opts)`, clamped to the clock's range.
-/// `start` must be read *before* the request was sent (DESIGN §4). A result equal to `start`
+/// `start` must be read *before* the request was sent (validity.hpp). A result equal to `start`
 /// means the grant is never valid.
 template <class Clock, class Dur, class Rep, class Period>
 [[nodiscard]] std::chrono::time_point<Clock, Dur> valid_until(
@@ -87,7 +87,7 @@ template <class Clock, class Dur, class Rep, class Period>
 }
 
 /// Returns the instant on the holder's clock at which a grant of `ttl` whose request left at
-/// `start` is due for renewal: `fraction` of the TTL after `start` (default 1/2, DESIGN §4), but
+/// `start` is due for renewal: `fraction` of the TTL after `start` (default 1/2, validity.hpp), but
 /// never later than one clock tick before valid_until(start, ttl, opts). The renewal instant thus
 /// lies strictly inside validity, whatever the options: a renew() sent at that instant still finds
 /// the lease valid (with TTL 10 s and margin 6 s validity is 3.9 s, so the renewal is due at

@@ -1,6 +1,6 @@
 // Property tests for holdfast/stores/cas.hpp: random sequences of acquire / renew / release /
 // advance-time, issued through two cas_store adapters (two processes) sharing one KV and one
-// manual clock, checked for the store-side invariants of DESIGN §6:
+// manual clock, checked for the store-side invariants of testing/checker.hpp:
 //
 //   S2 token order      per key, every new grant's token is above every token granted before
 //                       for that key (a same-owner re-acquire returns the holder's token)

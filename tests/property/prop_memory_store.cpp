@@ -1,6 +1,6 @@
 // Property tests for holdfast/stores/memory.hpp: random sequences of acquire / renew / release /
 // advance-time over a few keys and owners, run against memory_store<manual_clock>, and checked
-// for the store-side safety invariants of DESIGN §6:
+// for the store-side safety invariants of testing/checker.hpp:
 //
 //   S2 token order      per key, tokens strictly increase in the order the store granted them,
 //                       and (memory_store promises more) store-wide too

@@ -1,4 +1,4 @@
-// tests/support/store_contract.hpp - the LeaseStore contract (store.hpp, DESIGN §3) as run-time
+// tests/support/store_contract.hpp - the LeaseStore contract (store.hpp) as run-time
 // checks that any store can be put through: memory_store (the reference), redis_store,
 // postgres_store, and deliberately broken stores (negative controls: the checks must catch them).
 //
@@ -117,7 +117,7 @@ struct contract_hooks {
   bool release_after_expiry_may_fail = false;
 };
 
-/// Runs the single-client contract checks (DESIGN §3: T1, T3, T4's busy, bad input, inspect) on
+/// Runs the single-client contract checks (store.hpp: T1, T3, T4's busy, bad input, inspect) on
 /// `s` and returns what it violated. `s` must model LeaseStore with inspect().
 template <class Store>
 std::vector<std::string> check_store_contract(Store& s, const contract_hooks& h) {

@@ -211,7 +211,8 @@ TEST_CASE("fenced<T> can be constructed in place", "[fence]") {
   CHECK(s.newest().is_none());
 }
 
-TEST_CASE("DESIGN §1: a holder that stalls past its lease is fenced off by its token", "[fence]") {
+TEST_CASE("The README's timeline: a holder that stalls past its lease is fenced off by its token",
+          "[fence]") {
   holdfast::manual_clock clock;
   holdfast::memory_store_options so;
   so.last_issued = tok(32);

@@ -558,7 +558,8 @@ TEST_CASE("renew reports the store's lease_lost when the holder still believes",
   store_clock.advance(11s);
   auto b = holdfast::try_acquire(store, "orders", 10s, options(store_clock, "B"));
   REQUIRE(b);
-  CHECK(a->valid());  // S4 broken by the fault, as DESIGN §6 allows; the token still fences A
+  CHECK(a->valid());  // S4 broken by the fault, as testing/checker.hpp's S4 allows; the token still
+                      // fences A
   CHECK(a->token() < b->token());
   CHECK(a->renew().error() == errc::lease_lost);
   CHECK(a->state() == lease_state::lost);

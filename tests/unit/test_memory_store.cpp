@@ -245,7 +245,7 @@ TEST_CASE("memory_store_options::last_issued sets where tokens continue", "[memo
   store_t store = make_store(clock, 32);
   auto g = store.try_acquire("orders", "A", 10s);
   REQUIRE(g);
-  CHECK(g->token == fencing_token(33));  // DESIGN §1's A
+  CHECK(g->token == fencing_token(33));  // the README timeline's A
 }
 
 TEST_CASE("a counter near UINT64_MAX issues up to max-1, then token_exhausted changing nothing",

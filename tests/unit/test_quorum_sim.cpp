@@ -260,7 +260,7 @@ class quorum_front {
   }
 
   // What is left of the validity after `elapsed` on the recorder's clock, which may read up to a
-  // tick behind true time (DESIGN T2): the tick counts as elapsed too.
+  // tick behind true time (store.hpp, T2): the tick counts as elapsed too.
   std::chrono::milliseconds validity_left(std::chrono::milliseconds ttl,
                                           sim_clock::duration elapsed) const {
     return std::chrono::duration_cast<std::chrono::milliseconds>(
@@ -336,7 +336,7 @@ quorum_run run_quorum_schedule(decision_source& src, const quorum_sim_options& q
         [&](sim_clock c) { return std::make_unique<quorum_front>(sim, c, ptrs, qo, o); }, quiet);
     recorder.inner().set_recorder(&recorder);
     // A quorum of members on coarse clocks holds a grant like a store on a coarse clock: up to
-    // two of the coarsest member's ticks beyond the TTL (DESIGN T2). The recorder's own clock,
+    // two of the coarsest member's ticks beyond the TTL (store.hpp, T2). The recorder's own clock,
     // which quorum_front measures validity with, reads exactly; its history tick (which the
     // checker and the L1 bound read) is the coarsest member tick.
     std::int64_t tick = 0;
@@ -527,7 +527,7 @@ TEST_CASE("quorum_store passes the store conformance kit unchanged", "[quorum]")
   o.schedules = 200;
   // Here the quorum measures its rounds on the store node's clock. With a tick as long as the
   // TTL (1 s) it cannot tell whether a round took 0 or 0.999 s, so it rightly never promises
-  // validity (DESIGN T2) and L1 would fail by design: exact store clocks in the schedules. (The
+  // validity (store.hpp, T2) and L1 would fail by design: exact store clocks in the schedules. (The
   // contract check "T2 coarse clock" still runs it on a 1 s tick with a 1500 ms TTL, and the
   // quorum simulation above gives members coarse clocks.)
   o.run.faults.store_clock_ticks = false;

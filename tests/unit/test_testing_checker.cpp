@@ -71,7 +71,7 @@ struct builder {
 
 }  // namespace
 
-TEST_CASE("checker: the DESIGN §1 timeline keeps every invariant", "[testing/checker]") {
+TEST_CASE("checker: the README's timeline keeps every invariant", "[testing/checker]") {
   builder x;
   x.grant(x.a, "A", 0, 33, 10000);
   x.belief(x.a, "A", 1000 * ms, 33, true);
@@ -97,7 +97,8 @@ TEST_CASE("checker: S1 catches a stale write admitted after a newer one", "[test
   REQUIRE(v.violated == invariant::s1_fenced_writes);
   REQUIRE(v.at == x.h.events.size() - 1);
   REQUIRE_THAT(v.what, Catch::Contains("#33") && Catch::Contains("#34"));
-  // The timeline tells the DESIGN §1 story: grant, check, stall, expiry, newer grant, write.
+  // The timeline tells the README timeline's story: grant, check, stall, expiry, newer grant,
+  // write.
   INFO(v.report());
   REQUIRE_THAT(v.timeline, Catch::Contains("A acquires \"orders\" ttl=10000ms"));
   REQUIRE_THAT(v.timeline, Catch::Contains("A checks its lease #33"));
@@ -160,7 +161,7 @@ TEST_CASE("checker: S3 catches overlapping grants, and respects expiry and relea
   REQUIRE_THAT(v.what, Catch::Contains("A's lease #1 was live"));
 
   // The tolerance is for stores that end a lease late (they round up, their clock is coarse);
-  // none may end one early (DESIGN T2), so one tick before the expiry is still an overlap.
+  // none may end one early (store.hpp, T2), so one tick before the expiry is still an overlap.
   builder tolerant = x;
   tolerant.h.tolerance_ns = 2 * ms;
   REQUIRE(check(tolerant.h).violated == invariant::s3_exclusive_grants);
@@ -360,7 +361,7 @@ TEST_CASE("checker: a grant with a garbage TTL is reported as T4, without overfl
 
 TEST_CASE("checker: a store on a coarse clock may hold a grant up to one tick beyond its TTL",
           "[testing/checker]") {
-  // DESIGN T2: expiry lies in [TTL, TTL + 2 ticks] after the grant by the store's exact clock
+  // store.hpp, T2: expiry lies in [TTL, TTL + 2 ticks] after the grant by the store's exact clock
   // (the tick the read may lag, then the wait for the first reading past it). With a 1 s tick,
   // renewing up to 2 s after the TTL is fine; at 2 s it is a revival (one tick before, at, after).
   for (const std::int64_t after : {std::int64_t{500 * ms}, std::int64_t{2000 * ms - 1},
@@ -381,8 +382,9 @@ TEST_CASE("checker: a store on a coarse clock may hold a grant up to one tick be
 
 TEST_CASE("checker: L2, a kept-alive holder whose clock regresses must hear of it in time",
           "[testing/checker]") {
-  // DESIGN §6 L2: within history::regression_bound_ns of true time (one renew interval, its own
-  // stalls not counted) a loss report, a failed check or a renewal must follow the regression.
+  // testing/checker.hpp L2: within history::regression_bound_ns of true time (one renew interval,
+  // its own stalls not counted) a loss report, a failed check or a renewal must follow the
+  // regression.
   const auto base = [] {
     builder b;
     b.h.regression_bound_ns = 500 * ms;

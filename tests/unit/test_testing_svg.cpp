@@ -28,7 +28,7 @@ namespace {
 constexpr std::int64_t ms = 1000000;
 constexpr std::int64_t s = 1000 * ms;
 
-// DESIGN §1's timeline as a history: A acquires #33 (ttl 10 s), checks, stalls 14 s; the store
+// the README's timeline as a history: A acquires #33 (ttl 10 s), checks, stalls 14 s; the store
 // expires A's lease; B acquires #34 and writes; A wakes and writes with #33. `fenced` decides
 // whether A's stale write is refused (the shipped fence) or admitted (no fence: S1 violated).
 history design_timeline(bool fenced) {

@@ -25,7 +25,7 @@
 // record's full TTL. A live holder renews well within its TTL (keepalive.hpp renews at half), which
 // restarts every contender's wait; a holder that stalls or crashes stops changing it. Since the
 // contender's wait starts no earlier than the holder's own validity started, the holder's validity
-// (lease.hpp) runs out first, within the clock-drift bound (DESIGN §4, S4). Safety (S1) never
+// (lease.hpp) runs out first, within the clock-drift bound (validity.hpp; S4). Safety (S1) never
 // rests on that: tokens do it.
 //
 // An adapter's own writes count as sightings too (from when the CAS returned), so contenders in
@@ -269,8 +269,8 @@ struct cas_record {
 /// unchanged for the record's full TTL on `Clock` (steady_clock by default; manual_clock in
 /// tests), counted in real time: the clock must have moved by the TTL plus its tick
 /// (clock_tick(), read once at construction), since the first sighting may have lagged true time
-/// by up to a tick (DESIGN T2). Models LeaseStore with inspect(). Tokens strictly increase per key
-/// (T1), across release, expiry and takeover, and across restarts of this adapter (the counter
+/// by up to a tick (store.hpp, T2). Models LeaseStore with inspect(). Tokens strictly increase per
+/// key (T1), across release, expiry and takeover, and across restarts of this adapter (the counter
 /// lives in the KV).
 ///
 /// Thread-safety: every member may be called concurrently if the KV allows concurrent calls.
@@ -587,7 +587,7 @@ class cas_store {
 
   // Whether `ttl` of real time has surely passed between the readings `since` and `now`: the clock
   // must read at least since + ttl (rounded up to its duration) + its tick, since `since` may
-  // have lagged true time by up to a tick (DESIGN T2; store_hold_until in store.hpp).
+  // have lagged true time by up to a tick (store.hpp, T2; store_hold_until in store.hpp).
   bool elapsed(time_point since, std::chrono::milliseconds ttl, time_point now) const {
     return !(now < store_hold_until(since, ttl, tick_));
   }

@@ -43,7 +43,7 @@
 // still carries the caller's owner and token, and nothing else. A key someone wrote behind
 // holdfast's back (etcdctl put under the prefix) is outside this contract.
 //
-// TTLs and validity (DESIGN T2). etcd counts lease TTLs in whole seconds on the leader's clock,
+// TTLs and validity (store.hpp, T2). etcd counts lease TTLs in whole seconds on the leader's clock,
 // rounds the asked TTL up, and applies a minimum (ceil(1.5 x election timeout): 2 s with the
 // defaults). holdfast asks for ceil(ttl / 1 s) and reads the TTL etcd applied from its answer.
 // A grant reports min(asked, applied) (store.hpp: a grant never reports more than was asked;

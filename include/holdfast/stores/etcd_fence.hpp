@@ -34,7 +34,7 @@ struct etcd_write {
 
 /// Fenced writes whose fence lives in etcd next to the data: one transaction compares the fence
 /// key's value with the token and, only if the fence is not newer, puts the caller's data and the
-/// fence together (DESIGN §5; Kleppmann 2016), so no newer holder can slip in between. A fence
+/// fence together (fence.hpp; Kleppmann 2016), so no newer holder can slip in between. A fence
 /// key holds the newest admitted token as 20 decimal digits, zero-padded (etcd compares values as
 /// bytes, so equal width makes byte order numeric order); a write with an older token is refused
 /// with stale_token and changes nothing. Equal tokens are admitted (one holder writes many
@@ -154,7 +154,7 @@ class etcd_fence {
 
   /// Reads the value of `data_key` (nullopt if absent), linearizably. A write computed from it is
   /// safe only through write()/execute() with the reader's token: if a newer holder wrote in
-  /// between, its token is in the fence and the write is refused (DESIGN §5).
+  /// between, its token is in the fence and the write is refused (fence.hpp).
   /// \returns errc::invalid_argument for an empty key; store_unavailable, timeout, protocol_error.
   result<std::optional<std::string>> get(std::string_view data_key) {
     if (data_key.empty()) return errc::invalid_argument;

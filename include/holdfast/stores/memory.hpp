@@ -66,9 +66,9 @@ struct memory_store_options {
 /// An in-process LeaseStore over a hash map, with expiry judged by `Clock` (steady_clock by
 /// default; manual_clock or a simulator clock in tests). Models LeaseStore with inspect().
 ///
-/// Time (DESIGN T2): a grant of `ttl` made when the clock read `now` is held while the clock reads
-/// less than now + ttl + clock_tick(clock) (the tick is read once, at construction), so it lasts
-/// at least `ttl` of real time even on a clock that reads rounded down (store_hold_until()).
+/// Time (store.hpp, T2): a grant of `ttl` made when the clock read `now` is held while the clock
+/// reads less than now + ttl + clock_tick(clock) (the tick is read once, at construction), so it
+/// lasts at least `ttl` of real time even on a clock that reads rounded down (store_hold_until()).
 ///
 /// Tokens are store-wide: every grant of any key carries a token strictly greater than every token
 /// this store issued before (a stronger promise than T1's per-key order). raise_token() and
@@ -342,9 +342,9 @@ class memory_store {
   }
 
   // Returns the reading from which a grant of `ttl` made at reading `now` may end: now + ttl +
-  // the clock's tick, the TTL rounded *up* to the clock's duration (store_hold_until, DESIGN T2).
-  // Plain `now + ttl` on a clock that reads rounded down would end a grant up to one tick early
-  // in real time: a clock reading whole seconds freed a 1500 ms grant made at 0.7 s at 2.0 s,
+  // the clock's tick, the TTL rounded *up* to the clock's duration (store_hold_until, store.hpp,
+  // T2). Plain `now + ttl` on a clock that reads rounded down would end a grant up to one tick
+  // early in real time: a clock reading whole seconds freed a 1500 ms grant made at 0.7 s at 2.0 s,
   // while its holder trusted it until 2.18 s.
   time_point expiry(time_point now, std::chrono::milliseconds ttl) const noexcept {
     return store_hold_until(now, ttl, tick_);

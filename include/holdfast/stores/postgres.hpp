@@ -799,7 +799,7 @@ class postgres_store {
     // instant: it may answer busy a little longer, never grant early.
     // A grant is held while clock_timestamp() < read + ttl + 1 us: the clock reads in whole
     // microseconds (rounded down), so the tick already elapsed at the read counts against the
-    // grant and the lease lasts at least its TTL in real time (DESIGN T2).
+    // grant and the lease lasts at least its TTL in real time (store.hpp, T2).
     const std::string hold = "($3 * interval '1 millisecond' + interval '1 microsecond')";
     const std::string now = "(EXCLUDED.expires_at - " + hold + ")";
     const std::string live_same_owner = "(l.owner = EXCLUDED.owner AND l.expires_at > " + now + ")";
@@ -891,7 +891,7 @@ struct postgres_fence_options {
 };
 
 /// A fenced UPDATE of one row of the user's table: the data columns and the fence change in ONE
-/// statement, which admits the token iff it is not older than the row's fence (DESIGN §5;
+/// statement, which admits the token iff it is not older than the row's fence (fence.hpp;
 /// Kleppmann 2016). PostgreSQL re-checks the WHERE clause on the newest row version after waiting
 /// for a concurrent writer, so two racing writers are admitted in token order and an older token
 /// can never land after a newer one. No read-then-write, no transaction needed:

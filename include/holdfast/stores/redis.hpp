@@ -17,7 +17,7 @@
 //   fence    | fence key             | token >= fence: run the caller's command, then SET fence
 //
 // "SET NX PX, then INCR" in two round trips is the classic bug this avoids: a stalled acquirer
-// can receive a newer token than a holder granted after it (DESIGN §3, T1).
+// can receive a newer token than a holder granted after it (store.hpp, T1).
 //
 // Keys, owners and values travel as binary-safe bulk arguments (redisFormatCommandArgv with
 // lengths): any bytes, NUL included, up to Redis' 512 MB limit; nothing is ever spliced into a
@@ -1604,7 +1604,7 @@ class redis_store {
 };
 
 /// Fenced writes whose fence lives in Redis next to the data: one script admits the token and
-/// runs the write together, so no newer holder can slip in between (DESIGN §5; Kleppmann 2016).
+/// runs the write together, so no newer holder can slip in between (fence.hpp; Kleppmann 2016).
 /// A fence key holds the newest admitted token as a decimal string; a write with an older token
 /// is refused with stale_token and changes nothing. Equal tokens are admitted (one holder writes
 /// many times).

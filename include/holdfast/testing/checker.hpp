@@ -1,5 +1,6 @@
 // holdfast/testing/checker.hpp - the safety and liveness checker: reads a history and names the
-// first violated invariant of DESIGN §6, with a short timeline in the notation of DESIGN §1.
+// first violated invariant of the table below, with a short timeline in the notation of the
+// README's timeline.
 //
 //   invariant              | checked at                 | violated when
 //   -----------------------+----------------------------+-------------------------------------------
@@ -22,13 +23,13 @@
 //                          |                            | clocks)
 //
 // The checker replays the store events in order, keeping per (store, key) the record the store
-// must have by the contract (DESIGN §3): holder, token, and expiry on the store's clock. Expiry is
+// must have by the contract (store.hpp): holder, token, and expiry on the store's clock. Expiry is
 // an interval [lo, hi]: a re-acquire or renew may set the expiry to now+ttl or keep a later one, a
 // multi-step store may have read its clock when its operation began (event::begin_local_ns; lo is
 // measured from there), and a store may end a lease late (it rounds up, its clock is coarse):
 // instants within history::tolerance_ns *after* hi are judged neither way. None is allowed before
-// lo: a store must never end a lease earlier than the TTL it reported (DESIGN T2), so a grant to
-// another owner one tick before lo is an overlap (S3). So the checker never reports a violation
+// lo: a store must never end a lease earlier than the TTL it reported (store.hpp, T2), so a grant
+// to another owner one tick before lo is an overlap (S3). So the checker never reports a violation
 // that some contract-abiding store could have produced.
 //
 // Thread-safety: check() is a pure function of its argument.
@@ -54,7 +55,7 @@ namespace holdfast {
 HOLDFAST_ABI_NAMESPACE_BEGIN
 namespace testing {
 
-/// The invariants of DESIGN §6 (none = all hold).
+/// The invariants in the table at the top of checker.hpp (none = all hold).
 enum class invariant : std::uint8_t {
   none,
   s1_fenced_writes,
@@ -95,7 +96,7 @@ inline const char* tag(invariant i) noexcept {
   return "?";
 }
 
-/// Returns the invariant's name as in DESIGN §6, e.g. "S1 fenced writes".
+/// Returns the invariant's name as in the table at the top of checker.hpp, e.g. "S1 fenced writes".
 inline const char* to_string(invariant i) noexcept {
   switch (i) {
     case invariant::none:
@@ -127,7 +128,7 @@ struct verdict {
   invariant violated = invariant::none;  ///< The first violated invariant (none: all hold).
   std::size_t at = 0;                    ///< Index of the violating event in history::events.
   std::string what;                      ///< One sentence: what went wrong.
-  std::string timeline;                  ///< The events that matter, one per line (DESIGN §1).
+  std::string timeline;  ///< The events that matter, one per line (the README's timeline).
 
   /// Returns true iff no invariant was violated.
   [[nodiscard]] bool ok() const noexcept { return violated == invariant::none; }
@@ -227,7 +228,7 @@ class checker {
 
   std::int64_t tol() const noexcept { return h_.tolerance_ns; }
   // No tolerance on this side: a store may end a lease later than its TTL says (it rounds up, its
-  // clock is coarse), never earlier (DESIGN T2), so a grant to another owner before `lo` is an
+  // clock is coarse), never earlier (store.hpp, T2), so a grant to another owner before `lo` is an
   // overlap. `lo` is measured from the store's clock when the granting operation began.
   bool definitely_live(const key_state& s, std::int64_t now) const noexcept {
     return s.held && now < s.lo;
@@ -236,9 +237,9 @@ class checker {
     return !s.held || now >= s.hi + tol();
   }
 
-  // L2 (DESIGN §6): a holder whose lease a keepalive keeps alive and whose clock regresses
-  // (clock_regress: a jump back right after its keepalive read the clock) must learn it (its
-  // lease turns lost, a validity check says no, a renewal fails) or renew, within
+  // L2 (testing/checker.hpp): a holder whose lease a keepalive keeps alive and whose clock
+  // regresses (clock_regress: a jump back right after its keepalive read the clock) must learn it
+  // (its lease turns lost, a validity check says no, a renewal fails) or renew, within
   // history::regression_bound_ns of true time, its own stalls not counted, unless by then its
   // clock has run past where it was before the jump. Tracked per client node from the history:
   // it keeps a lease from `acquired` until it releases, loses it, or crashes.
@@ -373,7 +374,7 @@ class checker {
       return;
     }
     // The store holds the grant for at least the TTL from when the operation began (`until_lo`)
-    // and, on a coarse clock, up to two ticks longer than from when it applied (DESIGN T2: it
+    // and, on a coarse clock, up to two ticks longer than from when it applied (store.hpp, T2: it
     // counts the tick its reading may lag, and frees the key at its first reading past that).
     const std::int64_t until = sat_add(now, e.ttl_ms * 1000000);
     const std::int64_t until_hi = sat_add(until, 2 * h_.tick_of(e.node));
@@ -774,7 +775,7 @@ class checker {
         break;
     }
     // A multi-step store's operation: where it stalled between its steps, and when it returned
-    // after taking effect (a token drawn in a later step is the classic bug, DESIGN T1).
+    // after taking effect (a token drawn in a later step is the classic bug, store.hpp T1).
     const bool store_op = e.kind == event_kind::store_acquire ||
                           e.kind == event_kind::store_renew || e.kind == event_kind::store_release;
     if (store_op && e.begin_local_ns != 0 && e.local_ns > e.begin_local_ns) {

@@ -1,6 +1,6 @@
 // holdfast/testing/conformance.hpp - the store conformance kit: checks a user's LeaseStore
-// against the contract (DESIGN §3, T1-T4) and the invariants (DESIGN §6, S1-S5 and L1) under
-// thousands of simulated schedules, and a fuzz entry point for libFuzzer.
+// against the contract (store.hpp, T1-T4) and the invariants (testing/checker.hpp: S1-S5 and L1)
+// under thousands of simulated schedules, and a fuzz entry point for libFuzzer.
 //
 //   using holdfast::testing::sim_clock;
 //   auto report = holdfast::testing::check_store(
@@ -332,7 +332,7 @@ conformance_report check_store(Factory&& make_store, const conformance_options& 
     detail::contract_checker<Store>(*store, sim, simulated_clock, o, rep).run();
   }
   if constexpr (simulated_clock) {
-    // T2 on a coarse clock (DESIGN T2; issue "time at the edges"): the store's clock reads true
+    // T2 on a coarse clock (store.hpp, T2; issue "time at the edges"): the store's clock reads true
     // time rounded down to whole seconds, and a grant of 1500 ms is made 0.7 s into a tick. It
     // must stay held until 1500 ms of real time have passed (a store that ends it at reading +
     // TTL frees it at true time 2.0 s, 1.3 s after the grant), and end within TTL + 2 ticks.

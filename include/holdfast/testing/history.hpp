@@ -5,7 +5,7 @@
 // acquired, a validity check, a write admitted or rejected), and every injected fault (pauses,
 // crashes, clock jumps, store outages). Each event carries the true (simulated, global) time, the
 // acting node's own clock reading, and the primary store's clock reading, so invariants judged
-// "by the store's clock" (DESIGN §6: S3, S4) can be checked exactly.
+// "by the store's clock" (testing/checker.hpp: S3, S4) can be checked exactly.
 //
 //   field      | meaning
 //   -----------+--------------------------------------------------------------------------
@@ -225,7 +225,7 @@ struct history {
   std::vector<event> events;       ///< In true-time order.
   std::vector<std::string> nodes;  ///< Node names, by node_id.
   /// Each node's clock tick (ns), by node_id: its reads are true time rounded down to it (0:
-  /// exact). A store may hold a grant up to two ticks beyond its TTL (DESIGN T2). Missing: 0.
+  /// exact). A store may hold a grant up to two ticks beyond its TTL (store.hpp, T2). Missing: 0.
   std::vector<std::int64_t> ticks;
   std::vector<std::string> keys;    ///< Key names, by event::key.
   node_id primary_store = no_node;  ///< The store whose clock store_ns reads (S3/S4).
@@ -235,7 +235,7 @@ struct history {
   /// Store-clock tolerance (ns) when judging expiry: a store may end a lease up to this much
   /// later than its TTL says (it rounds up to its own resolution, its clock is coarse), so an
   /// instant this close after an expiry is not judged. There is none before an expiry: a store
-  /// must never end a lease earlier than the TTL it reported (DESIGN T2).
+  /// must never end a lease earlier than the TTL it reported (store.hpp, T2).
   std::int64_t tolerance_ns = 1000000;
   /// L2: a client that holds a lease kept alive by a keepalive and whose clock jumps backwards
   /// must learn it (lease_lost, a failed validity check or renewal) or renew within this much true

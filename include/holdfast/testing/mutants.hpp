@@ -282,8 +282,8 @@ class mutant_store {
     time_point expires{};
   };
 
-  // When a grant made at reading `now` may end (DESIGN T2): the correct store counts the tick its
-  // clock may lag; ignores_clock_tick ends it at now + ttl, up to a tick early in real time.
+  // When a grant made at reading `now` may end (store.hpp, T2): the correct store counts the tick
+  // its clock may lag; ignores_clock_tick ends it at now + ttl, up to a tick early in real time.
   time_point until(time_point now, std::chrono::milliseconds ttl) const noexcept {
     if (m_ == mutant::ignores_clock_tick) return holdfast::detail::saturating_add(now, ttl);
     return store_hold_until(now, ttl, tick_);

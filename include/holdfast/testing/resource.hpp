@@ -2,8 +2,8 @@
 // by the shipped fences, on the simulated network.
 //
 // A client's write first reaches an interposition point (the client may stall there, between
-// its validity check and the write: DESIGN §1's "A stalls"), then the resource admits or rejects
-// it by token and records the outcome in the history. The mode says which guard runs:
+// its validity check and the write: the README timeline's "A stalls"), then the resource admits or
+// rejects it by token and records the outcome in the history. The mode says which guard runs:
 //
 //   mode               | guard                                               | shipped?
 //   -------------------+-----------------------------------------------------+------------------

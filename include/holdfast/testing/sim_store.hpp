@@ -16,7 +16,7 @@
 //
 // The wrapped store gets its own simulated node and clock (a sim_clock that is never an
 // interposition point, since stores read it inside their critical sections), so expiry is judged
-// by the store's clock, which drifts like any other (DESIGN T2).
+// by the store's clock, which drifts like any other (store.hpp, T2).
 //
 // Composition: one sim_store per store. A quorum of N members is N sim_stores, each with its own
 // node, clock, faults and restarts; a quorum_store over them is itself a LeaseStore, and may in

@@ -92,7 +92,7 @@ struct fault_options {
   bool clock_jumps = false;
   /// Give each store node's clock a tick drawn from exact, 1 ms, 10 ms and 1 s: its reads are
   /// true time rounded *down* to the tick, and sim_clock::tick() declares it, so a store must
-  /// still hold every grant for the TTL it reports in real time (DESIGN T2: memory_store adds
+  /// still hold every grant for the TTL it reports in real time (store.hpp, T2: memory_store adds
   /// the tick; a store that ignores it frees keys up to a tick early and breaks S3). Default on.
   bool store_clock_ticks = true;
 };
@@ -376,7 +376,7 @@ class simulator {
   /// An interposition point of the running client: the decisions may let it continue, switch to
   /// another client, pause it, crash it, or (at clock reads, when enabled) jump its clock. At
   /// clock reads about 1 point in 6 is a fault; at resource writes and store steps about 2 in 5
-  /// (that is where a stall makes history: DESIGN §1).
+  /// (that is where a stall makes history: the README's timeline).
   /// No-op outside a client, for a crashed client, and after heal().
   void point(point_kind kind) {
     task* t = current_;

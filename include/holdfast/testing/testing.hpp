@@ -6,7 +6,7 @@
 //                     errors, restarts), one per store so quorums compose
 //   resource.hpp      sim_resource: the downstream resource, guarded by the shipped fences
 //   history.hpp       what a run records
-//   checker.hpp       check(history): S1-S5, L1, and a DESIGN §1-style timeline
+//   checker.hpp       check(history): S1-S5, L1, and a timeline like the README's
 //   mutants.hpp       the negative controls
 //   workload.hpp      generated schedules of shipped lease calls: run_schedule()
 //   shrink.hpp        shrink_failure(): a failing schedule's minimal form
@@ -15,7 +15,7 @@
 //   progress.hpp      progress_meter: a progress line for long checks on a terminal
 // Not included here: rapidcheck.hpp (needs rapidcheck).
 //
-// Not part of holdfast.hpp: the core never includes testing/ (DESIGN §2).
+// Not part of holdfast.hpp: the core never includes testing/ (README, "Layout").
 /// \file
 /// The testing umbrella: includes every testing/ header but rapidcheck.hpp and declares nothing
 /// itself; each included header documents its own contracts.

@@ -270,7 +270,7 @@ class schedule_runner {
     const std::int64_t ttl_ns = std::chrono::nanoseconds(o_.ttl).count();
     const std::int64_t store_now = sim_.local_ns(store_.node());
     const std::int64_t excess = std::max<std::int64_t>(0, store_.clock_high_water() - store_now);
-    // A store on a coarse clock may hold a grant up to two ticks beyond its TTL (DESIGN T2).
+    // A store on a coarse clock may hold a grant up to two ticks beyond its TTL (store.hpp, T2).
     const std::int64_t span = ttl_ns + excess + 2 * sim_.log().tick_of(store_.node()) +
                               std::chrono::nanoseconds(o_.tolerance).count();
     const auto at_rate = [](std::int64_t local, std::int32_t ppm) {
