@@ -448,8 +448,8 @@ class cas_store {
     std::chrono::milliseconds ttl;  // the record's TTL (for the sweep)
   };
 
-  static constexpr int kMaxAttempts = 8;
-  static constexpr std::size_t kMinSweep = 64;
+  static constexpr int max_attempts = 8;
+  static constexpr std::size_t min_sweep = 64;
 
   static detail::cas_record held_record(std::uint64_t counter, fencing_token token,
                                         std::chrono::milliseconds ttl, std::string_view owner) {
@@ -468,12 +468,12 @@ class cas_store {
   // returns the operation's outcome or fills `next`, which is written iff the key is still at the
   // version read; once written, `done(next)` is the outcome. `read_from` is sightings_made() from
   // before the get (see waited_out). Between the get and the CAS is a step point: other clients
-  // may write there. A failed CAS looks again, up to kMaxAttempts (then `contended`); a failed CAS
+  // may write there. A failed CAS looks again, up to max_attempts (then `contended`); a failed CAS
   // whose version then reads unchanged is a KV contradicting itself (protocol_error).
   template <class R, class Decide, class Done>
   R update(std::string_view key, errc contended, Decide decide, Done done) {
     std::uint64_t failed_version = 0;
-    for (int attempt = 0; attempt < kMaxAttempts; ++attempt) {
+    for (int attempt = 0; attempt < max_attempts; ++attempt) {
       const std::uint64_t read_from = sightings_made();
       result<cas_entry> e = kv_.get(key);
       if (!e) return e.error();
@@ -523,7 +523,7 @@ class cas_store {
   // record was freed or rewritten through another adapter, or its holder is long gone. Called
   // when the map has doubled since the last sweep, so the cost is amortized O(1) per new entry
   // and the map stays within about twice the keys in use (written or seen held within their last
-  // two TTLs) plus kMinSweep, instead of growing with every key ever seen held by another owner.
+  // two TTLs) plus min_sweep, instead of growing with every key ever seen held by another owner.
   // Forgetting is the safe side: a contender's next look at such a key starts a new wait, and a
   // renewal of it is judged as one of a record this adapter never watched (cas.hpp's top).
   // Caller holds mutex_.
@@ -538,7 +538,7 @@ class cas_store {
         ++it;
       }
     }
-    sweep_at_ = seen_.size() * 2 > kMinSweep ? seen_.size() * 2 : kMinSweep;
+    sweep_at_ = seen_.size() * 2 > min_sweep ? seen_.size() * 2 : min_sweep;
   }
 
   // Reads the clock. If it went backwards, every wait in progress restarts: elapsed time can no
@@ -598,7 +598,7 @@ class cas_store {
   mutable std::mutex mutex_;  // guards seen_, sightings_, last_now_; never held across a KV call
   std::unordered_map<std::string, sighting> seen_;
   std::uint64_t sightings_ = 0;       // sightings recorded so far (orders them)
-  std::size_t sweep_at_ = kMinSweep;  // sweep when seen_ reaches this size
+  std::size_t sweep_at_ = min_sweep;  // sweep when seen_ reaches this size
   std::optional<time_point> last_now_;
 };
 

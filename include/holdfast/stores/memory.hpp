@@ -305,7 +305,7 @@ class memory_store {
   // A record is live, expired, or *released*: a released record stays in the map, marked with the
   // none token and the earliest time_point (so every expiry test sees it as expired), for the next
   // acquire of its key to take over in place, or for a new key to reuse its node and strings. At
-  // most kMaxReleased are kept; the rest are erased at once. They are not counted by size().
+  // most max_released are kept; the rest are erased at once. They are not counted by size().
   struct record {
     std::string owner;
     fencing_token token;
@@ -387,10 +387,10 @@ class memory_store {
                  std::forward_as_tuple(record{std::string(owner), token, expires_at}));
   }
 
-  // Frees a record: keeps it, released, for reuse if fewer than kMaxReleased are kept, else
+  // Frees a record: keeps it, released, for reuse if fewer than max_released are kept, else
   // erases it.
   void recycle(typename map_type::iterator it) {
-    if (released_count_ < kMaxReleased) {
+    if (released_count_ < max_released) {
       it->second.token = fencing_token{};
       it->second.expires_at = time_point::min();
       released_[released_count_++] = &*it;
@@ -412,7 +412,7 @@ class memory_store {
 
   // Drops every expired (and released) record. Called when the map has doubled since the last
   // sweep, so its cost is amortized O(1) per insert and the map never holds more than ~2x the live
-  // leases + kMinSweep.
+  // leases + min_sweep.
   void sweep(time_point now) {
     for (auto it = map_.begin(); it != map_.end();) {
       if (now < it->second.expires_at) {
@@ -422,7 +422,7 @@ class memory_store {
       }
     }
     released_count_ = 0;  // released records carry the earliest time_point: all were erased
-    sweep_at_ = map_.size() * 2 > kMinSweep ? map_.size() * 2 : kMinSweep;
+    sweep_at_ = map_.size() * 2 > min_sweep ? map_.size() * 2 : min_sweep;
     maybe_shrink();
   }
 
@@ -433,7 +433,7 @@ class memory_store {
   // release that already took effect into an exception (the caller would retry and get
   // not_holder), so it is swallowed and the larger bucket array simply stays.
   void maybe_shrink() noexcept {
-    if (map_.bucket_count() > kShrinkBuckets && map_.size() * 8 < map_.bucket_count()) {
+    if (map_.bucket_count() > shrink_buckets && map_.size() * 8 < map_.bucket_count()) {
       HOLDFAST_TRY {
         map_.rehash(0);
       }
@@ -441,17 +441,17 @@ class memory_store {
     }
   }
 
-  static constexpr std::size_t kMaxReleased = 16;
-  static constexpr std::size_t kMinSweep = 64;
-  static constexpr std::size_t kShrinkBuckets = 1024;
+  static constexpr std::size_t max_released = 16;
+  static constexpr std::size_t min_sweep = 64;
+  static constexpr std::size_t shrink_buckets = 1024;
 
   Clock clock_;
   typename Clock::duration tick_;  // clock_tick(clock_), read once
   mutable std::mutex mutex_;
   map_type map_;
-  entry* released_[kMaxReleased] = {};  // a fixed array: releasing never allocates
+  entry* released_[max_released] = {};  // a fixed array: releasing never allocates
   std::size_t released_count_ = 0;
-  std::size_t sweep_at_ = kMinSweep;
+  std::size_t sweep_at_ = min_sweep;
   std::uint64_t last_token_ = 0;
   std::unordered_map<std::string, std::deque<waiter*>> waiters_;  // per key, FIFO
   std::size_t waiting_ = 0;  // threads in wait_for_release: release() looks nothing up when 0

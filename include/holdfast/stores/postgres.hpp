@@ -467,7 +467,7 @@ class postgres_store {
     const int lengths[] = {length(key), length(owner), 0};
     const int formats[] = {1, 1, 0};
     if (lengths[0] < 0 || lengths[1] < 0) return errc::invalid_argument;
-    result<detail::pg_result_ptr> r = link_.exec(kAcquire, 3, values, lengths, formats);
+    result<detail::pg_result_ptr> r = link_.exec(stmt_acquire, 3, values, lengths, formats);
     if (!r) return r.error();
     const PGresult* res = r->get();
     if (PQntuples(res) == 0 && PQnfields(res) == 1) return errc::busy;
@@ -493,7 +493,7 @@ class postgres_store {
     const int lengths[] = {length(key), length(owner), 0, 0};
     const int formats[] = {1, 1, 0, 0};
     if (lengths[0] < 0 || lengths[1] < 0) return errc::invalid_argument;
-    result<detail::pg_result_ptr> r = link_.exec(kRenew, 4, values, lengths, formats);
+    result<detail::pg_result_ptr> r = link_.exec(stmt_renew, 4, values, lengths, formats);
     if (!r) return r.error();
     const PGresult* res = r->get();
     if (PQntuples(res) == 0 && PQnfields(res) == 1) return errc::lease_lost;
@@ -519,7 +519,7 @@ class postgres_store {
     const int formats[] = {1, 1, 0};
     if (lengths[0] < 0 || lengths[1] < 0) return errc::invalid_argument;
     const bool reused = link_.connection() != nullptr;
-    result<detail::pg_result_ptr> r = link_.exec(kRelease, 3, values, lengths, formats);
+    result<detail::pg_result_ptr> r = link_.exec(stmt_release, 3, values, lengths, formats);
     if (!r && r.error() == errc::store_unavailable && reused && link_.connection() == nullptr) {
       // The session, open since an earlier call, broke under this one: most often the server
       // ended it while idle (a restart, pg_terminate_backend, an idle timeout) and the statement
@@ -527,7 +527,7 @@ class postgres_store {
       // it once more rather than leave the key to its TTL; if the first did run, this one
       // answers not_holder. (A client-side timeout is not retried: that session was dropped
       // while its statement might still be running.)
-      r = link_.exec(kRelease, 3, values, lengths, formats);
+      r = link_.exec(stmt_release, 3, values, lengths, formats);
     }
     if (!r) return r.error();
     const PGresult* res = r->get();
@@ -546,7 +546,7 @@ class postgres_store {
     const int lengths[] = {length(key)};
     const int formats[] = {1};
     if (lengths[0] < 0) return errc::invalid_argument;
-    result<detail::pg_result_ptr> r = link_.exec(kInspect, 1, values, lengths, formats);
+    result<detail::pg_result_ptr> r = link_.exec(stmt_inspect, 1, values, lengths, formats);
     if (!r) return r.error();
     const PGresult* res = r->get();
     if (PQntuples(res) == 0 && PQnfields(res) == 3) return std::optional<lease_record>{};
@@ -567,7 +567,7 @@ class postgres_store {
   /// by statements that ended busy count too. \returns store_unavailable, timeout, protocol_error.
   result<fencing_token> last_token() {
     auto guard = link_.lock();
-    result<detail::pg_result_ptr> r = link_.exec(kLastToken, 0, nullptr, nullptr, nullptr);
+    result<detail::pg_result_ptr> r = link_.exec(stmt_last_token, 0, nullptr, nullptr, nullptr);
     if (!r) return r.error();
     const PGresult* res = r->get();
     if (PQntuples(res) == 1) {
@@ -613,7 +613,7 @@ class postgres_store {
       const char* values[] = {key.data()};
       const int lengths[] = {length(key)};
       const int formats[] = {1};
-      result<detail::pg_result_ptr> r = link_.exec(kWait, 1, values, lengths, formats);
+      result<detail::pg_result_ptr> r = link_.exec(stmt_wait, 1, values, lengths, formats);
       if (!r) return r.error();
       const PGresult* res = r->get();
       if (PQntuples(res) != 1 || PQnfields(res) != 2 || PQgetisnull(res, 0, 0)) {
@@ -687,7 +687,7 @@ class postgres_store {
     const char* values[] = {ttl_text_.c_str()};
     const int lengths[] = {0};
     const int formats[] = {0};
-    result<detail::pg_result_ptr> r = link_.exec(kPurge, 1, values, lengths, formats);
+    result<detail::pg_result_ptr> r = link_.exec(stmt_purge, 1, values, lengths, formats);
     if (!r) return r.error();
     const PGresult* res = r->get();
     if (PQnfields(res) == 1 && PQntuples(res) == 1) {
@@ -711,13 +711,13 @@ class postgres_store {
   [[nodiscard]] const postgres_options& options() const noexcept { return link_.options(); }
 
  private:
-  static constexpr std::size_t kAcquire = 0;
-  static constexpr std::size_t kRenew = 1;
-  static constexpr std::size_t kRelease = 2;
-  static constexpr std::size_t kInspect = 3;
-  static constexpr std::size_t kLastToken = 4;
-  static constexpr std::size_t kWait = 5;
-  static constexpr std::size_t kPurge = 6;
+  static constexpr std::size_t stmt_acquire = 0;
+  static constexpr std::size_t stmt_renew = 1;
+  static constexpr std::size_t stmt_release = 2;
+  static constexpr std::size_t stmt_inspect = 3;
+  static constexpr std::size_t stmt_last_token = 4;
+  static constexpr std::size_t stmt_wait = 5;
+  static constexpr std::size_t stmt_purge = 6;
 
   // The notification channel of this table: "<schema>.<table>" (or the table), at most 63 bytes
   // (PostgreSQL truncates identifiers there; a LISTEN of the longer name would miss).

@@ -961,7 +961,7 @@ class redis_store {
     const std::string_view keys[] = {lease_key(key), link_.options().counter_key};
     ttl_text_ = std::to_string(ttl.count());
     const std::string_view args[] = {owner, ttl_text_};
-    return read_acquire(link_.eval(kAcquire, keys, 2, args, 2), ttl);
+    return read_acquire(link_.eval(script_acquire, keys, 2, args, 2), ttl);
   }
 
   /// Extends the lease on `key` to `ttl` (ms) from now iff `owner` holds it with `token` and it
@@ -976,7 +976,7 @@ class redis_store {
     token_text_ = std::to_string(token.value());
     ttl_text_ = std::to_string(ttl.count());
     const std::string_view args[] = {owner, token_text_, ttl_text_};
-    return read_renew(link_.eval(kRenew, keys, 1, args, 3), token, ttl);
+    return read_renew(link_.eval(script_renew, keys, 1, args, 3), token, ttl);
   }
 
   /// Deletes the lease on `key` iff `owner` holds it with `token`, in one round trip. If the
@@ -992,14 +992,14 @@ class redis_store {
     token_text_ = std::to_string(token.value());
     const std::string_view args[] = {owner, token_text_, wait_->broadcast, key};
     const bool reused = link_.connected();
-    result<detail::redis_reply_ptr> r = link_.eval(kRelease, keys, 2, args, 4);
+    result<detail::redis_reply_ptr> r = link_.eval(script_release, keys, 2, args, 4);
     if (!r && r.error() == errc::store_unavailable && reused && !link_.connected()) {
       // The connection, open since an earlier call, failed under this one: most often the
       // server or a proxy dropped it while idle, and the request never got through. A release
       // is the one call a holder makes on its way out (a lease's destructor tries it once more
       // at most), so reconnect and send it once more rather than leave the key to its TTL. If
       // the first attempt did land, this one answers not_holder.
-      r = link_.eval(kRelease, keys, 2, args, 4);
+      r = link_.eval(script_release, keys, 2, args, 4);
     }
     return read_release(std::move(r));
   }
@@ -1011,7 +1011,7 @@ class redis_store {
     if (key.empty()) return errc::invalid_argument;
     auto guard = link_.lock();
     const std::string_view keys[] = {lease_key(key)};
-    return read_inspect(link_.eval(kInspect, keys, 1, nullptr, 0));
+    return read_inspect(link_.eval(script_inspect, keys, 1, nullptr, 0));
   }
 
   /// Returns the newest token the counter has issued (none if it has issued none).
@@ -1034,7 +1034,7 @@ class redis_store {
     const std::string_view keys[] = {link_.options().counter_key};
     token_text_ = std::to_string(floor.value());
     const std::string_view args[] = {token_text_};
-    return read_raise_token_floor(link_.eval(kAdvance, keys, 1, args, 1));
+    return read_raise_token_floor(link_.eval(script_advance, keys, 1, args, 1));
   }
 
   /// Re-labels the live lease `owner` holds on `key` with `token` (or already with `to`) with the
@@ -1053,7 +1053,7 @@ class redis_store {
     token_text_ = std::to_string(token.value());
     to_text_ = std::to_string(to.value());
     const std::string_view args[] = {owner, token_text_, to_text_};
-    return read_raise_token(link_.eval(kRaise, keys, 2, args, 3));
+    return read_raise_token(link_.eval(script_raise, keys, 2, args, 3));
   }
 
   // ---- Split send/receive (send_receive.hpp): requests in flight from one thread --------------
@@ -1111,38 +1111,38 @@ class redis_store {
         const std::string_view keys[] = {lease_key(request.key), link_.options().counter_key};
         ttl_text_ = std::to_string(request.ttl.count());
         const std::string_view args[] = {owner, ttl_text_};
-        link_.start(kAcquire, keys, 2, args, 2);
+        link_.start(script_acquire, keys, 2, args, 2);
         break;
       }
       case store_op::renew: {
         const std::string_view keys[] = {lease_key(request.key)};
         ttl_text_ = std::to_string(request.ttl.count());
         const std::string_view args[] = {owner, token_text_, ttl_text_};
-        link_.start(kRenew, keys, 1, args, 3);
+        link_.start(script_renew, keys, 1, args, 3);
         break;
       }
       case store_op::release: {
         const std::string_view keys[] = {lease_key(request.key), queue_key(request.key)};
         const std::string_view args[] = {owner, token_text_, wait_->broadcast, request.key};
-        link_.start(kRelease, keys, 2, args, 4);
+        link_.start(script_release, keys, 2, args, 4);
         break;
       }
       case store_op::inspect: {
         const std::string_view keys[] = {lease_key(request.key)};
-        link_.start(kInspect, keys, 1, nullptr, 0);
+        link_.start(script_inspect, keys, 1, nullptr, 0);
         break;
       }
       case store_op::raise_token: {
         const std::string_view keys[] = {lease_key(request.key), link_.options().counter_key};
         to_text_ = std::to_string(request.to.value());
         const std::string_view args[] = {owner, token_text_, to_text_};
-        link_.start(kRaise, keys, 2, args, 3);
+        link_.start(script_raise, keys, 2, args, 3);
         break;
       }
       case store_op::raise_token_floor: {
         const std::string_view keys[] = {link_.options().counter_key};
         const std::string_view args[] = {token_text_};
-        link_.start(kAdvance, keys, 1, args, 1);
+        link_.start(script_advance, keys, 1, args, 1);
         break;
       }
     }
@@ -1238,7 +1238,7 @@ class redis_store {
       const std::string_view keys[] = {lease_key(key), link_.options().counter_key, queue_key(key)};
       ttl_text_ = std::to_string(ttl.count());
       const std::string_view args[] = {owner, ttl_text_, mine.entry, "60000"};
-      return link_.eval(kAcquireQueued, keys, 3, args, 4);
+      return link_.eval(script_acquire_queued, keys, 3, args, 4);
     }();
     if (r && (*r)->type == REDIS_REPLY_INTEGER && (*r)->integer < 0) {
       mine.pttl = -1 - (*r)->integer;
@@ -1383,15 +1383,15 @@ class redis_store {
   [[nodiscard]] const redis_options& options() const noexcept { return link_.options(); }
 
  private:
-  static constexpr std::size_t kAcquire = 0;
-  static constexpr std::size_t kRenew = 1;
-  static constexpr std::size_t kRelease = 2;
-  static constexpr std::size_t kInspect = 3;
-  static constexpr std::size_t kAdvance = 4;
-  static constexpr std::size_t kRaise = 5;
-  static constexpr std::size_t kWait = 6;
-  static constexpr std::size_t kUnwait = 7;
-  static constexpr std::size_t kAcquireQueued = 8;
+  static constexpr std::size_t script_acquire = 0;
+  static constexpr std::size_t script_renew = 1;
+  static constexpr std::size_t script_release = 2;
+  static constexpr std::size_t script_inspect = 3;
+  static constexpr std::size_t script_advance = 4;
+  static constexpr std::size_t script_raise = 5;
+  static constexpr std::size_t script_wait = 6;
+  static constexpr std::size_t script_unwait = 7;
+  static constexpr std::size_t script_acquire_queued = 8;
 
   std::string_view lease_key(std::string_view key) {
     key_.assign(link_.options().key_prefix);
@@ -1409,7 +1409,7 @@ class redis_store {
     auto guard = link_.lock();
     const std::string_view keys[] = {lease_key(key), queue_key(key)};
     const std::string_view args[] = {entry, "60000"};
-    result<detail::redis_reply_ptr> r = link_.eval(kWait, keys, 2, args, 2);
+    result<detail::redis_reply_ptr> r = link_.eval(script_wait, keys, 2, args, 2);
     if (!r) return r.error();
     if ((*r)->type == REDIS_REPLY_INTEGER && (*r)->integer >= -1) return (*r)->integer;
     return link_.fail(errc::protocol_error, "redis: wait: unexpected reply");
@@ -1420,7 +1420,8 @@ class redis_store {
     auto guard = link_.lock();
     const std::string_view keys[] = {queue_key(key)};
     const std::string_view args[] = {entry};
-    (void)link_.eval(kUnwait, keys, 1, args, 1);  // best effort: the queue's TTL cleans up too
+    (void)link_.eval(script_unwait, keys, 1, args,
+                     1);  // best effort: the queue's TTL cleans up too
   }
 
   // The notification side of wait_for_release: a second connection, subscribed to this store's
