@@ -69,6 +69,15 @@
 #include <sys/socket.h>
 #include <sys/time.h>
 
+// send() without SIGPIPE on a connection the server closed: MSG_NOSIGNAL where the platform has it
+// (Linux, the BSDs); elsewhere (macOS) the socket gets SO_NOSIGPIPE once connected, and the flag
+// is 0.
+#if defined(MSG_NOSIGNAL)
+#define HOLDFAST_DETAIL_MSG_NOSIGNAL MSG_NOSIGNAL
+#else
+#define HOLDFAST_DETAIL_MSG_NOSIGNAL 0
+#endif
+
 #include <cerrno>
 #include <chrono>
 #include <condition_variable>
@@ -286,6 +295,10 @@ class redis_link {
     if (c->err != 0) {
       return fail(errc::store_unavailable, std::string("redis: connect: ") + c->errstr);
     }
+#if !defined(MSG_NOSIGNAL) && defined(SO_NOSIGPIPE)
+    const int one = 1;
+    (void)::setsockopt(c->fd, SOL_SOCKET, SO_NOSIGPIPE, &one, sizeof one);
+#endif
     // The setup round trip is bounded by the connect timeout; commands after it by their own.
     if (redisSetTimeout(c.get(), ctv) != REDIS_OK) {
       return fail(errc::store_unavailable, std::string("redis: set timeout: ") + c->errstr);
@@ -428,7 +441,9 @@ class redis_link {
   // SO_SNDTIMEO/SO_RCVTIMEO) for the blocking path.
 
   /// True while a split request is in flight (accepted, not yet received).
-  [[nodiscard]] bool in_flight() const noexcept { return in_flight_; }
+  [[nodiscard]] bool in_flight() const noexcept {
+    return in_flight_;
+  }
 
   /// Accepts a request that fails at once (bad arguments): finish() reports `code`.
   void start_failed(std::error_code code) {
@@ -507,7 +522,7 @@ class redis_link {
     redisContext* c = ctx_.get();
     while (out_off_ < out_.size()) {
       const ssize_t n = ::send(c->fd, out_.data() + out_off_, out_.size() - out_off_,
-                               MSG_NOSIGNAL | MSG_DONTWAIT);
+                               HOLDFAST_DETAIL_MSG_NOSIGNAL | MSG_DONTWAIT);
       if (n > 0) {
         out_off_ += static_cast<std::size_t>(n);
         continue;
@@ -625,7 +640,7 @@ class redis_link {
   std::error_code send_all(redisContext* c, const char* data, std::size_t size) {
     std::size_t off = 0;
     while (off < size) {
-      const ssize_t n = ::send(c->fd, data + off, size - off, MSG_NOSIGNAL);
+      const ssize_t n = ::send(c->fd, data + off, size - off, HOLDFAST_DETAIL_MSG_NOSIGNAL);
       if (n > 0) {
         off += static_cast<std::size_t>(n);
         continue;

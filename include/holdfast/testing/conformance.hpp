@@ -468,7 +468,7 @@ template <class Runner>
       save_counterexample(svg_dir_from_env(), name, s.run.log, s.run.result);
   if (!picture.empty()) std::fprintf(stderr, "holdfast: picture: %s\n", picture.c_str());
   std::fflush(stderr);
-  __builtin_trap();
+  HOLDFAST_TRAP();
 }
 
 }  // namespace detail
