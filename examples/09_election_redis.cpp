@@ -71,7 +71,11 @@ void say(const char* fmt, Args... args) {
   char line[512];
   int n = std::snprintf(line, sizeof line, "[%7.1f ms pid %6d] ", since_start(),
                         static_cast<int>(::getpid()));
-  n += std::snprintf(line + n, sizeof line - static_cast<std::size_t>(n), fmt, args...);
+  if constexpr (sizeof...(Args) == 0) {  // a plain message: never a format string
+    n += std::snprintf(line + n, sizeof line - static_cast<std::size_t>(n), "%s", fmt);
+  } else {
+    n += std::snprintf(line + n, sizeof line - static_cast<std::size_t>(n), fmt, args...);
+  }
   if (n > static_cast<int>(sizeof line) - 2) n = static_cast<int>(sizeof line) - 2;
   line[n++] = '\n';
   (void)!::write(1, line, static_cast<std::size_t>(n));
