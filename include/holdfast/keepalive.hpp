@@ -167,7 +167,7 @@ class keepalive : public detail::lease_renewer<Clock> {
   keepalive& operator=(const keepalive&) = delete;
 
   /// Stops and joins the thread (see stop()). The leases stay held until their TTL runs out.
-  ~keepalive() { stop(); }
+  ~keepalive() override { stop(); }
 
   /// Returns errc::invalid_argument if the options were invalid; zero otherwise.
   [[nodiscard]] std::error_code error() const noexcept override { return config_error_; }

@@ -260,7 +260,7 @@ class lease {
 
   /// Sets the on-loss callback (see loss_callback), replacing any earlier one. If the lease is
   /// already lost and no callback has been told yet, `fn` runs at once, on this thread.
-  void on_lost(loss_callback fn) {
+  void on_lost(loss_callback fn) {  // NOLINT(performance-unnecessary-value-param): moved in
     detail::pending_loss loss;
     {
       detail::maybe_lock lock(data_mutex());

@@ -189,7 +189,7 @@ struct is_split_call<split_call<Request, Blocking>> : std::true_type {};
 template <class R>
 R reply_as(store_reply&& r) {
   if constexpr (std::is_same_v<R, result<grant>>) {
-    return std::move(r.granted);
+    return r.granted;
   } else if constexpr (std::is_same_v<R, result<void>>) {
     return r.done;
   } else {

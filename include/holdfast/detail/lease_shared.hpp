@@ -180,8 +180,10 @@ struct lease_body {
         state(lease_state::held),
         needs_release(true) {}
 
-  lease_body(lease_body&&) = default;
-  lease_body& operator=(lease_body&&) = default;
+  // Not declared noexcept: a defaulted move is noexcept exactly when the members' moves are, and
+  // the Clock is the user's type (a noexcept that did not hold would make these deleted).
+  lease_body(lease_body&&) = default;             // NOLINT(performance-noexcept-move-constructor)
+  lease_body& operator=(lease_body&&) = default;  // NOLINT(performance-noexcept-move-constructor)
 
   // Marks a moved-from body as holding nothing.
   void clear() noexcept {

@@ -140,7 +140,7 @@ inline std::string random_owner_id() {
   for (int half = 0; half < 2; ++half) {
     std::uint64_t bits = gen.next();
     for (int i = 0; i < 16; ++i) {
-      id[static_cast<std::size_t>(half * 16 + i)] = digits[bits & 0xf];
+      id[static_cast<std::size_t>(half) * 16 + static_cast<std::size_t>(i)] = digits[bits & 0xf];
       bits >>= 4;
     }
   }

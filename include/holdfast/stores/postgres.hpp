@@ -418,7 +418,7 @@ class postgres_store {
  public:
   /// Makes a store for the database in `opts`; connects on first use. Never throws on its own
   /// (allocation aside).
-  explicit postgres_store(postgres_options opts = {})
+  explicit postgres_store(const postgres_options& opts = {})
       : link_(opts, setup_sql(opts), statements(opts)),
         listen_(std::make_unique<listening>(opts)) {}
 

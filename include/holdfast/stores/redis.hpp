@@ -940,7 +940,7 @@ inline std::string redis_fence_script() {
 class redis_store {
  public:
   /// Makes a store for the server in `opts`; connects on first use. Never throws on its own.
-  explicit redis_store(redis_options opts = {})
+  explicit redis_store(const redis_options& opts = {})
       : link_(opts, {detail::redis_acquire_script, detail::redis_renew_script,
                      detail::redis_release_script(), detail::redis_inspect_script,
                      detail::redis_advance_script(), detail::redis_raise_script(),

@@ -661,7 +661,7 @@ class checker {
     return k < h_.keys.size() ? h_.keys[k] : unknown;
   }
 
-  void fail(invariant inv, std::size_t at, std::string what, std::vector<std::size_t> ctx) {
+  void fail(invariant inv, std::size_t at, std::string what, const std::vector<std::size_t>& ctx) {
     result_.violated = inv;
     result_.at = at;
     result_.what = std::move(what);

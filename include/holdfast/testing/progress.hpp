@@ -88,6 +88,7 @@ class progress_meter {
                  progress_mode mode = progress_mode::automatic, std::FILE* out = stderr)
       : what_(std::move(what)), total_(total), out_(out), start_(clock::now()), next_(start_) {
     tty_ = detail::is_terminal(out_);
+    // NOLINTNEXTLINE(concurrency-mt-unsafe): read once; holdfast never sets the environment.
     const char* env = std::getenv("HOLDFAST_PROGRESS");
     switch (mode) {
       case progress_mode::off:

@@ -165,10 +165,12 @@ class svg_writer {
   }
 
   void lanes() {
-    for (node_id n = 0; n < h_.nodes.size(); ++n) {
+    for (std::size_t i = 0; i < h_.nodes.size(); ++i) {
+      const auto n = static_cast<node_id>(i);
       if (!store_[n] && used_[n]) add_lane(lane_kind::client, n, 0, h_.node_name(n));
     }
-    for (node_id n = 0; n < h_.nodes.size(); ++n) {
+    for (std::size_t i = 0; i < h_.nodes.size(); ++i) {
+      const auto n = static_cast<node_id>(i);
       if (!store_[n]) continue;
       bool any = false;
       for (const event& e : h_.events) {
@@ -251,7 +253,7 @@ class svg_writer {
     std::string base = owner.substr(0, owner.find('#'));  // restarts keep their client's colour
     std::uint32_t hsh = 2166136261u;
     for (char c : base) hsh = (hsh ^ static_cast<unsigned char>(c)) * 16777619u;
-    for (node_id n = 0; n < h_.nodes.size(); ++n) {
+    for (std::size_t n = 0; n < h_.nodes.size(); ++n) {
       if (h_.nodes[n] == base) return palette[n % 8];  // by node: stable and distinct
     }
     return palette[hsh % 8];
@@ -657,9 +659,9 @@ class svg_writer {
       const double y = lane_y(lane) + 14;
       const std::string c = colour(who(e));
       group("belief", i);
-      out_ += "<rect x=\"" + num(x0) + "\" y=\"" + num(y) + "\" width=\"" + num(x1 - x0) +
-              "\" height=\"18\" rx=\"3\" fill=\"" + c + "\" fill-opacity=\"0.28\" stroke=\"" + c +
-              "\"/>";
+      out_ += "<rect x=\"" + num(x0) + "\" y=\"" + num(y) + "\" width=\"" + num(x1 - x0);
+      out_ += "\" height=\"18\" rx=\"3\" fill=\"" + c + "\" fill-opacity=\"0.28\" stroke=\"";
+      out_ += c + "\"/>";
       label_if_fits(x0 + 4, y + 13, "believes " + tok(e.token), x1 - x0 - 6, "sm");
       out_ += "</g>\n";
     }
@@ -930,6 +932,7 @@ class svg_writer {
 /// or empty. check_store(), fuzz_store() and the simulator tests write counterexample pictures
 /// there (save_counterexample()).
 [[nodiscard]] inline std::string svg_dir_from_env() {
+  // NOLINTNEXTLINE(concurrency-mt-unsafe): holdfast never sets the environment.
   const char* d = std::getenv("HOLDFAST_SVG_DIR");
   return d != nullptr ? std::string(d) : std::string();
 }

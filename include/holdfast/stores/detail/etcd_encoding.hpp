@@ -93,7 +93,7 @@ inline std::array<unsigned char, 32> sha256(std::string_view in) {
   auto rotr = [](std::uint32_t x, int n) { return (x >> n) | (x << (32 - n)); };
   auto block = [&](const unsigned char* b) {
     std::uint32_t w[64];
-    for (int i = 0; i < 16; ++i) {
+    for (std::size_t i = 0; i < 16; ++i) {
       w[i] = (std::uint32_t{b[4 * i]} << 24) | (std::uint32_t{b[4 * i + 1]} << 16) |
              (std::uint32_t{b[4 * i + 2]} << 8) | std::uint32_t{b[4 * i + 3]};
     }
@@ -143,7 +143,8 @@ inline std::array<unsigned char, 32> sha256(std::string_view in) {
   std::array<unsigned char, 32> out{};
   for (int i = 0; i < 8; ++i) {
     for (int j = 0; j < 4; ++j) {
-      out[static_cast<std::size_t>(4 * i + j)] = static_cast<unsigned char>(h[i] >> (24 - 8 * j));
+      out[static_cast<std::size_t>(4 * i) + static_cast<std::size_t>(j)] =
+          static_cast<unsigned char>(h[i] >> (24 - 8 * j));
     }
   }
   return out;

@@ -138,9 +138,9 @@ struct fiber_stack {
 
 /// Usable bytes per fiber stack. The shipped lease code is shallow; sanitizers grow frames a lot.
 #if HOLDFAST_FIBER_ASAN || HOLDFAST_FIBER_TSAN
-inline constexpr std::size_t fiber_stack_size = 512 * 1024;
+inline constexpr std::size_t fiber_stack_size = std::size_t{512} * 1024;
 #else
-inline constexpr std::size_t fiber_stack_size = 128 * 1024;
+inline constexpr std::size_t fiber_stack_size = std::size_t{128} * 1024;
 #endif
 
 [[noreturn]] inline void fiber_fatal(const char* what) noexcept {
@@ -222,8 +222,8 @@ class fiber {
     stack_ = stack_pool().get();
     char* top = stack_.base + stack_.size;
 #if HOLDFAST_FIBER_ASM_X86_64
-    auto** sp =
-        reinterpret_cast<void**>(reinterpret_cast<std::uintptr_t>(top) & ~std::uintptr_t{15});
+    // 16-byte aligned by stepping the pointer back (no integer-to-pointer cast).
+    auto** sp = reinterpret_cast<void**>(top - (reinterpret_cast<std::uintptr_t>(top) & 15u));
     *--sp = nullptr;  // two null words: a terminating "return address" for backtraces, and
     *--sp = nullptr;  // 16-byte alignment at the trampoline's call
     *--sp = reinterpret_cast<void*>(&holdfast_fiber_trampoline);
