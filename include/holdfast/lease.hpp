@@ -461,6 +461,22 @@ result<lease<Store, Clock>> acquire_once(Store& store, std::string_view key,
   return l;
 }
 
+// An event about one acquire outcome: the lease's token, or the error.
+template <class Lease>
+lease_event outcome_event(lease_event_kind kind, std::string_view key, std::string_view owner,
+                          const result<Lease>& l) {
+  lease_event e;
+  e.kind = kind;
+  e.key = key;
+  e.owner = owner;
+  if (l) {
+    e.token = l->token();
+  } else {
+    e.error = l.error();
+  }
+  return e;
+}
+
 // acquire_once() told to opts.observer as an acquire_attempt (attempt `n`, 1-based). Only an
 // observed attempt reads the clock around the store call.
 template <class Store, class Clock>
@@ -471,15 +487,7 @@ result<lease<Store, Clock>> attempt(Store& store, std::string_view key,
   if (opts.observer == nullptr) return acquire_once(store, key, ttl, opts, owner, queue_if_busy);
   const typename Clock::time_point t0 = opts.clock.now();
   result<lease<Store, Clock>> l = acquire_once(store, key, ttl, opts, owner, queue_if_busy);
-  lease_event e;
-  e.kind = lease_event_kind::acquire_attempt;
-  e.key = key;
-  e.owner = owner;
-  if (l) {
-    e.token = l->token();
-  } else {
-    e.error = l.error();
-  }
+  lease_event e = outcome_event(lease_event_kind::acquire_attempt, key, owner, l);
   e.store_latency = elapsed_ns(t0, opts.clock.now());
   e.attempt = n;
   notify(opts.observer, e);
@@ -492,15 +500,8 @@ template <class Lease, class Clock>
 void report_acquire(const result<Lease>& l, const acquire_options<Clock>& opts,
                     std::string_view key, std::string_view owner, typename Clock::time_point t0,
                     std::uint32_t attempts) {
-  lease_event e;
-  e.kind = l ? lease_event_kind::acquired : lease_event_kind::acquire_failed;
-  e.key = key;
-  e.owner = owner;
-  if (l) {
-    e.token = l->token();
-  } else {
-    e.error = l.error();
-  }
+  lease_event e = outcome_event(l ? lease_event_kind::acquired : lease_event_kind::acquire_failed,
+                                key, owner, l);
   e.wait = elapsed_ns(t0, opts.clock.now());
   e.attempt = attempts;
   notify(opts.observer, e);
