@@ -1,0 +1,275 @@
+// holdfast/stores/detail/postgres_link.hpp - pg_link: the connection under postgres_store. One
+// libpq connection driven in non-blocking mode with deadlines (poll), prepared statements made on
+// every (re)connect, the mapping of SQLSTATEs to errc (classify_pg_error), and reading binary
+// int8 columns. See the overview of stores/postgres.hpp for the failure behaviour. Not for users.
+#ifndef HOLDFAST_STORES_DETAIL_POSTGRES_LINK_HPP
+#define HOLDFAST_STORES_DETAIL_POSTGRES_LINK_HPP
+
+#include <libpq-fe.h>
+#include <poll.h>
+
+#include <cerrno>
+#include <chrono>
+#include <climits>
+#include <cstddef>
+#include <cstdint>
+#include <cstring>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <system_error>
+#include <utility>
+#include <vector>
+
+#include "holdfast/detail/config.hpp"
+#include "holdfast/error.hpp"
+#include "holdfast/result.hpp"
+#include "holdfast/stores/detail/postgres_sql.hpp"
+#include "holdfast/stores/postgres_options.hpp"
+
+namespace holdfast {
+HOLDFAST_ABI_NAMESPACE_BEGIN
+
+namespace detail {
+
+struct pg_conn_deleter {
+  void operator()(PGconn* c) const noexcept { PQfinish(c); }
+};
+struct pg_result_deleter {
+  void operator()(PGresult* r) const noexcept { PQclear(r); }
+};
+using pg_conn_ptr = std::unique_ptr<PGconn, pg_conn_deleter>;
+/// An owned libpq result.
+using pg_result_ptr = std::unique_ptr<PGresult, pg_result_deleter>;
+
+inline constexpr unsigned int pg_bytea_oid = 17;
+inline constexpr unsigned int pg_int8_oid = 20;
+
+/// Maps a SQLSTATE (empty: a client-side failure such as a lost connection) to an errc.
+/// `user_statement`: the statement is the caller's own (a fenced update), so data, integrity and
+/// syntax errors (classes 22, 23, 42) are their invalid_argument rather than our protocol_error.
+inline errc classify_pg_error(const char* sqlstate, bool user_statement) noexcept {
+  const std::string_view s = sqlstate != nullptr ? sqlstate : "";
+  if (s.size() != 5) return errc::store_unavailable;  // no SQLSTATE: the connection failed
+  auto cls = [&](std::string_view c) { return s.compare(0, 2, c) == 0; };
+  if (s == "2200H") return errc::token_exhausted;          // sequence_generator_limit_exceeded
+  if (s == "57014" || s == "55P03") return errc::timeout;  // statement / lock timeout
+  if (cls("08") || cls("53") || cls("57") || cls("58") || cls("28") || s == "3D000" ||
+      s == "25006" || s == "40001" || s == "40P01" || s == "42501") {
+    // connection, resources, operator intervention (shutdown, crash), system, authentication,
+    // missing database, read-only (a standby), serialization/deadlock, privileges
+    return errc::store_unavailable;
+  }
+  if (user_statement && (cls("22") || cls("23") || cls("42"))) return errc::invalid_argument;
+  return errc::protocol_error;
+}
+
+inline std::uint64_t pg_read_be64(const char* p) noexcept {
+  std::uint64_t v = 0;
+  for (int i = 0; i < 8; ++i) v = (v << 8) | static_cast<unsigned char>(p[i]);
+  return v;
+}
+
+/// Reads column `col` of row 0 as a binary int8.
+inline std::optional<std::int64_t> pg_int8(const PGresult* r, int col) noexcept {
+  if (PQnfields(r) <= col || PQftype(r, col) != pg_int8_oid || PQfformat(r, col) != 1 ||
+      PQgetisnull(r, 0, col) || PQgetlength(r, 0, col) != 8) {
+    return std::nullopt;
+  }
+  return static_cast<std::int64_t>(pg_read_be64(PQgetvalue(r, 0, col)));
+}
+
+/// Waits until `fd` is ready for `events` or `deadline` passes: 1 ready, 0 timed out, -1 error.
+inline int pg_wait(int fd, short events, std::chrono::steady_clock::time_point deadline) {
+  for (;;) {
+    const auto left =
+        std::chrono::ceil<std::chrono::milliseconds>(deadline - std::chrono::steady_clock::now());
+    if (left <= std::chrono::milliseconds::zero()) return 0;
+    pollfd p{fd, events, 0};
+    const int ms = left.count() > INT_MAX ? INT_MAX : static_cast<int>(left.count());
+    const int r = ::poll(&p, 1, ms);
+    if (r < 0 && errno == EINTR) continue;
+    if (r < 0) return -1;
+    if (r == 0) continue;  // re-check the deadline (poll may round)
+    return 1;
+  }
+}
+
+inline void pg_ignore_notice(void*, const char*) {}
+
+/// One libpq connection driven in non-blocking mode with deadlines: connects lazily, prepares the
+/// given statements on every (re)connect, drops the connection on any failure that leaves its
+/// state in doubt, and keeps the last failure's text. Not thread-safe: the owner holds lock().
+class pg_link {
+ public:
+  struct statement {
+    std::string name;
+    std::string sql;
+    std::vector<unsigned int> types;
+  };
+
+  pg_link(postgres_options opts, std::vector<std::string> setup, std::vector<statement> prepared)
+      : opts_(std::move(opts)), setup_(std::move(setup)), prepared_(std::move(prepared)) {}
+
+  [[nodiscard]] std::unique_lock<std::mutex> lock() const {
+    return std::unique_lock<std::mutex>(mutex_);
+  }
+  [[nodiscard]] const postgres_options& options() const noexcept { return opts_; }
+  [[nodiscard]] const std::string& last_error() const noexcept { return last_error_; }
+
+  std::error_code fail(errc code, std::string message) {
+    while (!message.empty() && (message.back() == '\n' || message.back() == ' ')) {
+      message.pop_back();
+    }
+    last_error_ = std::move(message);
+    return code;
+  }
+
+  void disconnect() noexcept { conn_.reset(); }
+
+  std::error_code ensure_connected() {
+    if (conn_ && PQstatus(conn_.get()) == CONNECTION_OK) return {};
+    conn_.reset();
+    if (opts_.check()) return fail(errc::invalid_argument, "invalid postgres_options");
+    const auto deadline = std::chrono::steady_clock::now() + opts_.connect_timeout;
+    const char* keys[] = {"application_name", "dbname", nullptr};
+    const char* values[] = {opts_.application_name.c_str(), opts_.conninfo.c_str(), nullptr};
+    pg_conn_ptr c(PQconnectStartParams(keys, values, 1));
+    if (!c) return fail(errc::store_unavailable, "postgres: cannot allocate a connection");
+    if (PQstatus(c.get()) == CONNECTION_BAD) {
+      return fail(errc::store_unavailable, std::string("postgres: ") + PQerrorMessage(c.get()));
+    }
+    PostgresPollingStatusType st = PGRES_POLLING_WRITING;
+    while (st != PGRES_POLLING_OK) {
+      if (st == PGRES_POLLING_FAILED) {
+        return fail(errc::store_unavailable, std::string("postgres: ") + PQerrorMessage(c.get()));
+      }
+      const short events = st == PGRES_POLLING_READING ? POLLIN : POLLOUT;
+      const int w = pg_wait(PQsocket(c.get()), events, deadline);
+      if (w == 0) return fail(errc::timeout, "postgres: connect timed out");
+      if (w < 0) return fail(errc::store_unavailable, "postgres: poll failed while connecting");
+      st = PQconnectPoll(c.get());
+    }
+    PQsetNoticeProcessor(c.get(), pg_ignore_notice, nullptr);
+    if (PQsetnonblocking(c.get(), 1) != 0) {
+      return fail(errc::store_unavailable, std::string("postgres: ") + PQerrorMessage(c.get()));
+    }
+    conn_ = std::move(c);
+    for (const std::string& sql : setup_) {
+      result<pg_result_ptr> r =
+          run([&](PGconn* pc) { return PQsendQuery(pc, sql.c_str()); }, deadline, false);
+      if (!r) {
+        conn_.reset();
+        return r.error();
+      }
+    }
+    for (const statement& s : prepared_) {
+      result<pg_result_ptr> r = run(
+          [&](PGconn* pc) {
+            return PQsendPrepare(pc, s.name.c_str(), s.sql.c_str(),
+                                 static_cast<int>(s.types.size()),
+                                 reinterpret_cast<const Oid*>(s.types.data()));
+          },
+          deadline, false);
+      if (!r) {
+        conn_.reset();
+        return r.error();
+      }
+    }
+    return {};
+  }
+
+  /// Runs prepared statement `index` with binary-or-text parameters; results in binary format.
+  result<pg_result_ptr> exec(std::size_t index, int n, const char* const* values,
+                             const int* lengths, const int* formats) {
+    if (std::error_code ec = ensure_connected()) return ec;
+    const auto deadline = std::chrono::steady_clock::now() + opts_.command_timeout;
+    const std::string& name = prepared_[index].name;
+    return run(
+        [&](PGconn* pc) {
+          return PQsendQueryPrepared(pc, name.c_str(), n, values, lengths, formats, 1);
+        },
+        deadline, false);
+  }
+
+  /// Sends with `send`, then reads every result until the deadline. Returns the last result, or
+  /// the error of the first failed one (classified; `user_statement` as for classify_pg_error).
+  template <class Send>
+  result<pg_result_ptr> run(Send send, std::chrono::steady_clock::time_point deadline,
+                            bool user_statement) {
+    PGconn* c = conn_.get();
+    if (!send(c)) return broken("postgres: send: ");
+    for (;;) {
+      const int f = PQflush(c);
+      if (f == 0) break;
+      if (f < 0) return broken("postgres: send: ");
+      const int w = pg_wait(PQsocket(c), POLLIN | POLLOUT, deadline);
+      if (w == 0) return timed_out();
+      if (w < 0 || !PQconsumeInput(c)) return broken("postgres: ");
+    }
+    pg_result_ptr last;
+    pg_result_ptr first_error;
+    for (;;) {
+      while (PQisBusy(c)) {
+        const int w = pg_wait(PQsocket(c), POLLIN, deadline);
+        if (w == 0) return timed_out();
+        if (w < 0 || !PQconsumeInput(c)) return broken("postgres: ");
+      }
+      pg_result_ptr r(PQgetResult(c));
+      if (!r) break;
+      const ExecStatusType st = PQresultStatus(r.get());
+      if (st == PGRES_COMMAND_OK || st == PGRES_TUPLES_OK) {
+        last = std::move(r);
+      } else if (!first_error) {
+        first_error = std::move(r);
+      }
+    }
+    if (first_error) {
+      const char* state = PQresultErrorField(first_error.get(), PG_DIAG_SQLSTATE);
+      const errc code = PQresultStatus(first_error.get()) == PGRES_FATAL_ERROR
+                            ? classify_pg_error(state, user_statement)
+                            : errc::protocol_error;
+      std::string msg = "postgres: ";
+      if (state != nullptr) msg += std::string(state) + ": ";
+      msg += PQresultErrorMessage(first_error.get());
+      if (PQstatus(c) != CONNECTION_OK || PQtransactionStatus(c) != PQTRANS_IDLE) {
+        conn_.reset();  // a session in doubt (or inside a failed setup transaction) is not reused
+      }
+      return fail(code, std::move(msg));
+    }
+    if (PQstatus(c) != CONNECTION_OK) return broken("postgres: ");
+    if (!last) return fail(errc::protocol_error, "postgres: no result");
+    return last;
+  }
+
+  [[nodiscard]] PGconn* connection() const noexcept { return conn_.get(); }
+
+ private:
+  std::error_code broken(const char* what) {
+    std::string msg = std::string(what) + PQerrorMessage(conn_.get());
+    conn_.reset();
+    return fail(errc::store_unavailable, std::move(msg));
+  }
+  std::error_code timed_out() {
+    // The statement may still run on the server (a grant may be made that nobody is told about:
+    // it expires). The session's state is unknown, so it is dropped rather than reused.
+    conn_.reset();
+    return fail(errc::timeout, "postgres: statement timed out (client deadline)");
+  }
+
+  postgres_options opts_;
+  std::vector<std::string> setup_;
+  std::vector<statement> prepared_;
+  pg_conn_ptr conn_;
+  std::string last_error_;
+  mutable std::mutex mutex_;
+};
+
+}  // namespace detail
+
+HOLDFAST_ABI_NAMESPACE_END
+}  // namespace holdfast
+
+#endif  // HOLDFAST_STORES_DETAIL_POSTGRES_LINK_HPP

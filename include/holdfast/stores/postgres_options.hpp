@@ -1,0 +1,82 @@
+// holdfast/stores/postgres_options.hpp - postgres_options: how postgres_store reaches PostgreSQL
+// (conninfo, timeouts) and where it keeps its lease records (schema, table, sequence); and
+// postgres_max_token, the greatest token its sequence can issue. Part of stores/postgres.hpp
+// (include that); on its own it needs no libpq.
+#ifndef HOLDFAST_STORES_POSTGRES_OPTIONS_HPP
+#define HOLDFAST_STORES_POSTGRES_OPTIONS_HPP
+
+#include <chrono>
+#include <climits>
+#include <cstdint>
+#include <limits>
+#include <string>
+#include <system_error>
+
+#include "holdfast/detail/config.hpp"
+#include "holdfast/error.hpp"
+#include "holdfast/fencing_token.hpp"
+#include "holdfast/stores/detail/postgres_sql.hpp"
+
+namespace holdfast {
+HOLDFAST_ABI_NAMESPACE_BEGIN
+
+/// The greatest token a PostgreSQL bigint sequence can issue.
+inline constexpr fencing_token postgres_max_token{
+    static_cast<fencing_token::rep>(std::numeric_limits<std::int64_t>::max())};
+
+/// How to reach PostgreSQL and where holdfast keeps its lease records there.
+struct postgres_options {
+  /// A libpq connection string ("host=10.0.0.5 dbname=app user=leases") or URI
+  /// ("postgresql://..."); empty uses libpq's defaults and PG* environment variables.
+  std::string conninfo{};
+  /// Schema of the table and sequence; empty means the first schema on the search_path.
+  std::string schema{};
+  /// Table of lease records, 1..63 bytes, no NUL; quoted, so any other bytes are fine.
+  /// Default "holdfast_leases".
+  std::string table = "holdfast_leases";
+  /// The token sequence; empty (default) means table + "_token_seq". Same rules as table.
+  std::string sequence{};
+  /// Creates the table and sequence (IF NOT EXISTS, under an advisory lock so that concurrent
+  /// first connections do not race) on every (re)connect. Turn off where the role may not create
+  /// tables; then create them from postgres_store::schema_sql(). Default true.
+  bool create_schema = true;
+  /// application_name reported to the server (unless conninfo sets one). Default "holdfast".
+  std::string application_name = "holdfast";
+  /// Bound on connecting and the session setup (SET, CREATE, PREPARE), in ms, > 0.
+  std::chrono::milliseconds connect_timeout{5000};
+  /// Bound on each statement, in ms, > 0: enforced by the client (the connection is dropped and
+  /// errc::timeout reported) and by the server (statement_timeout, errc::timeout).
+  std::chrono::milliseconds command_timeout{5000};
+
+  /// Returns errc::invalid_argument if a name or timeout is out of range; a zero code otherwise.
+  [[nodiscard]] std::error_code check() const noexcept;
+};
+
+namespace detail {
+
+inline std::string pg_sequence_name(const postgres_options& o) {
+  return o.sequence.empty() ? o.table + "_token_seq" : o.sequence;
+}
+
+}  // namespace detail
+
+inline std::error_code postgres_options::check() const noexcept {
+  if (connect_timeout <= std::chrono::milliseconds::zero() ||
+      command_timeout <= std::chrono::milliseconds::zero() || command_timeout.count() > INT_MAX) {
+    return errc::invalid_argument;
+  }
+  if (conninfo.find('\0') != std::string::npos ||
+      application_name.find('\0') != std::string::npos) {
+    return errc::invalid_argument;
+  }
+  if (!detail::pg_qualified(schema, table)) return errc::invalid_argument;
+  if (!detail::pg_qualified(schema, detail::pg_sequence_name(*this))) {
+    return errc::invalid_argument;
+  }
+  return {};
+}
+
+HOLDFAST_ABI_NAMESPACE_END
+}  // namespace holdfast
+
+#endif  // HOLDFAST_STORES_POSTGRES_OPTIONS_HPP
