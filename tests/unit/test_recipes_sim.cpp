@@ -371,10 +371,12 @@ ht::verdict run_waiting_schedule(std::uint64_t seed, wait_kind kind) {
     }
     w.sim.run();
     // L1: faults stop; a contender must acquire within TTL (+ drift and tolerance) plus the
-    // backoff cap, waiting in the store.
+    // backoff cap, waiting in the store; a store whose clock ticks coarsely may hold the last
+    // grant up to two of its ticks longer (store.hpp, T2).
     w.sim.heal();
     const std::int64_t bound = std::chrono::nanoseconds(kTtl).count() * 21 / 20 +
-                               std::chrono::nanoseconds(kTtl / 4).count() + 2000000;
+                               std::chrono::nanoseconds(kTtl / 4).count() + 2000000 +
+                               2 * w.sim.log().tick_of(w.store.node());
     ht::event heal = w.sim.make_event(ht::event_kind::heal, ht::no_node);
     heal.value = bound;
     w.sim.log().add(std::move(heal));

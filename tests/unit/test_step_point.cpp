@@ -10,6 +10,7 @@
 #include <cstdint>
 #include <holdfast/clock.hpp>
 #include <holdfast/step_point.hpp>
+#include <holdfast/store.hpp>
 #include <holdfast/stores/cas.hpp>
 #include <holdfast/stores/memory.hpp>
 #include <holdfast/testing/testing.hpp>
@@ -49,15 +50,15 @@ class two_statement_store {
     auto it = rows_.find(std::string(key));
     if (it != rows_.end() && now < it->second.expires) {
       if (it->second.owner != owner || it->second.token == 0) return holdfast::errc::busy;
-      it->second.expires = std::max(it->second.expires, now + ttl);
+      it->second.expires = std::max(it->second.expires, hold_until(now, ttl));
       return holdfast::grant{holdfast::fencing_token(it->second.token), ttl};
     }
     if (!TwoSteps) {  // one statement: the grant and its token together
-      rows_[std::string(key)] = row{std::string(owner), ++counter_, now + ttl};
+      rows_[std::string(key)] = row{std::string(owner), ++counter_, hold_until(now, ttl)};
       return holdfast::grant{holdfast::fencing_token(rows_[std::string(key)].token), ttl};
     }
     // Statement 1: INSERT OR REPLACE INTO leases(key, owner, expires) ...
-    rows_[std::string(key)] = row{std::string(owner), 0, now + ttl};
+    rows_[std::string(key)] = row{std::string(owner), 0, hold_until(now, ttl)};
     holdfast::step_point(clock_, step_kind::takes_effect);
     holdfast::step_point(clock_, step_kind::between);
     // Statement 2: UPDATE counter SET n = n + 1 RETURNING n; UPDATE leases SET token = n ...
@@ -79,7 +80,7 @@ class two_statement_store {
         it->second.token != token.value()) {
       return holdfast::errc::lease_lost;
     }
-    it->second.expires = now + ttl;
+    it->second.expires = hold_until(now, ttl);
     return holdfast::grant{token, ttl};
   }
 
@@ -95,6 +96,13 @@ class two_statement_store {
   }
 
  private:
+  // Until when a grant made at reading `now` holds: its TTL plus the clock's tick, which the
+  // reading may lag (store.hpp, T2).
+  typename Clock::time_point hold_until(typename Clock::time_point now,
+                                        std::chrono::milliseconds ttl) const {
+    return holdfast::store_hold_until(now, ttl, holdfast::clock_tick(clock_));
+  }
+
   struct row {
     std::string owner;
     std::uint64_t token = 0;
