@@ -63,6 +63,7 @@
 
 #include <chrono>
 #include <optional>
+#include <ratio>
 #include <string>
 #include <string_view>
 #include <system_error>
@@ -123,10 +124,13 @@ template <class Clock, class Dur, class TRep, class TPeriod>
   Dur held = *t;
   // checked_duration_cast truncates: on a clock coarser than 1 ms, round the TTL up to a tick.
   // Compared in whole ms (truncated, exact here since ttl is whole), so no duration is widened
-  // into a finer, overflowing unit.
-  const std::optional<std::chrono::milliseconds> back =
-      detail::checked_duration_cast<std::chrono::milliseconds>(held);
-  if (back && *back < ttl) held += Dur(1);
+  // into a finer, overflowing unit. A clock whose unit divides a millisecond (steady_clock's ns)
+  // converts exactly, and skips the check and its division (this runs on every grant).
+  if constexpr (std::ratio_divide<std::milli, typename Dur::period>::den != 1) {
+    const std::optional<std::chrono::milliseconds> back =
+        detail::checked_duration_cast<std::chrono::milliseconds>(held);
+    if (back && *back < ttl) held += Dur(1);
+  }
   const tp end = detail::saturating_add(now, held);
   return tick > decltype(tick)::zero() ? detail::saturating_add(end, tick) : end;
 }
