@@ -300,8 +300,8 @@ int main() {
       "holdfast_leases_lost_total{key=\"ledger\",cause=\"validity_passed\"} 1\n",
       "holdfast_releases_total{key=\"orders\",outcome=\"ok\"} 1\n",
       "holdfast_leases_held{key=\"orders\"} 1\n",
-      "holdfast_quorum_member_replies_total{member=\"2\",operation=\"acquire\","
-      "outcome=\"store_unavailable\"} 1\n",
+      ("holdfast_quorum_member_replies_total{member=\"2\",operation=\"acquire\","
+       "outcome=\"store_unavailable\"} 1\n"),
       "holdfast_quorum_member_replies_total{member=\"0\",operation=\"acquire\",outcome=\"ok\"} 1\n",
       "# TYPE holdfast_acquire_wait_seconds histogram\n",
       "holdfast_acquire_wait_seconds_bucket{key=\"orders\",le=\"+Inf\"} 4\n",
