@@ -8,6 +8,7 @@
 //   history.hpp       what a run records
 //   checker.hpp       check(history): S1-S5, L1, and a timeline like the README's
 //   mutants.hpp       the negative controls
+//   workload_plan.hpp what a schedule's clients do: operations, run_options, generate_workload()
 //   workload.hpp      generated schedules of shipped lease calls: run_schedule()
 //   shrink.hpp        shrink_failure(): a failing schedule's minimal form
 //   conformance.hpp   check_store(factory), fuzz_store(factory, data, size)
@@ -34,5 +35,6 @@
 #include "holdfast/testing/simulator.hpp"
 #include "holdfast/testing/svg.hpp"
 #include "holdfast/testing/workload.hpp"
+#include "holdfast/testing/workload_plan.hpp"
 
 #endif  // HOLDFAST_TESTING_TESTING_HPP
