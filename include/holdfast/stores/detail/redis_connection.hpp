@@ -1,0 +1,371 @@
+// holdfast/stores/detail/redis_connection.hpp - redis_connection: one hiredis connection with
+// its Lua scripts, the blocking transport under redis_store and redis_fence. Connects lazily
+// (TCP or Unix socket, connect timeout, then AUTH, SELECT, CLIENT SETNAME and SCRIPT LOAD of every
+// script in one pipelined round trip), runs scripts by EVALSHA (loading one again after NOSCRIPT),
+// writes with send(MSG_NOSIGNAL) so a closed connection reports an error instead of SIGPIPE, drops
+// the connection on any transport failure, and keeps the last failure's text. The split
+// (non-blocking) path over the same connection is detail/redis_link.hpp. See the overview of
+// stores/redis.hpp for the failure behaviour. Part of stores/redis.hpp; not for users.
+#ifndef HOLDFAST_STORES_DETAIL_REDIS_CONNECTION_HPP
+#define HOLDFAST_STORES_DETAIL_REDIS_CONNECTION_HPP
+
+#include <hiredis/hiredis.h>
+#include <poll.h>
+#include <sys/socket.h>
+#include <sys/time.h>
+
+// send() without SIGPIPE on a connection the server closed: MSG_NOSIGNAL where the platform has it
+// (Linux, the BSDs); elsewhere (macOS) the socket gets SO_NOSIGPIPE once connected, and the flag
+// is 0.
+#if defined(MSG_NOSIGNAL)
+#define HOLDFAST_DETAIL_MSG_NOSIGNAL MSG_NOSIGNAL
+#else
+#define HOLDFAST_DETAIL_MSG_NOSIGNAL 0
+#endif
+
+#include <cerrno>
+#include <chrono>
+#include <cstddef>
+#include <cstring>
+#include <initializer_list>
+#include <memory>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <system_error>
+#include <utility>
+#include <vector>
+
+#include "holdfast/detail/config.hpp"
+#include "holdfast/error.hpp"
+#include "holdfast/fencing_token.hpp"
+#include "holdfast/result.hpp"
+#include "holdfast/stores/detail/redis_resp.hpp"
+#include "holdfast/stores/redis_options.hpp"
+
+namespace holdfast {
+HOLDFAST_ABI_NAMESPACE_BEGIN
+namespace detail {
+
+struct redis_context_deleter {
+  void operator()(redisContext* c) const noexcept { redisFree(c); }
+};
+inline struct timeval to_timeval(std::chrono::milliseconds ms) noexcept {
+  struct timeval tv {};
+  tv.tv_sec = static_cast<decltype(tv.tv_sec)>(ms.count() / 1000);
+  tv.tv_usec = static_cast<decltype(tv.tv_usec)>((ms.count() % 1000) * 1000);
+  return tv;
+}
+
+/// One hiredis connection with its scripts: connects lazily, loads the scripts on every
+/// (re)connect, drops the connection on any transport failure, and keeps the last failure's text.
+/// Not thread-safe: redis_link adds the lock (and the split send/receive path).
+class redis_connection {
+ public:
+  redis_connection(redis_options opts, std::vector<std::string> scripts)
+      : opts_(std::move(opts)), scripts_(std::move(scripts)), shas_(scripts_.size()) {}
+
+  [[nodiscard]] const redis_options& options() const noexcept { return opts_; }
+  [[nodiscard]] bool connected() const noexcept { return ctx_ != nullptr; }
+
+  /// Records a failure's text and returns its code (so callers can `return fail(...)`).
+  std::error_code fail(errc code, std::string message) {
+    last_error_ = std::move(message);
+    return code;
+  }
+  [[nodiscard]] const std::string& last_error() const noexcept { return last_error_; }
+
+  /// GETs `key` as a token (the counter, a fence key): none if the key does not exist;
+  /// protocol_error, recording `what`, if it holds anything but a token; transport errors as
+  /// command() reports them.
+  result<fencing_token> get_token(std::string_view key, const char* what) {
+    result<redis_reply_ptr> r = command({"GET", key});
+    if (!r) return r.error();
+    if ((*r)->type == REDIS_REPLY_NIL) return fencing_token{};
+    if (std::optional<fencing_token> t = reply_token(r->get())) return *t;
+    return fail(errc::protocol_error, what);
+  }
+
+  void disconnect() noexcept { ctx_.reset(); }
+
+  /// Connects if not connected: TCP/Unix connect within connect_timeout, then one pipelined round
+  /// trip of AUTH, SELECT, CLIENT SETNAME and SCRIPT LOAD of every script.
+  std::error_code ensure_connected() {
+    if (ctx_) return {};
+    if (std::error_code ec = opts_.check()) {
+      return fail(errc::invalid_argument, "invalid redis_options");
+    }
+    const struct timeval ctv = to_timeval(opts_.connect_timeout);
+    std::unique_ptr<redisContext, redis_context_deleter> c(
+        opts_.unix_socket.empty() ? redisConnectWithTimeout(opts_.host.c_str(), opts_.port, ctv)
+                                  : redisConnectUnixWithTimeout(opts_.unix_socket.c_str(), ctv));
+    if (!c) return fail(errc::store_unavailable, "redis: cannot allocate a connection context");
+    if (c->err != 0) {
+      return fail(errc::store_unavailable, std::string("redis: connect: ") + c->errstr);
+    }
+#if !defined(MSG_NOSIGNAL) && defined(SO_NOSIGPIPE)
+    const int one = 1;
+    (void)::setsockopt(c->fd, SOL_SOCKET, SO_NOSIGPIPE, &one, sizeof one);
+#endif
+    // The setup round trip is bounded by the connect timeout; commands after it by their own.
+    if (redisSetTimeout(c.get(), ctv) != REDIS_OK) {
+      return fail(errc::store_unavailable, std::string("redis: set timeout: ") + c->errstr);
+    }
+    // One pipelined round trip: every setup command is formatted into one buffer and sent.
+    std::string pipeline;
+    std::size_t sent = 0;
+    if (!opts_.password.empty()) {
+      if (opts_.username.empty()) {
+        resp_append_command(pipeline, {"AUTH", opts_.password});
+      } else {
+        resp_append_command(pipeline, {"AUTH", opts_.username, opts_.password});
+      }
+      ++sent;
+    }
+    if (opts_.database != 0) {
+      resp_append_command(pipeline, {"SELECT", std::to_string(opts_.database)});
+      ++sent;
+    }
+    if (!opts_.client_name.empty()) {
+      resp_append_command(pipeline, {"CLIENT", "SETNAME", opts_.client_name});
+      ++sent;
+    }
+    for (const std::string& script : scripts_)
+      resp_append_command(pipeline, {"SCRIPT", "LOAD", script});
+    const std::size_t setup = sent;
+    sent += scripts_.size();
+    if (std::error_code ec = send_all(c.get(), pipeline.data(), pipeline.size())) return ec;
+    std::error_code first_error{};
+    for (std::size_t i = 0; i < sent; ++i) {
+      void* raw = nullptr;
+      if (redisGetReply(c.get(), &raw) != REDIS_OK || raw == nullptr) {
+        return fail(transport_code(c.get()), std::string("redis: setup: ") + c->errstr);
+      }
+      redis_reply_ptr r(static_cast<redisReply*>(raw));
+      if (r->type == REDIS_REPLY_ERROR) {
+        if (!first_error) {
+          first_error =
+              fail(classify_redis_error(r->str, r->len), "redis: setup: " + text_of(r.get()));
+        }
+        continue;
+      }
+      if (i >= setup) {
+        if (r->type != REDIS_REPLY_STRING || r->len != 40) {
+          if (!first_error) {
+            first_error = fail(errc::protocol_error, "redis: SCRIPT LOAD answered no SHA1");
+          }
+          continue;
+        }
+        shas_[i - setup].assign(r->str, r->len);
+      }
+    }
+    if (first_error) return first_error;
+    const struct timeval tv = to_timeval(opts_.command_timeout);
+    if (redisSetTimeout(c.get(), tv) != REDIS_OK) {
+      return fail(errc::store_unavailable, std::string("redis: set timeout: ") + c->errstr);
+    }
+    ctx_ = std::move(c);
+    return {};
+  }
+
+  /// Runs script `index` by EVALSHA with the given keys and arguments (binary-safe), loading it
+  /// again once if the server answers NOSCRIPT (the script did not run, so that retry is safe).
+  /// Returns the reply; an error reply becomes its classified error code, its text kept.
+  result<redis_reply_ptr> eval(std::size_t index, const std::string_view* keys, std::size_t nkeys,
+                               const std::string_view* args, std::size_t nargs) {
+    if (std::error_code ec = ensure_connected()) return ec;
+    numkeys_ = std::to_string(nkeys);
+    argv_.clear();
+    lens_.clear();
+    push("EVALSHA");
+    push(shas_[index]);
+    push(numkeys_);
+    for (std::size_t i = 0; i < nkeys; ++i) push(keys[i]);
+    for (std::size_t i = 0; i < nargs; ++i) push(args[i]);
+    for (int attempt = 0;; ++attempt) {
+      result<redis_reply_ptr> r = command_locked();
+      if (!r) return r.error();
+      redisReply* reply = r->get();
+      if (reply->type != REDIS_REPLY_ERROR) return r;
+      // NOSCRIPT: the script did not run, so loading it and calling again is safe.
+      if (attempt == 0 && starts_with(reply->str, reply->len, "NOSCRIPT")) {
+        if (std::error_code ec = reload(index)) return ec;
+        argv_[1] = shas_[index].data();
+        lens_[1] = shas_[index].size();
+        continue;
+      }
+      return fail(classify_redis_error(reply->str, reply->len), "redis: " + text_of(reply));
+    }
+  }
+
+  /// Runs one plain command (binary-safe arguments). Error replies become error codes.
+  result<redis_reply_ptr> command(std::initializer_list<std::string_view> args) {
+    if (std::error_code ec = ensure_connected()) return ec;
+    argv_.clear();
+    lens_.clear();
+    for (std::string_view a : args) push(a);
+    result<redis_reply_ptr> r = command_locked();
+    if (!r) return r.error();
+    if ((*r)->type == REDIS_REPLY_ERROR) {
+      return fail(classify_redis_error((*r)->str, (*r)->len), "redis: " + text_of(r->get()));
+    }
+    return r;
+  }
+
+  /// Waits at most `timeout` for one reply nobody asked for (a message on a subscribed
+  /// connection). \returns it; errc::timeout if none came in time (the connection stays up);
+  ///   another error, with the connection dropped, if it failed.
+  result<redis_reply_ptr> receive(std::chrono::milliseconds timeout) {
+    if (!ctx_) return fail(errc::store_unavailable, "redis: not connected");
+    void* raw = nullptr;
+    if (redisGetReplyFromReader(ctx_.get(), &raw) != REDIS_OK) return drop("redis: receive: ");
+    if (raw != nullptr) return redis_reply_ptr(static_cast<redisReply*>(raw));
+    struct pollfd p {};
+    p.fd = ctx_->fd;
+    p.events = POLLIN;
+    const long long ms = timeout.count() < 0 ? 0 : timeout.count();
+    const int n = ::poll(&p, 1, ms > 60000 ? 60000 : static_cast<int>(ms));
+    if (n == 0 || (n < 0 && errno == EINTR)) return errc::timeout;
+    if (n < 0) {
+      disconnect();
+      return fail(errc::store_unavailable,
+                  "redis: poll: " + std::generic_category().message(errno));
+    }
+    if (redisBufferRead(ctx_.get()) != REDIS_OK) return drop("redis: receive: ");
+    if (redisGetReplyFromReader(ctx_.get(), &raw) != REDIS_OK) return drop("redis: receive: ");
+    if (raw == nullptr) return errc::timeout;  // part of a message; the rest comes later
+    return redis_reply_ptr(static_cast<redisReply*>(raw));
+  }
+
+  static std::string text_of(const redisReply* r) {
+    if (r->str == nullptr) return {};
+    return std::string(r->str, r->len);
+  }
+
+ protected:
+  // For the split path (redis_link), which drives the same context with its own I/O.
+  [[nodiscard]] redisContext* context() const noexcept {
+    return ctx_.get();
+  }
+  [[nodiscard]] const std::string& script(std::size_t index) const {
+    return scripts_[index];
+  }
+  [[nodiscard]] const std::string& sha(std::size_t index) const {
+    return shas_[index];
+  }
+
+ private:
+  void push(std::string_view s) {
+    argv_.push_back(s.data() != nullptr ? s.data() : "");
+    lens_.push_back(s.size());
+  }
+
+  // Writes the whole buffer with send(MSG_NOSIGNAL) rather than letting hiredis 0.14 write(): a
+  // peer that closed the connection then yields EPIPE, not a SIGPIPE that kills the process.
+  // hiredis only reads replies (its output buffer stays empty). SO_SNDTIMEO bounds each send.
+  std::error_code send_all(redisContext* c, const char* data, std::size_t size) {
+    std::size_t off = 0;
+    while (off < size) {
+      const ssize_t n = ::send(c->fd, data + off, size - off, HOLDFAST_DETAIL_MSG_NOSIGNAL);
+      if (n > 0) {
+        off += static_cast<std::size_t>(n);
+        continue;
+      }
+      const int e = n < 0 ? errno : EPIPE;
+      if (n < 0 && e == EINTR) continue;
+      if (c == ctx_.get()) disconnect();
+      return fail(e == EAGAIN || e == EWOULDBLOCK ? errc::timeout : errc::store_unavailable,
+                  "redis: send: " + std::generic_category().message(e));
+    }
+    return {};
+  }
+
+  // A transport failure leaves the context unusable (a late reply would be read as the answer to
+  // the next command), so it is always dropped. errno is read at once, before anything resets it.
+  static errc transport_code(const redisContext* c) noexcept {
+    if (c->err == REDIS_ERR_PROTOCOL) return errc::protocol_error;
+    if (c->err == REDIS_ERR_IO) {
+      const int e = errno;
+      if (e == EAGAIN || e == EWOULDBLOCK || e == ETIMEDOUT) return errc::timeout;
+      if (std::strstr(c->errstr, "temporarily unavailable") != nullptr) return errc::timeout;
+    }
+    return errc::store_unavailable;
+  }
+
+  result<redis_reply_ptr> command_locked() {
+    char* cmd = nullptr;
+    const int len =
+        redisFormatCommandArgv(&cmd, static_cast<int>(argv_.size()), argv_.data(), lens_.data());
+    if (len < 0 || cmd == nullptr) {
+      return fail(errc::store_unavailable, "redis: cannot format a command (out of memory)");
+    }
+    const std::error_code sent = send_all(ctx_.get(), cmd, static_cast<std::size_t>(len));
+    redisFreeCommand(cmd);
+    if (sent) return sent;
+    void* raw = nullptr;
+    if (redisGetReply(ctx_.get(), &raw) != REDIS_OK || raw == nullptr) {
+      const errc code = transport_code(ctx_.get());
+      std::string msg = std::string("redis: ") + ctx_->errstr;
+      disconnect();
+      return fail(code, std::move(msg));
+    }
+    redis_reply_ptr r(static_cast<redisReply*>(raw));
+    return r;
+  }
+
+  std::error_code drop(const char* what) {
+    const errc code = transport_code(ctx_.get());
+    std::string msg = what + std::string(ctx_->errstr);
+    disconnect();
+    return fail(code, std::move(msg));
+  }
+
+  std::error_code reload(std::size_t index) {
+    const std::vector<const char*> saved_argv = argv_;
+    const std::vector<std::size_t> saved_lens = lens_;
+    argv_.clear();
+    lens_.clear();
+    push("SCRIPT");
+    push("LOAD");
+    push(scripts_[index]);
+    result<redis_reply_ptr> r = command_locked();
+    argv_ = saved_argv;
+    lens_ = saved_lens;
+    if (!r) return r.error();
+    if ((*r)->type == REDIS_REPLY_ERROR) {
+      return fail(classify_redis_error((*r)->str, (*r)->len), "redis: " + text_of(r->get()));
+    }
+    if ((*r)->type != REDIS_REPLY_STRING || (*r)->len != 40) {
+      return fail(errc::protocol_error, "redis: SCRIPT LOAD answered no SHA1");
+    }
+    shas_[index].assign((*r)->str, (*r)->len);
+    return {};
+  }
+
+  redis_options opts_;
+  std::vector<std::string> scripts_;
+  std::vector<std::string> shas_;
+  std::unique_ptr<redisContext, redis_context_deleter> ctx_;
+  std::vector<const char*> argv_;
+  std::vector<std::size_t> lens_;
+  std::string numkeys_;
+  std::string last_error_;
+};
+
+/// Reads a script's yes/no answer: true for integer 1, false for integer 0; an error as `r`
+/// holds it; errc::protocol_error for any other reply, noting "redis: <what>: unexpected reply".
+inline result<bool> read_redis_flag(redis_connection& link, result<redis_reply_ptr> r,
+                                    const char* what) {
+  if (!r) return r.error();
+  const redisReply* reply = r->get();
+  if (reply->type == REDIS_REPLY_INTEGER && (reply->integer == 0 || reply->integer == 1)) {
+    return reply->integer == 1;
+  }
+  return link.fail(errc::protocol_error, std::string("redis: ") + what + ": unexpected reply");
+}
+
+}  // namespace detail
+HOLDFAST_ABI_NAMESPACE_END
+}  // namespace holdfast
+
+#endif  // HOLDFAST_STORES_DETAIL_REDIS_CONNECTION_HPP

@@ -1,0 +1,239 @@
+// holdfast/stores/detail/redis_requests.hpp - redis_store's operations as script calls, one
+// mapping for the blocking path and the split send/receive path (send_receive.hpp): a
+// store_request's arguments checked (check_redis_request), turned into a call of one of the
+// scripts with its keys and arguments (redis_requests::prepare), and the script's reply read back
+// into what the operation returns (read_redis_reply and the read_redis_* for each script).
+// Part of stores/redis.hpp; not for users.
+#ifndef HOLDFAST_STORES_DETAIL_REDIS_REQUESTS_HPP
+#define HOLDFAST_STORES_DETAIL_REDIS_REQUESTS_HPP
+
+#include <hiredis/hiredis.h>
+
+#include <chrono>
+#include <cstddef>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <system_error>
+#include <utility>
+
+#include "holdfast/detail/config.hpp"
+#include "holdfast/error.hpp"
+#include "holdfast/fencing_token.hpp"
+#include "holdfast/result.hpp"
+#include "holdfast/send_receive.hpp"
+#include "holdfast/store.hpp"
+#include "holdfast/stores/detail/redis_connection.hpp"
+#include "holdfast/stores/detail/redis_resp.hpp"
+#include "holdfast/stores/detail/redis_scripts.hpp"
+#include "holdfast/stores/redis_options.hpp"
+
+namespace holdfast {
+HOLDFAST_ABI_NAMESPACE_BEGIN
+namespace detail {
+
+/// One call of one of redis_store's scripts (an index of redis_script) with its keys and
+/// arguments: views into the request and into the redis_requests that prepared it.
+struct redis_call {
+  std::size_t script = 0;
+  std::string_view keys[3]{};
+  std::size_t nkeys = 0;
+  std::string_view args[4]{};
+  std::size_t nargs = 0;
+};
+
+/// Checks a request's arguments exactly as the blocking operation of its op does.
+/// \returns errc::invalid_argument (see store.hpp's check_*_args) or a zero code.
+inline std::error_code check_redis_request(const store_request& q) noexcept {
+  switch (q.op) {
+    case store_op::try_acquire:
+      return check_acquire_args(q.key, q.owner, q.ttl);
+    case store_op::renew:
+      return check_renew_args(q.key, q.owner, q.token, q.ttl);
+    case store_op::release:
+      return check_release_args(q.key, q.owner, q.token);
+    case store_op::inspect:
+      return q.key.empty() ? make_error_code(errc::invalid_argument) : std::error_code{};
+    case store_op::raise_token:
+      if (std::error_code ec = check_release_args(q.key, q.owner, q.token)) return ec;
+      if (!q.to.is_issuable() || q.to < q.token || q.to > redis_max_token) {
+        return errc::invalid_argument;
+      }
+      return {};
+    case store_op::raise_token_floor:
+      if (!q.token.is_issuable() || q.token > redis_max_token) return errc::invalid_argument;
+      return {};
+  }
+  return errc::invalid_argument;
+}
+
+/// Turns one store's requests into script calls, and keeps the key names and decimal texts the
+/// calls point into (scratch buffers, reused: a call is valid until the next prepare). Not
+/// thread-safe: the store uses it under its link's lock.
+class redis_requests {
+ public:
+  /// The call that performs `q` (checked by check_redis_request) on a store with options `o`
+  /// whose release broadcast channel is `broadcast`.
+  redis_call prepare(const redis_options& o, std::string_view broadcast, const store_request& q) {
+    redis_call c;
+    token_text_ = std::to_string(q.token.value());
+    switch (q.op) {
+      case store_op::try_acquire:
+        c = {redis_script::acquire,
+             {lease_key(o, q.key), o.counter_key},
+             2,
+             {q.owner, ttl(q.ttl)},
+             2};
+        break;
+      case store_op::renew:
+        c = {redis_script::renew, {lease_key(o, q.key)}, 1, {q.owner, token_text_, ttl(q.ttl)}, 3};
+        break;
+      case store_op::release:
+        c = {redis_script::release,
+             {lease_key(o, q.key), queue_key(o, q.key)},
+             2,
+             {q.owner, token_text_, broadcast, q.key},
+             4};
+        break;
+      case store_op::inspect:
+        c = {redis_script::inspect, {lease_key(o, q.key)}, 1, {}, 0};
+        break;
+      case store_op::raise_token:
+        to_text_ = std::to_string(q.to.value());
+        c = {redis_script::raise,
+             {lease_key(o, q.key), o.counter_key},
+             2,
+             {q.owner, token_text_, to_text_},
+             3};
+        break;
+      case store_op::raise_token_floor:
+        c = {redis_script::advance, {o.counter_key}, 1, {token_text_}, 1};
+        break;
+    }
+    return c;
+  }
+
+  /// The key of lease `key`: key_prefix + key.
+  std::string_view lease_key(const redis_options& o, std::string_view key) {
+    key_.assign(o.key_prefix);
+    key_.append(key.data(), key.size());
+    return key_;
+  }
+  /// The wait queue of lease `key`: wait_prefix + key.
+  std::string_view queue_key(const redis_options& o, std::string_view key) {
+    queue_.assign(o.wait_prefix);
+    queue_.append(key.data(), key.size());
+    return queue_;
+  }
+  /// `ttl` as decimal milliseconds.
+  std::string_view ttl(std::chrono::milliseconds ttl) {
+    ttl_text_ = std::to_string(ttl.count());
+    return ttl_text_;
+  }
+
+ private:
+  std::string key_;
+  std::string queue_;
+  std::string ttl_text_;
+  std::string token_text_;
+  std::string to_text_;
+};
+
+// Reading each script's reply: one place for the blocking and the split path. A reply of an
+// unexpected shape is errc::protocol_error, its note kept by the connection.
+
+inline result<grant> read_redis_acquire(redis_connection& link, result<redis_reply_ptr> r,
+                                        std::chrono::milliseconds ttl) {
+  if (!r) return r.error();
+  const redisReply* reply = r->get();
+  if (reply->type == REDIS_REPLY_INTEGER && reply->integer == 0) return errc::busy;
+  const std::optional<fencing_token> t = reply_token(reply);
+  if (t && t->is_issuable()) return grant{*t, ttl};
+  return link.fail(errc::protocol_error, "redis: acquire: unexpected reply");
+}
+
+inline result<grant> read_redis_renew(redis_connection& link, result<redis_reply_ptr> r,
+                                      fencing_token token, std::chrono::milliseconds ttl) {
+  result<bool> renewed = read_redis_flag(link, std::move(r), "renew");
+  if (!renewed) return renewed.error();
+  if (!*renewed) return errc::lease_lost;
+  return grant{token, ttl};
+}
+
+inline result<void> read_redis_release(redis_connection& link, result<redis_reply_ptr> r) {
+  result<bool> released = read_redis_flag(link, std::move(r), "release");
+  if (!released) return released.error();
+  if (!*released) return errc::not_holder;
+  return {};
+}
+
+inline result<std::optional<lease_record>> read_redis_inspect(redis_connection& link,
+                                                              result<redis_reply_ptr> r) {
+  if (!r) return r.error();
+  const redisReply* reply = r->get();
+  if (reply->type == REDIS_REPLY_INTEGER && reply->integer == 0) {
+    return std::optional<lease_record>{};
+  }
+  if (reply->type == REDIS_REPLY_ARRAY && reply->elements == 2 &&
+      reply->element[0]->type == REDIS_REPLY_STRING &&
+      reply->element[1]->type == REDIS_REPLY_INTEGER && reply->element[1]->integer >= 0) {
+    const std::string_view v(reply->element[0]->str, reply->element[0]->len);
+    const std::size_t colon = v.find(':');
+    if (colon != std::string_view::npos) {
+      const std::optional<fencing_token> t = parse_redis_token(v.data(), colon);
+      if (t && t->is_issuable()) {
+        return std::optional<lease_record>{
+            lease_record{std::string(v.substr(colon + 1)), *t,
+                         std::chrono::milliseconds(reply->element[1]->integer)}};
+      }
+    }
+  }
+  return link.fail(errc::protocol_error, "redis: inspect: unexpected reply");
+}
+
+inline result<void> read_redis_raise_token_floor(redis_connection& link,
+                                                 result<redis_reply_ptr> r) {
+  if (!r) return r.error();
+  const redisReply* reply = r->get();
+  if (reply_token(reply)) return {};
+  return link.fail(errc::protocol_error, "redis: raise_token_floor: unexpected reply");
+}
+
+inline result<void> read_redis_raise_token(redis_connection& link, result<redis_reply_ptr> r) {
+  result<bool> raised = read_redis_flag(link, std::move(r), "raise_token");
+  if (!raised) return raised.error();
+  if (!*raised) return errc::lease_lost;
+  return {};
+}
+
+/// Reads the reply `r` to request `q` into the field of `out` that q's operation names
+/// (store_reply), exactly as the blocking operation returns it.
+inline void read_redis_reply(redis_connection& link, const store_request& q,
+                             result<redis_reply_ptr> r, store_reply& out) {
+  switch (q.op) {
+    case store_op::try_acquire:
+      out.granted = read_redis_acquire(link, std::move(r), q.ttl);
+      break;
+    case store_op::renew:
+      out.granted = read_redis_renew(link, std::move(r), q.token, q.ttl);
+      break;
+    case store_op::release:
+      out.done = read_redis_release(link, std::move(r));
+      break;
+    case store_op::inspect:
+      out.record = read_redis_inspect(link, std::move(r));
+      break;
+    case store_op::raise_token:
+      out.done = read_redis_raise_token(link, std::move(r));
+      break;
+    case store_op::raise_token_floor:
+      out.done = read_redis_raise_token_floor(link, std::move(r));
+      break;
+  }
+}
+
+}  // namespace detail
+HOLDFAST_ABI_NAMESPACE_END
+}  // namespace holdfast
+
+#endif  // HOLDFAST_STORES_DETAIL_REDIS_REQUESTS_HPP

@@ -1,0 +1,227 @@
+// holdfast/stores/detail/redis_scripts.hpp - the Lua scripts redis_store and redis_fence run in
+// Redis (one atomic step each; the table in the overview of stores/redis.hpp says what each does),
+// and the order in which redis_store loads them (redis_script). Keys and arguments always travel
+// as separate bulk arguments, never spliced into a script's text, and tokens are compared as
+// decimal strings, never as Lua numbers. Part of stores/redis.hpp; not for users.
+#ifndef HOLDFAST_STORES_DETAIL_REDIS_SCRIPTS_HPP
+#define HOLDFAST_STORES_DETAIL_REDIS_SCRIPTS_HPP
+
+#include <cstddef>
+#include <string>
+#include <vector>
+
+#include "holdfast/detail/config.hpp"
+
+namespace holdfast {
+HOLDFAST_ABI_NAMESPACE_BEGIN
+namespace detail {
+
+// Tokens compare as canonical decimal strings (shorter is smaller; equal length: byte order), so
+// no token is ever turned into a Lua number (a double).
+inline constexpr const char* redis_older_fn =
+    "local function older(a, b)\n"
+    "  if #a ~= #b then return #a < #b end\n"
+    "  for i = 1, #a do\n"
+    "    local x, y = string.byte(a, i), string.byte(b, i)\n"
+    "    if x ~= y then return x < y end\n"
+    "  end\n"
+    "  return false\n"
+    "end\n";
+
+// KEYS[1] lease key, KEYS[2] counter; ARGV[1] owner, ARGV[2] ttl (ms).
+// Returns the token (a bulk string) on a grant, integer 0 when busy.
+inline constexpr const char* redis_acquire_script =
+    "local v = redis.call('GET', KEYS[1])\n"
+    "if v then\n"
+    "  local p = string.find(v, ':', 1, true)\n"
+    "  if not p or p == 1 then\n"
+    "    return redis.error_reply('HOLDFAST_CORRUPT lease record is not <token>:<owner>')\n"
+    "  end\n"
+    "  if string.sub(v, p + 1) ~= ARGV[1] then return 0 end\n"
+    "  if redis.call('PTTL', KEYS[1]) < tonumber(ARGV[2]) then\n"
+    "    redis.call('PEXPIRE', KEYS[1], ARGV[2])\n"
+    "  end\n"
+    "  return string.sub(v, 1, p - 1)\n"
+    "end\n"
+    "local n = redis.pcall('INCR', KEYS[2])\n"
+    "if type(n) == 'table' and n.err then\n"
+    "  if string.find(n.err, 'overflow', 1, true) then\n"
+    "    return redis.error_reply('HOLDFAST_EXHAUSTED the token counter is at 2^63-1')\n"
+    "  end\n"
+    "  return redis.error_reply('HOLDFAST_CORRUPT token counter: ' .. n.err)\n"
+    "end\n"
+    "if n < 1 then\n"
+    "  return redis.error_reply('HOLDFAST_CORRUPT token counter is not positive')\n"
+    "end\n"
+    // Below 2^53 the Lua number is exact; above, the counter is read back as a string.
+    "local t\n"
+    "if n < 9007199254740992 then t = string.format('%d', n)\n"
+    "else t = redis.call('GET', KEYS[2]) end\n"
+    "redis.call('SET', KEYS[1], t .. ':' .. ARGV[1], 'PX', ARGV[2])\n"
+    "return t\n";
+
+// KEYS[1] lease key; ARGV[1] owner, ARGV[2] token, ARGV[3] ttl (ms). 1 renewed, 0 lost.
+inline constexpr const char* redis_renew_script =
+    "if redis.call('GET', KEYS[1]) == ARGV[2] .. ':' .. ARGV[1] then\n"
+    "  redis.call('PEXPIRE', KEYS[1], ARGV[3])\n"
+    "  return 1\n"
+    "end\n"
+    "return 0\n";
+
+// Pops waiters off the wait queue KEYS[n] ("<channel> <wait id>" entries) until one of them is
+// listening, and publishes its wait id on its channel: one waiter woken per call. Entries of
+// waiters whose connection is gone (PUBLISH reaches nobody) are dropped on the way.
+inline constexpr const char* redis_wake_fn =
+    "local function wake(q)\n"
+    "  while true do\n"
+    "    local w = redis.call('LPOP', q)\n"
+    "    if not w then return end\n"
+    "    local sp = string.find(w, ' ', 1, true)\n"
+    "    if sp and redis.call('PUBLISH', string.sub(w, 1, sp - 1), string.sub(w, sp + 1)) > 0 "
+    "then\n"
+    "      return\n"
+    "    end\n"
+    "  end\n"
+    "end\n";
+
+// KEYS[1] lease key, KEYS[2] wait queue; ARGV[1] owner, ARGV[2] token, ARGV[3] the release
+// broadcast channel, ARGV[4] the key. 1 released (the first listening waiter told, and the key
+// announced to every watcher), 0 not the holder.
+inline std::string redis_release_script() {
+  return std::string(redis_wake_fn) +
+         "if redis.call('GET', KEYS[1]) == ARGV[2] .. ':' .. ARGV[1] then\n"
+         "  redis.call('DEL', KEYS[1])\n"
+         "  wake(KEYS[2])\n"
+         "  redis.call('PUBLISH', ARGV[3], ARGV[4])\n"
+         "  return 1\n"
+         "end\n"
+         "return 0\n";
+}
+
+// KEYS[1] lease key, KEYS[2] wait queue; ARGV[1] "<channel> <wait id>", ARGV[2] grace (ms).
+// -1 if the key is free (nothing queued); else queues the waiter and returns the holder's PTTL.
+// The queue outlives its waiters by the grace, so abandoned queues vanish on their own.
+inline constexpr const char* redis_wait_script =
+    "local t = redis.call('PTTL', KEYS[1])\n"
+    "if t < 0 then return -1 end\n"
+    "redis.call('RPUSH', KEYS[2], ARGV[1])\n"
+    "if redis.call('PTTL', KEYS[2]) < t + tonumber(ARGV[2]) then\n"
+    "  redis.call('PEXPIRE', KEYS[2], t + tonumber(ARGV[2]))\n"
+    "end\n"
+    "return t\n";
+
+// The acquire script whose busy answer also queues the caller, in the same step: KEYS[3] wait
+// queue; ARGV[3] "<channel> <wait id>", ARGV[4] grace (ms). Busy and queued: -1 - holder's PTTL
+// (<= -1); busy and not queued (a record without TTL): 0; a grant: the token, as acquire's.
+inline std::string redis_acquire_queued_script() {
+  std::string s = redis_acquire_script;
+  const std::string busy = "  if string.sub(v, p + 1) ~= ARGV[1] then return 0 end\n";
+  const std::string queued =
+      "  if string.sub(v, p + 1) ~= ARGV[1] then\n"
+      "    local t = redis.call('PTTL', KEYS[1])\n"
+      "    if t < 0 then return 0 end\n"
+      "    redis.call('RPUSH', KEYS[3], ARGV[3])\n"
+      "    if redis.call('PTTL', KEYS[3]) < t + tonumber(ARGV[4]) then\n"
+      "      redis.call('PEXPIRE', KEYS[3], t + tonumber(ARGV[4]))\n"
+      "    end\n"
+      "    return -1 - t\n"
+      "  end\n";
+  const std::size_t at = s.find(busy);
+  if (at != std::string::npos) s.replace(at, busy.size(), queued);
+  return s;
+}
+
+// KEYS[1] wait queue; ARGV[1] "<channel> <wait id>". Takes the entry out of the queue: 1 (it
+// was still queued), or 0, in which case a release already chose this waiter, and the hand-off it
+// is abandoning goes to the next listening waiter instead.
+inline std::string redis_unwait_script() {
+  return std::string(redis_wake_fn) +
+         "if redis.call('LREM', KEYS[1], 1, ARGV[1]) == 1 then return 1 end\n"
+         "wake(KEYS[1])\n"
+         "return 0\n";
+}
+
+// KEYS[1] lease key. 0 when free, else {record, pttl}.
+inline constexpr const char* redis_inspect_script =
+    "local v = redis.call('GET', KEYS[1])\n"
+    "if not v then return 0 end\n"
+    "return {v, redis.call('PTTL', KEYS[1])}\n";
+
+// KEYS[1] lease key, KEYS[2] counter; ARGV[1] owner, ARGV[2] token, ARGV[3] to. If the live record
+// is <token>:<owner> (or already <to>:<owner>), re-labels it <to>:<owner> keeping its TTL and lifts
+// the counter to >= to: 1. Otherwise 0 (lost).
+inline std::string redis_raise_script() {
+  return std::string(redis_older_fn) +
+         "local v = redis.call('GET', KEYS[1])\n"
+         "if v ~= ARGV[2] .. ':' .. ARGV[1] and v ~= ARGV[3] .. ':' .. ARGV[1] then return 0 end\n"
+         "local c = redis.call('GET', KEYS[2])\n"
+         "if c and not string.find(c, '^[1-9][0-9]*$') and c ~= '0' then\n"
+         "  return redis.error_reply('HOLDFAST_CORRUPT token counter is not a token')\n"
+         "end\n"
+         "redis.call('SET', KEYS[1], ARGV[3] .. ':' .. ARGV[1], 'KEEPTTL')\n"
+         "if not c or older(c, ARGV[3]) then redis.call('SET', KEYS[2], ARGV[3]) end\n"
+         "return 1\n";
+}
+
+// KEYS[1] counter; ARGV[1] floor. Raises the counter to at least the floor; returns the counter.
+inline std::string redis_advance_script() {
+  return std::string(redis_older_fn) +
+         "local c = redis.call('GET', KEYS[1])\n"
+         "if c and not string.find(c, '^[1-9][0-9]*$') and c ~= '0' then\n"
+         "  return redis.error_reply('HOLDFAST_CORRUPT token counter is not a token')\n"
+         "end\n"
+         "if not c or older(c, ARGV[1]) then redis.call('SET', KEYS[1], ARGV[1]) end\n"
+         "return redis.call('GET', KEYS[1])\n";
+}
+
+// KEYS[1] fence key; ARGV[1] token, ARGV[2..] an optional command run only when admitted.
+// 1 admitted (and the command ran), 0 stale. The command runs before the fence is raised, so a
+// failing command leaves the fence as it was (a script's writes are not rolled back on error).
+inline std::string redis_fence_script() {
+  return std::string(redis_older_fn) +
+         "local t = ARGV[1]\n"
+         "local f = redis.call('GET', KEYS[1])\n"
+         "if f then\n"
+         "  if not string.find(f, '^[1-9][0-9]*$') then\n"
+         "    return redis.error_reply('HOLDFAST_CORRUPT fence key does not hold a token')\n"
+         "  end\n"
+         "  if older(t, f) then return 0 end\n"
+         "end\n"
+         "if #ARGV > 1 then\n"
+         "  local r = redis.pcall(unpack(ARGV, 2))\n"
+         "  if type(r) == 'table' and r.err then\n"
+         "    return redis.error_reply('HOLDFAST_COMMAND ' .. r.err)\n"
+         "  end\n"
+         "end\n"
+         "if f ~= t then redis.call('SET', KEYS[1], t) end\n"
+         "return 1\n";
+}
+
+/// The index of each of redis_store's scripts on its connection, in the order
+/// redis_store_scripts() lists them.
+struct redis_script {
+  enum : std::size_t {
+    acquire,
+    renew,
+    release,
+    inspect,
+    advance,
+    raise,
+    wait,
+    unwait,
+    acquire_queued
+  };
+};
+
+/// redis_store's scripts, at the indices redis_script names.
+inline std::vector<std::string> redis_store_scripts() {
+  return {redis_acquire_script, redis_renew_script,     redis_release_script(),
+          redis_inspect_script, redis_advance_script(), redis_raise_script(),
+          redis_wait_script,    redis_unwait_script(),  redis_acquire_queued_script()};
+}
+
+}  // namespace detail
+HOLDFAST_ABI_NAMESPACE_END
+}  // namespace holdfast
+
+#endif  // HOLDFAST_STORES_DETAIL_REDIS_SCRIPTS_HPP

@@ -1,0 +1,162 @@
+// holdfast/stores/detail/redis_waiting.hpp - redis_waiting: the notification side of
+// redis_store's wait_for_release and watch_release. A second connection, subscribed (pub/sub) to
+// the store's own channel (hand-offs a release script chose for one of this store's waiters) and
+// to the release broadcast (every release, for watchers); one waiting thread at a time reads it
+// and files what arrives for the others. Notifications are hints: the waiters bound every sleep
+// by the holder's expiry, and the store stays the judge. Part of stores/redis.hpp; not for users.
+#ifndef HOLDFAST_STORES_DETAIL_REDIS_WAITING_HPP
+#define HOLDFAST_STORES_DETAIL_REDIS_WAITING_HPP
+
+#include <hiredis/hiredis.h>
+
+#include <chrono>
+#include <condition_variable>
+#include <cstdint>
+#include <functional>
+#include <map>
+#include <mutex>
+#include <optional>
+#include <set>
+#include <string>
+#include <string_view>
+#include <system_error>
+#include <thread>
+#include <utility>
+#include <vector>
+
+#include "holdfast/detail/config.hpp"
+#include "holdfast/detail/random.hpp"
+#include "holdfast/error.hpp"
+#include "holdfast/fencing_token.hpp"
+#include "holdfast/result.hpp"
+#include "holdfast/stores/detail/redis_link.hpp"
+#include "holdfast/stores/detail/redis_resp.hpp"
+#include "holdfast/stores/redis_options.hpp"
+
+namespace holdfast {
+HOLDFAST_ABI_NAMESPACE_BEGIN
+namespace detail {
+
+/// The notification connection of one redis_store, and the waiters' shared state: subscribed
+/// to the store's channel, read by one waiting thread at a time (the others wait on `cv` for
+/// their wait id or their watched key).
+struct redis_waiting {
+  explicit redis_waiting(const redis_options& o)
+      : link(o, {}),
+        channel(o.wait_prefix + "ch:" + random_owner_id()),
+        broadcast(o.wait_prefix + "released") {}
+  std::mutex mu;  // guards everything below; `link` only while no one is `reading`
+  std::condition_variable cv;
+  redis_link link;
+  std::string channel;    // this store's own channel: hand-offs chosen by a release script
+  std::string broadcast;  // every release of every key with this wait_prefix, for watchers
+  bool reading = false;
+  bool subscribed = false;
+  std::uint64_t seq = 0;
+  std::set<std::uint64_t> active;   // wait ids of threads waiting now
+  std::set<std::uint64_t> arrived;  // of those, the ones a release woke
+  // A thread's place in a queue taken by try_acquire_queued, for its next wait_for_release.
+  struct ticket {
+    std::string key;
+    std::string entry;
+    std::uint64_t id = 0;
+    std::chrono::steady_clock::time_point start{};
+    long long pttl = 0;
+  };
+  std::map<std::thread::id, ticket> tickets;
+  // Per key being watched: releases announced so far, and how many threads watch it.
+  std::map<std::string, std::pair<std::uint64_t, int>, std::less<>> watched;
+
+  /// [mu held] Ends wait `id`: no longer waiting, any wake-up for it dropped.
+  void retire(std::uint64_t id) {
+    active.erase(id);
+    arrived.erase(id);
+  }
+
+  /// [mu held] Takes the calling thread's ticket out of `tickets`, if it has one.
+  std::optional<ticket> take_ticket() {
+    auto t = tickets.find(std::this_thread::get_id());
+    if (t == tickets.end()) return std::nullopt;
+    std::optional<ticket> mine = std::move(t->second);
+    tickets.erase(t);
+    return mine;
+  }
+
+  /// [mu held, nobody reading] Connects and subscribes the notification connection to this
+  /// store's channel and the release broadcast.
+  std::error_code subscribe() {
+    if (subscribed && link.connected()) return {};
+    subscribed = false;
+    auto guard = link.lock();
+    result<redis_reply_ptr> r = link.command({"SUBSCRIBE", channel, broadcast});
+    if (!r) return r.error();
+    if ((*r)->type != REDIS_REPLY_ARRAY) {  // (the second channel's confirmation comes later)
+      link.disconnect();
+      return link.fail(errc::protocol_error, "redis: SUBSCRIBE: unexpected reply");
+    }
+    subscribed = true;
+    return {};
+  }
+
+  /// [mu not held, reading set by the caller] Reads one message for at most `timeout` and files
+  /// it: a wait id (own channel) or a released key (broadcast). false if the connection failed
+  /// (notifications are lost until the next wait resubscribes).
+  bool read_one(std::chrono::milliseconds timeout, std::set<std::uint64_t>& ids,
+                std::vector<std::string>& keys) {
+    auto guard = link.lock();
+    result<redis_reply_ptr> r = link.receive(timeout);
+    if (!r) return r.error() == errc::timeout;
+    const redisReply* m = r->get();
+    if (m->type == REDIS_REPLY_ARRAY && m->elements == 3 &&
+        m->element[1]->type == REDIS_REPLY_STRING && m->element[2]->type == REDIS_REPLY_STRING) {
+      const std::string_view from(m->element[1]->str, m->element[1]->len);
+      const std::string_view payload(m->element[2]->str, m->element[2]->len);
+      if (from == broadcast) {
+        keys.emplace_back(payload);
+      } else if (std::optional<fencing_token> id =
+                     parse_redis_token(payload.data(), payload.size())) {
+        ids.insert(id->value());
+      }
+    }
+    return true;
+  }
+
+  /// [lk holds mu] Sleeps until done() or `wake`, reading the notification connection whenever
+  /// no other thread does, and filing what arrives for everyone.
+  template <class Done>
+  void sleep_on(std::unique_lock<std::mutex>& lk, std::chrono::steady_clock::time_point wake,
+                Done done) {
+    for (;;) {
+      if (done()) return;
+      const auto now = std::chrono::steady_clock::now();
+      if (!(now < wake)) return;
+      if (!reading && subscribed) {
+        reading = true;
+        lk.unlock();
+        std::set<std::uint64_t> ids;
+        std::vector<std::string> keys;
+        const bool alive =
+            read_one(std::chrono::ceil<std::chrono::milliseconds>(wake - now), ids, keys);
+        lk.lock();
+        reading = false;
+        if (!alive) subscribed = false;
+        for (std::uint64_t g : ids) {
+          if (active.count(g) != 0) arrived.insert(g);
+        }
+        for (const std::string& k : keys) {
+          auto it = watched.find(k);
+          if (it != watched.end()) ++it->second.first;
+        }
+        cv.notify_all();
+      } else {
+        cv.wait_until(lk, wake);
+      }
+    }
+  }
+};
+
+}  // namespace detail
+HOLDFAST_ABI_NAMESPACE_END
+}  // namespace holdfast
+
+#endif  // HOLDFAST_STORES_DETAIL_REDIS_WAITING_HPP
