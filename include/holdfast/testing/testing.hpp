@@ -6,7 +6,8 @@
 //                     errors, restarts), one per store so quorums compose
 //   resource.hpp      sim_resource: the downstream resource, guarded by the shipped fences
 //   history.hpp       what a run records
-//   checker.hpp       check(history): S1-S5, L1, and a timeline like the README's
+//   checker.hpp       check(history): S1-S6, L1, L2, T4, and a timeline like the README's
+//   verdict.hpp       invariant, verdict: what check() answers (checker.hpp includes it)
 //   mutants.hpp       the negative controls
 //   workload_plan.hpp what a schedule's clients do: operations, run_options, generate_workload()
 //   workload.hpp      generated schedules of shipped lease calls: run_schedule()
@@ -34,6 +35,7 @@
 #include "holdfast/testing/sim_store.hpp"
 #include "holdfast/testing/simulator.hpp"
 #include "holdfast/testing/svg.hpp"
+#include "holdfast/testing/verdict.hpp"
 #include "holdfast/testing/workload.hpp"
 #include "holdfast/testing/workload_plan.hpp"
 
