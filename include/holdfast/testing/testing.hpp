@@ -14,6 +14,7 @@
 //   shrink.hpp        shrink_failure(): a failing schedule's minimal form
 //   conformance.hpp   check_store(factory), fuzz_store(factory, data, size)
 //   svg.hpp           to_svg(history): a counterexample as a picture; save_counterexample()
+//   svg_options.hpp   svg_options: how to_svg() draws (svg.hpp includes it)
 //   progress.hpp      progress_meter: a progress line for long checks on a terminal
 // Not included here: rapidcheck.hpp (needs rapidcheck).
 //
@@ -35,6 +36,7 @@
 #include "holdfast/testing/sim_store.hpp"
 #include "holdfast/testing/simulator.hpp"
 #include "holdfast/testing/svg.hpp"
+#include "holdfast/testing/svg_options.hpp"
 #include "holdfast/testing/verdict.hpp"
 #include "holdfast/testing/workload.hpp"
 #include "holdfast/testing/workload_plan.hpp"
