@@ -4,7 +4,10 @@
 //
 // Pieces:
 //   simulator     owns simulated true time, the nodes (clients and stores) with their clocks, the
-//                 client tasks (each a fiber), the scheduler and the history.
+//                 client tasks (each a fiber), the scheduler and the history; decides the faults.
+//                 Internal pieces: testing/detail/sim_time.hpp (a node's clock against true
+//                 time: epoch, drift, tick, jumps) and testing/detail/sim_scheduler.hpp (the
+//                 client tasks on fibers and the loop that runs them).
 //   sim_clock     a node's clock, modelling ttl_clock, so `lease<Store, sim_clock>` and
 //                 `memory_store<sim_clock>` run unchanged. Each node's clock runs at its own rate
 //                 (drift) and may jump; reading a client's clock is a point where the scheduler
@@ -14,9 +17,10 @@
 //   sim_resource  (resource.hpp) a downstream resource guarded by the shipped fences.
 //
 // How a run proceeds. Clients run one at a time on fibers (testing/detail/fiber.hpp: a user-space
-// switch, no kernel thread hand-off). A client runs until it reaches an *interposition point*: a
-// read of its clock, a store request or reply, a resource write, a step inside a multi-step store.
-// There the decision source says what happens next:
+// switch, no kernel thread hand-off; testing/detail/sim_scheduler.hpp runs them). A client runs
+// until it reaches an *interposition point*: a read of its clock, a store request or reply, a
+// resource write, a step inside a multi-step store. There the decision source says what happens
+// next:
 //
 //   at a point          | options (0 first: the benign one)
 //   --------------------+---------------------------------------------------------------------
@@ -46,8 +50,6 @@
 #include <cstdint>
 #include <functional>
 #include <initializer_list>
-#include <limits>
-#include <memory>
 #include <string>
 #include <utility>
 #include <vector>
@@ -56,12 +58,9 @@
 #include "holdfast/detail/config.hpp"
 #include "holdfast/step_point.hpp"
 #include "holdfast/testing/decision.hpp"
-#include "holdfast/testing/detail/fiber.hpp"
+#include "holdfast/testing/detail/sim_scheduler.hpp"
+#include "holdfast/testing/detail/sim_time.hpp"
 #include "holdfast/testing/history.hpp"
-
-#if HOLDFAST_HAS_EXCEPTIONS
-#include <exception>
-#endif
 
 namespace holdfast {
 HOLDFAST_ABI_NAMESPACE_BEGIN
@@ -201,7 +200,7 @@ class simulator {
 
   /// Returns node `n`'s clock reading at the current true time, without any interposition.
   [[nodiscard]] std::int64_t local_ns(node_id n) const noexcept {
-    return n < nodes_.size() ? local_at(nodes_[n], now_) : 0;
+    return n < nodes_.size() ? nodes_[n].local_at(now_) : 0;
   }
 
   /// Returns node `n`'s clock rate error in parts per million (positive: runs fast).
@@ -213,7 +212,7 @@ class simulator {
   /// the S4 promise for the rest of the run.
   void set_skew_ppm(node_id n, std::int32_t ppm) {
     node& nd = nodes_.at(n);
-    rebase(nd);
+    nd.rebase(now_);
     nd.skew_ppm = std::max<std::int32_t>(ppm, -900000);
     if (std::abs(static_cast<std::int64_t>(nd.skew_ppm)) > eps_ppm_) end_s4();
   }
@@ -222,7 +221,7 @@ class simulator {
   /// promise for the rest of the run.
   void jump_clock(node_id n, std::int64_t delta_ns) {
     node& nd = nodes_.at(n);
-    rebase(nd);
+    nd.rebase(now_);
     nd.base_local += delta_ns;
     end_s4();
     event e = make_event(event_kind::clock_jump, n);
@@ -241,13 +240,13 @@ class simulator {
   /// Returns the earliest true time, not before now, at which node `n`'s clock reads at least
   /// `local_ns` (for aiming an operation at an instant of a store's clock).
   [[nodiscard]] std::int64_t true_time_at(node_id n, std::int64_t local_ns) const {
-    return n < nodes_.size() ? true_at_local(nodes_[n], local_ns) : now_;
+    return n < nodes_.size() ? nodes_[n].true_at_local(local_ns, now_) : now_;
   }
 
   /// Moves true time forward by `d_ns` from outside any client (for tests that drive a store
   /// directly). Precondition: no client is running.
   void advance(std::int64_t d_ns) {
-    HOLDFAST_ASSERT(current_ == nullptr, "simulator::advance() from inside a client");
+    HOLDFAST_ASSERT(sched_.current() == nullptr, "simulator::advance() from inside a client");
     if (d_ns > 0) now_ += d_ns;
   }
 
@@ -255,75 +254,39 @@ class simulator {
 
   /// Starts a client task on node `n` running `body` (on its own fiber) at the current true time.
   /// It runs when run() is called.
-  void spawn(node_id n, std::function<void()> body) {
-    auto t = std::make_unique<task>();
-    t->sim = this;
-    t->node = n;
-    t->body = std::move(body);
-    t->wake_ns = now_;
-    t->fib.start(&task_entry, t.get());
-    tasks_.push_back(std::move(t));
-    ++live_;
-  }
+  void spawn(node_id n, std::function<void()> body) { sched_.spawn(n, std::move(body), now_); }
 
   /// Runs every spawned task to completion, interleaving them as the decisions say. Returns when
   /// all have finished. If a task's body threw (a user store's exception), every other task is
   /// crashed so that it finishes, and the exception is rethrown here.
   void run() {
-    detail::fiber::bind_main(main_);
-    while (live_ > 0) {
-      if (++steps_ > step_limit) detail::fiber_fatal("simulation exceeded its step limit");
-      ready_.clear();
-      std::int64_t next = std::numeric_limits<std::int64_t>::max();
-      if (last_ != nullptr && !last_->done && last_->wake_ns <= now_) ready_.push_back(last_);
-      for (const std::unique_ptr<task>& t : tasks_) {
-        if (t->done) continue;
-        if (t->wake_ns <= now_) {
-          if (t.get() != last_) ready_.push_back(t.get());
-        } else if (t->wake_ns < next) {
-          next = t->wake_ns;
-        }
-      }
-      if (ready_.empty()) {
-        now_ = next;
-        continue;
-      }
-      task* t = ready_[ready_.size() > 1 ? decide(static_cast<std::uint32_t>(ready_.size())) : 0];
-      last_ = t;
-      current_ = t;
-      ++switches_;
-      detail::fiber::switch_to(main_, t->fib);
-      current_ = nullptr;
-      if (t->done) reap(t);
-    }
-    tasks_.clear();
-    last_ = nullptr;
-#if HOLDFAST_HAS_EXCEPTIONS
-    if (error_) std::rethrow_exception(std::exchange(error_, nullptr));
-#endif
+    sched_.run(now_, [this](std::uint32_t n) { return decide(n); });
   }
 
   /// Returns the node of the running client, or no_node outside any client.
   [[nodiscard]] node_id current_node() const noexcept {
-    return current_ != nullptr ? current_->node : no_node;
+    const task* t = sched_.current();
+    return t != nullptr ? t->node : no_node;
   }
 
   /// Returns true iff a client is running and it has crashed (it is draining its last call).
   [[nodiscard]] bool current_crashed() const noexcept {
-    return current_ != nullptr && current_->crashed;
+    const task* t = sched_.current();
+    return t != nullptr && t->crashed;
   }
 
   /// Crashes the running client now (a scheduled crash); records it. No-op outside a client.
   void crash_current() {
-    if (current_ == nullptr || current_->crashed) return;
-    crash(*current_);
+    task* t = sched_.current();
+    if (t == nullptr || t->crashed) return;
+    crash(*t);
   }
 
   /// Called by a crashed client once its last call has drained: waits a downtime drawn from the
   /// decisions (0.1 to 3 * scale), records the restart (with the owner id it will use from now
   /// on, if given), and clears the crash.
   void restart_current(std::string new_owner = {}) {
-    task* t = current_;
+    task* t = sched_.current();
     if (t == nullptr || !t->crashed) return;
     t->crashed = false;
     t->drain_ns = 0;
@@ -339,35 +302,31 @@ class simulator {
   /// A store operation in progress, registered by sim_store around each call into its store, so
   /// that a step_kind::takes_effect point reaches the wrapper of the operation it belongs to.
   /// Registrations nest (a wrapped quorum calling wrapped members): the innermost one is told.
-  struct store_call {
-    void (*takes_effect)(void* self) = nullptr;  ///< Called at a takes_effect point.
-    void* self = nullptr;                        ///< Its argument.
-    store_call* outer = nullptr;                 ///< The registration it hides (set by enter).
-  };
+  using store_call = detail::sim_store_call;
 
   /// Registers `c` as the running client's innermost store operation (or, outside any client,
   /// the test's own). Pair with leave_store_call(c) on the same client.
   void enter_store_call(store_call& c) noexcept {
-    store_call*& top = current_ != nullptr ? current_->call : outside_call_;
+    store_call*& top = top_call();
     c.outer = top;
     top = &c;
   }
 
   /// Unregisters `c` (the innermost registration of the running client).
   void leave_store_call(store_call& c) noexcept {
-    store_call*& top = current_ != nullptr ? current_->call : outside_call_;
+    store_call*& top = top_call();
     top = c.outer;
   }
 
   /// A store's step point (see sim_clock::step_point). Counted in history::store_steps.
   void store_step_point(step_kind kind) {
-    store_call* top = current_ != nullptr ? current_->call : outside_call_;
+    store_call* top = top_call();
     if (top == nullptr) return;  // not inside a store operation: nothing to interleave
     if (kind == step_kind::takes_effect) {
       if (top->takes_effect != nullptr) top->takes_effect(top->self);
       return;
     }
-    if (current_ != nullptr) ++store_steps_;
+    if (sched_.current() != nullptr) ++store_steps_;
     point(point_kind::store_step);
   }
 
@@ -379,7 +338,7 @@ class simulator {
   /// (that is where a stall makes history: the README's timeline).
   /// No-op outside a client, for a crashed client, and after heal().
   void point(point_kind kind) {
-    task* t = current_;
+    task* t = sched_.current();
     if (t == nullptr || t->crashed || healed_) return;
     // Clock reads are frequent and mostly uninteresting; the points where a stall makes history
     // (between a check and a write, inside a multi-step operation) get more of the faults.
@@ -420,21 +379,19 @@ class simulator {
   /// clients run meanwhile. Outside a client, advances true time directly.
   void wait_true(std::int64_t d_ns) {
     if (d_ns < 0) d_ns = 0;
-    task* t = current_;
+    task* t = sched_.current();
     if (t == nullptr) {
       now_ += d_ns;
       return;
     }
-    t->wake_ns = now_ + d_ns;
-    detail::fiber::switch_to(t->fib, main_);
+    sched_.suspend_until(*t, now_ + d_ns);
   }
 
   /// Lets another ready client run (the running one stays ready).
   void yield() {
-    task* t = current_;
+    task* t = sched_.current();
     if (t == nullptr) return;
-    t->wake_ns = now_;
-    detail::fiber::switch_to(t->fib, main_);
+    sched_.suspend_until(*t, now_);
   }
 
   /// Returns a choice in [0, n) from the decision source (counted in history::decisions).
@@ -451,14 +408,10 @@ class simulator {
   }
 
   /// Returns the decision source (for components that weigh their own choices).
-  [[nodiscard]] decision_source& decisions() noexcept {
-    return src_;
-  }
+  [[nodiscard]] decision_source& decisions() noexcept { return src_; }
 
   /// Returns the fault options.
-  [[nodiscard]] const fault_options& faults() const noexcept {
-    return faults_;
-  }
+  [[nodiscard]] const fault_options& faults() const noexcept { return faults_; }
 
   /// Returns `scale` in nanoseconds (at least 1 ms).
   [[nodiscard]] std::int64_t scale_ns() const noexcept {
@@ -467,20 +420,16 @@ class simulator {
 
   /// Stops every fault from now on: points continue, stores deliver, clocks stop jumping (rates
   /// stay). Used before a liveness check. Idempotent.
-  void heal() {
-    healed_ = true;
-  }
+  void heal() { healed_ = true; }
   /// Returns true once heal() was called.
-  [[nodiscard]] bool healed() const noexcept {
-    return healed_;
-  }
+  [[nodiscard]] bool healed() const noexcept { return healed_; }
 
   // ---- history --------------------------------------------------------------------------------
 
   /// Returns the history recorded so far (decisions counted up to now).
   [[nodiscard]] history& log() noexcept {
     log_.decisions = decisions_;
-    log_.switches = switches_;
+    log_.switches = sched_.switches();
     log_.store_steps = store_steps_;
     return log_;
   }
@@ -499,38 +448,24 @@ class simulator {
 
   /// The longest a run may go on, in scheduler steps, before the simulator gives up (a client
   /// that never sleeps nor finishes is a bug in the workload).
-  static constexpr std::uint64_t step_limit = 50000000;
+  static constexpr std::uint64_t step_limit = detail::sim_scheduler::step_limit;
 
  private:
   friend class sim_clock;
 
-  struct node {
-    std::string name;
-    bool client = false;
-    std::int64_t base_true = 0;   // true time of the current segment's start
-    std::int64_t base_local = 0;  // clock reading at base_true
-    std::int32_t skew_ppm = 0;    // rate error: local advances (1 + skew/1e6) per true ns
-    std::int64_t tick_ns = 0;     // reads are rounded down to this (0: exact)
-  };
+  using node = detail::node_clock;
+  using task = detail::sim_task;
 
-  struct task {
-    simulator* sim = nullptr;
-    node_id node = no_node;
-    std::function<void()> body;
-    detail::fiber fib;
-    std::int64_t wake_ns = 0;
-    std::int64_t drain_ns = 0;
-    store_call* call = nullptr;  // innermost store operation in progress
-    bool done = false;
-    bool crashed = false;
-  };
+  // The running client's innermost store operation, or the test's own outside any client.
+  store_call*& top_call() noexcept {
+    task* t = sched_.current();
+    return t != nullptr ? t->call : outside_call_;
+  }
 
   node_id add_node(std::string name, bool client) {
     HOLDFAST_ASSERT(nodes_.size() < no_node, "too many simulated nodes");
     const node_id id = static_cast<node_id>(nodes_.size());
     node nd;
-    nd.name = name;
-    nd.client = client;
     nd.base_true = now_;
     // Unrelated clocks: each node's epoch is elsewhere (steady clocks only promise rate).
     nd.base_local = now_ + static_cast<std::int64_t>(id + 1) * 1000000000000LL;
@@ -544,13 +479,6 @@ class simulator {
       set_tick(id, ticks[weighted({2, 1, 1, 2})]);
     }
     return id;
-  }
-
-  static std::int64_t round_down(std::int64_t v, std::int64_t tick) noexcept {
-    if (tick <= 0) return v;
-    std::int64_t r = v % tick;
-    if (r < 0) r += tick;
-    return v - r;
   }
 
   std::int32_t draw_skew() {
@@ -573,45 +501,10 @@ class simulator {
     }
   }
 
-  // floor(d * ppm / 1e6) for d >= 0 without overflow for any simulated span.
-  static std::int64_t scaled_ppm(std::int64_t d, std::int32_t ppm) noexcept {
-    const std::int64_t q = d / 1000000;
-    const std::int64_t r = d % 1000000;
-    const std::int64_t p = r * ppm;
-    std::int64_t f = p / 1000000;
-    if (p % 1000000 != 0 && p < 0) --f;
-    return q * ppm + f;
-  }
-
-  static std::int64_t local_at(const node& nd, std::int64_t t) noexcept {
-    const std::int64_t d = t - nd.base_true;
-    return nd.base_local + d + scaled_ppm(d, nd.skew_ppm);
-  }
-
-  // Earliest true time >= now_ at which node `nd` reads at least `target`.
-  std::int64_t true_at_local(const node& nd, std::int64_t target) const noexcept {
-    if (local_at(nd, now_) >= target) return now_;
-    const long double need = static_cast<long double>(target - nd.base_local);
-    const long double rate = 1.0L + static_cast<long double>(nd.skew_ppm) / 1e6L;
-    const long double est = std::ceil(need / rate);
-    if (!(est < 4.0e18L)) return std::numeric_limits<std::int64_t>::max() / 2;
-    std::int64_t t = std::max(now_, nd.base_true + static_cast<std::int64_t>(est));
-    while (local_at(nd, t) < target) ++t;
-    while (t > now_ && local_at(nd, t - 1) >= target) --t;
-    return t;
-  }
-
-  void rebase(node& nd) noexcept {
-    nd.base_local = local_at(nd, now_);
-    nd.base_true = now_;
-  }
-
-  void end_s4() noexcept {
-    log_.s4_until_ns = std::min(log_.s4_until_ns, now_);
-  }
+  void end_s4() noexcept { log_.s4_until_ns = std::min(log_.s4_until_ns, now_); }
 
   std::int64_t read_clock(node_id n) {
-    task* t = current_;
+    task* t = sched_.current();
     if (t != nullptr && t->node == n) {
       if (!t->crashed) point(point_kind::clock_read);
       if (t->crashed) {
@@ -620,28 +513,30 @@ class simulator {
         return local_ns(n) + t->drain_ns;
       }
     }
-    return round_down(local_ns(n), tick_ns(n));
+    return node::round_down(local_ns(n), tick_ns(n));
   }
 
   void sleep_on_clock(node_id n, std::int64_t deadline) {
     HOLDFAST_ASSERT(n < nodes_.size(), "sim_clock of an unknown node");
-    task* t = current_;
+    task* t = sched_.current();
     if (t == nullptr) {
-      now_ = std::max(now_, true_at_local(nodes_[n], deadline));  // a test driving time directly
+      now_ =
+          std::max(now_, nodes_[n].true_at_local(deadline, now_));  // a test driving time directly
       return;
     }
     if (t->crashed) return;
     // A coarse clock reads `deadline` once its exact time reaches the next tick boundary.
     const std::int64_t q = nodes_[n].tick_ns;
-    if (q > 0 && round_down(deadline, q) != deadline) deadline = round_down(deadline, q) + q;
-    const std::int64_t wake = true_at_local(nodes_[n], deadline);
+    if (q > 0 && node::round_down(deadline, q) != deadline) {
+      deadline = node::round_down(deadline, q) + q;
+    }
+    const std::int64_t wake = nodes_[n].true_at_local(deadline, now_);
     if (wake <= now_) return;
-    t->wake_ns = wake;
-    detail::fiber::switch_to(t->fib, main_);
+    sched_.suspend_until(*t, wake);
   }
 
   void pause(std::int64_t d_ns) {
-    task* t = current_;
+    task* t = sched_.current();
     event e = make_event(event_kind::pause, t->node);
     e.value = d_ns;
     log_.add(std::move(e));
@@ -653,53 +548,17 @@ class simulator {
     log_.add(make_event(event_kind::crash, t.node));
   }
 
-  static void task_entry(void* arg) {
-    task* t = static_cast<task*>(arg);
-    simulator& sim = *t->sim;
-    detail::fiber::entered(sim.main_);
-#if HOLDFAST_HAS_EXCEPTIONS
-    try {
-      t->body();
-    } catch (...) {
-      if (!sim.error_) sim.error_ = std::current_exception();
-      for (const std::unique_ptr<task>& other : sim.tasks_) other->crashed = true;
-    }
-#else
-    t->body();
-#endif
-    t->body = nullptr;  // destroy captures on this fiber's stack while it still exists
-    t->done = true;
-    detail::fiber::finish(t->fib, sim.main_);
-  }
-
-  void reap(task* t) {
-    --live_;
-    if (last_ == t) last_ = nullptr;
-    tasks_.erase(std::find_if(tasks_.begin(), tasks_.end(),
-                              [t](const std::unique_ptr<task>& p) { return p.get() == t; }));
-  }
-
   decision_source& src_;
   fault_options faults_;
   std::int32_t eps_ppm_ = 0;
   std::int64_t now_ = 0;
   std::vector<node> nodes_;
-  std::vector<std::unique_ptr<task>> tasks_;
-  std::vector<task*> ready_;
-  task* current_ = nullptr;
-  task* last_ = nullptr;
-  std::size_t live_ = 0;
-  std::uint64_t steps_ = 0;
+  detail::sim_scheduler sched_;
   std::uint64_t decisions_ = 0;
-  std::uint64_t switches_ = 0;
   std::uint64_t store_steps_ = 0;
   store_call* outside_call_ = nullptr;
   bool healed_ = false;
-  detail::fiber main_;
   history log_;
-#if HOLDFAST_HAS_EXCEPTIONS
-  std::exception_ptr error_;
-#endif
 };
 
 inline sim_clock::time_point sim_clock::now() const {
