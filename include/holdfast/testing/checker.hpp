@@ -21,6 +21,11 @@
 //   L1 liveness            | the heal event             | the contender did not acquire within the
 //                          |                            | bound (ttl + backoff cap, on healed
 //                          |                            | clocks)
+//   L2 regression noticed  | before each event, if the  | a kept-alive holder whose clock went back
+//                          | history has a regression   | heard nothing (no loss, no renewal) for
+//                          | bound                      | that bound, its own stalls not counted
+//   T4 store answers       | each grant or renewal a    | its TTL is <= 0 or > max_ttl: garbage,
+//                          | store reported             | not a grant
 //
 // The checker replays the store events in order, keeping per (store, key) the record the store
 // must have by the contract (store.hpp): holder, token, and expiry on the store's clock. Expiry is
@@ -31,6 +36,10 @@
 // lo: a store must never end a lease earlier than the TTL it reported (store.hpp, T2), so a grant
 // to another owner one tick before lo is an overlap (S3). So the checker never reports a violation
 // that some contract-abiding store could have produced.
+//
+// The code: verdict.hpp (public, included here) holds what check() answers; under testing/detail/,
+// lease_book.hpp records the leases the stores granted, regression_watch.hpp follows L2,
+// timeline.hpp writes the timeline and event_text.hpp the text forms svg.hpp shares.
 //
 // Thread-safety: check() is a pure function of its argument.
 #ifndef HOLDFAST_TESTING_CHECKER_HPP
@@ -48,6 +57,7 @@
 #include "holdfast/store.hpp"
 #include "holdfast/testing/detail/event_text.hpp"
 #include "holdfast/testing/detail/lease_book.hpp"
+#include "holdfast/testing/detail/regression_watch.hpp"
 #include "holdfast/testing/detail/timeline.hpp"
 #include "holdfast/testing/history.hpp"
 #include "holdfast/testing/verdict.hpp"
@@ -102,15 +112,6 @@ class checker {
   };
 
   static constexpr std::int64_t max_ttl_ms = holdfast::max_ttl.count();
-  static std::int64_t sat_add(std::int64_t a, std::int64_t b) noexcept {
-    if (b > 0 && a > std::numeric_limits<std::int64_t>::max() - b) {
-      return std::numeric_limits<std::int64_t>::max();
-    }
-    if (b < 0 && a < std::numeric_limits<std::int64_t>::min() - b) {
-      return std::numeric_limits<std::int64_t>::min();
-    }
-    return a + b;
-  }
 
   std::int64_t tol() const noexcept { return h_.tolerance_ns; }
   // No tolerance on this side: a store may end a lease later than its TTL says (it rounds up, its
@@ -123,88 +124,34 @@ class checker {
     return !s.held || now >= s.hi + tol();
   }
 
-  // L2 (testing/checker.hpp): a holder whose lease a keepalive keeps alive and whose clock
-  // regresses (clock_regress: a jump back right after its keepalive read the clock) must learn it
-  // (its lease turns lost, a validity check says no, a renewal fails) or renew, within
-  // history::regression_bound_ns of true time, its own stalls not counted, unless by then its
-  // clock has run past where it was before the jump. Tracked per client node from the history:
-  // it keeps a lease from `acquired` until it releases, loses it, or crashes.
-  void regression(std::size_t i, const event& e) {
-    if (h_.regression_bound_ns <= 0 || e.node == no_node) return;
-    if (e.node >= kept_.size()) {
-      kept_.resize(e.node + 1, false);
-      pending_.resize(e.node + 1, npos);
-      due_.resize(e.node + 1, 0);
-    }
-    switch (e.kind) {
-      case event_kind::acquired:
-        kept_[e.node] = true;
-        pending_[e.node] = npos;
-        return;
-      case event_kind::clock_regress:
-        if (kept_[e.node] && pending_[e.node] == npos) {
-          pending_[e.node] = i;
-          due_[e.node] = sat_add(e.true_ns, h_.regression_bound_ns);
-        }
-        return;
-      case event_kind::pause:  // a stalled process cannot react: the stall does not count
-        if (pending_[e.node] != npos) due_[e.node] = sat_add(due_[e.node], e.value);
-        return;
-      case event_kind::renewed:
-        pending_[e.node] = npos;
-        return;
-      case event_kind::validity:
-      case event_kind::renew_failed:
-        if (e.kind == event_kind::renew_failed || e.value == 0) pending_[e.node] = npos;
-        return;
-      case event_kind::lease_lost:
-      case event_kind::released:
-      case event_kind::release_failed:
-      case event_kind::crash:
-      case event_kind::restart:
-        kept_[e.node] = false;
-        pending_[e.node] = npos;
-        return;
-      default:
-        return;
-    }
-  }
-
-  // Fails L2 for a regression still unanswered once true time passed its bound.
+  // Fails L2 for a regression still unanswered once true time passed its bound (the watch's
+  // table in detail/regression_watch.hpp).
   void regression_due(std::size_t i, std::int64_t now) {
-    for (std::size_t n = 0; n < pending_.size() && result_.ok(); ++n) {
-      const std::size_t j = pending_[n];
-      if (j == npos) continue;
-      if (now <= due_[n]) continue;
-      // Moot once the holder's clock has surely read past where it was before the jump (it runs
-      // during stalls too, at up to 5% slow): nothing is left to notice.
-      if ((now - h_.events[j].true_ns) / 100 * 95 >= -h_.events[j].value) {
-        pending_[n] = npos;
-        continue;
+    const regression_watch::overdue late = watch_.first_overdue(h_, now);
+    if (late.event == npos) return;
+    const std::size_t j = late.event;
+    const node_id n = late.node;
+    std::vector<std::size_t> ctx = {j};
+    for (std::size_t k = j; k-- > 0;) {  // the lease it held: its grant
+      const event& a = h_.events[k];
+      if (a.node == n && a.kind == event_kind::acquired) {
+        ctx.push_back(k);
+        break;
       }
-      std::vector<std::size_t> ctx = {j};
-      for (std::size_t k = j; k-- > 0;) {  // the lease it held: its grant
-        const event& a = h_.events[k];
-        if (a.node == static_cast<node_id>(n) && a.kind == event_kind::acquired) {
-          ctx.push_back(k);
-          break;
-        }
-      }
-      ctx.push_back(i);
-      fail(invariant::l2_regression, j,
-           h_.node_name(static_cast<node_id>(n)) + "'s clock went back " +
-               fmt_seconds(-h_.events[j].value) +
-               " while a keepalive kept its lease, and it heard nothing (no loss reported, no "
-               "renewal) for " +
-               fmt_seconds(now - h_.events[j].true_ns) + ": the bound is one renew interval (" +
-               fmt_seconds(h_.regression_bound_ns) + ", not counting its own stalls)",
-           ctx);
     }
+    ctx.push_back(i);
+    fail(invariant::l2_regression, j,
+         h_.node_name(n) + "'s clock went back " + fmt_seconds(-h_.events[j].value) +
+             " while a keepalive kept its lease, and it heard nothing (no loss reported, no "
+             "renewal) for " +
+             fmt_seconds(now - h_.events[j].true_ns) + ": the bound is one renew interval (" +
+             fmt_seconds(h_.regression_bound_ns) + ", not counting its own stalls)",
+         ctx);
   }
 
   void step(std::size_t i) {
     const event& e = h_.events[i];
-    regression(i, e);
+    watch_.observe(h_, i, e);
     switch (e.kind) {
       case event_kind::store_acquire:
       case event_kind::store_renew:
@@ -574,9 +521,7 @@ class checker {
   std::map<std::uint8_t, resource_state> resources_;
   lease_book leases_;
   std::size_t heal_ = npos;
-  std::vector<bool> kept_;            // L2: by client node, holds a kept-alive lease
-  std::vector<std::size_t> pending_;  // L2: by client node, an unanswered regression (event)
-  std::vector<std::int64_t> due_;     // L2: by client node, when it must have heard (true ns)
+  regression_watch watch_;  // L2
   bool live_seen_ = false;
 };
 
