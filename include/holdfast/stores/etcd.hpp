@@ -116,6 +116,7 @@
 #include "holdfast/stores/detail/etcd_encoding.hpp"
 #include "holdfast/stores/detail/etcd_json.hpp"
 #include "holdfast/stores/detail/etcd_link.hpp"
+#include "holdfast/stores/detail/link_client.hpp"
 #include "holdfast/stores/etcd_fence.hpp"
 #include "holdfast/stores/etcd_options.hpp"
 
@@ -137,11 +138,13 @@ HOLDFAST_ABI_NAMESPACE_BEGIN
 /// Thread-safety: every member function may be called concurrently; one mutex serializes the
 /// connection, so concurrent callers take turns. For parallel requests use one etcd_store per
 /// thread. Not fork-safe: a child process makes its own store.
-class etcd_store {
+class etcd_store : public detail::link_client<detail::etcd_link> {
  public:
+  // last_error_message() and options(): see detail::link_client.
+
   /// Makes a store for the cluster in `opts`; connects on first use. Never throws on its own
   /// (allocation aside).
-  explicit etcd_store(etcd_options opts = {}) : link_(std::move(opts)) {}
+  explicit etcd_store(etcd_options opts = {}) : link_client(std::in_place, std::move(opts)) {}
 
   etcd_store(const etcd_store&) = delete;
   etcd_store& operator=(const etcd_store&) = delete;
@@ -345,19 +348,6 @@ class etcd_store {
     return {};
   }
 
-  /// Returns the text of the most recent failure on this store: etcd's message with the HTTP
-  /// status and gRPC code (e.g. "etcd: http://127.0.0.1:2379/v3/kv/txn: etcdserver: no leader
-  /// (HTTP 503, gRPC code 14)"), libcurl's transport error (e.g. "Connection refused"), or
-  /// holdfast's own note on a malformed answer. Empty if nothing failed. Under concurrent use it
-  /// may belong to another thread's call. busy, lease_lost and not_holder do not change it.
-  [[nodiscard]] std::string last_error_message() const {
-    auto guard = link_.lock();
-    return link_.last_error();
-  }
-
-  /// Returns the options the store was made with.
-  [[nodiscard]] const etcd_options& options() const noexcept { return link_.options(); }
-
  private:
   struct remembered {
     std::string owner;
@@ -493,7 +483,6 @@ class etcd_store {
 
   void forget(const std::string& k) { remembered_.erase(k); }
 
-  detail::etcd_link link_;
   std::unordered_map<std::string, remembered> remembered_;  // guarded by the link's mutex
   std::uint64_t clock_ = 0;
   std::string key_;  // scratch buffers, guarded by the link's mutex

@@ -21,6 +21,7 @@
 #include "holdfast/stores/detail/etcd_encoding.hpp"
 #include "holdfast/stores/detail/etcd_json.hpp"
 #include "holdfast/stores/detail/etcd_link.hpp"
+#include "holdfast/stores/detail/link_client.hpp"
 #include "holdfast/stores/etcd_options.hpp"
 
 namespace holdfast {
@@ -45,10 +46,10 @@ struct etcd_write {
 ///
 /// Fence and data keys are used exactly as given (no prefix). Tokens may come from any store.
 /// Thread-safety: as etcd_store (one mutex around one connection).
-class etcd_fence {
+class etcd_fence : private detail::link_client<detail::etcd_link> {
  public:
   /// Makes a fence client for the cluster in `opts` (connection fields only).
-  explicit etcd_fence(etcd_options opts = {}) : link_(std::move(opts)) {}
+  explicit etcd_fence(etcd_options opts = {}) : link_client(std::in_place, std::move(opts)) {}
 
   etcd_fence(const etcd_fence&) = delete;
   etcd_fence& operator=(const etcd_fence&) = delete;
@@ -164,11 +165,8 @@ class etcd_fence {
     return v;
   }
 
-  /// As etcd_store::last_error_message().
-  [[nodiscard]] std::string last_error_message() const {
-    auto guard = link_.lock();
-    return link_.last_error();
-  }
+  /// As etcd_store::last_error_message() (detail::link_client).
+  using link_client::last_error_message;
 
   /// Returns `token` as a fence key holds it: 20 decimal digits, zero-padded.
   static std::string text(fencing_token token) {
@@ -229,7 +227,6 @@ class etcd_fence {
                       "etcd: fence: an answer of unexpected shape from " + link_.endpoint());
   }
 
-  detail::etcd_link link_;
   std::string body_;  // scratch, guarded by the link's mutex
 };
 

@@ -76,6 +76,7 @@
 #include "holdfast/fencing_token.hpp"
 #include "holdfast/result.hpp"
 #include "holdfast/store.hpp"
+#include "holdfast/stores/detail/link_client.hpp"
 #include "holdfast/stores/detail/postgres_link.hpp"
 #include "holdfast/stores/detail/postgres_sql.hpp"
 #include "holdfast/stores/postgres_fence.hpp"
@@ -96,12 +97,14 @@ HOLDFAST_ABI_NAMESPACE_BEGIN
 /// connection (a PGconn is single-threaded), so callers take turns, one round trip each. For
 /// parallel round trips use one postgres_store per thread. Not fork-safe: a child process makes
 /// its own. Connects lazily on first use (or connect()).
-class postgres_store {
+class postgres_store : public detail::link_client<detail::pg_link> {
  public:
+  // connect(), last_error_message() and options(): see detail::link_client.
+
   /// Makes a store for the database in `opts`; connects on first use. Never throws on its own
   /// (allocation aside).
   explicit postgres_store(const postgres_options& opts = {})
-      : link_(opts, setup_sql(opts), statements(opts)),
+      : link_client(std::in_place, opts, setup_sql(opts), statements(opts)),
         listen_(std::make_unique<listening>(opts)) {}
 
   postgres_store(const postgres_store&) = delete;
@@ -119,16 +122,6 @@ class postgres_store {
            "token bigint NOT NULL, expires_at timestamptz NOT NULL);\n"
            "CREATE SEQUENCE IF NOT EXISTS " +
            *s + " AS bigint MINVALUE 1 NO CYCLE;\n";
-  }
-
-  /// Connects now (session setup, table creation, statement preparation) instead of on first use.
-  /// \returns success; errc::invalid_argument for bad options; errc::store_unavailable (cannot
-  ///   connect, authentication refused, ...), errc::timeout, errc::protocol_error (e.g. a table
-  ///   of that name with another layout), with the server's text in last_error_message().
-  result<void> connect() {
-    auto guard = link_.lock();
-    if (std::error_code ec = link_.ensure_connected()) return ec;
-    return {};
   }
 
   /// Grants `key` to `owner` for `ttl` (ms) iff it has no unexpired lease (by the database's
@@ -379,19 +372,6 @@ class postgres_store {
     return link_.fail(errc::protocol_error, "postgres: purge: unexpected result shape");
   }
 
-  /// Returns the text of the most recent failure on this store, with the SQLSTATE first when the
-  /// server sent one (e.g. "postgres: 57P01: FATAL: terminating connection due to administrator
-  /// command"), or libpq's own text (e.g. "connection refused"). Empty if nothing failed. Under
-  /// concurrent use it may belong to another thread's call. busy, lease_lost and not_holder are
-  /// outcomes, not failures, and do not change it.
-  [[nodiscard]] std::string last_error_message() const {
-    auto guard = link_.lock();
-    return link_.last_error();
-  }
-
-  /// Returns the options the store was made with.
-  [[nodiscard]] const postgres_options& options() const noexcept { return link_.options(); }
-
  private:
   static constexpr std::size_t stmt_acquire = 0;
   static constexpr std::size_t stmt_renew = 1;
@@ -536,7 +516,6 @@ class postgres_store {
     };
   }
 
-  detail::pg_link link_;
   std::unique_ptr<listening> listen_;
   std::string ttl_text_;  // scratch, guarded by the link's mutex
   std::string token_text_;

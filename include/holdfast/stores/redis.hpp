@@ -92,6 +92,7 @@
 #include "holdfast/result.hpp"
 #include "holdfast/send_receive.hpp"
 #include "holdfast/store.hpp"
+#include "holdfast/stores/detail/link_client.hpp"
 #include "holdfast/stores/detail/redis_link.hpp"
 #include "holdfast/stores/detail/redis_requests.hpp"
 #include "holdfast/stores/detail/redis_resp.hpp"
@@ -117,24 +118,17 @@ HOLDFAST_ABI_NAMESPACE_BEGIN
 /// connection (a hiredis context is single-threaded), so concurrent callers take turns, one round
 /// trip each. For parallel round trips, use one redis_store per thread. Not fork-safe: a child
 /// process makes its own store. Connects lazily on first use (or connect()).
-class redis_store {
+class redis_store : public detail::link_client<detail::redis_link> {
  public:
+  // connect(), last_error_message() and options(): see detail::link_client.
+
   /// Makes a store for the server in `opts`; connects on first use. Never throws on its own.
   explicit redis_store(const redis_options& opts = {})
-      : link_(opts, detail::redis_store_scripts()),
+      : link_client(std::in_place, opts, detail::redis_store_scripts()),
         wait_(std::make_unique<detail::redis_waiting>(opts)) {}
 
   redis_store(const redis_store&) = delete;
   redis_store& operator=(const redis_store&) = delete;
-
-  /// Connects now (and loads the scripts) if not connected, instead of on first use.
-  /// \returns success; errc::invalid_argument for bad options; errc::store_unavailable if the
-  ///   server cannot be reached or refuses AUTH/SELECT; errc::timeout; errc::protocol_error.
-  result<void> connect() {
-    auto guard = link_.lock();
-    if (std::error_code ec = link_.ensure_connected()) return ec;
-    return {};
-  }
 
   /// Grants `key` to `owner` for `ttl` (ms) iff it has no unexpired lease, with the next token of
   /// the store-wide counter, in one round trip. The same owner re-acquiring its live lease gets the
@@ -436,19 +430,6 @@ class redis_store {
     return {};
   }
 
-  /// Returns the text of the most recent failure of any operation on this store: the server's
-  /// error reply (e.g. "NOAUTH Authentication required."), hiredis' transport error (e.g.
-  /// "Connection refused"), or holdfast's own note on a malformed reply. Empty if nothing failed.
-  /// Under concurrent use it may belong to another thread's call. Contention (busy, lease_lost,
-  /// not_holder) is not a failure and does not change it.
-  [[nodiscard]] std::string last_error_message() const {
-    auto guard = link_.lock();
-    return link_.last_error();
-  }
-
-  /// Returns the options the store was made with.
-  [[nodiscard]] const redis_options& options() const noexcept { return link_.options(); }
-
  private:
   // The whole of each one-round-trip operation: checks `q` as its blocking operation does, runs
   // it as one script call under the link's lock, and reads the reply into the field of the
@@ -497,7 +478,6 @@ class redis_store {
     (void)link_.eval(detail::redis_script::unwait, keys, 1, args, 1);
   }
 
-  detail::redis_link link_;
   std::unique_ptr<detail::redis_waiting> wait_;
   detail::redis_requests requests_;  // guarded by the link's mutex
   // What receive() needs of the split request in flight (guarded by the link's mutex).

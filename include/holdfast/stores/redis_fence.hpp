@@ -16,6 +16,7 @@
 #include "holdfast/error.hpp"
 #include "holdfast/fencing_token.hpp"
 #include "holdfast/result.hpp"
+#include "holdfast/stores/detail/link_client.hpp"
 #include "holdfast/stores/detail/redis_link.hpp"
 #include "holdfast/stores/detail/redis_resp.hpp"
 #include "holdfast/stores/detail/redis_scripts.hpp"
@@ -35,11 +36,12 @@ HOLDFAST_ABI_NAMESPACE_BEGIN
 /// alike. Keep fence keys as durable as the data they guard (same server, same persistence).
 ///
 /// Thread-safety: as redis_store (one mutex around one connection).
-class redis_fence {
+class redis_fence : private detail::link_client<detail::redis_link> {
  public:
   /// Makes a fence client for the server in `opts` (only the connection fields are used).
   explicit redis_fence(redis_options opts = {})
-      : link_(std::move(opts), {detail::redis_fence_script()}) {}
+      : link_client(std::in_place, std::move(opts),
+                    std::vector<std::string>{detail::redis_fence_script()}) {}
 
   redis_fence(const redis_fence&) = delete;
   redis_fence& operator=(const redis_fence&) = delete;
@@ -78,11 +80,8 @@ class redis_fence {
     return link_.get_token(fence_key, "redis: fence key holds no token");
   }
 
-  /// As redis_store::last_error_message().
-  [[nodiscard]] std::string last_error_message() const {
-    auto guard = link_.lock();
-    return link_.last_error();
-  }
+  /// As redis_store::last_error_message() (detail::link_client).
+  using link_client::last_error_message;
 
  private:
   result<void> run(std::string_view fence_key, fencing_token token, const std::string_view* command,
@@ -101,7 +100,6 @@ class redis_fence {
     return {};
   }
 
-  detail::redis_link link_;
   std::string token_text_;
   std::vector<std::string_view> args_;
 };
