@@ -7,6 +7,8 @@
 #include <holdfast/testing/checker.hpp>
 #include <holdfast/testing/history.hpp>
 #include <string>
+#include <tuple>
+#include <utility>
 
 using namespace holdfast::testing;
 
@@ -429,5 +431,66 @@ TEST_CASE("checker: L2, a kept-alive holder whose clock regresses must hear of i
     b.h.regression_bound_ns = 0;
     b.add(event_kind::write, b.b, 5000 * ms).owner = "B";
     CHECK(check(b.h).ok());
+  }
+}
+
+TEST_CASE("verdict: every invariant has one tag and one name, from one table",
+          "[testing/verdict]") {
+  // testing/verdict.hpp: tag() and to_string() read the same table; the reports, the SVG and the
+  // mutants' expectations print these exact strings.
+  const std::tuple<invariant, const char*, const char*> all[] = {
+      {invariant::none, "-", "no violation"},
+      {invariant::s1_fenced_writes, "S1", "S1 fenced writes"},
+      {invariant::s2_token_order, "S2", "S2 token order"},
+      {invariant::s3_exclusive_grants, "S3", "S3 exclusive grants"},
+      {invariant::s4_holder_belief, "S4", "S4 holder belief"},
+      {invariant::s5_ownership, "S5", "S5 ownership"},
+      {invariant::l1_liveness, "L1", "L1 liveness"},
+      {invariant::s6_permit_bound, "S6", "S6 permit bound"},
+      {invariant::t4_store_answers, "T4", "T4 store answers"},
+      {invariant::l2_regression, "L2", "L2 clock regression noticed"},
+  };
+  for (const auto& [inv, t, name] : all) {
+    CAPTURE(name);
+    CHECK(std::string(tag(inv)) == t);
+    CHECK(std::string(to_string(inv)) == name);
+  }
+  const auto outside = static_cast<invariant>(200);  // a value the enumeration does not name
+  CHECK(std::string(tag(outside)) == "?");
+  CHECK(std::string(to_string(outside)) == "?");
+  CHECK(verdict{}.report() == "all invariants hold (S1-S6, L1)\n");
+  const verdict v{invariant::s3_exclusive_grants, 4, "why", "  t=0.000s    line\n"};
+  CHECK(v.report() == "S3 exclusive grants violated: why\n  t=0.000s    line\n");
+}
+
+TEST_CASE("checker: a lost lease reads loss_cause's own name in the timeline, '?' past it",
+          "[testing/checker]") {
+  // The lease_lost line names holdfast::to_string(loss_cause) (one table in
+  // detail/lease_shared.hpp); a value no cause has must not index past it.
+  const std::pair<std::int64_t, const char*> causes[] = {{0, "none"},
+                                                         {1, "validity_passed"},
+                                                         {2, "renew_refused"},
+                                                         {3, "not_holder"},
+                                                         {4, "clock_regressed"},
+                                                         {5, "protocol_error"},
+                                                         {6, "?"},
+                                                         {255, "?"},
+                                                         {256, "?"},
+                                                         {-1, "?"}};
+  for (const auto& [value, name] : causes) {
+    CAPTURE(value);
+    builder b;
+    b.h.regression_bound_ns = 500 * ms;
+    b.grant(b.a, "A", 0, 1);
+    b.add(event_kind::acquired, b.a, 0).owner = "A";
+    b.add(event_kind::clock_regress, b.a, 100 * ms).value = -5000 * ms;
+    event& lost = b.add(event_kind::lease_lost, b.a, 600 * ms + 1);  // one tick late: L2
+    lost.owner = "A";
+    lost.token = 1;
+    lost.value = value;
+    const verdict v = check(b.h);
+    REQUIRE(v.violated == invariant::l2_regression);
+    CHECK_THAT(v.timeline, Catch::Contains("A is told its lease #1 is lost") &&
+                               Catch::Contains(std::string(" -> ") + name + "\n"));
   }
 }

@@ -30,10 +30,12 @@
 #include <cstdint>
 #include <cstdio>
 #include <string>
+#include <string_view>
 #include <utility>
 #include <vector>
 
 #include "holdfast/detail/config.hpp"
+#include "holdfast/detail/lease_shared.hpp"
 #include "holdfast/testing/detail/event_text.hpp"
 #include "holdfast/testing/detail/lease_book.hpp"
 #include "holdfast/testing/history.hpp"
@@ -260,14 +262,17 @@ class timeline {
       case event_kind::released:
       case event_kind::release_failed:
         return {who(e) + "'s release returns", outcome_name(e.outcome)};
-      default: {  // lease_lost
-        // holdfast::loss_cause, in its declaration order (detail/lease_shared.hpp).
-        static const char* const causes[] = {"none",       "validity_passed", "renew_refused",
-                                             "not_holder", "clock_regressed", "protocol_error"};
+      default:  // lease_lost
         return {who(e) + " is told its lease " + fmt_token(e.token) + " is lost",
-                e.value >= 0 && e.value < 6 ? causes[e.value] : "?"};
-      }
+                loss_cause_name(e.value)};
     }
+  }
+
+  // holdfast::loss_cause's own name (detail/lease_shared.hpp), "?" for a value it does not name.
+  static const char* loss_cause_name(std::int64_t v) {
+    if (v < 0 || v > 255) return "?";
+    const char* name = holdfast::to_string(static_cast<loss_cause>(v));
+    return std::string_view(name) == "unknown" ? "?" : name;
   }
 
   // A client using its lease: a validity check, or a write at the resource.
