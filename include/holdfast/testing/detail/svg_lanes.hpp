@@ -41,8 +41,8 @@ inline void draw_outages(canvas& c) {
     }
     const double x0 = c.lay.xe(i);
     for (std::size_t l = 0; l < c.lay.all_lanes().size(); ++l) {
-      if (c.lay.all_lanes()[l].kind != lane_kind::store || c.lay.all_lanes()[l].node != e.node)
-        continue;
+      const lane_info& lane = c.lay.all_lanes()[l];
+      if (lane.kind != lane_kind::store || lane.node != e.node) continue;
       c.group("outage", i);
       c.out += "<rect x=\"" + num(x0) + "\" y=\"" + num(c.lay.lane_y(int(l)) + 3) + "\" width=\"" +
                num(std::max(2.0, x1 - x0)) + "\" height=\"" + std::to_string(layout::lane_h - 6) +
