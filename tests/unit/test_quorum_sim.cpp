@@ -2,10 +2,11 @@
 // driven by the workload generator (holdfast/testing/workload.hpp) and judged by the checker.
 //
 // The set-up, per schedule:
-//   members    N sim_member: a memory_store on its own simulated node and clock (per-member
-//              drift), with request/reply delays, lost requests, lost replies (applied, then an
-//              error), errors, and optionally restarts: durable (state kept) or EMPTY (counter and
-//              records lost; a shared budget bounds how many members may do so per run).
+//   members    N sim_store<memory_store>, not recorded: each on its own simulated node and clock
+//              (per-member drift), with request/reply delays, lost requests, lost replies
+//              (applied, then an error), errors, and optionally restarts: durable (state kept) or
+//              EMPTY (counter and records lost; a shared restart_budget bounds how many members
+//              may do so per run).
 //   clients    each simulated client has its own quorum_store (as each process would), sequential
 //              dispatch, on the client's own clock: every clock read inside the quorum is a point
 //              where the simulator may pause or crash the client, e.g. between the two rounds.
@@ -55,136 +56,25 @@ namespace {
 
 enum class restart_mode { none, durable, empty };
 
-// How many members may still restart empty in this run.
-struct restart_budget {
-  int left = 0;
-};
+using mem = holdfast::memory_store<sim_clock>;
+// A quorum member: a memory_store on the simulated network (sim_store.hpp's fault stages).
+using sim_member = holdfast::testing::sim_store<mem>;
 
-// A memory_store on the simulated network (fault stages as in sim_store.hpp), not recorded:
-// the quorum-level operations are what the checker judges.
-class sim_member {
- public:
-  /// Returns this member's node in the simulator.
-  [[nodiscard]] holdfast::testing::node_id node() const noexcept { return node_; }
+// The members' faults: all of them, restarts as `restarts` says, and delays a little rarer than
+// sim_store's default (weight 6 against 40, not 10): the rate these schedules were written with.
+holdfast::testing::store_fault_options member_faults(restart_mode restarts) {
+  holdfast::testing::store_fault_options f;
+  f.restarts = restarts != restart_mode::none;
+  f.delay_weight = 6;
+  return f;
+}
 
-  sim_member(simulator& sim, std::string name, restart_mode restarts, restart_budget* budget)
-      : sim_(sim), node_(sim.add_store(std::move(name))), restarts_(restarts), budget_(budget) {
-    store_ = fresh();
-  }
-
-  result<grant> try_acquire(std::string_view key, std::string_view owner,
-                            std::chrono::milliseconds ttl) {
-    return perform<grant>([&] { return store_->try_acquire(key, owner, ttl); });
-  }
-  result<grant> renew(std::string_view key, std::string_view owner, fencing_token token,
-                      std::chrono::milliseconds ttl) {
-    return perform<grant>([&] { return store_->renew(key, owner, token, ttl); });
-  }
-  result<void> release(std::string_view key, std::string_view owner, fencing_token token) {
-    return perform<void>([&] { return store_->release(key, owner, token); });
-  }
-  result<void> raise_token(std::string_view key, std::string_view owner, fencing_token token,
-                           fencing_token to) {
-    return perform<void>([&] { return store_->raise_token(key, owner, token, to); });
-  }
-
-  // True iff this member holds `owner`'s live lease on `key` with `token` right now (an
-  // observer's look, outside the simulated network).
-  bool holds(std::string_view key, std::string_view owner, fencing_token token) const {
-    const auto rec = store_->inspect(key);
-    return rec && rec->has_value() && (*rec)->owner == owner && (*rec)->token == token;
-  }
-
-  int empty_restarts = 0;
-
- private:
-  using mem = holdfast::memory_store<sim_clock>;
-
-  std::unique_ptr<mem> fresh() { return std::make_unique<mem>(sim_.clock(node_)); }
-
-  std::int64_t delay() {
-    static constexpr std::int64_t parts[] = {0, 50, 10, 2};
-    const std::int64_t s = sim_.scale_ns();
-    const std::uint32_t d = sim_.decide(5);
-    if (d == 0) return 1000000;
-    if (d == 4) return s * 3 / 2;
-    return s / parts[d];
-  }
-
-  bool down() const { return down_until_ >= 0; }
-
-  void go_down() {
-    if (down()) return;
-    static constexpr std::int64_t tenths[] = {1, 5, 20};
-    down_until_ = sim_.now_ns() + sim_.scale_ns() * tenths[sim_.decide(3)] / 10;
-    lose_state_ = restarts_ == restart_mode::empty && budget_ != nullptr && budget_->left > 0;
-    if (lose_state_) --budget_->left;
-    sim_.log().add(sim_.make_event(event_kind::store_down, node_));
-  }
-
-  void come_back() {
-    down_until_ = -1;
-    if (lose_state_) {
-      store_ = fresh();  // counter and records gone
-      ++empty_restarts;
-    }
-    lose_state_ = false;
-    sim_.log().add(sim_.make_event(event_kind::store_up, node_));
-  }
-
-  template <class T, class Apply>
-  result<T> perform(Apply&& apply) {
-    if (sim_.current_crashed()) return errc::store_unavailable;  // a dead process sends nothing
-    if (down() && (sim_.now_ns() >= down_until_ || sim_.healed())) come_back();
-    const bool faulty = sim_.current_node() != holdfast::testing::no_node && !sim_.healed();
-    if (faulty) {
-      switch (sim_.weighted({40, 6, 1, 1, restarts_ != restart_mode::none ? 1u : 0u})) {
-        case 0:
-          break;
-        case 1:
-          sim_.wait_true(delay());
-          break;
-        case 2:  // lost request
-          sim_.wait_true(delay());
-          return errc::timeout;
-        case 3:
-          return errc::store_unavailable;
-        default:
-          go_down();
-          break;
-      }
-    }
-    if (down()) {
-      if (sim_.now_ns() < down_until_ && !sim_.healed()) return errc::store_unavailable;
-      come_back();
-    }
-    result<T> r = apply();
-    if (faulty && !sim_.current_crashed()) {
-      switch (sim_.weighted({40, 6, 2, 1})) {
-        case 0:
-          break;
-        case 1:
-          sim_.wait_true(delay());
-          break;
-        case 2:  // lost reply: applied, the quorum sees an error
-          sim_.wait_true(delay());
-          return errc::timeout;
-        default:
-          return errc::store_unavailable;
-      }
-    }
-    if (sim_.current_crashed()) return errc::store_unavailable;
-    return r;
-  }
-
-  simulator& sim_;
-  holdfast::testing::node_id node_;
-  restart_mode restarts_;
-  restart_budget* budget_;
-  std::unique_ptr<mem> store_;
-  std::int64_t down_until_ = -1;
-  bool lose_state_ = false;
-};
+// True iff `m` holds `owner`'s live lease on `key` with `token` right now (an observer's look,
+// outside the simulated network).
+bool holds(sim_member& m, std::string_view key, std::string_view owner, fencing_token token) {
+  const auto rec = m.inner().inspect(key);
+  return rec && rec->has_value() && (*rec)->owner == owner && (*rec)->token == token;
+}
 
 using member_quorum = holdfast::quorum_store<sim_member, sim_clock>;
 
@@ -255,7 +145,7 @@ class quorum_front {
  private:
   std::size_t holding(std::string_view key, std::string_view owner, fencing_token token) const {
     std::size_t n = 0;
-    for (const sim_member* m : members_) n += m->holds(key, owner, token) ? 1 : 0;
+    for (sim_member* m : members_) n += holds(*m, key, owner, token) ? 1 : 0;
     return n;
   }
 
@@ -314,13 +204,24 @@ quorum_run run_quorum_schedule(decision_source& src, const quorum_sim_options& q
     for (std::uint32_t k = 0; k < out.run.plan.keys; ++k) {
       sim.log().keys.emplace_back(t::detail::key_name(k));
     }
-    restart_budget budget{q.empty_restart_budget};
+    t::restart_budget budget{q.empty_restart_budget};
     std::vector<std::unique_ptr<sim_member>> members;
     std::vector<sim_member*> ptrs;
     for (std::size_t i = 0; i < q.members; ++i) {
-      members.push_back(
-          std::make_unique<sim_member>(sim, "m" + std::to_string(i + 1), q.restarts, &budget));
-      ptrs.push_back(members.back().get());
+      members.push_back(std::make_unique<sim_member>(
+          sim, "m" + std::to_string(i + 1), [](sim_clock c) { return std::make_unique<mem>(c); },
+          member_faults(q.restarts)));
+      sim_member& m = *members.back();
+      m.record(false);  // the quorum-level operations are what the checker judges
+      if (q.restarts == restart_mode::empty) {
+        m.on_restart(
+            [&m, &out](std::unique_ptr<mem>& s) {
+              s = std::make_unique<mem>(m.clock());  // counter and records gone
+              ++out.empty_restarts;
+            },
+            &budget);
+      }
+      ptrs.push_back(&m);
     }
     quorum_options qo;
     qo.dispatch = holdfast::quorum_dispatch::sequential;
@@ -350,7 +251,6 @@ quorum_run run_quorum_schedule(decision_source& src, const quorum_sim_options& q
     if (o.liveness) runner.run_liveness();
     out.run.log = std::move(sim.log());
     recorder.inner().amend(out.run.log);
-    for (const auto& m : members) out.empty_restarts += m->empty_restarts;
   }
   out.run.result = t::check(out.run.log);
   return out;

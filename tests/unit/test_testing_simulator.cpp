@@ -270,6 +270,79 @@ TEST_CASE("sim_store: a durable store's restart is an outage that keeps its stat
   REQUIRE((*rec)->owner == "X");
 }
 
+TEST_CASE("sim_store: a shared restart budget lets only that many restarts run on_restart",
+          "[testing/simulator]") {
+  last_option_source src;  // every request takes its store down
+  simulator sim(src, no_faults());
+  store_fault_options f = no_store_faults();
+  f.restarts = true;
+  restart_budget budget{1};
+  sim_store<mstore> m1(sim, "m1", make_memory, f);
+  sim_store<mstore> m2(sim, "m2", make_memory, f);
+  int emptied1 = 0;
+  int emptied2 = 0;
+  m1.on_restart(
+      [&](std::unique_ptr<mstore>& s) {
+        s = make_memory(m1.clock());  // comes back empty
+        ++emptied1;
+      },
+      &budget);
+  m2.on_restart(
+      [&](std::unique_ptr<mstore>& s) {
+        s = make_memory(m2.clock());  // comes back empty
+        ++emptied2;
+      },
+      &budget);
+  REQUIRE(m1.try_acquire("orders", "X", 100000ms));  // outside any client: no faults
+  REQUIRE(m2.try_acquire("orders", "X", 100000ms));
+  const node_id a = sim.add_client("A");
+  sim.spawn(a, [&] {
+    (void)m1.try_acquire("orders", "A", 1000ms);  // down: takes the budget's one restart
+    (void)m2.try_acquire("orders", "A", 1000ms);  // down: none left, keeps its state
+    sim.clock(a).sleep_until(sim.clock(a).now() + 5s);
+    (void)m2.try_acquire("orders", "A", 1000ms);  // back (state kept), then down again
+    (void)m1.try_acquire("orders", "A", 1000ms);  // back empty, then down again
+    sim.clock(a).sleep_until(sim.clock(a).now() + 5s);
+    (void)m1.try_acquire("orders", "A", 1000ms);  // back again: the budget is spent
+  });
+  sim.run();
+  REQUIRE(budget.left == 0);
+  REQUIRE(emptied1 == 1);
+  REQUIRE(emptied2 == 0);
+  auto rec1 = m1.inner().inspect("orders");
+  auto rec2 = m2.inner().inspect("orders");
+  REQUIRE(rec1);
+  REQUIRE(rec2);
+  REQUIRE_FALSE(rec1->has_value());  // m1 came back empty
+  REQUIRE(m1.inner().last_token().is_none());
+  REQUIRE(rec2->has_value());  // m2's restart kept X's lease
+  REQUIRE((*rec2)->owner == "X");
+}
+
+TEST_CASE("sim_store: delay_weight sets how often requests and replies are delayed",
+          "[testing/simulator]") {
+  const auto delayed = [](std::uint32_t weight) {
+    std::size_t n = 0;
+    for (std::uint64_t seed = 1; seed <= 20; ++seed) {
+      run_options o;
+      o.store_faults.delay_weight = weight;
+      seeded_source src(seed);
+      const run_result r = run_schedule(src, o);
+      REQUIRE(r.result.ok());
+      for (const event& e : r.log.events) {
+        n += e.note == fault_note::request_delayed || e.note == fault_note::reply_delayed ? 1 : 0;
+      }
+    }
+    return n;
+  };
+  const std::size_t none = delayed(0);
+  const std::size_t some = delayed(10);
+  const std::size_t many = delayed(40);
+  CHECK(none == 0);
+  CHECK(some > 0);
+  CHECK(many > some);
+}
+
 TEST_CASE("simulator: a crashed client's calls drain without reaching the store",
           "[testing/simulator]") {
   seeded_source src(1);

@@ -26,7 +26,9 @@
 // request in that window fails with store_unavailable. By default the state is kept (a store that
 // claims durability); on_restart(), if set, runs when it comes back and may change or replace the
 // store (restart a real server, reload a snapshot, or model a member that comes back empty:
-// `[&](auto& s) { s = std::make_unique<S>(wrapper.clock()); }`).
+// `[&](auto& s) { s = std::make_unique<S>(wrapper.clock()); }`). Given a restart_budget shared by
+// several stores, it runs only for as many restarts as the budget holds ("at most N members of
+// this quorum lose their state"); the other restarts keep the state.
 //
 // Optional capabilities are forwarded when the wrapped store has them: inspect() (no faults, not
 // recorded), and quorum.hpp's token floor, raise_token() (through the network like any operation,
@@ -88,6 +90,19 @@ struct store_fault_options {
   /// The store goes down for a restart and comes back with its state (durable stores only).
   /// Default off.
   bool restarts = false;
+  /// How often a request, and then its reply, spends time in flight when request_delays /
+  /// reply_delays are on: the weight of "delayed" against 40 for "delivered at once" (and 1 or 2
+  /// for each other fault). Default 10, about one stage in five (tests/unit/test_quorum_sim.cpp
+  /// gives a quorum's members 6).
+  std::uint32_t delay_weight = 10;
+};
+
+/// Restarts that may lose a store's state, shared by the stores of one run (e.g. how many members
+/// of a quorum may come back empty): see sim_store::on_restart. Not thread-safe; the simulator's
+/// thread only.
+struct restart_budget {
+  /// How many more restarts may still run their on_restart action (>= 0).
+  int left = 0;
 };
 
 /// What the kit gives a store factory that asks for it (factory(sim_clock, const store_env&)),
@@ -301,7 +316,16 @@ class sim_store {
 
   /// Sets what runs when the store comes back from a restart: it gets the store and may modify
   /// or replace it (default: nothing; the state is kept, as a durable store's is).
-  void on_restart(std::function<void(std::unique_ptr<Store>&)> fn) { on_restart_ = std::move(fn); }
+  ///
+  /// With a `budget` (which must outlive this wrapper), `fn` runs only for the restarts that found
+  /// budget left when the store went down, each taking one; the others keep the state. Several
+  /// stores sharing one budget model "at most N members lose their state in this run" (e.g.
+  /// `[&](auto& s) { s = std::make_unique<S>(wrapper.clock()); }`, a member that comes back empty).
+  void on_restart(std::function<void(std::unique_ptr<Store>&)> fn,
+                  restart_budget* budget = nullptr) {
+    on_restart_ = std::move(fn);
+    budget_ = budget;
+  }
 
   /// Records this store's operations in the history (default), or not (`false`): unrecorded
   /// operations still see every fault; store_down/store_up are always recorded.
@@ -384,6 +408,18 @@ class sim_store {
     return seen;
   }
 
+  // The call's event: the recorded one once it is in the history (re-taken after every wait: the
+  // history grows while this client waits for its reply), else the call's own copy.
+  event& event_of(call& c) { return record_ && c.index != npos ? sim_.log().events[c.index] : c.e; }
+
+  // Notes a fault in the event; its duration goes into event::value, except for a raise, whose
+  // value is its `to`.
+  static void note(event& e, fault_note n, std::int64_t d) noexcept {
+    e.note = n;
+    if (e.kind != event_kind::store_raise) e.value = d;
+  }
+
+  // One call through the network: request, apply, reply (the table at the top of the file).
   template <class T, class Apply>
   result<T> perform(event_kind kind, std::string_view key, std::string_view owner,
                     fencing_token token, std::chrono::milliseconds ttl, Apply&& apply,
@@ -396,37 +432,8 @@ class sim_store {
     c.e = make(kind, key, owner, token, ttl);
     c.e.outcome = not_applied;
     if (kind == event_kind::store_raise) c.e.value = static_cast<std::int64_t>(to);
-    // The fault note goes into event::value, except for a raise, whose value is its `to`.
-    const auto note = [kind](event& e, fault_note n, std::int64_t d) {
-      e.note = n;
-      if (kind != event_kind::store_raise) e.value = d;
-    };
     if (faulty) {
-      const store_fault_options& f = faults_;
-      switch (sim_.weighted({40, f.request_delays ? 10u : 0u, f.lost_requests ? 1u : 0u,
-                             f.errors ? 1u : 0u, f.restarts ? 1u : 0u})) {
-        case 0:
-          break;
-        case 1: {
-          const std::int64_t d = delay();
-          note(c.e, fault_note::request_delayed, d);
-          sim_.wait_true(d);
-          break;
-        }
-        case 2:
-          sim_.wait_true(delay());
-          return not_applied_(c.e, errc::timeout);
-        case 3:
-          return not_applied_(c.e, errc::store_unavailable);
-        default: {
-          static constexpr std::int64_t tenths[] = {1, 5, 20};
-          if (!down()) {
-            down_until_ = sim_.now_ns() + sim_.scale_ns() * tenths[sim_.decide(3)] / 10;
-            sim_.log().add(sim_.make_event(event_kind::store_down, node_));
-          }
-          break;
-        }
-      }
+      if (const std::optional<errc> lost = request_stage(c)) return not_applied_(c.e, *lost);
     }
     if (down()) {
       if (sim_.now_ns() < down_until_ && !sim_.healed()) {
@@ -434,9 +441,45 @@ class sim_store {
       }
       come_back();
     }
+    result<T> seen = apply_stage<T>(c, apply);
+    if (faulty && !sim_.current_crashed()) {
+      if (const std::optional<errc> lost = reply_stage(c)) seen = *lost;
+    }
+    event_of(c).seen = to_outcome(seen.error());
+    if (sim_.current_crashed()) return errc::store_unavailable;
+    return seen;
+  }
 
-    // Apply. The event is placed where the store says its operation took effect (linearized())
-    // or, by default, where it returns: for an atomic store, the instant it applied.
+  // The request's fate: delivered (nullopt; perhaps after a delay, or to a store that just went
+  // down), or lost / refused before the store saw it (the client's error).
+  std::optional<errc> request_stage(call& c) {
+    const store_fault_options& f = faults_;
+    switch (sim_.weighted({40, f.request_delays ? f.delay_weight : 0u, f.lost_requests ? 1u : 0u,
+                           f.errors ? 1u : 0u, f.restarts ? 1u : 0u})) {
+      case 0:
+        return std::nullopt;
+      case 1: {
+        const std::int64_t d = delay();
+        note(c.e, fault_note::request_delayed, d);
+        sim_.wait_true(d);
+        return std::nullopt;
+      }
+      case 2:
+        sim_.wait_true(delay());
+        return errc::timeout;
+      case 3:
+        return errc::store_unavailable;
+      default:
+        go_down();
+        return std::nullopt;
+    }
+  }
+
+  // Applies the call to the wrapped store. The event is placed where the store says its operation
+  // took effect (linearized()) or, by default, where it returns: for an atomic store, the instant
+  // it applied.
+  template <class T, class Apply>
+  result<T> apply_stage(call& c, Apply& apply) {
     calls_.push_back(&c);
     high_water_ = std::max(high_water_, sim_.local_ns(node_));
     c.e.begin_local_ns = sim_.local_ns(node_);
@@ -459,55 +502,60 @@ class sim_store {
       stamp(c.e);
       if (record_) c.index = sim_.log().add(c.e);
     }
-    // The recorded event (a reference into the history is re-taken after every wait: the
-    // history grows while this client waits for its reply).
-    const auto ev = [this, &c]() -> event& {
-      return record_ && c.index != npos ? sim_.log().events[c.index] : c.e;
-    };
-    ev().outcome = to_outcome(r.error());
-    ev().end_local_ns = sim_.local_ns(node_);
+    event& e = event_of(c);
+    e.outcome = to_outcome(r.error());
+    e.end_local_ns = sim_.local_ns(node_);
     if constexpr (std::is_same_v<T, grant>) {
       if (r) {
-        ev().token = r->token.value();
-        ev().ttl_ms = r->ttl.count();
+        e.token = r->token.value();
+        e.ttl_ms = r->ttl.count();
       }
     }
+    return r;
+  }
 
-    result<T> seen = std::move(r);
-    if (faulty && !sim_.current_crashed()) {
-      const store_fault_options& f = faults_;
-      switch (sim_.weighted(
-          {40, f.reply_delays ? 10u : 0u, f.lost_replies ? 2u : 0u, f.errors ? 1u : 0u})) {
-        case 0:
-          break;
-        case 1: {
-          const std::int64_t d = delay();
-          note(ev(), fault_note::reply_delayed, d);
-          sim_.wait_true(d);
-          break;
-        }
-        case 2:
-          note(ev(), fault_note::reply_lost, 0);
-          sim_.wait_true(delay());
-          seen = errc::timeout;
-          break;
-        default:
-          note(ev(), fault_note::error_after, 0);
-          seen = errc::store_unavailable;
-          break;
+  // The reply's fate: delivered (nullopt; perhaps after a delay), lost (the store applied the
+  // call, the client gets errc::timeout) or an error after applying.
+  std::optional<errc> reply_stage(call& c) {
+    const store_fault_options& f = faults_;
+    switch (sim_.weighted(
+        {40, f.reply_delays ? f.delay_weight : 0u, f.lost_replies ? 2u : 0u, f.errors ? 1u : 0u})) {
+      case 0:
+        return std::nullopt;
+      case 1: {
+        const std::int64_t d = delay();
+        note(event_of(c), fault_note::reply_delayed, d);
+        sim_.wait_true(d);
+        return std::nullopt;
       }
+      case 2:
+        note(event_of(c), fault_note::reply_lost, 0);
+        sim_.wait_true(delay());
+        return errc::timeout;
+      default:
+        note(event_of(c), fault_note::error_after, 0);
+        return errc::store_unavailable;
     }
-    ev().seen = to_outcome(seen.error());
-    if (sim_.current_crashed()) return errc::store_unavailable;
-    return seen;
   }
 
   bool down() const noexcept { return down_until_ >= 0; }
 
+  // Takes the store down for 0.1, 0.5 or 2 scale; with a restart budget, decides now whether the
+  // on_restart action runs when it comes back.
+  void go_down() {
+    if (down()) return;
+    static constexpr std::int64_t tenths[] = {1, 5, 20};
+    down_until_ = sim_.now_ns() + sim_.scale_ns() * tenths[sim_.decide(3)] / 10;
+    restart_armed_ = budget_ == nullptr || budget_->left > 0;
+    if (budget_ != nullptr && restart_armed_) --budget_->left;
+    sim_.log().add(sim_.make_event(event_kind::store_down, node_));
+  }
+
   void come_back() {
     down_until_ = -1;
     sim_.log().add(sim_.make_event(event_kind::store_up, node_));
-    if (on_restart_) on_restart_(inner_);
+    if (on_restart_ && (budget_ == nullptr || restart_armed_)) on_restart_(inner_);
+    restart_armed_ = false;
   }
 
   simulator& sim_;
@@ -515,6 +563,8 @@ class sim_store {
   store_fault_options faults_;
   std::unique_ptr<Store> inner_;
   std::function<void(std::unique_ptr<Store>&)> on_restart_;
+  restart_budget* budget_ = nullptr;  // on_restart's budget, if any
+  bool restart_armed_ = false;        // with a budget: this restart runs on_restart
   bool record_ = true;
   std::int64_t down_until_ = -1;
   std::int64_t high_water_ = 0;
