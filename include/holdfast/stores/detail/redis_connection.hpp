@@ -95,71 +95,13 @@ class redis_connection {
     if (std::error_code ec = opts_.check()) {
       return fail(errc::invalid_argument, "invalid redis_options");
     }
-    const struct timeval ctv = to_timeval(opts_.connect_timeout);
-    std::unique_ptr<redisContext, redis_context_deleter> c(
-        opts_.unix_socket.empty() ? redisConnectWithTimeout(opts_.host.c_str(), opts_.port, ctv)
-                                  : redisConnectUnixWithTimeout(opts_.unix_socket.c_str(), ctv));
-    if (!c) return fail(errc::store_unavailable, "redis: cannot allocate a connection context");
-    if (c->err != 0) {
-      return fail(errc::store_unavailable, std::string("redis: connect: ") + c->errstr);
-    }
-#if !defined(MSG_NOSIGNAL) && defined(SO_NOSIGPIPE)
-    const int one = 1;
-    (void)::setsockopt(c->fd, SOL_SOCKET, SO_NOSIGPIPE, &one, sizeof one);
-#endif
-    // The setup round trip is bounded by the connect timeout; commands after it by their own.
-    if (redisSetTimeout(c.get(), ctv) != REDIS_OK) {
-      return fail(errc::store_unavailable, std::string("redis: set timeout: ") + c->errstr);
-    }
+    context_ptr c;
+    if (std::error_code ec = open(c)) return ec;
     // One pipelined round trip: every setup command is formatted into one buffer and sent.
     std::string pipeline;
-    std::size_t sent = 0;
-    if (!opts_.password.empty()) {
-      if (opts_.username.empty()) {
-        resp_append_command(pipeline, {"AUTH", opts_.password});
-      } else {
-        resp_append_command(pipeline, {"AUTH", opts_.username, opts_.password});
-      }
-      ++sent;
-    }
-    if (opts_.database != 0) {
-      resp_append_command(pipeline, {"SELECT", std::to_string(opts_.database)});
-      ++sent;
-    }
-    if (!opts_.client_name.empty()) {
-      resp_append_command(pipeline, {"CLIENT", "SETNAME", opts_.client_name});
-      ++sent;
-    }
-    for (const std::string& script : scripts_)
-      resp_append_command(pipeline, {"SCRIPT", "LOAD", script});
-    const std::size_t setup = sent;
-    sent += scripts_.size();
+    const std::size_t setup = format_setup(pipeline);
     if (std::error_code ec = send_all(c.get(), pipeline.data(), pipeline.size())) return ec;
-    std::error_code first_error{};
-    for (std::size_t i = 0; i < sent; ++i) {
-      void* raw = nullptr;
-      if (redisGetReply(c.get(), &raw) != REDIS_OK || raw == nullptr) {
-        return fail(transport_code(c.get()), std::string("redis: setup: ") + c->errstr);
-      }
-      redis_reply_ptr r(static_cast<redisReply*>(raw));
-      if (r->type == REDIS_REPLY_ERROR) {
-        if (!first_error) {
-          first_error =
-              fail(classify_redis_error(r->str, r->len), "redis: setup: " + text_of(r.get()));
-        }
-        continue;
-      }
-      if (i >= setup) {
-        if (r->type != REDIS_REPLY_STRING || r->len != 40) {
-          if (!first_error) {
-            first_error = fail(errc::protocol_error, "redis: SCRIPT LOAD answered no SHA1");
-          }
-          continue;
-        }
-        shas_[i - setup].assign(r->str, r->len);
-      }
-    }
-    if (first_error) return first_error;
+    if (std::error_code ec = read_setup(c.get(), setup)) return ec;
     const struct timeval tv = to_timeval(opts_.command_timeout);
     if (redisSetTimeout(c.get(), tv) != REDIS_OK) {
       return fail(errc::store_unavailable, std::string("redis: set timeout: ") + c->errstr);
@@ -244,17 +186,93 @@ class redis_connection {
 
  protected:
   // For the split path (redis_link), which drives the same context with its own I/O.
-  [[nodiscard]] redisContext* context() const noexcept {
-    return ctx_.get();
-  }
-  [[nodiscard]] const std::string& script(std::size_t index) const {
-    return scripts_[index];
-  }
-  [[nodiscard]] const std::string& sha(std::size_t index) const {
-    return shas_[index];
-  }
+  [[nodiscard]] redisContext* context() const noexcept { return ctx_.get(); }
+  [[nodiscard]] const std::string& script(std::size_t index) const { return scripts_[index]; }
+  [[nodiscard]] const std::string& sha(std::size_t index) const { return shas_[index]; }
 
  private:
+  using context_ptr = std::unique_ptr<redisContext, redis_context_deleter>;
+
+  // ensure_connected, step 1: the TCP or Unix connection, made within connect_timeout, which
+  // also bounds the setup round trip (commands after it get command_timeout).
+  std::error_code open(context_ptr& c) {
+    const struct timeval ctv = to_timeval(opts_.connect_timeout);
+    c.reset(opts_.unix_socket.empty()
+                ? redisConnectWithTimeout(opts_.host.c_str(), opts_.port, ctv)
+                : redisConnectUnixWithTimeout(opts_.unix_socket.c_str(), ctv));
+    if (!c) return fail(errc::store_unavailable, "redis: cannot allocate a connection context");
+    if (c->err != 0) {
+      return fail(errc::store_unavailable, std::string("redis: connect: ") + c->errstr);
+    }
+#if !defined(MSG_NOSIGNAL) && defined(SO_NOSIGPIPE)
+    const int one = 1;
+    (void)::setsockopt(c->fd, SOL_SOCKET, SO_NOSIGPIPE, &one, sizeof one);
+#endif
+    if (redisSetTimeout(c.get(), ctv) != REDIS_OK) {
+      return fail(errc::store_unavailable, std::string("redis: set timeout: ") + c->errstr);
+    }
+    return {};
+  }
+
+  // ensure_connected, step 2: AUTH, SELECT and CLIENT SETNAME as the options ask, then SCRIPT
+  // LOAD of every script, appended to `pipeline`. Returns how many commands come before the
+  // scripts.
+  std::size_t format_setup(std::string& pipeline) const {
+    std::size_t setup = 0;
+    if (!opts_.password.empty()) {
+      if (opts_.username.empty()) {
+        resp_append_command(pipeline, {"AUTH", opts_.password});
+      } else {
+        resp_append_command(pipeline, {"AUTH", opts_.username, opts_.password});
+      }
+      ++setup;
+    }
+    if (opts_.database != 0) {
+      resp_append_command(pipeline, {"SELECT", std::to_string(opts_.database)});
+      ++setup;
+    }
+    if (!opts_.client_name.empty()) {
+      resp_append_command(pipeline, {"CLIENT", "SETNAME", opts_.client_name});
+      ++setup;
+    }
+    for (const std::string& script : scripts_) {
+      resp_append_command(pipeline, {"SCRIPT", "LOAD", script});
+    }
+    return setup;
+  }
+
+  // ensure_connected, step 3: reads the answers to the `setup` commands and the SCRIPT LOADs,
+  // keeping each script's SHA1. Every answer is read (the connection stays in step); the first
+  // error is the one reported.
+  std::error_code read_setup(redisContext* c, std::size_t setup) {
+    const std::size_t sent = setup + scripts_.size();
+    std::error_code first_error{};
+    for (std::size_t i = 0; i < sent; ++i) {
+      void* raw = nullptr;
+      if (redisGetReply(c, &raw) != REDIS_OK || raw == nullptr) {
+        return fail(transport_code(c), std::string("redis: setup: ") + c->errstr);
+      }
+      redis_reply_ptr r(static_cast<redisReply*>(raw));
+      if (r->type == REDIS_REPLY_ERROR) {
+        if (!first_error) {
+          first_error =
+              fail(classify_redis_error(r->str, r->len), "redis: setup: " + text_of(r.get()));
+        }
+        continue;
+      }
+      if (i >= setup) {
+        if (r->type != REDIS_REPLY_STRING || r->len != 40) {
+          if (!first_error) {
+            first_error = fail(errc::protocol_error, "redis: SCRIPT LOAD answered no SHA1");
+          }
+          continue;
+        }
+        shas_[i - setup].assign(r->str, r->len);
+      }
+    }
+    return first_error;
+  }
+
   void push(std::string_view s) {
     argv_.push_back(s.data() != nullptr ? s.data() : "");
     lens_.push_back(s.size());
@@ -345,7 +363,7 @@ class redis_connection {
   redis_options opts_;
   std::vector<std::string> scripts_;
   std::vector<std::string> shas_;
-  std::unique_ptr<redisContext, redis_context_deleter> ctx_;
+  context_ptr ctx_;
   std::vector<const char*> argv_;
   std::vector<std::size_t> lens_;
   std::string numkeys_;
