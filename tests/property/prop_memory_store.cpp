@@ -138,32 +138,10 @@ struct flaws {
   bool reacquire_new_token = false;          ///< same-owner re-acquire issues a fresh token
 };
 
-flaws no_flaw() {
-  return {};
-}
-flaws per_key_counter_reset() {
+/// The toy with exactly one flaw switched on, e.g. with(&flaws::ignore_live_lease).
+flaws with(bool flaws::*flaw) {
   flaws f;
-  f.per_key_counter_reset = true;
-  return f;
-}
-flaws ignore_live_lease() {
-  flaws f;
-  f.ignore_live_lease = true;
-  return f;
-}
-flaws release_without_owner_check() {
-  flaws f;
-  f.release_without_owner_check = true;
-  return f;
-}
-flaws renew_revives_expired() {
-  flaws f;
-  f.renew_revives_expired = true;
-  return f;
-}
-flaws reacquire_new_token() {
-  flaws f;
-  f.reacquire_new_token = true;
+  f.*flaw = true;
   return f;
 }
 
@@ -386,108 +364,104 @@ bool is_live(const std::optional<reported_grant>& g, tp at) {
   return g && !g->released && at < g->end;
 }
 
+/// True iff the successful acquire `e` is a re-acquire of the live grant `g` (same owner, same
+/// token): it extends that grant, it is not a new one.
+bool is_reacquire(const std::optional<reported_grant>& g, const event& e) {
+  return is_live(g, e.at) && g->owner == owner_name(e.o.owner) && g->token == e.g.token;
+}
+
+/// Applies the successful event `h[i]` to its key's grant `g` as clients saw it: a re-acquire
+/// extends it, any other acquire replaces it, a renew or release naming its owner and token
+/// moves its end or ends it.
+void apply_success(std::optional<reported_grant>& g, const history& h, std::size_t i) {
+  const event& e = h[i];
+  const std::string owner = owner_name(e.o.owner);
+  if (e.o.kind == op_kind::acquire) {
+    if (is_reacquire(g, e)) {
+      g->end = std::max(g->end, e.at + e.g.ttl);
+    } else {
+      g = reported_grant{owner, e.g.token, e.at + e.g.ttl, false, i};
+    }
+  } else if (g && g->owner == owner && g->token == e.presented) {
+    if (e.o.kind == op_kind::renew) g->end = e.at + e.g.ttl;
+    if (e.o.kind == op_kind::release) g->released = true;
+  }
+}
+
+/// The one replay every invariant below judges: walks the history keeping each key's grant as
+/// the store reported it (apply_success), and asks `judge(i, event, grant before the event)` about
+/// each event first. Returns the first violation `judge` reports, or nullopt.
+template <class Judge>
+std::optional<std::string> replay_grants(const history& h, Judge judge) {
+  std::map<int, std::optional<reported_grant>> cur;
+  for (std::size_t i = 0; i < h.size(); ++i) {
+    const event& e = h[i];
+    std::optional<reported_grant>& g = cur[e.o.key];
+    if (std::optional<std::string> violation = judge(i, e, std::as_const(g))) return violation;
+    if (!e.ec) apply_success(g, h, i);
+  }
+  return std::nullopt;
+}
+
+using grant_before = const std::optional<reported_grant>&;
+
 /// S2: per key, every new grant's token is greater than every token granted before for that key;
 /// store-wide, greater than every token granted before at all. A same-owner re-acquire of a live
 /// grant must return that grant's token (it is not a new grant).
 std::optional<std::string> check_s2(const history& h) {
-  std::map<int, std::optional<reported_grant>> cur;
   std::map<int, fencing_token> max_per_key;
   fencing_token max_all;
-  for (std::size_t i = 0; i < h.size(); ++i) {
-    const event& e = h[i];
-    if (e.ec) continue;
-    auto& c = cur[e.o.key];
-    const std::string owner = owner_name(e.o.owner);
-    if (e.o.kind == op_kind::acquire) {
-      const bool reacquire = is_live(c, e.at) && c->owner == owner && c->token == e.g.token;
-      if (reacquire) {
-        c->end = std::max(c->end, e.at + e.g.ttl);
-        continue;
-      }
-      if (e.g.token <= max_per_key[e.o.key]) {
-        return "S2 token order violated for " + key_name(e.o.key) + ": new grant carries " +
-               holdfast::to_string(e.g.token) + ", not above " +
-               holdfast::to_string(max_per_key[e.o.key]) + " granted earlier for that key" +
-               timeline(h, i);
-      }
-      if (e.g.token <= max_all) {
-        return "S2 store-wide token order violated: new grant carries " +
-               holdfast::to_string(e.g.token) + ", not above " + holdfast::to_string(max_all) +
-               " granted earlier" + timeline(h, i);
-      }
-      max_per_key[e.o.key] = e.g.token;
-      max_all = e.g.token;
-      c = reported_grant{owner, e.g.token, e.at + e.g.ttl, false, i};
-    } else if (c && c->owner == owner && c->token == e.presented) {
-      if (e.o.kind == op_kind::renew) c->end = e.at + e.g.ttl;
-      if (e.o.kind == op_kind::release) c->released = true;
-    }
-  }
-  return std::nullopt;
+  return replay_grants(
+      h, [&](std::size_t i, const event& e, grant_before c) -> std::optional<std::string> {
+        if (e.ec || e.o.kind != op_kind::acquire || is_reacquire(c, e)) return std::nullopt;
+        if (e.g.token <= max_per_key[e.o.key]) {
+          return "S2 token order violated for " + key_name(e.o.key) + ": new grant carries " +
+                 holdfast::to_string(e.g.token) + ", not above " +
+                 holdfast::to_string(max_per_key[e.o.key]) + " granted earlier for that key" +
+                 timeline(h, i);
+        }
+        if (e.g.token <= max_all) {
+          return "S2 store-wide token order violated: new grant carries " +
+                 holdfast::to_string(e.g.token) + ", not above " + holdfast::to_string(max_all) +
+                 " granted earlier" + timeline(h, i);
+        }
+        max_per_key[e.o.key] = e.g.token;
+        max_all = e.g.token;
+        return std::nullopt;
+      });
 }
 
 /// S3: a new grant of a key is made only once the previous grant of that key has ended: expired
 /// by the TTL the store reported (as extended by renewals and re-acquires), or released.
 std::optional<std::string> check_s3(const history& h) {
-  std::map<int, std::optional<reported_grant>> cur;
-  for (std::size_t i = 0; i < h.size(); ++i) {
-    const event& e = h[i];
-    if (e.ec) continue;
-    auto& c = cur[e.o.key];
-    const std::string owner = owner_name(e.o.owner);
-    if (e.o.kind == op_kind::acquire) {
-      if (is_live(c, e.at)) {
-        if (c->owner == owner && c->token == e.g.token) {  // re-acquire: the same grant
-          c->end = std::max(c->end, e.at + e.g.ttl);
-          continue;
-        }
-        return "S3 exclusive grants violated on " + key_name(e.o.key) + ": granted to " + owner +
-               " with " + holdfast::to_string(e.g.token) + " at t=" + at_ms(e.at) + " while " +
-               c->owner + "'s grant " + holdfast::to_string(c->token) +
-               " lasts until t=" + at_ms(c->end) + timeline(h, i);
-      }
-      c = reported_grant{owner, e.g.token, e.at + e.g.ttl, false, i};
-    } else if (c && c->owner == owner && c->token == e.presented) {
-      if (e.o.kind == op_kind::renew) c->end = e.at + e.g.ttl;
-      if (e.o.kind == op_kind::release) c->released = true;
-    }
-  }
-  return std::nullopt;
+  return replay_grants(
+      h, [&](std::size_t i, const event& e, grant_before c) -> std::optional<std::string> {
+        if (e.ec || e.o.kind != op_kind::acquire) return std::nullopt;
+        if (!is_live(c, e.at) || is_reacquire(c, e)) return std::nullopt;
+        return "S3 exclusive grants violated on " + key_name(e.o.key) + ": granted to " +
+               owner_name(e.o.owner) + " with " + holdfast::to_string(e.g.token) +
+               " at t=" + at_ms(e.at) + " while " + c->owner + "'s grant " +
+               holdfast::to_string(c->token) + " lasts until t=" + at_ms(c->end) + timeline(h, i);
+      });
 }
 
 /// S5: renew by anyone but the live holder (owner and token), and release by anyone but the
 /// holder of the key's latest unreleased grant (live or expired: no one else was granted it
 /// since), fail and leave the key exactly as it was.
 std::optional<std::string> check_s5(const history& h) {
-  std::map<int, std::optional<reported_grant>> cur;
-  for (std::size_t i = 0; i < h.size(); ++i) {
-    const event& e = h[i];
-    auto& c = cur[e.o.key];
-    const std::string owner = owner_name(e.o.owner);
-    if (e.o.kind == op_kind::acquire && !e.ec) {
-      if (!(is_live(c, e.at) && c->owner == owner && c->token == e.g.token)) {
-        c = reported_grant{owner, e.g.token, e.at + e.g.ttl, false, i};
-      } else {
-        c->end = std::max(c->end, e.at + e.g.ttl);
-      }
-      continue;
-    }
-    if (e.o.kind != op_kind::renew && e.o.kind != op_kind::release) continue;
-    const bool names_holder = c && !c->released && c->owner == owner && c->token == e.presented;
-    const bool holder = e.o.kind == op_kind::renew ? names_holder && e.at < c->end : names_holder;
-    if (holder) {
-      if (!e.ec && e.o.kind == op_kind::renew) c->end = e.at + e.g.ttl;
-      if (!e.ec && e.o.kind == op_kind::release) c->released = true;
-      continue;
-    }
-    if (!e.ec || !same_record(e.before, e.after)) {
-      return std::string("S5 ownership violated: ") +
-             (e.o.kind == op_kind::renew ? "renew" : "release") + " of " + key_name(e.o.key) +
-             " by non-holder " + owner + " with " + holdfast::to_string(e.presented) +
-             (e.ec ? " changed the record" : " succeeded") + timeline(h, i);
-    }
-  }
-  return std::nullopt;
+  return replay_grants(
+      h, [&](std::size_t i, const event& e, grant_before c) -> std::optional<std::string> {
+        if (e.o.kind != op_kind::renew && e.o.kind != op_kind::release) return std::nullopt;
+        const std::string owner = owner_name(e.o.owner);
+        const bool names_holder = c && !c->released && c->owner == owner && c->token == e.presented;
+        const bool holder =
+            e.o.kind == op_kind::renew ? names_holder && e.at < c->end : names_holder;
+        if (holder || (e.ec && same_record(e.before, e.after))) return std::nullopt;
+        return std::string("S5 ownership violated: ") +
+               (e.o.kind == op_kind::renew ? "renew" : "release") + " of " + key_name(e.o.key) +
+               " by non-holder " + owner + " with " + holdfast::to_string(e.presented) +
+               (e.ec ? " changed the record" : " succeeded") + timeline(h, i);
+      });
 }
 
 /// The reference model: memory_store's table (stores/memory.hpp), written as plainly as possible.
@@ -625,10 +599,10 @@ TEST_CASE("memory_store matches the model near the top of the token range", "[me
 
 TEST_CASE("the toy store without flaws keeps every invariant (control for the controls)",
           "[memory_store]") {
-  rc::prop("S2", [] { require_none(check_s2(run_toy(no_flaw(), *gen_ops()))); });
-  rc::prop("S3", [] { require_none(check_s3(run_toy(no_flaw(), *gen_ops()))); });
-  rc::prop("S5", [] { require_none(check_s5(run_toy(no_flaw(), *gen_ops()))); });
-  rc::prop("model", [] { require_none(check_model(run_toy(no_flaw(), *gen_ops()))); });
+  rc::prop("S2", [] { require_none(check_s2(run_toy(flaws{}, *gen_ops()))); });
+  rc::prop("S3", [] { require_none(check_s3(run_toy(flaws{}, *gen_ops()))); });
+  rc::prop("S5", [] { require_none(check_s5(run_toy(flaws{}, *gen_ops()))); });
+  rc::prop("model", [] { require_none(check_model(run_toy(flaws{}, *gen_ops()))); });
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -636,26 +610,27 @@ TEST_CASE("the toy store without flaws keeps every invariant (control for the co
 // ---------------------------------------------------------------------------------------------
 
 TEST_CASE("S2 catches a store that resets a key's token counter on release", "[memory_store]") {
-  require_caught(check_s2, per_key_counter_reset(), "S2");
+  require_caught(check_s2, with(&flaws::per_key_counter_reset), "S2");
 }
 
 TEST_CASE("S3 catches a store that grants without checking for a live lease", "[memory_store]") {
-  require_caught(check_s3, ignore_live_lease(), "S3 exclusive grants violated");
+  require_caught(check_s3, with(&flaws::ignore_live_lease), "S3 exclusive grants violated");
 }
 
 TEST_CASE("S5 catches a store that releases without checking the owner", "[memory_store]") {
-  require_caught(check_s5, release_without_owner_check(), "S5 ownership violated: release");
+  require_caught(check_s5, with(&flaws::release_without_owner_check),
+                 "S5 ownership violated: release");
 }
 
 TEST_CASE("S5 catches a store whose renew revives an expired lease", "[memory_store]") {
-  require_caught(check_s5, renew_revives_expired(), "S5 ownership violated: renew");
+  require_caught(check_s5, with(&flaws::renew_revives_expired), "S5 ownership violated: renew");
 }
 
 TEST_CASE("the reference model catches every flaw, including a fresh token on re-acquire",
           "[memory_store]") {
-  for (const flaws& f :
-       {per_key_counter_reset(), ignore_live_lease(), release_without_owner_check(),
-        renew_revives_expired(), reacquire_new_token()}) {
+  for (const flaws& f : {with(&flaws::per_key_counter_reset), with(&flaws::ignore_live_lease),
+                         with(&flaws::release_without_owner_check),
+                         with(&flaws::renew_revives_expired), with(&flaws::reacquire_new_token)}) {
     require_caught(model_from_zero, f, "reference model disagrees");
   }
 }
