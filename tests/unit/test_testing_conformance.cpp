@@ -11,9 +11,11 @@
 #include <holdfast/testing/testing.hpp>
 #include <map>
 #include <memory>
+#include <optional>
 #include <sstream>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 using namespace holdfast::testing;
@@ -189,4 +191,290 @@ TEST_CASE("check_store: expire_now checks T2 on a store that keeps its own clock
       o);
   INFO(bad.summary());
   REQUIRE_THAT(bad.summary(), Catch::Contains("T2 no revival"));
+}
+
+// ------------------------------------------------------------------------------------------------
+// The parts of the kit a real-store test runs on a store it builds: check_contract,
+// check_hostile_strings, check_exclusive_grants; each with the broken stores it must catch.
+// ------------------------------------------------------------------------------------------------
+
+namespace {
+
+std::string lines(const conformance_report& r) {
+  return r.summary();
+}
+
+/// memory_store with a manual clock: the reference the contract checks are calibrated on.
+struct memory_reference {
+  holdfast::manual_clock clock;
+  holdfast::memory_store<holdfast::manual_clock> store{clock};
+  conformance_options options() {
+    conformance_options o;
+    o.key_prefix = "k-";
+    o.release_after_expiry_succeeds = true;  // memory_store keeps the record until taken over
+    o.store_wide_tokens = true;
+    o.expire_now = [c = clock](std::string_view) mutable { c.advance(std::chrono::hours(1)); };
+    return o;
+  }
+};
+
+/// Negative controls: memory_store with one rule broken each. The contract checks must catch
+/// every one of them, or they prove nothing.
+enum class breakage {
+  release_without_owner_check,  // T3
+  new_token_on_reacquire,       // T1 same owner
+  token_reset,                  // T1 across release/expiry: a per-key counter reset to 1
+  grant_busy,                   // T3 contention: a grant where the key is held
+  inspect_shows_expired,        // inspect: an expired lease still shown
+  inspect_wrong_owner,          // inspect: the owner's bytes changed
+  busy_on_bad_input,            // T4: busy instead of invalid_argument
+  expired_release_refused,      // T3 release after expiry, where the store promises success
+  per_key_tokens,               // store-wide tokens: each key counts on its own
+};
+
+/// Each breakage and a check that must name it.
+const std::pair<breakage, const char*> all_breakages[] = {
+    {breakage::release_without_owner_check, "T3 release by another owner"},
+    {breakage::new_token_on_reacquire, "T1 same owner"},
+    {breakage::token_reset, "T1 across release"},
+    {breakage::grant_busy, "T3 contention"},
+    {breakage::inspect_shows_expired, "T2 expiry (inspect)"},
+    {breakage::inspect_wrong_owner, "inspect after a grant"},
+    {breakage::busy_on_bad_input, "T4 empty key"},
+    {breakage::expired_release_refused, "T3 release after expiry"},
+    {breakage::per_key_tokens, "T1 a second key (store-wide)"},
+};
+
+struct broken_store {
+  explicit broken_store(breakage b) : kind(b) {}
+  breakage kind;
+  memory_reference ref;
+  // per_key_tokens: the tokens shown to callers, per key, and the store's own behind them.
+  std::map<std::string, std::uint64_t> per_key;
+  std::map<std::pair<std::string, std::uint64_t>, std::uint64_t> shown, inner;
+  std::map<std::string, holdfast::lease_record> last_seen;  // inspect_shows_expired
+  std::uint64_t fake_token = 0;
+
+  holdfast::fencing_token show(std::string_view k, holdfast::fencing_token t) {
+    const auto at = std::make_pair(std::string(k), t.value());
+    auto it = shown.find(at);
+    if (it == shown.end()) {
+      it = shown.emplace(at, ++per_key[std::string(k)]).first;
+      inner[{std::string(k), it->second}] = t.value();
+    }
+    return holdfast::fencing_token(it->second);
+  }
+  holdfast::fencing_token unshow(std::string_view k, holdfast::fencing_token t) {
+    const auto it = inner.find({std::string(k), t.value()});
+    return holdfast::fencing_token(it == inner.end() ? std::uint64_t(1) << 62 : it->second);
+  }
+
+  holdfast::result<holdfast::grant> try_acquire(std::string_view k, std::string_view o,
+                                                std::chrono::milliseconds ttl) {
+    using holdfast::fencing_token;
+    if (kind == breakage::busy_on_bad_input && holdfast::check_acquire_args(k, o, ttl)) {
+      return holdfast::errc::busy;
+    }
+    auto g = ref.store.try_acquire(k, o, ttl);
+    if (kind == breakage::new_token_on_reacquire && g) {
+      return holdfast::grant{fencing_token(g->token.value() + 1000 + ++fake_token), g->ttl};
+    }
+    if (kind == breakage::token_reset && g) {
+      return holdfast::grant{fencing_token(1), g->ttl};  // a per-key counter reset to 1
+    }
+    if (kind == breakage::per_key_tokens && g) return holdfast::grant{show(k, g->token), g->ttl};
+    if (kind == breakage::grant_busy && !g && g.error() == holdfast::errc::busy) {
+      return holdfast::grant{fencing_token(999999), ttl};
+    }
+    if (kind == breakage::inspect_shows_expired && g) {
+      last_seen[std::string(k)] = holdfast::lease_record{std::string(o), g->token, g->ttl};
+    }
+    return g;
+  }
+  holdfast::result<holdfast::grant> renew(std::string_view k, std::string_view o,
+                                          holdfast::fencing_token t,
+                                          std::chrono::milliseconds ttl) {
+    if (kind == breakage::token_reset) {
+      auto r = ref.store.inspect(k);
+      if (r && r->has_value() && (*r)->owner == o) t = (*r)->token;
+    }
+    if (kind == breakage::per_key_tokens && t.is_issuable()) {
+      auto g = ref.store.renew(k, o, unshow(k, t), ttl);
+      if (g) g->token = t;
+      return g;
+    }
+    return ref.store.renew(k, o, t, ttl);
+  }
+  holdfast::result<void> release(std::string_view k, std::string_view o,
+                                 holdfast::fencing_token t) {
+    if (holdfast::check_release_args(k, o, t)) return holdfast::errc::invalid_argument;
+    auto r = ref.store.inspect(k);
+    if (kind == breakage::release_without_owner_check || kind == breakage::token_reset) {
+      if (r && r->has_value()) return ref.store.release(k, (*r)->owner, (*r)->token);
+    }
+    if (kind == breakage::expired_release_refused && r && !r->has_value()) {
+      return holdfast::errc::not_holder;
+    }
+    if (kind == breakage::per_key_tokens) t = unshow(k, t);
+    last_seen.erase(std::string(k));
+    return ref.store.release(k, o, t);
+  }
+  holdfast::result<std::optional<holdfast::lease_record>> inspect(std::string_view k) {
+    auto r = ref.store.inspect(k);
+    if (kind == breakage::inspect_shows_expired && r && !r->has_value()) {
+      auto seen = last_seen.find(std::string(k));
+      if (seen != last_seen.end()) return std::optional<holdfast::lease_record>(seen->second);
+    }
+    if (kind == breakage::inspect_wrong_owner && r && r->has_value()) (*r)->owner += "!";
+    if (kind == breakage::per_key_tokens && r && r->has_value()) {
+      (*r)->token = show(k, (*r)->token);
+    }
+    return r;
+  }
+};
+
+/// A store that keeps keys and owners as C strings (up to the first NUL), as a naive store built
+/// on char* APIs does: the hostile-string checks must catch it.
+template <class Clock>
+struct c_string_store {
+  explicit c_string_store(Clock c) : s(c) {}
+  holdfast::memory_store<Clock> s;
+  // The bytes before the first NUL; "?" for none (the wrapped store refuses empty strings).
+  static std::string c_str(std::string_view v) {
+    const std::string s(v.substr(0, v.find('\0')));
+    return s.empty() ? "?" : s;
+  }
+  holdfast::result<holdfast::grant> try_acquire(std::string_view k, std::string_view o,
+                                                std::chrono::milliseconds ttl) {
+    if (std::error_code ec = holdfast::check_acquire_args(k, o, ttl)) return ec;
+    return s.try_acquire(c_str(k), c_str(o), ttl);
+  }
+  holdfast::result<holdfast::grant> renew(std::string_view k, std::string_view o,
+                                          holdfast::fencing_token t,
+                                          std::chrono::milliseconds ttl) {
+    if (std::error_code ec = holdfast::check_renew_args(k, o, t, ttl)) return ec;
+    return s.renew(c_str(k), c_str(o), t, ttl);
+  }
+  holdfast::result<void> release(std::string_view k, std::string_view o,
+                                 holdfast::fencing_token t) {
+    if (std::error_code ec = holdfast::check_release_args(k, o, t)) return ec;
+    return s.release(c_str(k), c_str(o), t);
+  }
+};
+
+/// A handle to one memory_store shared by every factory call (as connections to one server are).
+struct shared_memory {
+  std::shared_ptr<holdfast::memory_store<>> s;
+  holdfast::result<holdfast::grant> try_acquire(std::string_view k, std::string_view o,
+                                                std::chrono::milliseconds ttl) {
+    return s->try_acquire(k, o, ttl);
+  }
+  holdfast::result<holdfast::grant> renew(std::string_view k, std::string_view o,
+                                          holdfast::fencing_token t,
+                                          std::chrono::milliseconds ttl) {
+    return s->renew(k, o, t, ttl);
+  }
+  holdfast::result<void> release(std::string_view k, std::string_view o,
+                                 holdfast::fencing_token t) {
+    return s->release(k, o, t);
+  }
+};
+
+}  // namespace
+
+TEST_CASE("check_contract and check_hostile_strings pass on memory_store, the reference",
+          "[testing/conformance]") {
+  memory_reference ref;
+  const conformance_report c = check_contract(ref.store, ref.options());
+  INFO(lines(c));
+  CHECK(c.ok());
+  CHECK(c.contract_checks >= 60);
+  REQUIRE_THAT(c.summary(), Catch::Contains("T2 expiry to the tick"));  // forced, and says so
+  memory_reference ref2;
+  const conformance_report h = check_hostile_strings(ref2.store, ref2.options());
+  INFO(lines(h));
+  CHECK(h.ok());
+  CHECK(h.contract_checks >= 6 * hostile_strings().size());
+}
+
+TEST_CASE("check_contract catches deliberately broken stores", "[testing/conformance]") {
+  for (const auto& [b, rule] : all_breakages) {
+    broken_store s{b};
+    const conformance_report r = check_contract(s, s.ref.options());
+    INFO("breakage " << static_cast<int>(b) << "\n" << r.summary());
+    CHECK_FALSE(r.ok());
+    CHECK_THAT(r.summary(), Catch::Contains(std::string("FAILED ") + rule + ":"));
+  }
+  // Per-key tokens conform to T1 (a CAS store's): only store_wide_tokens makes them a failure.
+  broken_store per_key{breakage::per_key_tokens};
+  conformance_options o = per_key.ref.options();
+  o.store_wide_tokens = false;
+  const conformance_report r = check_contract(per_key, o);
+  INFO(r.summary());
+  CHECK(r.ok());
+  broken_store refused{breakage::expired_release_refused};
+  o = refused.ref.options();
+  o.release_after_expiry_succeeds = false;  // not_holder is allowed then (Redis, etcd)
+  CHECK(check_contract(refused, o).ok());
+}
+
+TEST_CASE("check_hostile_strings catches a store that stops at a NUL byte",
+          "[testing/conformance]") {
+  holdfast::manual_clock clock;
+  c_string_store<holdfast::manual_clock> s(clock);
+  const conformance_report r = check_hostile_strings(s);
+  INFO(r.summary());
+  REQUIRE_FALSE(r.ok());
+  REQUIRE_THAT(r.summary(), Catch::Contains("keys differing after a NUL must be independent") &&
+                                Catch::Contains("owners differing after a NUL"));
+  // check_store runs the hostile strings on its own (and finds the NUL keys in the contract
+  // checks too); hostile_strings = false leaves only the contract's.
+  const conformance_report k =
+      check_store([](sim_clock c) { return c_string_store<sim_clock>(c); });
+  REQUIRE_THAT(k.summary(),
+               Catch::Contains("hostile strings: ") && Catch::Contains("keys binary-safe"));
+}
+
+TEST_CASE("check_contract: a store on its own clock, expiry waited for in real time",
+          "[testing/conformance][concurrency]") {
+  conformance_options o;
+  o.expiry_by_waiting = std::chrono::milliseconds(40);  // three bounded waits of 64 ms
+  holdfast::memory_store<> s;
+  const conformance_report r = check_contract(s, o);
+  INFO(r.summary());
+  REQUIRE(r.ok());
+  REQUIRE_THAT(r.summary(), !Catch::Contains("T2 expiry: the store's clock is not injectable"));
+  // Negative controls: a store that revives an expired lease; one that never expires.
+  mutant_store<holdfast::steady_clock> revives({}, mutant::renew_revives_expired);
+  REQUIRE_THAT(check_contract(revives, o).summary(), Catch::Contains("T2 no revival"));
+  mutant_store<holdfast::steady_clock> never({}, mutant::never_expires);
+  REQUIRE_THAT(check_contract(never, o).summary(), Catch::Contains("T2 expiry"));
+}
+
+TEST_CASE("check_exclusive_grants: one holder at a time across threads, tokens increasing",
+          "[testing/conformance][concurrency]") {
+  conformance_options o;
+  o.threads = 4;
+  o.grants_per_thread = 50;
+  auto shared = std::make_shared<holdfast::memory_store<>>();
+  const conformance_report r = check_exclusive_grants([&] { return shared; }, o);
+  INFO(r.summary());
+  REQUIRE(r.ok());
+  REQUIRE(r.contract_checks >= 4 * 50 * 3);
+  // Negative control: stores that share nothing each grant the key, with tokens from 1 again.
+  const conformance_report apart =
+      check_exclusive_grants([] { return holdfast::memory_store<>(); }, o);
+  INFO(apart.summary());
+  REQUIRE_FALSE(apart.ok());
+  REQUIRE_THAT(apart.summary(), Catch::Contains("tokens of successive grants must strictly"));
+  // check_store runs it for a factory on its own clock when threads > 0.
+  conformance_options k = o;
+  k.schedules = 0;  // one store shared by every call: schedules need a fresh one each
+  const conformance_report all = check_store([&] { return shared_memory{shared}; }, k);
+  INFO(all.summary());
+  REQUIRE(all.ok());
+  REQUIRE(all.contract_checks >= 4 * 50 * 3);
+  REQUIRE_FALSE(
+      check_exclusive_grants([] { return holdfast::memory_store<>(); }, conformance_options{})
+          .skipped.empty());
 }

@@ -1,0 +1,192 @@
+// holdfast/testing/conformance_threads.hpp - the contract under real threads:
+// check_exclusive_grants() lets threads contend for one key, each through the store a factory
+// makes for it, and checks that at most one believes it holds the key at a time and that the
+// tokens of successive grants strictly increase (store.hpp, T1 and T3; the checker's S2 and S3,
+// here on real threads instead of simulated ones). failure_log collects failures from several
+// threads, for this check and for a test's own threaded checks.
+//
+// check_store() runs it when conformance_options::threads > 0 and the factory takes no
+// sim_clock: stores made by the factory must share their state (one server, one database file).
+// Called directly, its factory may also return a std::shared_ptr to one store shared by every
+// thread.
+#ifndef HOLDFAST_TESTING_CONFORMANCE_THREADS_HPP
+#define HOLDFAST_TESTING_CONFORMANCE_THREADS_HPP
+
+#include <atomic>
+#include <chrono>
+#include <cstdint>
+#include <exception>
+#include <mutex>
+#include <string>
+#include <thread>
+#include <type_traits>
+#include <utility>
+#include <vector>
+
+#include "holdfast/detail/config.hpp"
+#include "holdfast/error.hpp"
+#include "holdfast/result.hpp"
+#include "holdfast/testing/conformance_options.hpp"
+
+namespace holdfast {
+HOLDFAST_ABI_NAMESPACE_BEGIN
+namespace testing {
+
+/// A list of failed checks that several threads add to (test frameworks' assertions are often
+/// not thread-safe: collect on the threads, assert after joining them).
+///
+/// Thread-safety: every member may be called from any thread at any time.
+class failure_log {
+ public:
+  /// Records `what` if `ok` is false. Returns `ok`.
+  bool expect(bool ok, const std::string& what) {
+    checks_.fetch_add(1, std::memory_order_relaxed);
+    if (!ok) {
+      std::lock_guard<std::mutex> lock(mutex_);
+      list_.push_back(what);
+    }
+    return ok;
+  }
+  /// Returns a copy of the failures recorded so far, in the order they were recorded.
+  [[nodiscard]] std::vector<std::string> list() const {
+    std::lock_guard<std::mutex> lock(mutex_);
+    return list_;
+  }
+  /// Returns true iff no failure was recorded.
+  [[nodiscard]] bool empty() const { return list().empty(); }
+  /// Returns the failures, one per line, each as "  - what".
+  [[nodiscard]] std::string text() const {
+    std::string out;
+    for (const std::string& v : list()) out += "  - " + v + "\n";
+    return out;
+  }
+  /// Returns the number of expect() calls so far.
+  [[nodiscard]] std::uint32_t checks() const noexcept {
+    return checks_.load(std::memory_order_relaxed);
+  }
+
+ private:
+  mutable std::mutex mutex_;
+  std::vector<std::string> list_;
+  std::atomic<std::uint32_t> checks_{0};
+};
+
+namespace detail {
+
+template <class T, class = void>
+struct is_pointer_like : std::false_type {};
+template <class T>
+struct is_pointer_like<
+    T, std::void_t<decltype(*std::declval<T&>()), decltype(std::declval<T&>().operator->())>>
+    : std::true_type {};
+
+/// The store a factory returned: the object itself, or what a unique_ptr, shared_ptr or other
+/// smart pointer points to.
+template <class T>
+auto& store_of(T& made) {
+  if constexpr (is_pointer_like<T>::value || std::is_pointer_v<T>) {
+    return *made;
+  } else {
+    return made;
+  }
+}
+
+/// What one contending thread does: `grants` grants of `key`, each released at once.
+template <class MakeStore>
+void contend(MakeStore& make, const std::string& key, const std::string& owner,
+             std::uint32_t grants, std::atomic<int>& inside, std::mutex& order_mutex,
+             std::vector<std::uint64_t>& order, failure_log& log) {
+  const std::string rule = "contention across threads: ";
+  auto made = make();
+  auto& store = store_of(made);
+  std::uint32_t granted = 0;
+  for (std::uint64_t attempt = 0; granted < grants && attempt < std::uint64_t(grants) * 2000;
+       ++attempt) {
+    const result<grant> g = store.try_acquire(key, owner, std::chrono::milliseconds(60000));
+    if (!g) {
+      log.expect(g.error() == errc::busy, rule + "contended acquire: " + error_text(g.error()));
+      std::this_thread::yield();
+      continue;
+    }
+    log.expect(inside.fetch_add(1) == 0, rule + "two holders at once");
+    {
+      std::lock_guard<std::mutex> lock(order_mutex);
+      log.expect(order.empty() || order.back() < g->token.value(),
+                 rule + "tokens of successive grants must strictly increase (" +
+                     std::to_string(order.empty() ? 0 : order.back()) + " then " +
+                     std::to_string(g->token.value()) + ")");
+      order.push_back(g->token.value());
+    }
+    inside.fetch_sub(1);
+    const result<void> rel = store.release(key, owner, g->token);
+    log.expect(bool(rel), rule + "release after a contended grant: " + error_text(rel.error()));
+    ++granted;
+  }
+  log.expect(granted == grants, rule + owner + " starved: " + std::to_string(granted) + " of " +
+                                    std::to_string(grants) + " grants");
+}
+
+}  // namespace detail
+
+/// Lets o.threads real threads contend for the key o.key_prefix + "contended", each through the
+/// store `make()` returns for it (called once per thread, on that thread), until each has had
+/// o.grants_per_thread grants (TTL 60 s, each released at once), and checks: at most one thread
+/// believes it holds the key at a time (T3), every contended acquire that is not granted is busy
+/// (T4), the tokens of successive grants strictly increase (T1), every release of a grant
+/// succeeds, no thread starves (attempts are bounded at 2000 per grant, each bounded by the
+/// store's own timeouts). Idea: the private contention tests of this project's real stores.
+///
+/// \param make  called as make() on each thread; returns a store (a LeaseStore), or a
+///              std::unique_ptr / std::shared_ptr / pointer to one. Stores must share their
+///              state: independent in-memory stores would each grant the key (and fail here).
+/// \param o     threads (0: nothing runs, reported as skipped), grants_per_thread, key_prefix.
+/// \returns the failures (each "contention across threads: what happened") and contract_checks,
+///          the checks made on all threads.
+///
+/// An exception thrown by the factory or a store on a thread is rethrown here after every thread
+/// has been joined (the first one). Thread-safety: the store each make() call returns is used
+/// by one thread, unless the factory shares one (then it must be thread-safe).
+template <class MakeStore>
+conformance_report check_exclusive_grants(MakeStore&& make, const conformance_options& o) {
+  conformance_report rep;
+  if (o.threads == 0) {
+    rep.skipped.push_back("contention across threads: conformance_options::threads is 0");
+    return rep;
+  }
+  const std::string key = o.key_prefix + "contended";
+  std::atomic<int> inside{0};
+  std::mutex order_mutex;
+  std::vector<std::uint64_t> order;
+  failure_log log;
+  std::vector<std::exception_ptr> thrown(o.threads);
+  std::vector<std::thread> pool;
+  for (std::uint32_t t = 0; t < o.threads; ++t) {
+    pool.emplace_back([&, t] {
+#if HOLDFAST_HAS_EXCEPTIONS
+      try {
+#endif
+        detail::contend(make, key, "thread-" + std::to_string(t), o.grants_per_thread, inside,
+                        order_mutex, order, log);
+#if HOLDFAST_HAS_EXCEPTIONS
+      } catch (...) {
+        thrown[t] = std::current_exception();
+      }
+#endif
+    });
+  }
+  for (std::thread& th : pool) th.join();
+#if HOLDFAST_HAS_EXCEPTIONS
+  for (const std::exception_ptr& e : thrown) {
+    if (e) std::rethrow_exception(e);
+  }
+#endif
+  rep.failures = log.list();
+  rep.contract_checks = log.checks();
+  return rep;
+}
+
+}  // namespace testing
+HOLDFAST_ABI_NAMESPACE_END
+}  // namespace holdfast
+
+#endif  // HOLDFAST_TESTING_CONFORMANCE_THREADS_HPP
