@@ -25,7 +25,6 @@
 #include <unistd.h>
 
 #include "../../examples/sqlite_lease_store.hpp"
-#include "../support/store_contract.hpp"
 
 using holdfast::testing::check_store;
 using holdfast::testing::conformance_options;
@@ -37,12 +36,6 @@ using sqlite_example::sqlite_lease_store;
 using sqlite_example::sqlite_options;
 
 namespace {
-
-std::string lines(const std::vector<std::string>& v) {
-  std::string out;
-  for (const std::string& s : v) out += "  - " + s + "\n";
-  return out;
-}
 
 conformance_report check_sqlite(sqlite_flaw flaw) {
   return check_store([flaw](sim_clock clock) {
@@ -120,14 +113,23 @@ TEST_CASE("sqlite example store: the contract checks the real stores pass", "[sq
   holdfast::manual_clock clock;
   sqlite_options o;
   sqlite_lease_store<holdfast::manual_clock> s(o, clock);
-  hf_test::contract_hooks h;
-  h.expire_now = [&clock](std::string_view) { clock.advance(std::chrono::hours(1)); };
-  const std::vector<std::string> v = hf_test::check_store_contract(s, h);
-  INFO(lines(v));
-  REQUIRE(v.empty());
-  const std::vector<std::string> hostile = hf_test::check_hostile_strings(s, h);
-  INFO(lines(hostile));
-  REQUIRE(hostile.empty());
+  conformance_options co;
+  co.expire_now = [&clock](std::string_view) { clock.advance(std::chrono::hours(1)); };
+  co.release_after_expiry_succeeds = true;  // the record stays until it is taken over
+  co.store_wide_tokens = true;              // one counter in the database
+  const conformance_report v = holdfast::testing::check_contract(s, co);
+  INFO(v.summary());
+  REQUIRE(v.ok());
+  const conformance_report hostile = holdfast::testing::check_hostile_strings(s, co);
+  INFO(hostile.summary());
+  REQUIRE(hostile.ok());
+  // Negative control: the variant that releases without checking the owner.
+  sqlite_options flawed;
+  flawed.flaw = sqlite_flaw::no_owner_check;
+  sqlite_lease_store<holdfast::manual_clock> bad(flawed, clock);
+  const conformance_report b = holdfast::testing::check_contract(bad, co);
+  INFO(b.summary());
+  REQUIRE_THAT(b.summary(), Catch::Contains("FAILED T3 release by another owner"));
 }
 
 TEST_CASE("sqlite example store: tokens survive reopening the file; a reboot drops old leases",
@@ -186,13 +188,21 @@ TEST_CASE("sqlite example store: one holder at a time across threads sharing a f
           "[sqlite][concurrency]") {
   temp_db db;
   const std::string path = db.path;
-  const std::vector<std::string> v = hf_test::check_exclusive_grants(
+  conformance_options co;
+  co.threads = 3;
+  co.grants_per_thread = 5;
+  const conformance_report v = holdfast::testing::check_exclusive_grants(
       [&path] {
         sqlite_options o;
         o.path = path;
         return std::make_unique<sqlite_lease_store<>>(o);
       },
-      "shared", 3, 5);
-  INFO(lines(v));
-  REQUIRE(v.empty());
+      co);
+  INFO(v.summary());
+  REQUIRE(v.ok());
+  // Negative control: each thread on a database of its own (":memory:") shares nothing.
+  const conformance_report apart = holdfast::testing::check_exclusive_grants(
+      [] { return std::make_unique<sqlite_lease_store<>>(sqlite_options{}); }, co);
+  INFO(apart.summary());
+  REQUIRE_THAT(apart.summary(), Catch::Contains("tokens of successive grants must strictly"));
 }
