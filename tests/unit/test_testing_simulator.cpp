@@ -52,6 +52,20 @@ store_fault_options no_store_faults() {
 using mstore = holdfast::memory_store<sim_clock>;
 auto make_memory = [](sim_clock c) { return std::make_unique<mstore>(c); };
 
+// One store with only the store faults in `f` and client A's one try_acquire on it, run to the
+// end; `seen` is what A got back.
+struct one_call {
+  one_call(decision_source& src, store_fault_options f, std::chrono::milliseconds ttl)
+      : sim(src, no_faults()), store(sim, "store", make_memory, f) {
+    const node_id a = sim.add_client("A");
+    sim.spawn(a, [this, ttl] { seen = store.try_acquire("orders", "A", ttl).error(); });
+    sim.run();
+  }
+  simulator sim;
+  sim_store<mstore> store;
+  std::error_code seen;
+};
+
 holdfast::acquire_options<sim_clock> opts_for(simulator& sim, node_id n, const char* owner) {
   holdfast::acquire_options<sim_clock> o;
   o.clock = sim.clock(n);
@@ -176,23 +190,18 @@ TEST_CASE("simulator: clients interleave inside the shipped blocking acquire",
 TEST_CASE("sim_store: a lost reply is applied at the store and an error at the client",
           "[testing/simulator]") {
   last_option_source src;
-  simulator sim(src, no_faults());
   store_fault_options f = no_store_faults();
   f.lost_replies = true;
-  sim_store<mstore> store(sim, "store", make_memory, f);
-  const node_id a = sim.add_client("A");
-  std::error_code seen;
-  sim.spawn(a, [&] { seen = store.try_acquire("orders", "A", 10000ms).error(); });
-  sim.run();
-  REQUIRE(seen == holdfast::errc::timeout);
-  const event& e = sim.log().events.at(0);
+  one_call run(src, f, 10000ms);
+  REQUIRE(run.seen == holdfast::errc::timeout);
+  const event& e = run.sim.log().events.at(0);
   REQUIRE(e.kind == event_kind::store_acquire);
   REQUIRE(e.outcome == 0);  // applied: the store granted
   REQUIRE(e.token == 1);
   REQUIRE(e.seen == static_cast<outcome_code>(holdfast::errc::timeout));
   REQUIRE(e.note == fault_note::reply_lost);
-  REQUIRE(sim.now_ns() == 1500 * ms);  // the client waited for its reply, 1.5 scale
-  auto rec = store.inner().inspect("orders");
+  REQUIRE(run.sim.now_ns() == 1500 * ms);  // the client waited for its reply, 1.5 scale
+  auto rec = run.store.inner().inspect("orders");
   REQUIRE(rec);
   REQUIRE(rec->has_value());
   REQUIRE((*rec)->owner == "A");
@@ -202,35 +211,25 @@ TEST_CASE("sim_store: errors before applying change nothing; after applying they
           "[testing/simulator]") {
   SECTION("before") {
     last_option_source src;
-    simulator sim(src, no_faults());
     store_fault_options f = no_store_faults();
     f.errors = true;  // request side: error before applying (last option); reply side too
-    sim_store<mstore> store(sim, "store", make_memory, f);
-    const node_id a = sim.add_client("A");
-    std::error_code seen;
-    sim.spawn(a, [&] { seen = store.try_acquire("orders", "A", 1000ms).error(); });
-    sim.run();
-    REQUIRE(seen == holdfast::errc::store_unavailable);
-    REQUIRE(sim.log().events.at(0).outcome == not_applied);
-    REQUIRE(store.inner().last_token().is_none());
+    one_call run(src, f, 1000ms);
+    REQUIRE(run.seen == holdfast::errc::store_unavailable);
+    REQUIRE(run.sim.log().events.at(0).outcome == not_applied);
+    REQUIRE(run.store.inner().last_token().is_none());
   }
   SECTION("after") {
     // Request delivered (answer 0), then the reply side's last option (40 of 41): error after
     // applying.
     const std::uint8_t bytes[] = {0, 40};
     byte_source src(bytes, sizeof bytes);
-    simulator sim(src, no_faults());
     store_fault_options f = no_store_faults();
     f.errors = true;
-    sim_store<mstore> store(sim, "store", make_memory, f);
-    const node_id a = sim.add_client("A");
-    std::error_code seen;
-    sim.spawn(a, [&] { seen = store.try_acquire("orders", "A", 1000ms).error(); });
-    sim.run();
-    REQUIRE(seen == holdfast::errc::store_unavailable);
-    REQUIRE(sim.log().events.at(0).outcome == 0);
-    REQUIRE(sim.log().events.at(0).note == fault_note::error_after);
-    REQUIRE(store.inner().last_token().value() == 1);
+    one_call run(src, f, 1000ms);
+    REQUIRE(run.seen == holdfast::errc::store_unavailable);
+    REQUIRE(run.sim.log().events.at(0).outcome == 0);
+    REQUIRE(run.sim.log().events.at(0).note == fault_note::error_after);
+    REQUIRE(run.store.inner().last_token().value() == 1);
   }
 }
 
