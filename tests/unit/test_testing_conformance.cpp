@@ -230,6 +230,8 @@ enum class breakage {
   busy_on_bad_input,            // T4: busy instead of invalid_argument
   expired_release_refused,      // T3 release after expiry, where the store promises success
   per_key_tokens,               // store-wide tokens: each key counts on its own
+  renew_ignores_token,          // T3: the holder renews with any token
+  release_of_free_key_ok,       // T3: releasing a key nobody holds reports success
 };
 
 /// Each breakage and a check that must name it.
@@ -243,6 +245,8 @@ const std::pair<breakage, const char*> all_breakages[] = {
     {breakage::busy_on_bad_input, "T4 empty key"},
     {breakage::expired_release_refused, "T3 release after expiry"},
     {breakage::per_key_tokens, "T1 a second key (store-wide)"},
+    {breakage::renew_ignores_token, "T3 renew with another token"},
+    {breakage::release_of_free_key_ok, "T3 second release"},
 };
 
 struct broken_store {
@@ -298,6 +302,10 @@ struct broken_store {
       auto r = ref.store.inspect(k);
       if (r && r->has_value() && (*r)->owner == o) t = (*r)->token;
     }
+    if (kind == breakage::renew_ignores_token && t.is_issuable()) {
+      auto r = ref.store.inspect(k);
+      if (r && r->has_value() && (*r)->owner == o) t = (*r)->token;
+    }
     if (kind == breakage::per_key_tokens && t.is_issuable()) {
       auto g = ref.store.renew(k, o, unshow(k, t), ttl);
       if (g) g->token = t;
@@ -315,6 +323,7 @@ struct broken_store {
     if (kind == breakage::expired_release_refused && r && !r->has_value()) {
       return holdfast::errc::not_holder;
     }
+    if (kind == breakage::release_of_free_key_ok && r && !r->has_value()) return {};
     if (kind == breakage::per_key_tokens) t = unshow(k, t);
     last_seen.erase(std::string(k));
     return ref.store.release(k, o, t);
