@@ -216,7 +216,9 @@ class lease {
     detail::maybe_lock lock(data_mutex());
     return b().acquired_at;
   }
-  /// Returns the holder-clock instant from which this lease no longer trusts itself.
+  /// Returns the holder-clock instant from which this lease no longer trusts itself: validity.hpp's
+  /// valid_until() less the holder clock's tick (clock_tick(), less one unit), since a reading of a
+  /// coarse clock may lag true time by almost a tick.
   [[nodiscard]] time_point valid_until() const {
     detail::maybe_lock lock(data_mutex());
     return b().valid_until;
@@ -227,8 +229,7 @@ class lease {
   /// validity.hpp). A lease with no validity left returns acquired_at().
   [[nodiscard]] time_point renew_due_at() const {
     detail::maybe_lock lock(data_mutex());
-    const body_type& x = b();
-    return holdfast::renew_due_at(x.acquired_at, x.ttl, x.validity);
+    return b().due(0.5);
   }
   /// Returns the current state (see the table at the top of lease.hpp). Reads no clock: a held
   /// lease whose validity passed unnoticed is still `held` until valid() or renew() looks.

@@ -114,6 +114,38 @@ template <class Clock, class Dur, class Rep, class Period>
   return at < last ? at : last;
 }
 
+/// valid_until() for a holder whose clock has tick `tick` (clock_tick(), clock.hpp): a reading
+/// may lag true time by almost a tick, so the holder stops trusting its grant when its clock reads
+/// `valid_until(start, ttl, opts) - (tick - 1 unit)`, clamped to `start`. With that, "reading <
+/// result" implies "true time < start + trusted_span" for every clock whose readings are true time
+/// rounded down to its tick; a tick of one unit (a clock that declares none) or zero changes
+/// nothing. Example: TTL 1 s, drift 1%, margin 2 ms, a 100 ms clock: valid for 888 ms + 1 ns of
+/// readings, not 988 ms. The one place lease.hpp computes a holder's validity.
+template <class Clock, class Dur, class Rep, class Period>
+[[nodiscard]] std::chrono::time_point<Clock, Dur> valid_until(
+    std::chrono::time_point<Clock, Dur> start, std::chrono::duration<Rep, Period> ttl,
+    const validity_options& opts, Dur tick) noexcept {
+  const std::chrono::time_point<Clock, Dur> until = holdfast::valid_until(start, ttl, opts);
+  if (!(tick > Dur(1))) return until;
+  const Dur lag = tick - Dur(1);
+  return until - start > lag ? until - lag : start;
+}
+
+/// renew_due_at() for a holder whose clock has tick `tick`: the same instant, but never later
+/// than one unit before valid_until(start, ttl, opts, tick), so a renewal sent then still finds
+/// the lease valid on a coarse clock too. `start` if that validity is empty.
+template <class Clock, class Dur, class Rep, class Period>
+[[nodiscard]] std::chrono::time_point<Clock, Dur> renew_due_at(
+    std::chrono::time_point<Clock, Dur> start, std::chrono::duration<Rep, Period> ttl,
+    const validity_options& opts, double fraction, Dur tick) noexcept {
+  using tp = std::chrono::time_point<Clock, Dur>;
+  const tp until = holdfast::valid_until(start, ttl, opts, tick);
+  if (!(start < until)) return start;
+  const tp at = holdfast::renew_due_at(start, ttl, opts, fraction);
+  const tp last = until - Dur(1);  // until > start, so this cannot underflow
+  return at < last ? at : last;
+}
+
 HOLDFAST_ABI_NAMESPACE_END
 }  // namespace holdfast
 

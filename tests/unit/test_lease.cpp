@@ -532,6 +532,32 @@ TEST_CASE("a renew at renew_due_at() keeps the lease, whatever the options", "[l
   }
 }
 
+TEST_CASE("a holder on a coarse clock stops trusting its lease a tick earlier", "[lease]") {
+  // Input (coarse holder clocks): the holder's clock reads true time rounded down to 100 ms and
+  // declares that tick; the store's clock is exact; TTL 1 s, default validity (1%, 2 ms) from
+  // true time 0. Before: valid_until 988 ms - 1 ns, and at true time 999 ms the holder read
+  // 900 ms and still trusted the lease, 11 ms beyond the 988 ms promised. Expected: valid_until
+  // 888 ms, so the holder trusts readings up to 800 ms, i.e. true time below 900 ms.
+  manual_clock truth;
+  holdfast_test::rounding_clock holder_clock(truth, 100ms);
+  store_t store(truth);
+  holdfast::acquire_options<holdfast_test::rounding_clock> o;
+  o.clock = holder_clock;
+  o.owner = "A";
+  auto a = holdfast::try_acquire(store, "k", 1s, o);
+  REQUIRE(a);
+  using rtp = holdfast_test::rounding_clock::time_point;
+  CHECK(a->valid_until() == rtp(888ms));
+  CHECK(a->renew_due_at() == rtp(500ms));
+  truth.set(tp(900ms - 1ns));  // one tick before: reads 800 ms
+  CHECK(a->valid());
+  truth.set(tp(900ms));  // at: reads 900 ms
+  CHECK_FALSE(a->valid());
+  CHECK(a->state() == lease_state::lost);
+  truth.set(tp(900ms + 1ns));  // after
+  CHECK_FALSE(a->valid());
+}
+
 TEST_CASE("renew after validity passed is lease_lost and does not revive the lease", "[lease]") {
   manual_clock clock;
   scripted_store store(clock);

@@ -131,6 +131,8 @@ class rounding_clock {
   using duration = std::chrono::nanoseconds;
   using time_point = std::chrono::time_point<rounding_clock, duration>;
 
+  /// An exact clock of its own (acquire_options needs a default-constructible clock).
+  rounding_clock() = default;
   rounding_clock(holdfast::manual_clock fine, duration q) : fine_(std::move(fine)), q_(q) {}
 
   [[nodiscard]] time_point now() const {
@@ -147,7 +149,7 @@ class rounding_clock {
 
  private:
   mutable holdfast::manual_clock fine_;
-  duration q_;
+  duration q_{1};
 };
 
 /// A manual_clock whose now() throws store_failure while `fail` is set (a clock is user code too).

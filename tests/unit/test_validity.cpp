@@ -154,6 +154,37 @@ TEST_CASE("valid_until rounds the span down to a coarse clock's tick", "[validit
   CHECK(holdfast::valid_until(start, 999ms, opts(0.0, 0ns)) == start);
 }
 
+TEST_CASE("valid_until with a holder clock's tick ends validity almost a tick earlier",
+          "[validity]") {
+  // Input (coarse holder clocks): a reading of a clock with a 100 ms tick lags true time by up
+  // to 100 ms - 1 ns, so with TTL 1 s and no allowances the holder trusts readings below
+  // 900 ms + 1 ns (i.e. up to 900 ms, true time < 1 s), not below 1 s (up to 999.9 ms: true time
+  // up to 1.1 s).
+  const manual_tp start(0s);
+  const validity_options none = opts(0.0, 0ns);
+  CHECK(holdfast::valid_until(start, 1s, none, ns(100ms)) == manual_tp(900ms + 1ns));
+  // With the defaults (1%, 2 ms): 988 ms - 1 ns less 100 ms - 1 ns.
+  CHECK(holdfast::valid_until(start, 1s, validity_options{}, ns(100ms)) == manual_tp(888ms));
+  // A tick of zero (exact) or one unit (a clock that declares none) changes nothing.
+  CHECK(holdfast::valid_until(start, 1s, none, ns(0)) == manual_tp(1s));
+  CHECK(holdfast::valid_until(start, 1s, none, ns(1)) == manual_tp(1s));
+  CHECK(holdfast::valid_until(start, 1s, none, ns(2)) == manual_tp(1s - 1ns));
+  // Around a tick as long as the whole validity: one tick before, at, after.
+  CHECK(holdfast::valid_until(start, 1s, none, ns(1s) - 1ns) == manual_tp(2ns));
+  CHECK(holdfast::valid_until(start, 1s, none, ns(1s)) == manual_tp(1ns));
+  CHECK(holdfast::valid_until(start, 1s, none, ns(1s) + 1ns) == start);
+  CHECK(holdfast::valid_until(start, 1s, none, ns(10s)) == start);
+  // A worthless grant stays worthless; saturation still holds.
+  CHECK(holdfast::valid_until(start, 1ms, validity_options{}, ns(100ms)) == start);
+  CHECK(holdfast::valid_until(manual_tp::max() - 1s, 10s, none, ns(100ms)) ==
+        manual_tp::max() - ns(100ms) + 1ns);
+  // renew_due_at with the tick: the same instant, but strictly before that validity.
+  CHECK(holdfast::renew_due_at(start, 1s, none, 0.5, ns(100ms)) == manual_tp(500ms));
+  CHECK(holdfast::renew_due_at(start, 1s, none, 0.95, ns(100ms)) == manual_tp(900ms));
+  CHECK(holdfast::renew_due_at(start, 1s, none, 0.95, ns(1s)) == start);
+  CHECK(holdfast::renew_due_at(start, 1s, none, 0.75, ns(1)) == manual_tp(750ms));
+}
+
 TEST_CASE("valid_until saturates at the clock's time_point::max", "[validity]") {
   const validity_options d{};
   CHECK(holdfast::valid_until(manual_tp::max() - 1s, 10s, d) == manual_tp::max());

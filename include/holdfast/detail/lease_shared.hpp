@@ -20,6 +20,7 @@
 #include <system_error>
 #include <utility>
 
+#include "holdfast/clock.hpp"
 #include "holdfast/detail/config.hpp"
 #include "holdfast/detail/keepalive_port.hpp"
 #include "holdfast/detail/saturating.hpp"
@@ -174,8 +175,9 @@ struct lease_body {
         token(g.token),
         ttl(g.ttl),
         validity(v),
+        tick(clock_tick(clock)),
         acquired_at(start),
-        valid_until(holdfast::valid_until(start, g.ttl, v)),
+        valid_until(holdfast::valid_until(start, g.ttl, v, tick)),
         last_seen(start),
         state(lease_state::held),
         needs_release(true) {}
@@ -257,7 +259,7 @@ struct lease_body {
   // before valid_until (a renewal sent at or after it is refused as too late). validity.hpp's
   // renew_due_at() is the one place this is computed.
   time_point due(double fraction) const noexcept {
-    return holdfast::renew_due_at(acquired_at, ttl, validity, fraction);
+    return holdfast::renew_due_at(acquired_at, ttl, validity, fraction, tick);
   }
 
   // [op] renew(ms): the store call runs with `data` unlocked.
@@ -293,7 +295,7 @@ struct lease_body {
     }
     ttl = g->ttl < ms ? g->ttl : ms;  // never trust more than was asked for
     acquired_at = start;
-    valid_until = holdfast::valid_until(start, ttl, validity);
+    valid_until = holdfast::valid_until(start, ttl, validity, tick);
     if (out.observed()) {
       lease_event e = event(lease_event_kind::renewed);
       e.store_latency = latency;
@@ -365,6 +367,7 @@ struct lease_body {
   fencing_token token;
   std::chrono::milliseconds ttl;
   validity_options validity;
+  typename Clock::duration tick;  // clock_tick(clock), read once: validity ends a tick earlier
   time_point acquired_at;
   time_point valid_until;
   time_point last_seen;
