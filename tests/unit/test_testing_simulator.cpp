@@ -35,6 +35,7 @@ fault_options no_faults() {
   f.crashes = false;
   f.drift = false;
   f.store_clock_ticks = false;
+  f.client_clock_ticks = false;
   return f;
 }
 

@@ -27,6 +27,9 @@
 //   ignores_clock_tick           | store    | ends a grant at reading + TTL on a coarse | S3
 //                                |          | clock (the tick elapsed at the read is    |
 //                                |          | forgotten): frees keys up to a tick early |
+//   holder_ignores_clock_tick    | holder   | its clock ticks coarsely (TTL/4) but says | S4
+//                                |          | it is exact: it trusts its lease while its|
+//                                |          | reading lags up to a tick behind          |
 //
 // Store mutants are mutant_store<Clock>, a small map-based store that is correct when built with
 // mutant::none (the conformance kit checks that too, so the controls differ from a correct store
@@ -74,6 +77,7 @@ enum class mutant : std::uint8_t {
   expires_1tick_early,
   ignores_clock_tick,
   keepalive_sleeps_through_regression,
+  holder_ignores_clock_tick,
 };
 
 /// Every mutant except none, in table order.
@@ -92,6 +96,7 @@ inline constexpr mutant all_mutants[] = {
     mutant::expires_1tick_early,
     mutant::ignores_clock_tick,
     mutant::keepalive_sleeps_through_regression,
+    mutant::holder_ignores_clock_tick,
 };
 
 /// Returns the mutant's name, e.g. "no_fence" ("none" for none).
@@ -127,6 +132,8 @@ inline const char* to_string(mutant m) noexcept {
       return "ignores_clock_tick";
     case mutant::keepalive_sleeps_through_regression:
       return "keepalive_sleeps_through_regression";
+    case mutant::holder_ignores_clock_tick:
+      return "holder_ignores_clock_tick";
   }
   return "?";
 }
@@ -160,6 +167,7 @@ inline invariant expected_violation(mutant m) noexcept {
       return invariant::s3_exclusive_grants;
     case mutant::validity_from_reply:
     case mutant::no_drift_allowance:
+    case mutant::holder_ignores_clock_tick:
       return invariant::s4_holder_belief;
     case mutant::release_without_owner_check:
     case mutant::renew_revives_expired:

@@ -94,6 +94,11 @@ struct fault_options {
   /// still hold every grant for the TTL it reports in real time (store.hpp, T2: memory_store adds
   /// the tick; a store that ignores it frees keys up to a tick early and breaks S3). Default on.
   bool store_clock_ticks = true;
+  /// Give client nodes' clocks a tick too (6 in 9 exact, 2 in 9 1 ms, 1 in 9 scale / 10), read
+  /// and declared the same way: a holder must stop trusting its lease one tick earlier than an
+  /// exact clock would (a reading may lag true time by almost a tick; lease.hpp, validity.hpp).
+  /// Default on.
+  bool client_clock_ticks = true;
 };
 
 /// A node's clock inside a simulation; models ttl_clock (clock.hpp). A cheap handle: copies
@@ -134,6 +139,15 @@ class sim_clock {
   /// history. Either is a no-op outside a store operation of a simulated client.
   void step_point(step_kind kind) const;
 
+  /// Returns a handle to the same clock whose tick() says zero although its reads stay coarse:
+  /// a clock that hides its tick, like a user's clock over CLOCK_MONOTONIC_COARSE that declares
+  /// none. Only for the negative control mutant::holder_ignores_clock_tick (mutants.hpp).
+  [[nodiscard]] sim_clock hiding_tick() const noexcept {
+    sim_clock c = *this;
+    c.hides_tick_ = true;
+    return c;
+  }
+
   /// Returns the node this clock belongs to.
   [[nodiscard]] node_id node() const noexcept { return node_; }
   /// Returns the simulator (null when unbound).
@@ -142,6 +156,7 @@ class sim_clock {
  private:
   simulator* sim_ = nullptr;
   node_id node_ = no_node;
+  bool hides_tick_ = false;
 };
 
 static_assert(is_ttl_clock_v<sim_clock>, "sim_clock must model ttl_clock");
@@ -478,6 +493,10 @@ class simulator {
       static constexpr std::int64_t ticks[] = {0, 1000000, 10000000, 1000000000};
       set_tick(id, ticks[weighted({2, 1, 1, 2})]);
     }
+    if (client && faults_.client_clock_ticks) {
+      const std::int64_t ticks[] = {0, 1000000, faults_.scale.count() / 10};
+      set_tick(id, ticks[weighted({6, 2, 1})]);
+    }
     return id;
   }
 
@@ -572,7 +591,7 @@ inline void sim_clock::step_point(step_kind kind) const {
 }
 
 inline sim_clock::duration sim_clock::tick() const noexcept {
-  return duration(sim_ != nullptr ? sim_->tick_ns(node_) : 0);
+  return duration(sim_ != nullptr && !hides_tick_ ? sim_->tick_ns(node_) : 0);
 }
 
 inline void sim_clock::sleep_until(time_point deadline) const {

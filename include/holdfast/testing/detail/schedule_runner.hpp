@@ -72,6 +72,11 @@ class schedule_runner {
       c.name = std::string(1, static_cast<char>('A' + i));
       c.owner = c.name;
       c.node = sim.add_client(c.name);
+      // holder_ignores_clock_tick: every client's clock ticks coarsely (a quarter of the TTL)
+      // and hides it from the lease (options()).
+      if (o.mutation == mutant::holder_ignores_clock_tick) {
+        sim.set_tick(c.node, std::chrono::nanoseconds(o.ttl).count() / 4);
+      }
     }
     for (const client_op& op : w.ops) clients_[op.client].ops.push_back(op);
   }
@@ -102,8 +107,11 @@ class schedule_runner {
       c.name = w_.keys == 1 ? "L" : "L" + std::to_string(k + 1);
       c.owner = c.name;
       c.node = sim_.add_client(c.name);
-      const std::int64_t b = at_rate(span, sim_.skew_ppm(store_.node())) +
-                             at_rate(backoff_cap().count(), sim_.skew_ppm(c.node)) + 1000000;
+      // The contender's backoff sleeps end when its clock reads the deadline: up to a tick of
+      // its clock late.
+      const std::int64_t b =
+          at_rate(span, sim_.skew_ppm(store_.node())) +
+          at_rate(backoff_cap().count() + sim_.tick_ns(c.node), sim_.skew_ppm(c.node)) + 1000000;
       bound = std::max(bound, b);
     }
     event heal = sim_.make_event(event_kind::heal, no_node);
@@ -139,6 +147,7 @@ class schedule_runner {
   acquire_options<sim_clock> options(client& c) {
     acquire_options<sim_clock> opts;
     opts.clock = sim_.clock(c.node);
+    if (o_.mutation == mutant::holder_ignores_clock_tick) opts.clock = opts.clock.hiding_tick();
     opts.owner = c.owner;
     opts.validity = o_.validity;
     if (o_.mutation == mutant::no_drift_allowance) opts.validity.drift = 0.0;
@@ -331,15 +340,33 @@ class schedule_runner {
     keep(c);
   }
 
-  // write_at_edge: one tick before the validity ends, 1 ms before, 1% of the TTL before, or at
-  // it, checks and writes.
+  // write_at_edge: checks and writes at the last true instant at which the holder's clock still
+  // reads before its validity end (on a coarse clock its reading then lags true time the most,
+  // almost a tick), or before 1 ms or 1% of the TTL ahead of it; or at the end itself.
   void run_write_at_edge(client& c, const client_op& op) {
     if (!c.held) return;
-    static constexpr std::int64_t before[] = {1, 1000000, 0, 0};
-    std::int64_t d = before[op.arg & 3];
-    if ((op.arg & 3) == 2) d = std::chrono::nanoseconds(o_.ttl).count() / 100;
-    nap(c, sim_clock::time_point(sim_clock::duration(belief_end(c) - d)));
+    const std::int64_t ahead[] = {0, 1000000, std::chrono::nanoseconds(o_.ttl).count() / 100};
+    const std::int64_t end = belief_end(c);
+    if ((op.arg & 3) == 3) {
+      nap(c, sim_clock::time_point(sim_clock::duration(end)));
+    } else {
+      const std::int64_t target = end - ahead[op.arg & 3];
+      const std::int64_t q = sim_.tick_ns(c.node);
+      nap(c, sim_clock::time_point(sim_clock::duration(target - q - 1)));
+      if (!c.ka && c.held && !sim_.current_crashed()) {
+        // The clock reads `target` or later from the first multiple of its tick at or after it.
+        const std::int64_t t = sim_.true_time_at(c.node, ceil_to_tick(target, q)) - 1;
+        if (t > sim_.now_ns()) sim_.wait_true(t - sim_.now_ns());
+      }
+    }
     if (c.held && !sim_.current_crashed()) checked_write(c);
+  }
+
+  // The first multiple of `q` at or after `v` (`v` itself for an exact clock, q == 0).
+  static std::int64_t ceil_to_tick(std::int64_t v, std::int64_t q) noexcept {
+    if (q <= 0) return v;
+    const std::int64_t down = node_clock::round_down(v, q);
+    return down == v ? v : down + q;
   }
 
   // renew: now (arg 0) or late, just before the validity ends: 2% of the TTL, 1 ms or one tick.

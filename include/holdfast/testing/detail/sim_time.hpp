@@ -8,7 +8,8 @@
 // where the clock read `base_local`, and advances (1 + skew_ppm / 1e6) per true nanosecond. A
 // rate change or a jump starts a new segment (rebase()), so the reading is continuous across a
 // rate change and moves by exactly the jump at a jump. Reads round down to `tick_ns`: a coarse
-// clock reads true time truncated to its tick (fault_options::store_clock_ticks).
+// clock reads true time truncated to its tick (fault_options::store_clock_ticks and
+// client_clock_ticks).
 //
 // Thread-safety: a plain value; the simulator's thread only.
 #ifndef HOLDFAST_TESTING_DETAIL_SIM_TIME_HPP
