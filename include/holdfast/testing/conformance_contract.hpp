@@ -64,11 +64,12 @@ inline std::chrono::milliseconds contract_ttl(const conformance_options& o, bool
   return std::chrono::milliseconds(60000);
 }
 
-/// A fault model without drift or store clock ticks: the contract checks use an exact clock.
+/// A fault model without drift or clock ticks: the contract checks use exact clocks.
 inline fault_options exact_clock_faults() {
   fault_options quiet;
   quiet.drift = false;
   quiet.store_clock_ticks = false;
+  quiet.client_clock_ticks = false;
   return quiet;
 }
 
