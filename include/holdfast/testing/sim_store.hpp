@@ -48,11 +48,8 @@
 #define HOLDFAST_TESTING_SIM_STORE_HPP
 
 #include <algorithm>
-#include <atomic>
 #include <chrono>
 #include <cstdint>
-#include <cstdio>
-#include <filesystem>
 #include <functional>
 #include <memory>
 #include <optional>
@@ -63,13 +60,13 @@
 #include <vector>
 
 #include "holdfast/detail/config.hpp"
-#include "holdfast/detail/random.hpp"
 #include "holdfast/error.hpp"
 #include "holdfast/fencing_token.hpp"
 #include "holdfast/result.hpp"
 #include "holdfast/store.hpp"
 #include "holdfast/testing/history.hpp"
 #include "holdfast/testing/simulator.hpp"
+#include "holdfast/testing/store_factory.hpp"
 
 namespace holdfast {
 HOLDFAST_ABI_NAMESPACE_BEGIN
@@ -104,119 +101,6 @@ struct restart_budget {
   /// How many more restarts may still run their on_restart action (>= 0).
   int left = 0;
 };
-
-/// What the kit gives a store factory that asks for it (factory(sim_clock, const store_env&)),
-/// besides the clock: a place for a store that persists its state (a database file).
-struct store_env {
-  /// A directory for the store's files: new and empty for each schedule, the same for every
-  /// store made in that schedule (after a restart, the factory reopens what is there), and
-  /// removed with its contents when the schedule ends.
-  std::string dir;
-  /// Restarts before this call: 0 for a schedule's first store, then 1, 2, ...
-  std::uint32_t restarts = 0;
-};
-
-namespace detail {
-
-template <class T>
-struct unique_ptr_target {
-  using type = void;
-};
-template <class T>
-struct unique_ptr_target<std::unique_ptr<T>> {
-  using type = T;
-};
-
-/// How a factory is called: 2 = F(sim_clock, const store_env&), 1 = F(sim_clock), 0 = F().
-template <class F>
-inline constexpr int factory_kind_v = std::is_invocable_v<F&, sim_clock, const store_env&> ? 2
-                                      : std::is_invocable_v<F&, sim_clock>                 ? 1
-                                                                                           : 0;
-
-/// The store type a factory makes: S or std::unique_ptr<S>, from any of the three calls.
-template <class F, int = factory_kind_v<F>>
-struct factory_result {
-  using type = std::decay_t<std::invoke_result_t<F&>>;
-};
-template <class F>
-struct factory_result<F, 1> {
-  using type = std::decay_t<std::invoke_result_t<F&, sim_clock>>;
-};
-template <class F>
-struct factory_result<F, 2> {
-  using type = std::decay_t<std::invoke_result_t<F&, sim_clock, const store_env&>>;
-};
-
-template <class F>
-using factory_store_t = std::conditional_t<
-    std::is_void_v<typename unique_ptr_target<typename factory_result<F>::type>::type>,
-    typename factory_result<F>::type,
-    typename unique_ptr_target<typename factory_result<F>::type>::type>;
-
-/// True iff F can be called as a store factory: F(sim_clock, const store_env&), F(sim_clock) or
-/// F().
-template <class F>
-inline constexpr bool is_store_factory_v =
-    std::is_invocable_v<F&, sim_clock, const store_env&> || std::is_invocable_v<F&, sim_clock> ||
-    std::is_invocable_v<F&>;
-
-/// True iff the factory takes the store's clock (so expiry runs on simulated time).
-template <class F>
-inline constexpr bool factory_takes_clock_v = factory_kind_v<F> != 0;
-
-/// True iff the factory takes a store_env (a directory for the store's files).
-template <class F>
-inline constexpr bool factory_takes_env_v = factory_kind_v<F> == 2;
-
-/// Calls the factory and returns the store on the heap (stores need not be movable: a prvalue
-/// initializes the new object directly).
-template <class Store, class F>
-std::unique_ptr<Store> make_store(F& make, sim_clock clock, const store_env& env = store_env{}) {
-  const auto call = [&]() -> decltype(auto) {
-    if constexpr (factory_kind_v<F> == 2) {
-      return make(clock, env);
-    } else if constexpr (factory_kind_v<F> == 1) {
-      (void)env;
-      return make(clock);
-    } else {
-      (void)clock;
-      (void)env;
-      return make();
-    }
-  };
-  if constexpr (std::is_same_v<typename factory_result<F>::type, std::unique_ptr<Store>>) {
-    return call();
-  } else {
-    return std::unique_ptr<Store>(new Store(call()));
-  }
-}
-
-/// A new, empty directory for one schedule's store files (store_env::dir), removed with
-/// everything in it when the schedule is done.
-class scratch_dir {
- public:
-  scratch_dir() {
-    static std::atomic<std::uint64_t> made{0};
-    char name[64];
-    std::snprintf(name, sizeof name, "holdfast-kit-%016llx-%llu",
-                  static_cast<unsigned long long>(holdfast::detail::thread_generator().next()),
-                  static_cast<unsigned long long>(++made));
-    path_ = (std::filesystem::temp_directory_path() / name).string();
-    std::filesystem::create_directories(path_);
-  }
-  ~scratch_dir() {
-    std::error_code ec;
-    std::filesystem::remove_all(path_, ec);
-  }
-  scratch_dir(const scratch_dir&) = delete;
-  scratch_dir& operator=(const scratch_dir&) = delete;
-  [[nodiscard]] const std::string& path() const noexcept { return path_; }
-
- private:
-  std::string path_;
-};
-
-}  // namespace detail
 
 /// A LeaseStore that forwards to a wrapped Store through the simulated network (see the table at
 /// the top of sim_store.hpp), recording every applied operation in the simulator's history.

@@ -4,6 +4,7 @@
 //   simulator.hpp     simulator + sim_clock: virtual time, fibers, client faults, clock drift/jumps
 //   sim_store.hpp     sim_store<Store>: any LeaseStore on the simulated network (delays, losses,
 //                     errors, restarts), one per store so quorums compose
+//   store_factory.hpp store_env and how the kit calls a user's store factory
 //   resource.hpp      sim_resource: the downstream resource, guarded by the shipped fences
 //   history.hpp       what a run records
 //   checker.hpp       check(history): S1-S6, L1, L2, T4, and a timeline like the README's
@@ -35,6 +36,7 @@
 #include "holdfast/testing/shrink.hpp"
 #include "holdfast/testing/sim_store.hpp"
 #include "holdfast/testing/simulator.hpp"
+#include "holdfast/testing/store_factory.hpp"
 #include "holdfast/testing/svg.hpp"
 #include "holdfast/testing/svg_options.hpp"
 #include "holdfast/testing/verdict.hpp"
