@@ -2,6 +2,7 @@
 //
 //   decision.hpp      decision_source: seeded PRNG, bytes (libFuzzer), recordings
 //   simulator.hpp     simulator + sim_clock: virtual time, fibers, client faults, clock drift/jumps
+//   fault_options.hpp fault_options: which faults the simulator injects (simulator.hpp includes it)
 //   sim_store.hpp     sim_store<Store>: any LeaseStore on the simulated network (delays, losses,
 //                     errors, restarts), one per store so quorums compose
 //   store_factory.hpp store_env and how the kit calls a user's store factory
@@ -29,6 +30,7 @@
 #include "holdfast/testing/checker.hpp"
 #include "holdfast/testing/conformance.hpp"
 #include "holdfast/testing/decision.hpp"
+#include "holdfast/testing/fault_options.hpp"
 #include "holdfast/testing/history.hpp"
 #include "holdfast/testing/mutants.hpp"
 #include "holdfast/testing/progress.hpp"
