@@ -18,8 +18,8 @@
 #define HOLDFAST_VALIDITY_HPP
 
 #include <chrono>
-#include <cmath>
 #include <cstdint>
+#include <cstring>
 #include <optional>
 #include <system_error>
 
@@ -47,6 +47,70 @@ struct validity_options {
   }
 };
 
+namespace detail {
+
+// A 128-bit unsigned number as two 64-bit halves: the product of two 64-bit numbers.
+struct wide_product {
+  std::uint64_t hi;
+  std::uint64_t lo;
+};
+
+// Returns a * b exactly, from four 32-bit partial products: the portable form, used where the
+// compiler has no 128-bit integer (and tested against it where it has one).
+constexpr wide_product multiply_wide_portable(std::uint64_t a, std::uint64_t b) noexcept {
+  const std::uint64_t mask = 0xffffffffu;
+  const std::uint64_t a0 = a & mask, a1 = a >> 32, b0 = b & mask, b1 = b >> 32;
+  const std::uint64_t p00 = a0 * b0, p01 = a0 * b1, p10 = a1 * b0, p11 = a1 * b1;
+  const std::uint64_t middle = (p00 >> 32) + (p01 & mask) + (p10 & mask);  // < 3 * 2^32
+  return {p11 + (p01 >> 32) + (p10 >> 32) + (middle >> 32), (middle << 32) | (p00 & mask)};
+}
+
+// Returns a * b exactly.
+constexpr wide_product multiply_wide(std::uint64_t a, std::uint64_t b) noexcept {
+#if defined(__SIZEOF_INT128__)
+  __extension__ using u128 = unsigned __int128;
+  const u128 p = static_cast<u128>(a) * b;
+  return {static_cast<std::uint64_t>(p >> 64), static_cast<std::uint64_t>(p)};
+#else
+  return multiply_wide_portable(a, b);
+#endif
+}
+
+// n * f, exactly: the whole part and whether a fraction was cut off.
+struct scaled_count {
+  std::uint64_t whole;
+  bool cut;
+};
+
+// Returns n * f exactly for n < 2^63 and f in [0, 1] (a double is m * 2^-s with m < 2^53, so the
+// product is the 116-bit n * m shifted right by s). Exact where `long double` arithmetic rounds
+// (its 64-bit mantissa holds fewer than the product's bits) and far cheaper than its std::ceil.
+// Precondition: f in [0, 1] (validity_options::check, or a caller's own range test).
+inline scaled_count scale_by_fraction(std::uint64_t n, double f) noexcept {
+  std::uint64_t bits = 0;
+  static_assert(sizeof bits == sizeof f, "an IEEE 754 binary64 double");
+  std::memcpy(&bits, &f, sizeof bits);
+  const unsigned biased = static_cast<unsigned>(bits >> 52) & 0x7ffu;
+  std::uint64_t m = bits & ((std::uint64_t{1} << 52) - 1);
+  unsigned s = 1074;  // subnormal: m * 2^-1074
+  if (biased != 0) {  // normal: (2^52 + m) * 2^(biased - 1075); f <= 1 makes s >= 52
+    m |= std::uint64_t{1} << 52;
+    s = 1075 - biased;
+  }
+  if (m == 0 || n == 0) return {0, false};
+  const wide_product p = multiply_wide(n, m);
+  if (s >= 128) return {0, true};
+  if (s >= 64) {
+    const unsigned r = s - 64;
+    const std::uint64_t low_bits = r == 0 ? 0 : (p.hi & ((std::uint64_t{1} << r) - 1));
+    return {p.hi >> r, p.lo != 0 || low_bits != 0};
+  }
+  // 52 <= s < 64: the product is below 2^116, so the whole part is below 2^64.
+  return {(p.hi << (64 - s)) | (p.lo >> s), (p.lo & ((std::uint64_t{1} << s) - 1)) != 0};
+}
+
+}  // namespace detail
+
 /// Returns for how long (in nanoseconds) a holder may trust a grant of `ttl`:
 /// `ttl * (1 - drift) - margin`, rounded down, and zero when that is not positive (the grant is
 /// then worthless to the holder). Never overflows: a TTL beyond the nanosecond range saturates.
@@ -59,12 +123,13 @@ template <class Rep, class Period>
   const std::optional<ns> t = detail::checked_duration_cast<ns>(ttl);
   const std::int64_t ttl_ns = t ? t->count() : (ttl.count() > 0 ? ns::max().count() : 0);
   if (ttl_ns <= 0) return ns::zero();
-  // Round the drift allowance *up* and the result *down*: both err toward trusting less.
-  const long double allowance_ld =
-      std::ceil(static_cast<long double>(ttl_ns) * static_cast<long double>(opts.drift));
-  const std::int64_t allowance = allowance_ld >= static_cast<long double>(ttl_ns)
-                                     ? ttl_ns
-                                     : static_cast<std::int64_t>(allowance_ld);
+  // Round the drift allowance *up* and the result *down*: both err toward trusting less. The
+  // product is exact (integer arithmetic on the double's exact value), so the result is the
+  // exact ttl*(1-drift) - margin rounded down: never more trusting, and never 1 ns less than it.
+  const detail::scaled_count drift =
+      detail::scale_by_fraction(static_cast<std::uint64_t>(ttl_ns), opts.drift);
+  // drift < 1, so the allowance, drift.whole + 1 at most, never exceeds ttl_ns.
+  const std::int64_t allowance = static_cast<std::int64_t>(drift.whole) + (drift.cut ? 1 : 0);
   const std::int64_t after_drift = ttl_ns - allowance;  // >= 0
   const std::int64_t margin = opts.margin.count();
   if (after_drift <= margin) return ns::zero();
@@ -105,11 +170,13 @@ template <class Clock, class Dur, class Rep, class Period>
   if (!(fraction > 0.0 && fraction < 1.0)) fraction = 0.5;
   const std::optional<std::chrono::nanoseconds> t =
       detail::checked_duration_cast<std::chrono::nanoseconds>(ttl);
-  const long double ttl_ns = t ? static_cast<long double>(t->count())
-                               : static_cast<long double>(std::chrono::nanoseconds::max().count());
-  const long double part = ttl_ns * static_cast<long double>(fraction);
-  const tp at = detail::saturating_add(
-      start, std::chrono::nanoseconds(static_cast<std::int64_t>(part > 0 ? part : 0.0L)));
+  // until > start, so the TTL was positive; a TTL beyond the nanosecond range saturates.
+  const std::int64_t ttl_ns = t ? t->count() : std::chrono::nanoseconds::max().count();
+  // fraction * ttl rounded down, exactly (as trusted_span's drift allowance).
+  const std::uint64_t part =
+      detail::scale_by_fraction(static_cast<std::uint64_t>(ttl_ns), fraction).whole;
+  const tp at =
+      detail::saturating_add(start, std::chrono::nanoseconds(static_cast<std::int64_t>(part)));
   const tp last = until - Dur(1);  // until > start, so this cannot underflow
   return at < last ? at : last;
 }

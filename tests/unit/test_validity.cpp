@@ -1,9 +1,12 @@
 // Unit tests for holdfast/validity.hpp: how long a holder trusts a grant, on its own clock:
 // start + ttl*(1-drift) - margin, rounded toward trusting less, saturating, never overflowing.
+#include <rapidcheck.h>
+#include <rapidcheck/catch.h>
 #include <catch2/catch.hpp>
 
 #include <chrono>
 #include <cmath>
+#include <cstdint>
 #include <limits>
 #include <ratio>
 
@@ -235,3 +238,187 @@ TEST_CASE("renew_due_at lies strictly inside validity, one tick before its end",
   CHECK(holdfast::valid_until(near_end, 10s, validity_options{}) == manual_tp::max());
   CHECK(holdfast::renew_due_at(near_end, 10s, validity_options{}) == manual_tp::max() - 1ns);
 }
+
+// --- Exact integer arithmetic: trusted_span and renew_due_at compute ttl * drift (ttl *
+// fraction) from the double's exact value, in integers, then round the drift allowance up and the
+// span down. Expected values below are worked out with exact fractions (Python's Fraction).
+
+TEST_CASE("trusted_span one nanosecond before, at and after a whole drift allowance",
+          "[validity]") {
+  // drift 2^-7 is exact: 128 ns gives an allowance of exactly 1 ns.
+  const validity_options d7 = opts(0.0078125, 0ns);
+  CHECK(trusted_span(127ns, d7) == 126ns);  // 0.99 ns rounds up to 1
+  CHECK(trusted_span(128ns, d7) == 127ns);  // exactly 1 ns: nothing to round
+  CHECK(trusted_span(129ns, d7) == 127ns);  // 1.008 ns rounds up to 2
+  // The double 0.01 is 0.01000000000000000020816...: at 100 ns the allowance is
+  // 1.0000000000000000208 ns, which rounds up to 2: the double's exact value counts, however small
+  // the excess.
+  const validity_options d1 = opts(0.01, 0ns);
+  CHECK(trusted_span(99ns, d1) == 98ns);
+  CHECK(trusted_span(100ns, d1) == 98ns);
+  CHECK(trusted_span(101ns, d1) == 99ns);
+  // 10 s: 1e8 ns plus 2.08e-9 ns of allowance, rounded up to 1e8 + 1.
+  CHECK(trusted_span(10s, d1) == 9900ms - 1ns);
+}
+
+TEST_CASE("trusted_span one nanosecond before, at and after the margin", "[validity]") {
+  const validity_options m = opts(0.0, 2ms);
+  CHECK(trusted_span(2ms - 1ns, m) == 0ns);
+  CHECK(trusted_span(2ms, m) == 0ns);
+  CHECK(trusted_span(2ms + 1ns, m) == 1ns);
+  // With drift 2^-7: 2015749 ns loses ceil(15747.9) = 15748 ns to drift, leaving the margin
+  // exactly.
+  const validity_options dm = opts(0.0078125, 2ms);
+  CHECK(trusted_span(2015748ns, dm) == 0ns);
+  CHECK(trusted_span(2015749ns, dm) == 0ns);
+  CHECK(trusted_span(2015750ns, dm) == 1ns);
+}
+
+TEST_CASE("trusted_span is exact on huge TTLs and at drift 0 and near 1", "[validity]") {
+  constexpr std::int64_t top = std::numeric_limits<std::int64_t>::max();  // ns::max()
+  CHECK(trusted_span(ns::max(), opts(0.0, 0ns)) == ns::max());
+  CHECK(trusted_span(ns::max(), opts(0.5, 0ns)) == ns(4611686018427387903));  // (2^63 - 1) / 2
+  CHECK(trusted_span(ns::max(), opts(0.01, 0ns)) == ns(9131138316486228047));
+  CHECK(trusted_span(ns::max(), opts(0.999, 0ns)) == ns(9223372036854783));
+  // The largest drift below 1 (1 - 2^-53): (2^63 - 1) * 2^-53 is just over 1023 ns.
+  CHECK(trusted_span(ns::max(), opts(std::nextafter(1.0, 0.0), 0ns)) == 1023ns);
+  CHECK(trusted_span(1s, opts(std::nextafter(1.0, 0.0), 0ns)) == 0ns);
+  // The smallest drifts above 0 still cost a whole nanosecond (rounded up), never more.
+  CHECK(trusted_span(ns::max(), opts(std::numeric_limits<double>::denorm_min(), 0ns)) ==
+        ns(top - 1));
+  CHECK(trusted_span(ns::max(), opts(std::ldexp(1.0, -62), 0ns)) == ns(top - 2));  // 1.99.. ns
+  CHECK(trusted_span(1ns, opts(std::numeric_limits<double>::denorm_min(), 0ns)) == 0ns);
+  CHECK(trusted_span(2ns, opts(std::numeric_limits<double>::min(), 0ns)) == 1ns);
+  // 10000 h (3.6e16 ns) at the Redlock 1%.
+  CHECK(trusted_span(std::chrono::hours(10000), validity_options{}) == ns(35639999999999999) - 2ms);
+}
+
+TEST_CASE("renew_due_at takes the fraction of the TTL exactly, rounded down", "[validity]") {
+  const manual_tp start(0s);
+  const validity_options none = opts(0.0, 0ns);
+  // 0.3 is 0.29999999999999998889...: 3e9 - 1.1e-7 ns rounds down to 2999999999 ns.
+  CHECK(holdfast::renew_due_at(start, 10s, none, 0.3) == manual_tp(3s - 1ns));
+  CHECK(holdfast::renew_due_at(start, 3ns, none, 0.5) == manual_tp(1ns));
+  CHECK(holdfast::renew_due_at(start, 4ns, none, 0.5) == manual_tp(2ns));
+  // The largest TTL: half of 2^63 - 1, rounded down; well inside validity.
+  CHECK(holdfast::renew_due_at(start, ns::max(), none) == manual_tp(ns(4611686018427387903)));
+  CHECK(holdfast::renew_due_at(start, std::chrono::hours::max(), none) ==
+        manual_tp(ns(4611686018427387903)));
+}
+
+#if defined(__SIZEOF_INT128__)
+namespace {
+
+__extension__ typedef unsigned __int128 u128;
+
+// The reference: drift = M / 2^shift exactly (frexp's mantissa times 2^53 is a whole number
+// below 2^53), the allowance ceil(ttl * M / 2^shift) in 128-bit integers, the span what is left
+// after it and the margin. Another route to the same number than validity.hpp's bit fields.
+std::int64_t reference_span(std::int64_t ttl, double drift, std::int64_t margin) {
+  if (ttl <= 0) return 0;
+  int exp = 0;
+  const double mant = std::frexp(drift, &exp);
+  const auto m = static_cast<std::uint64_t>(std::ldexp(mant, 53));
+  const int shift = 53 - exp;
+  u128 allowance = 0;
+  if (m != 0) {
+    const u128 product = static_cast<u128>(ttl) * m;  // < 2^116
+    if (shift >= 127) {
+      allowance = 1;  // a positive product far below one nanosecond
+    } else {
+      const u128 unit = static_cast<u128>(1) << shift;
+      allowance = (product + unit - 1) / unit;
+    }
+  }
+  const u128 left = static_cast<u128>(ttl) - allowance;
+  if (left <= static_cast<u128>(margin)) return 0;
+  return static_cast<std::int64_t>(left - static_cast<u128>(margin));
+}
+
+rc::Gen<std::int64_t> gen_ttl_ns() {
+  return rc::gen::oneOf(rc::gen::inRange<std::int64_t>(0, 10000),
+                        rc::gen::inRange<std::int64_t>(0, std::int64_t{1} << 44),
+                        rc::gen::inRange<std::int64_t>(0, std::numeric_limits<std::int64_t>::max()),
+                        rc::gen::element<std::int64_t>(std::numeric_limits<std::int64_t>::max(),
+                                                       std::numeric_limits<std::int64_t>::max() - 1,
+                                                       1, 2, 100, 128, 1000000000));
+}
+
+// Drifts in [0, 1): uniform multiples of 2^-53, tiny ones down to the subnormals, and the values
+// that matter (0, Redlock's 1%, 1/2, the largest below 1, the smallest above 0).
+rc::Gen<double> gen_drift() {
+  return rc::gen::oneOf(
+      rc::gen::map(rc::gen::inRange<std::uint64_t>(0, std::uint64_t{1} << 53),
+                   [](std::uint64_t u) { return std::ldexp(static_cast<double>(u), -53); }),
+      rc::gen::map(rc::gen::pair(rc::gen::inRange<std::uint64_t>(1, std::uint64_t{1} << 53),
+                                 rc::gen::inRange(0, 1030)),
+                   [](const std::pair<std::uint64_t, int>& p) {
+                     return std::ldexp(static_cast<double>(p.first), -53 - p.second);
+                   }),
+      rc::gen::element(0.0, 0.01, 0.001, 0.5, std::nextafter(1.0, 0.0),
+                       std::numeric_limits<double>::denorm_min(),
+                       std::numeric_limits<double>::min()));
+}
+
+}  // namespace
+
+TEST_CASE("trusted_span is never more trusting than exact arithmetic, and at most 1 ns less",
+          "[validity]") {
+  rc::prop("against 128-bit integers", [] {
+    const std::int64_t ttl = *gen_ttl_ns();
+    const double drift = *gen_drift();
+    const std::int64_t margin = *rc::gen::oneOf(rc::gen::inRange<std::int64_t>(0, 10000000),
+                                                rc::gen::inRange<std::int64_t>(0, ttl + 1));
+    RC_PRE(!opts(drift, ns(margin)).check());
+    const std::int64_t got = trusted_span(ns(ttl), opts(drift, ns(margin))).count();
+    const std::int64_t want = reference_span(ttl, drift, margin);
+    RC_ASSERT(got <= want);      // never more trusting
+    RC_ASSERT(want - got <= 1);  // and never more than 1 ns less
+    RC_ASSERT(got == want);      // in fact exact: integer arithmetic loses nothing
+  });
+  if (std::numeric_limits<long double>::digits >= 64) {
+    rc::prop("within 1 ns of long double (the former arithmetic)", [] {
+      const std::int64_t ttl = *gen_ttl_ns();
+      const double drift = *gen_drift();
+      RC_PRE(ttl > 0 && !opts(drift, 0ns).check());
+      const long double allowance =
+          std::ceil(static_cast<long double>(ttl) * static_cast<long double>(drift));
+      const long double want = static_cast<long double>(ttl) - allowance;
+      const long double got =
+          static_cast<long double>(trusted_span(ns(ttl), opts(drift, 0ns)).count());
+      RC_ASSERT(std::fabs(got - (want > 0 ? want : 0)) <= 1.0L);
+    });
+  }
+}
+
+TEST_CASE("scale_by_fraction is n * f exactly: whole part and whether a fraction was cut",
+          "[validity]") {
+  rc::prop("against 128-bit integers", [] {
+    const auto n = static_cast<std::uint64_t>(*gen_ttl_ns());
+    const double f = *rc::gen::oneOf(gen_drift(), rc::gen::just(1.0));
+    int exp = 0;
+    const auto m = static_cast<std::uint64_t>(std::ldexp(std::frexp(f, &exp), 53));
+    const int shift = 53 - exp;
+    const u128 product = static_cast<u128>(n) * m;
+    const u128 whole = shift >= 127 ? 0 : product >> shift;
+    const bool cut =
+        shift >= 127 ? product != 0 : (product & ((static_cast<u128>(1) << shift) - 1)) != 0;
+    const holdfast::detail::scaled_count got = holdfast::detail::scale_by_fraction(n, f);
+    RC_ASSERT(static_cast<u128>(got.whole) == whole);
+    RC_ASSERT(got.cut == cut);
+  });
+  rc::prop("the portable 64x64 multiplication agrees with the compiler's", [] {
+    const auto a = *rc::gen::arbitrary<std::uint64_t>();
+    const auto b = *rc::gen::oneOf(rc::gen::arbitrary<std::uint64_t>(),
+                                   rc::gen::just(std::numeric_limits<std::uint64_t>::max()));
+    const holdfast::detail::wide_product p = holdfast::detail::multiply_wide_portable(a, b);
+    const u128 want = static_cast<u128>(a) * b;
+    RC_ASSERT(p.hi == static_cast<std::uint64_t>(want >> 64));
+    RC_ASSERT(p.lo == static_cast<std::uint64_t>(want));
+  });
+  const holdfast::detail::wide_product top =
+      holdfast::detail::multiply_wide_portable(~std::uint64_t{0}, ~std::uint64_t{0});
+  CHECK(top.hi == ~std::uint64_t{0} - 1);  // (2^64 - 1)^2 = 2^128 - 2^65 + 1
+  CHECK(top.lo == 1);
+}
+#endif
