@@ -129,20 +129,23 @@
 // the quorum succeeded, else released.
 // quorum_dispatch::sequential calls the members one after another in the caller's thread and treats
 // a reply that took longer than the per-member timeout (on the quorum's clock) as lost, giving back
-// a late grant at once: deterministic, for manual_clock tests and the simulator. The workers,
-// rounds and late-reply handling are the fan-out executor, detail/fan_out.hpp; this file is the
-// protocol over it.
+// a late grant at once: deterministic, for manual_clock tests and the simulator.
+//
+// ## Files
+// This file is the protocol. The configuration (quorum_options, quorum_dispatch, the
+// quorum_member requirement) is quorum_options.hpp, included here; try_acquire's steps (tally,
+// raise, give back) are detail/quorum_acquire.hpp, and what every operation does around a round
+// (its arguments, the validity rule, the observer, clean-ups in the background)
+// detail/quorum_round.hpp. The workers, rounds and late-reply handling are the fan-out executor,
+// detail/fan_out.hpp.
 #ifndef HOLDFAST_QUORUM_HPP
 #define HOLDFAST_QUORUM_HPP
 
 #include <algorithm>
 #include <chrono>
 #include <cstddef>
-#include <cstdint>
 #include <functional>
-#include <map>
 #include <memory>
-#include <mutex>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -154,10 +157,13 @@
 #include "holdfast/clock.hpp"
 #include "holdfast/detail/config.hpp"
 #include "holdfast/detail/fan_out.hpp"
+#include "holdfast/detail/quorum_acquire.hpp"
+#include "holdfast/detail/quorum_round.hpp"
 #include "holdfast/detail/saturating.hpp"
 #include "holdfast/error.hpp"
 #include "holdfast/fencing_token.hpp"
 #include "holdfast/observer.hpp"
+#include "holdfast/quorum_options.hpp"
 #include "holdfast/result.hpp"
 #include "holdfast/send_receive.hpp"
 #include "holdfast/store.hpp"
@@ -165,148 +171,6 @@
 
 namespace holdfast {
 HOLDFAST_ABI_NAMESPACE_BEGIN
-
-namespace detail {
-
-template <class S, class = void>
-struct has_raise_token : std::false_type {};
-template <class S>
-struct has_raise_token<S, std::void_t<decltype(std::declval<S&>().raise_token(
-                              std::declval<std::string_view>(), std::declval<std::string_view>(),
-                              std::declval<fencing_token>(), std::declval<fencing_token>()))>>
-    : std::is_convertible<decltype(std::declval<S&>().raise_token(
-                              std::declval<std::string_view>(), std::declval<std::string_view>(),
-                              std::declval<fencing_token>(), std::declval<fencing_token>())),
-                          result<void>> {};
-
-template <class S, class = void>
-struct has_raise_token_floor : std::false_type {};
-template <class S>
-struct has_raise_token_floor<
-    S, std::void_t<decltype(std::declval<S&>().raise_token_floor(std::declval<fencing_token>()))>>
-    : std::is_convertible<decltype(std::declval<S&>().raise_token_floor(
-                              std::declval<fencing_token>())),
-                          result<void>> {};
-
-}  // namespace detail
-
-/// True iff S provides the token-floor capability quorum_store needs from its members:
-/// `result<void> raise_token(std::string_view key, std::string_view owner, fencing_token token,
-/// fencing_token to)`, which, atomically and only while `owner` holds the live lease on `key` with
-/// `token` (or already `to`), re-labels that lease with `to` and lifts the store's counter to >=
-/// `to` (errc::lease_lost otherwise). memory_store provides it.
-template <class S>
-inline constexpr bool has_raise_token_v = detail::has_raise_token<S>::value;
-
-#if HOLDFAST_HAS_CONCEPTS
-/// A store a quorum_store can be made of: a LeaseStore with the token-floor capability
-/// `result<void> raise_token(key, owner, token, to)` (see has_raise_token_v), as a
-/// requires-expression: it constrains quorum_store.
-template <class S>
-concept quorum_member = lease_store<S>&& requires(S& s, std::string_view key,
-                                                  std::string_view owner, fencing_token token,
-                                                  fencing_token to) {
-  { s.raise_token(key, owner, token, to) } -> std::convertible_to<result<void>>;
-};
-#endif
-
-/// True iff S provides `result<void> raise_token_floor(fencing_token floor)`, which lifts the
-/// store's counter to >= `floor` unconditionally (recovery after a regression).
-template <class S>
-inline constexpr bool has_raise_token_floor_v = detail::has_raise_token_floor<S>::value;
-
-/// How quorum_store reaches its members (see "Dispatch" in quorum.hpp).
-enum class quorum_dispatch {
-  /// The default: requests in flight together from the caller's thread when the members have
-  /// the send/receive capability, direct calls for in-process members (completes_inline), else
-  /// threads.
-  automatic,
-  threads,     ///< One worker thread per member, requests in flight together.
-  sequential,  ///< One member after another in the caller's thread: deterministic, for tests.
-};
-
-/// How quorum_store forms its fencing token.
-enum class quorum_token_mode {
-  /// The token floor: the max of the granting members' tokens, raised onto W members before the
-  /// grant is reported. Strictly monotonic per key (see the proof in quorum.hpp). The default.
-  floor,
-  /// NEGATIVE CONTROL ONLY: the max of the granting members' tokens and nothing else. Tokens can
-  /// go backwards when majorities differ; it exists so tests can show the checker catches that.
-  /// Remembers each grant's member tokens in the quorum_store until release (renew and release
-  /// need them), so an unreleased grant is never forgotten.
-  naive_max,
-};
-
-/// Returns the write quorum W for `members` members tolerating `empty_restarts` members that
-/// restart without their counter between two grants of a key: floor((members + empty_restarts)
-/// / 2) + 1. With empty_restarts = 0 that is a strict majority. May exceed `members` (then no
-/// configuration can satisfy the request; quorum_options::check reports it).
-[[nodiscard]] constexpr std::size_t write_quorum(std::size_t members,
-                                                 std::size_t empty_restarts) noexcept {
-  return (members + empty_restarts) / 2 + 1;
-}
-
-/// Options for quorum_store.
-struct quorum_options {
-  /// Longest wait for one member's reply in one round, in ms (> 0). For try_acquire and renew the
-  /// wait is further capped at member_timeout_share of the TTL. Default 50 ms (Redlock suggests
-  /// 5-50 ms for a 10 s TTL). Under quorum_dispatch::threads, and automatic over members with
-  /// send/receive, this is real time; under sequential, and automatic over in-process members
-  /// (called directly), it is measured on the quorum's clock (a reply slower than it counts as
-  /// lost and a late grant is given back at once).
-  std::chrono::milliseconds member_timeout{50};
-  /// Cap on the per-member wait as a share of the TTL, in (0, 1]. Default 0.1.
-  double member_timeout_share = 0.1;
-  /// Drift bound and margin of the validity check (Redlock's rule). Default 1% and 2 ms.
-  validity_options validity{};
-  /// How many members may restart *empty* (without their counter) between two grants of a key
-  /// while tokens stay strictly monotonic; sets W = write_quorum(N, empty_restarts). Default 0:
-  /// W is a strict majority, and members must persist their counters (see the table above).
-  std::size_t empty_restarts = 0;
-  /// automatic (default), threads or sequential; see quorum_dispatch.
-  quorum_dispatch dispatch = quorum_dispatch::automatic;
-  /// floor (default) or the naive_max negative control.
-  quorum_token_mode token_mode = quorum_token_mode::floor;
-  /// Most requests a member's worker may have queued; beyond it the member counts as unavailable
-  /// for that request (a member that hangs must not make memory grow). Default 1024, >= 1.
-  std::size_t max_queued = 1024;
-  /// Told of each member's answer in each round (lease_event_kind::quorum_member: operation,
-  /// member index, outcome; answered = false if the member had not answered when the round was
-  /// decided or its wait ran out), on
-  /// the calling thread once the round is decided, with no lock held (observer.hpp). Must outlive
-  /// the quorum. Default: none.
-  lease_observer* observer = nullptr;
-
-  /// Returns errc::invalid_argument unless `members` is odd, the write quorum fits in `members`,
-  /// member_timeout is in (0, max_ttl], member_timeout_share is in (0, 1], max_queued >= 1 and
-  /// validity.check() is clean; a zero error code otherwise.
-  [[nodiscard]] std::error_code check(std::size_t members) const noexcept {
-    if (members == 0 || members % 2 == 0) return errc::invalid_argument;
-    if (empty_restarts >= members || write_quorum(members, empty_restarts) > members) {
-      return errc::invalid_argument;
-    }
-    if (member_timeout <= std::chrono::milliseconds::zero() || member_timeout > max_ttl) {
-      return errc::invalid_argument;
-    }
-    if (!(member_timeout_share > 0.0 && member_timeout_share <= 1.0)) {
-      return errc::invalid_argument;
-    }
-    if (max_queued == 0) return errc::invalid_argument;
-    return validity.check();
-  }
-};
-
-namespace detail {
-
-// Copies of an operation's arguments that outlive the caller (a late reply may need them).
-struct quorum_args {
-  std::string key;
-  std::string owner;
-  fencing_token token;
-  std::chrono::milliseconds ttl{0};
-};
-
-}  // namespace detail
 
 /// A LeaseStore over N independent member stores (N odd, 3 or 5 typical): a lease is granted when
 /// W of them grant it (W = a strict majority by default), within a validity window, with a fencing
@@ -410,34 +274,26 @@ class quorum_store {
     if (std::error_code ec = check_acquire_args(key, owner, ttl)) return ec;
     if (config_error_) return config_error_;
     const time_point start = exec_.clock().now();
-    const args_ptr args = make_args(key, owner, fencing_token{}, ttl);
-    const std::chrono::nanoseconds wait = member_wait(ttl);
-    acquire_attempt a = tally(args, wait);
-    if (a.granted >= write_quorum_) raise(a, args, wait);
-    errc failure = refusal(a);
-    if (a.granted >= write_quorum_ && a.holding >= write_quorum_) {
-      // Sequential: late grants are given back now, inline, so that no member call (and no time)
-      // passes between the validity check and the report. (Threads: they join below, on their
-      // workers, without delaying the caller.)
-      if (exec_.sequential()) {
-        exec_.finalize(a.r1.round, [this, args](std::size_t i, result<grant>& r) {
-          if (r && r->token.is_issuable()) {
-            (void)exec_.member(i).release(args->key, args->owner, r->token);
-          }
-        });
-      }
-      const std::chrono::milliseconds applied = applied_ttl(a, ttl);
+    detail::quorum_acquisition<Store, Clock> a(exec_, opts_, write_quorum_,
+                                               detail::make_quorum_args(key, owner, {}, ttl),
+                                               detail::member_wait(opts_, ttl));
+    a.tally();
+    if (a.granted_by_quorum()) a.raise();
+    errc failure = a.refusal();
+    if (a.held_by_quorum()) {
+      if (exec_.sequential()) a.give_back_late_now();
+      const std::chrono::milliseconds applied = a.applied_ttl();
       if (!validity_left(start, applied)) {
         failure = errc::timeout;
       } else {
-        if (opts_.token_mode == quorum_token_mode::naive_max) remember_naive(args, a.top, a.held);
-        join_late_grants(a, args);
-        return grant{a.top, applied};
+        if (opts_.token_mode == quorum_token_mode::naive_max) {
+          naive_.remember(a.args(), a.top(), a.held());
+        }
+        a.join_late();
+        return grant{a.top(), applied};
       }
     }
-    give_back(a, args);
-    exec_.rethrow_member_exception(a.r1.round);
-    if (a.r2) exec_.rethrow_member_exception(a.r2);
+    a.give_back();  // rethrows a member's exception, if one threw
     return failure;
   }
 
@@ -452,11 +308,11 @@ class quorum_store {
     if (std::error_code ec = check_renew_args(key, owner, token, ttl)) return ec;
     if (config_error_) return config_error_;
     const time_point start = exec_.clock().now();
-    auto args = make_args(key, owner, token, ttl);
+    auto args = detail::make_quorum_args(key, owner, token, ttl);
     const std::vector<fencing_token> tokens = member_tokens(*args);
     const std::size_t w = write_quorum_;
     auto r = exec_.template run_round<result<grant>>(
-        exec_.all_members(), true, member_wait(ttl),
+        exec_.all_members(), true, detail::member_wait(opts_, ttl),
         detail::make_split_call(
             [args, tokens](std::size_t i) -> std::optional<store_request> {
               if (!tokens[i].is_issuable()) return std::nullopt;
@@ -473,7 +329,8 @@ class quorum_store {
           return ok >= w || ok + outstanding < w;
         });
     exec_.finalize(r.round, nullptr);
-    report_members(lease_operation::renew, *args, exec_.all_members(), r.on_time);
+    detail::report_members(opts_.observer, lease_operation::renew, *args, exec_.all_members(),
+                           r.on_time);
     std::size_t renewed = 0, lost = 0;
     std::chrono::milliseconds applied = ttl;
     for (std::size_t i = 0; i < r.on_time.size(); ++i) {
@@ -509,7 +366,7 @@ class quorum_store {
   result<void> release(std::string_view key, std::string_view owner, fencing_token token) {
     if (std::error_code ec = check_release_args(key, owner, token)) return ec;
     if (config_error_) return config_error_;
-    auto args = make_args(key, owner, token, std::chrono::milliseconds::zero());
+    auto args = detail::make_quorum_args(key, owner, token, std::chrono::milliseconds::zero());
     const std::vector<fencing_token> tokens = member_tokens(*args);
     const std::size_t w = write_quorum_;
     auto r = exec_.template run_round<result<void>>(
@@ -530,7 +387,8 @@ class quorum_store {
           return released >= w;
         });
     exec_.finalize(r.round, nullptr);
-    report_members(lease_operation::release, *args, exec_.all_members(), r.on_time);
+    detail::report_members(opts_.observer, lease_operation::release, *args, exec_.all_members(),
+                           r.on_time);
     std::size_t released = 0, not_holder = 0;
     for (const auto& x : r.on_time) {
       if (!x) continue;
@@ -562,8 +420,8 @@ class quorum_store {
   result<std::optional<lease_record>> inspect(std::string_view key) const {
     if (key.empty()) return errc::invalid_argument;
     if (config_error_) return config_error_;
-    auto args =
-        make_args(key, std::string_view{}, fencing_token{}, std::chrono::milliseconds::zero());
+    auto args = detail::make_quorum_args(key, std::string_view{}, fencing_token{},
+                                         std::chrono::milliseconds::zero());
     using R = result<std::optional<lease_record>>;
     const std::size_t w = write_quorum_;
     auto r = exec_.template run_round<R>(
@@ -575,16 +433,16 @@ class quorum_store {
             },
             [args](std::size_t, Store& s) -> R { return s.inspect(args->key); }),
         [w](const std::vector<std::optional<R>>& on_time, std::size_t outstanding) {
-          const std::pair<std::size_t, std::size_t> top = best_agreement(on_time);
+          const std::pair<std::size_t, std::size_t> top = detail::best_agreement(on_time);
           return top.first >= w || top.first + outstanding < w;
         });
     exec_.finalize(r.round, nullptr);
-    const std::pair<std::size_t, std::size_t> top = best_agreement(r.on_time);
+    const std::pair<std::size_t, std::size_t> top = detail::best_agreement(r.on_time);
     if (top.first >= w) {
       const lease_record& rec = *r.on_time[top.second]->value();
       std::vector<std::chrono::milliseconds> left;
       for (const auto& x : r.on_time) {
-        if (x && *x && x->value() && same_holder(*x->value(), rec)) {
+        if (x && *x && x->value() && detail::same_holder(*x->value(), rec)) {
           left.push_back(x->value()->remaining);
         }
       }
@@ -635,332 +493,29 @@ class quorum_store {
 
  private:
   using time_point = typename Clock::time_point;
-  using args_ptr = std::shared_ptr<const detail::quorum_args>;
 
-  // try_acquire's state from round to round.
-  struct acquire_attempt {
-    detail::fan_out_reply<result<grant>> r1;             // round 1: try_acquire everywhere
-    std::vector<std::optional<fencing_token>> held;      // the token each member granted on time
-    std::size_t granted = 0, exhausted = 0, failed = 0;  // of round 1's replies
-    fencing_token top{};                                 // the max of the granted tokens
-    std::vector<char> holds_top;                         // members holding the lease under `top`
-    std::size_t holding = 0;                             // how many
-    std::shared_ptr<detail::fan_out_round<result<void>>> r2;  // round 2 (raise), if it ran
-  };
-
-  // try_acquire, round 1: asks every member and counts the answers. As in Redlock, every member's
-  // reply is awaited (up to the per-member wait), not just the first W: the token is then the max
-  // over every member that granted, and all of them get raised to it, so the members' counters
-  // converge and a slower member with a higher counter is not left out for good. Only a certain
-  // failure ends the wait early.
-  acquire_attempt tally(const args_ptr& args, std::chrono::nanoseconds wait) {
-    const std::size_t n = exec_.size();
-    const std::size_t w = write_quorum_;
-    acquire_attempt a;
-    a.r1 = exec_.template run_round<result<grant>>(
-        exec_.all_members(), true, wait,
-        detail::make_split_call(
-            [args](std::size_t) -> std::optional<store_request> {
-              return store_request{
-                  store_op::try_acquire, args->key, args->owner, {}, {}, args->ttl};
-            },
-            [args](std::size_t, Store& s) {
-              return s.try_acquire(args->key, args->owner, args->ttl);
-            }),
-        [w](const std::vector<std::optional<result<grant>>>& on_time, std::size_t outstanding) {
-          std::size_t granted = 0;
-          for (const auto& r : on_time) granted += (r && *r && usable(**r)) ? 1 : 0;
-          return granted + outstanding < w;
-        });
-    report_members(lease_operation::acquire, *args, exec_.all_members(), a.r1.on_time);
-    a.held.resize(n);
-    a.holds_top.assign(n, 0);
-    a.failed = a.r1.unanswered;
-    for (std::size_t i = 0; i < n; ++i) {
-      const std::optional<result<grant>>& r = a.r1.on_time[i];
-      if (!r) continue;
-      if (*r && usable(**r)) {
-        a.held[i] = (*r)->token;
-        ++a.granted;
-        if (a.top < (*r)->token) a.top = (*r)->token;
-      } else if (*r) {
-        // A malformed grant (token none/max, TTL <= 0): the member is failed; give back what it
-        // may hold.
-        if ((*r)->token.is_issuable()) release_in_background(i, args, (*r)->token);
-        ++a.failed;
-      } else if (r->error() == errc::busy) {
-        // Contention: neither granted nor failed.
-      } else if (r->error() == errc::token_exhausted) {
-        ++a.exhausted;
-        ++a.failed;
-      } else {
-        ++a.failed;
-      }
-    }
-    return a;
-  }
-
-  // try_acquire, round 2 (once W granted): makes W members hold the lease under `top`. Members that
-  // issued `top` themselves already do; if they are W, the rest are raised in the background
-  // (fast path), otherwise the lagging members are raised now, decided once W hold `top`. Under
-  // naive_max nothing is raised (the negative control).
-  void raise(acquire_attempt& a, const args_ptr& args, std::chrono::nanoseconds wait) {
-    const std::size_t n = exec_.size();
-    const std::size_t w = write_quorum_;
-    if (opts_.token_mode == quorum_token_mode::naive_max) {
-      for (std::size_t i = 0; i < n; ++i) a.holds_top[i] = a.held[i] ? 1 : 0;
-      a.holding = a.granted;
-      return;
-    }
-    std::vector<std::size_t> lagging;
-    for (std::size_t i = 0; i < n; ++i) {
-      if (!a.held[i]) continue;
-      if (*a.held[i] == a.top) {
-        a.holds_top[i] = 1;
-        ++a.holding;
-      } else {
-        lagging.push_back(i);
-      }
-    }
-    if (a.holding >= w) {
-      for (std::size_t i : lagging) raise_in_background(i, args, *a.held[i], a.top);
-      return;
-    }
-    const std::size_t already = a.holding;
-    auto round2 = exec_.template run_round<result<void>>(
-        lagging, true, wait,
-        detail::make_split_call(
-            [args, held = a.held, top = a.top](std::size_t i) -> std::optional<store_request> {
-              return store_request{
-                  store_op::raise_token, args->key, args->owner, *held[i], top, {}};
-            },
-            [args, held = a.held, top = a.top](std::size_t i, Store& s) {
-              return s.raise_token(args->key, args->owner, *held[i], top);
-            }),
-        [already, w](const std::vector<std::optional<result<void>>>& on_time,
-                     std::size_t outstanding) {
-          std::size_t ok = already;
-          for (const auto& r : on_time) ok += (r && *r) ? 1 : 0;
-          return ok >= w || ok + outstanding < w;
-        });
-    report_members(lease_operation::raise, *args, lagging, round2.on_time);
-    for (std::size_t i : lagging) {
-      if (round2.on_time[i] && *round2.on_time[i]) {
-        a.holds_top[i] = 1;
-        ++a.holding;
-      }
-    }
-    a.r2 = round2.round;
-    exec_.finalize(a.r2, nullptr);  // a late raise only adds a member holding `top`
-  }
-
-  // Why try_acquire fails if it does: too few grants are contention (busy) while no more than
-  // N - W members failed, exhaustion when too many counters ran out, store_unavailable otherwise
-  // (also when W granted but the raise left fewer than W holding `top`).
-  errc refusal(const acquire_attempt& a) const {
-    const std::size_t n = exec_.size();
-    const std::size_t w = write_quorum_;
-    if (a.granted >= w) return errc::store_unavailable;
-    if (a.exhausted > n - w) return errc::token_exhausted;
-    if (a.failed <= n - w) return errc::busy;  // enough members answered (or may yet)
-    return errc::store_unavailable;
-  }
-
-  // The TTL the members holding `top` applied: the smallest, never more than asked. Validity is
-  // judged by it (a member may grant less than was asked): judging by the requested TTL could
-  // report a grant that already expired there.
-  std::chrono::milliseconds applied_ttl(const acquire_attempt& a,
-                                        std::chrono::milliseconds ttl) const {
-    std::chrono::milliseconds applied = ttl;
-    for (std::size_t i = 0; i < exec_.size(); ++i) {
-      if (a.holds_top[i] && a.r1.on_time[i] && (*a.r1.on_time[i])->ttl < applied) {
-        applied = (*a.r1.on_time[i])->ttl;
-      }
-    }
-    return applied;
-  }
-
-  // Redlock's validity rule, shared by try_acquire and renew: some validity is left of a grant of
-  // `applied` whose requests left at `start` (time elapsed on the quorum's clock, less drift and
-  // margin). A clock that went backwards leaves none: elapsed time is then unknown.
-  // The quorum's clock may read up to one tick behind true time (clock_tick), so elapsed time is
-  // counted a tick longer (store.hpp, T2): now - start + tick < trusted_span(applied).
+  // Redlock's validity rule on the quorum's clock (detail/quorum_round.hpp).
   bool validity_left(time_point start, std::chrono::milliseconds applied) const {
-    const time_point now = exec_.clock().now();
-    if (now < start) return false;
-    const auto span =
-        std::chrono::duration_cast<typename Clock::duration>(trusted_span(applied, opts_.validity));
-    const auto elapsed = detail::saturating_sub(now, start);
-    const auto tick = clock_tick(exec_.clock());
-    return elapsed < span && tick < span - elapsed;
-  }
-
-  // After a reported grant: a late grant joins the lease (raised to `top`) or is given back.
-  void join_late_grants(const acquire_attempt& a, const args_ptr& args) {
-    exec_.finalize(a.r1.round, [this, args, top = a.top](std::size_t i, result<grant>& r) {
-      if (!r || !r->token.is_issuable() || r->token == top) return;
-      if (opts_.token_mode == quorum_token_mode::floor && r->token < top) {
-        (void)exec_.member(i).raise_token(args->key, args->owner, r->token, top);
-      } else {
-        (void)exec_.member(i).release(args->key, args->owner, r->token);
-      }
-    });
-  }
-
-  // After a failed attempt: gives back every grant, on time or late, under whichever token it
-  // carries now (`top` where a raise landed, the member's own otherwise). Redlock's rule: nothing
-  // is kept from a failed attempt.
-  void give_back(const acquire_attempt& a, const args_ptr& args) {
-    exec_.finalize(
-        a.r1.round,
-        [this, args](std::size_t i, result<grant>& r) {
-          if (r && r->token.is_issuable()) {
-            (void)exec_.member(i).release(args->key, args->owner, r->token);
-          }
-        },
-        true);
-    std::vector<std::size_t> to_release;
-    for (std::size_t i = 0; i < exec_.size(); ++i) {
-      if (a.held[i]) to_release.push_back(i);
-    }
-    if (to_release.empty()) return;
-    auto cleanup = exec_.template run_round<result<void>>(
-        to_release, false,
-        std::chrono::duration_cast<std::chrono::nanoseconds>(opts_.member_timeout),
-        [args, held = a.held, top = a.top](std::size_t i, Store& s) -> result<void> {
-          result<void> r = s.release(args->key, args->owner, top);
-          if (!r && r.error() == errc::not_holder && *held[i] != top) {
-            r = s.release(args->key, args->owner, *held[i]);
-          }
-          return r;
-        },
-        nullptr);
-    exec_.finalize(cleanup.round, nullptr);
-  }
-
-  static bool usable(const grant& g) noexcept {
-    return g.token.is_issuable() && g.ttl > std::chrono::milliseconds::zero();
-  }
-
-  static bool same_holder(const lease_record& a, const lease_record& b) {
-    return a.token == b.token && a.owner == b.owner;
-  }
-
-  // Returns {votes, index} of the holder most members report (0 votes if none reports one).
-  template <class R>
-  static std::pair<std::size_t, std::size_t> best_agreement(
-      const std::vector<std::optional<R>>& v) {
-    std::pair<std::size_t, std::size_t> best{0, 0};
-    for (std::size_t i = 0; i < v.size(); ++i) {
-      if (!v[i] || !*v[i] || !v[i]->value()) continue;
-      std::size_t votes = 0;
-      for (const auto& x : v) {
-        votes += (x && *x && x->value() && same_holder(*x->value(), *v[i]->value())) ? 1 : 0;
-      }
-      if (votes > best.first) best = {votes, i};
-    }
-    return best;
-  }
-
-  static args_ptr make_args(std::string_view key, std::string_view owner, fencing_token token,
-                            std::chrono::milliseconds ttl) {
-    return std::make_shared<const detail::quorum_args>(
-        detail::quorum_args{std::string(key), std::string(owner), token, ttl});
-  }
-
-  // The per-member wait of an acquire or renew of `ttl`: min(member_timeout, share * ttl).
-  std::chrono::nanoseconds member_wait(std::chrono::milliseconds ttl) const {
-    const auto cap = std::chrono::duration_cast<std::chrono::nanoseconds>(opts_.member_timeout);
-    const auto share = std::chrono::nanoseconds(
-        static_cast<std::int64_t>(static_cast<long double>(std::chrono::nanoseconds(ttl).count()) *
-                                  opts_.member_timeout_share));
-    const auto wait = share < cap ? share : cap;
-    return wait > std::chrono::nanoseconds::zero() ? wait : std::chrono::nanoseconds(1);
-  }
-
-  void raise_in_background(std::size_t i, const args_ptr& args, fencing_token from,
-                           fencing_token to) const {
-    Store* member = &exec_.member(i);
-    exec_.in_member_context(i, [member, args, from, to] {
-      HOLDFAST_TRY {
-        (void)member->raise_token(args->key, args->owner, from, to);
-      }
-      HOLDFAST_CATCH_ALL {}
-    });
-  }
-
-  void release_in_background(std::size_t i, const args_ptr& args, fencing_token token) const {
-    Store* member = &exec_.member(i);
-    exec_.in_member_context(i, [member, args, token] {
-      HOLDFAST_TRY {
-        (void)member->release(args->key, args->owner, token);
-      }
-      HOLDFAST_CATCH_ALL {}
-    });
-  }
-
-  // Tells opts_.observer each target's answer in a round of `op` (no-op without an observer).
-  // Called on the caller's thread after the round, with no lock held.
-  template <class R>
-  void report_members(lease_operation op, const detail::quorum_args& a,
-                      const std::vector<std::size_t>& targets,
-                      const std::vector<std::optional<R>>& on_time) const {
-    if (opts_.observer == nullptr) return;
-    for (std::size_t i : targets) {
-      lease_event e;
-      e.kind = lease_event_kind::quorum_member;
-      e.key = a.key;
-      e.owner = a.owner;
-      e.token = a.token;
-      e.operation = op;
-      e.member = i;
-      const std::optional<R>& x = on_time[i];
-      e.answered = x.has_value();
-      if (!x) {
-        // Not answered before the round was decided or its wait ran out: error stays zero.
-      } else if (!*x) {
-        e.error = x->error();
-      } else if constexpr (std::is_same_v<R, result<grant>>) {
-        e.token = (*x)->token;
-      }
-      detail::notify(opts_.observer, e);
-    }
+    return detail::quorum_validity_left(exec_.clock(), opts_.validity, start, applied);
   }
 
   // The token to send each member for an operation on (key, owner, token): `token` everywhere,
   // except under naive_max, where each member holds its own token.
   std::vector<fencing_token> member_tokens(const detail::quorum_args& a) const {
-    std::vector<fencing_token> v(exec_.size(), a.token);
-    if (opts_.token_mode != quorum_token_mode::naive_max) return v;
-    std::lock_guard<std::mutex> lock(naive_mutex_);
-    auto it = naive_.find(std::make_pair(a.key, a.owner));
-    if (it == naive_.end() || it->second.first != a.token) return v;
-    return it->second.second;
-  }
-
-  void remember_naive(const args_ptr& a, fencing_token top,
-                      const std::vector<std::optional<fencing_token>>& held) {
-    std::vector<fencing_token> v(held.size());
-    for (std::size_t i = 0; i < held.size(); ++i) v[i] = held[i] ? *held[i] : fencing_token{};
-    std::lock_guard<std::mutex> lock(naive_mutex_);
-    naive_[std::make_pair(a->key, a->owner)] = std::make_pair(top, std::move(v));
+    if (opts_.token_mode != quorum_token_mode::naive_max) {
+      return std::vector<fencing_token>(exec_.size(), a.token);
+    }
+    return naive_.member_tokens(exec_.size(), a);
   }
 
   void forget_naive(const detail::quorum_args& a) {
-    if (opts_.token_mode != quorum_token_mode::naive_max) return;
-    std::lock_guard<std::mutex> lock(naive_mutex_);
-    auto it = naive_.find(std::make_pair(a.key, a.owner));
-    if (it != naive_.end() && it->second.first == a.token) naive_.erase(it);
+    if (opts_.token_mode == quorum_token_mode::naive_max) naive_.forget(a);
   }
 
   quorum_options opts_;
   std::error_code config_error_;
   std::size_t write_quorum_ = 1;
-  // naive_max only: (key, owner) -> (quorum token, each member's own token).
-  mutable std::mutex naive_mutex_;
-  std::map<std::pair<std::string, std::string>,
-           std::pair<fencing_token, std::vector<fencing_token>>>
-      naive_;
+  detail::naive_max_book naive_;  // naive_max only
   // Last: its workers are joined first, while everything a late clean-up uses still exists.
   detail::fan_out<Store, Clock> exec_;
 };
