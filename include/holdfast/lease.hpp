@@ -44,6 +44,8 @@
 // lease never overlap and after release() returns no renewal of that lease reaches the store. The
 // handle stays movable; moving it moves the pointer to the block. The state and the block live in
 // detail/lease_shared.hpp; the keepalive drives the block only through detail/keepalive_port.hpp.
+// acquire_options (acquire_options.hpp) and the acquire machinery (detail/acquire.hpp) are
+// included here; this file is the handle and the two acquire functions.
 //
 // Blocking acquire() retries contention and transient store errors with exponential backoff and
 // full jitter (backoff.hpp) until a deadline; where the store can wait for a release
@@ -64,8 +66,10 @@
 #include <system_error>
 #include <utility>
 
+#include "holdfast/acquire_options.hpp"
 #include "holdfast/backoff.hpp"
 #include "holdfast/clock.hpp"
+#include "holdfast/detail/acquire.hpp"
 #include "holdfast/detail/config.hpp"
 #include "holdfast/detail/keepalive_port.hpp"
 #include "holdfast/detail/lease_shared.hpp"
@@ -81,60 +85,7 @@
 namespace holdfast {
 HOLDFAST_ABI_NAMESPACE_BEGIN
 
-/// Options for try_acquire() and acquire().
-template <class Clock = steady_clock>
-struct acquire_options {
-  /// The holder's clock: validity and backoff sleeps are measured on it. Default: steady_clock.
-  Clock clock{};
-  /// A readable owner label (a host name, a worker name). The owner id becomes the label, a '-'
-  /// and 32 random hex digits (128 bits), drawn anew for every acquire call: readable in the
-  /// store and in logs, and still unique per acquirer (T3), so a restarted process never gets
-  /// back its predecessor's live grant and token, as a stable id would (the reconnect bug of
-  /// Curator's InterProcessMutex, CURATOR-604: a new session took the old session's lock node for
-  /// its own). Default empty: the id is the 32 random hex digits alone. Ignored if `owner` is set.
-  std::string owner_label{};
-  /// A fully caller-chosen owner id, used as is. THE CALLER'S RESPONSIBILITY: it must be unique
-  /// per acquirer (T3). Two acquirers sharing an id share the lease, and a process restarted with
-  /// the same id (a host name, a pod name) is handed the previous process's live grant, with its
-  /// token, as its own. Prefer owner_label. Default empty: a random id (see owner_label).
-  std::string owner{};
-  /// Drift bound and margin of the validity math. Default: 1% and 2 ms (Redlock's).
-  validity_options validity{};
-  /// Spacing of attempts in the blocking acquire(). Default: 10 ms doubling to 1 s, full jitter.
-  backoff_options backoff{};
-  /// Called once when the acquired lease turns lost (see loss_callback). Default: none.
-  loss_callback on_lost{};
-  /// Told of every acquire attempt and its outcome, and then of the acquired lease's renewals,
-  /// loss and release (observer.hpp). Must outlive the lease. Default: none (no cost).
-  lease_observer* observer = nullptr;
-};
-
-template <class Store, class Clock>
-HOLDFAST_REQUIRES(lease_store<Store>&& ttl_clock<Clock>)
-class lease;
-
 namespace detail {
-
-// The one check of a lease TTL, shared by acquire (prepare_acquire), lease::renew and the
-// distributed_mutex constructor: `ttl` converts to whole milliseconds (truncating) within
-// [1 ms, max_ttl] and leaves positive validity after drift and margin (a bad `validity` leaves
-// none). Returns the TTL in ms, or errc::invalid_argument.
-template <class Rep, class Period>
-result<std::chrono::milliseconds> checked_lease_ttl(std::chrono::duration<Rep, Period> ttl,
-                                                    const validity_options& validity) {
-  const std::optional<std::chrono::milliseconds> ms =
-      checked_duration_cast<std::chrono::milliseconds>(ttl);
-  if (!ms || check_ttl(*ms) || trusted_span(*ms, validity) <= std::chrono::nanoseconds::zero()) {
-    return errc::invalid_argument;
-  }
-  return *ms;
-}
-
-template <class Store, class Clock>
-result<lease<Store, Clock>> acquire_once(Store& store, std::string_view key,
-                                         std::chrono::milliseconds ttl,
-                                         const acquire_options<Clock>& opts,
-                                         const std::string& owner, bool queue_if_busy = false);
 
 // Lets a keepalive reach a lease's shared block (the keepalive_target port) without widening
 // lease's public interface.
@@ -428,222 +379,12 @@ class lease {
 
 namespace detail {
 
-template <class Store, class Clock>
-result<lease<Store, Clock>> acquire_once(Store& store, std::string_view key,
-                                         std::chrono::milliseconds ttl,
-                                         const acquire_options<Clock>& opts,
-                                         const std::string& owner, bool queue_if_busy) {
-  const typename Clock::time_point start = opts.clock.now();  // before the request leaves
-  result<grant> g = [&] {
-    if constexpr (has_try_acquire_queued_v<Store>) {
-      if (queue_if_busy) return store.try_acquire_queued(key, owner, ttl);
-    }
-    (void)queue_if_busy;
-    return store.try_acquire(key, owner, ttl);
-  }();
-  if (!g) return g.error();
-  if (!g->token.is_issuable() || g->ttl <= std::chrono::milliseconds::zero()) {
-    // A grant we cannot use: give it back if the store will take it, and report the store.
-    if (g->token.is_issuable()) (void)store.release(key, owner, g->token);
-    return errc::protocol_error;
-  }
-  grant applied = *g;
-  if (applied.ttl > ttl) applied.ttl = ttl;  // never trust more than was asked for
-  lease<Store, Clock> l(store, opts.clock, std::string(key), owner, applied, opts.validity, start);
-  // A reply that arrives after the validity it would give is worthless to the holder (Redlock's
-  // rule): hand the key back at once rather than hold a lease it must not use. No callback is set
-  // yet, so the caller hears of it only through the error.
-  if (!l.valid()) {
-    (void)l.release();
-    return errc::timeout;
-  }
-  if (opts.on_lost) l.inline_.on_lost = opts.on_lost;
-  l.inline_.observer = opts.observer;
-  return l;
-}
-
-// An event about one acquire outcome: the lease's token, or the error.
-template <class Lease>
-lease_event outcome_event(lease_event_kind kind, std::string_view key, std::string_view owner,
-                          const result<Lease>& l) {
-  lease_event e;
-  e.kind = kind;
-  e.key = key;
-  e.owner = owner;
-  if (l) {
-    e.token = l->token();
-  } else {
-    e.error = l.error();
-  }
-  return e;
-}
-
-// acquire_once() told to opts.observer as an acquire_attempt (attempt `n`, 1-based). Only an
-// observed attempt reads the clock around the store call.
-template <class Store, class Clock>
-result<lease<Store, Clock>> attempt(Store& store, std::string_view key,
-                                    std::chrono::milliseconds ttl,
-                                    const acquire_options<Clock>& opts, const std::string& owner,
-                                    std::uint32_t n, bool queue_if_busy = false) {
-  if (opts.observer == nullptr) return acquire_once(store, key, ttl, opts, owner, queue_if_busy);
-  const typename Clock::time_point t0 = opts.clock.now();
-  result<lease<Store, Clock>> l = acquire_once(store, key, ttl, opts, owner, queue_if_busy);
-  lease_event e = outcome_event(lease_event_kind::acquire_attempt, key, owner, l);
-  e.store_latency = elapsed_ns(t0, opts.clock.now());
-  e.attempt = n;
-  notify(opts.observer, e);
-  return l;
-}
-
-// Tells opts.observer how an observed try_acquire()/acquire() ended: acquired or acquire_failed,
-// waiting since `t0`, after `attempts` store calls.
-template <class Lease, class Clock>
-void report_acquire(const result<Lease>& l, const acquire_options<Clock>& opts,
-                    std::string_view key, std::string_view owner, typename Clock::time_point t0,
-                    std::uint32_t attempts) {
-  lease_event e = outcome_event(l ? lease_event_kind::acquired : lease_event_kind::acquire_failed,
-                                key, owner, l);
-  e.wait = elapsed_ns(t0, opts.clock.now());
-  e.attempt = attempts;
-  notify(opts.observer, e);
-}
-
 // Hands `l` to a keepalive through its port: keepalive::add() and distributed_mutex both come
 // here, so a mutex needs no keepalive.hpp. May throw std::bad_alloc (sharing the lease's state).
 template <class Store, class Clock>
 result<void> keep_alive(lease_renewer<Clock>& renewer, lease<Store, Clock>& l) {
   if (std::error_code ec = renewer.admission()) return ec;
   return renewer.add_shared(lease_access::share(l));
-}
-
-// The input every acquire of a lease checks (try_acquire, acquire, and a distributed_mutex's
-// constructor for all its locks): a non-empty key, sane validity and backoff options, and a lease
-// TTL (checked_lease_ttl). Returns the TTL in ms, or errc::invalid_argument.
-template <class Rep, class Period, class Clock>
-result<std::chrono::milliseconds> check_acquire_input(std::string_view key,
-                                                      std::chrono::duration<Rep, Period> ttl,
-                                                      const acquire_options<Clock>& opts) {
-  if (key.empty()) return errc::invalid_argument;
-  if (std::error_code ec = opts.validity.check()) return ec;
-  if (std::error_code ec = opts.backoff.check()) return ec;
-  return checked_lease_ttl(ttl, opts.validity);
-}
-
-// What try_acquire() and acquire() send, once the caller's input has passed every check.
-struct acquire_request {
-  std::chrono::milliseconds ttl;
-  std::string owner;
-};
-
-// The input checks both acquire functions share: check_acquire_input, then the owner (a fresh
-// random one when none is given; check_acquire_args, the stores' own check, has the last word).
-template <class Rep, class Period, class Clock>
-result<acquire_request> prepare_acquire(std::string_view key,
-                                        std::chrono::duration<Rep, Period> ttl,
-                                        const acquire_options<Clock>& opts) {
-  const result<std::chrono::milliseconds> ms = check_acquire_input(key, ttl, opts);
-  if (!ms) return ms.error();
-  std::string owner = !opts.owner.empty()        ? opts.owner
-                      : opts.owner_label.empty() ? random_owner_id()
-                                                 : opts.owner_label + "-" + random_owner_id();
-  if (std::error_code ec = check_acquire_args(key, owner, *ms)) return ec;
-  return acquire_request{*ms, std::move(owner)};
-}
-
-// try_acquire() with an observer: the attempt and the outcome are reported.
-template <class Store, class Clock>
-result<lease<Store, Clock>> observed_try_acquire(Store& store, std::string_view key,
-                                                 const result<acquire_request>& req,
-                                                 const acquire_options<Clock>& opts) {
-  const typename Clock::time_point t0 = opts.clock.now();
-  result<lease<Store, Clock>> l = req ? attempt(store, key, req->ttl, opts, req->owner, 1)
-                                      : result<lease<Store, Clock>>(req.error());
-  report_acquire(l, opts, key, req ? std::string_view(req->owner) : opts.owner, t0, req ? 1 : 0);
-  return l;
-}
-
-// acquire()'s loop (see acquire()); Observed adds the reports: every attempt, then the outcome
-// with its wait.
-template <bool Observed, class Store, class Rep, class Period, class TRep, class TPeriod,
-          class Clock>
-result<lease<Store, Clock>> acquire_retrying(Store& store, std::string_view key,
-                                             std::chrono::duration<Rep, Period> ttl,
-                                             std::chrono::duration<TRep, TPeriod> timeout,
-                                             const acquire_options<Clock>& opts) {
-  using result_type = result<lease<Store, Clock>>;
-  result<acquire_request> req = prepare_acquire(key, ttl, opts);
-  Clock clock = opts.clock;
-  if (!req) {
-    if constexpr (Observed) {
-      report_acquire(result_type(req.error()), opts, key, opts.owner, clock.now(), 0);
-    }
-    return req.error();
-  }
-  const typename Clock::time_point started = clock.now();
-  using clock_duration = typename Clock::duration;
-  // The wait is measured as the time the clock moved *forwards* since the first reading, not as
-  // an instant to reach: a clock that jumps back by 100 s would otherwise make the wait 100 s
-  // longer. A sleep that the jump cut short (clock.hpp) just leads to an earlier attempt.
-  const std::optional<clock_duration> limit = checked_duration_cast<clock_duration>(timeout);
-  const clock_duration budget =
-      !limit
-          ? (timeout > decltype(timeout)::zero() ? clock_duration::max() : clock_duration::zero())
-          : (*limit > clock_duration::zero() ? *limit : clock_duration::zero());
-  clock_duration waited = clock_duration::zero();
-  typename Clock::time_point last = started;
-  // Whether budget is left at `t` (forward clock time only).
-  const auto budget_left_at = [&](typename Clock::time_point t) {
-    if (!(last < t)) return waited < budget;
-    return saturating_sub(t, last) < budget - waited;
-  };
-  backoff delays(opts.backoff);
-  std::uint32_t fruitless_waits = 0;
-  std::uint32_t made = 1;
-  // Every way out goes through here, so that an observer hears how the call ended.
-  const auto done = [&](result_type&& r) -> result_type {
-    if constexpr (Observed) report_acquire(r, opts, key, req->owner, started, made);
-    return std::move(r);
-  };
-  for (;; ++made) {
-    // Where the store can, an attempt that finds the key busy also joins its wait queue, so the
-    // wait below costs no request of its own. Not before a backoff round (one in eight, below).
-    // The last attempt (deadline reached, attempts used up) queues nothing: nobody would wait.
-    const bool queue = can_wait_for_release_v<Store, Clock> && has_try_acquire_queued_v<Store> &&
-                       (fruitless_waits + 1) % 8 != 0 && !delays.exhausted(made) &&
-                       budget_left_at(clock.now());
-    result_type l = [&]() -> result_type {
-      if constexpr (Observed) {
-        return attempt(store, key, req->ttl, opts, req->owner, made, queue);
-      } else {
-        return acquire_once(store, key, req->ttl, opts, req->owner, queue);
-      }
-    }();
-    if (l || !is_transient(l.error())) return done(std::move(l));
-    if (delays.exhausted(made)) return done(result_type(l.error()));
-    const typename Clock::time_point now = clock.now();
-    if (last < now) {
-      const clock_duration step = saturating_sub(now, last);
-      waited = budget - waited < step ? budget : waited + step;
-    }
-    last = now;
-    if (!(waited < budget)) return done(result_type(errc::timeout));
-    const clock_duration left = budget - waited;
-    const typename Clock::time_point deadline = saturating_add(now, left);
-    if constexpr (can_wait_for_release_v<Store, Clock>) {
-      // Waiting without polling: sleep in the store until the key is released or its holder's
-      // lease can have expired (or the deadline), then ask again. A failed wait, or a run of
-      // wake-ups that keep finding the key taken, falls back to one backoff sleep below, so a
-      // store whose hints are wrong costs latency, never a busy loop.
-      if (l.error() == errc::busy && (++fruitless_waits % 8) != 0) {
-        if (store.wait_for_release(key, deadline)) continue;
-      }
-    }
-    const std::optional<clock_duration> next =
-        checked_duration_cast<clock_duration>(delays.next_delay());
-    // One last attempt when the budget runs out (at the deadline itself).
-    const clock_duration pause = next && *next < left ? *next : left;
-    clock.sleep_until(saturating_add(now, pause));
-  }
 }
 
 }  // namespace detail

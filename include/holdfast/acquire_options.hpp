@@ -1,0 +1,115 @@
+// holdfast/acquire_options.hpp - acquire_options<Clock>: how try_acquire() and acquire()
+// (lease.hpp) acquire a lease (the holder's clock, its owner id, the validity math, the backoff of
+// the blocking acquire, the on-loss callback, the observer), and the one check of what an acquire
+// is given, shared by try_acquire, acquire and the recipes (distributed_mutex, election,
+// semaphore) for all their leases. lease.hpp includes it.
+#ifndef HOLDFAST_ACQUIRE_OPTIONS_HPP
+#define HOLDFAST_ACQUIRE_OPTIONS_HPP
+
+#include <chrono>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <system_error>
+#include <utility>
+
+#include "holdfast/backoff.hpp"
+#include "holdfast/clock.hpp"
+#include "holdfast/detail/config.hpp"
+#include "holdfast/detail/lease_shared.hpp"
+#include "holdfast/detail/random.hpp"
+#include "holdfast/detail/saturating.hpp"
+#include "holdfast/error.hpp"
+#include "holdfast/observer.hpp"
+#include "holdfast/result.hpp"
+#include "holdfast/store.hpp"
+#include "holdfast/validity.hpp"
+
+namespace holdfast {
+HOLDFAST_ABI_NAMESPACE_BEGIN
+
+/// Options for try_acquire() and acquire().
+template <class Clock = steady_clock>
+struct acquire_options {
+  /// The holder's clock: validity and backoff sleeps are measured on it. Default: steady_clock.
+  Clock clock{};
+  /// A readable owner label (a host name, a worker name). The owner id becomes the label, a '-'
+  /// and 32 random hex digits (128 bits), drawn anew for every acquire call: readable in the
+  /// store and in logs, and still unique per acquirer (T3), so a restarted process never gets
+  /// back its predecessor's live grant and token, as a stable id would (the reconnect bug of
+  /// Curator's InterProcessMutex, CURATOR-604: a new session took the old session's lock node for
+  /// its own). Default empty: the id is the 32 random hex digits alone. Ignored if `owner` is set.
+  std::string owner_label{};
+  /// A fully caller-chosen owner id, used as is. THE CALLER'S RESPONSIBILITY: it must be unique
+  /// per acquirer (T3). Two acquirers sharing an id share the lease, and a process restarted with
+  /// the same id (a host name, a pod name) is handed the previous process's live grant, with its
+  /// token, as its own. Prefer owner_label. Default empty: a random id (see owner_label).
+  std::string owner{};
+  /// Drift bound and margin of the validity math. Default: 1% and 2 ms (Redlock's).
+  validity_options validity{};
+  /// Spacing of attempts in the blocking acquire(). Default: 10 ms doubling to 1 s, full jitter.
+  backoff_options backoff{};
+  /// Called once when the acquired lease turns lost (see loss_callback). Default: none.
+  loss_callback on_lost{};
+  /// Told of every acquire attempt and its outcome, and then of the acquired lease's renewals,
+  /// loss and release (observer.hpp). Must outlive the lease. Default: none (no cost).
+  lease_observer* observer = nullptr;
+};
+
+namespace detail {
+
+// The one check of a lease TTL, shared by acquire (prepare_acquire), lease::renew and the
+// distributed_mutex constructor: `ttl` converts to whole milliseconds (truncating) within
+// [1 ms, max_ttl] and leaves positive validity after drift and margin (a bad `validity` leaves
+// none). Returns the TTL in ms, or errc::invalid_argument.
+template <class Rep, class Period>
+result<std::chrono::milliseconds> checked_lease_ttl(std::chrono::duration<Rep, Period> ttl,
+                                                    const validity_options& validity) {
+  const std::optional<std::chrono::milliseconds> ms =
+      checked_duration_cast<std::chrono::milliseconds>(ttl);
+  if (!ms || check_ttl(*ms) || trusted_span(*ms, validity) <= std::chrono::nanoseconds::zero()) {
+    return errc::invalid_argument;
+  }
+  return *ms;
+}
+
+// The input every acquire of a lease checks (try_acquire, acquire, and a distributed_mutex's
+// constructor for all its locks): a non-empty key, sane validity and backoff options, and a lease
+// TTL (checked_lease_ttl). Returns the TTL in ms, or errc::invalid_argument.
+template <class Rep, class Period, class Clock>
+result<std::chrono::milliseconds> check_acquire_input(std::string_view key,
+                                                      std::chrono::duration<Rep, Period> ttl,
+                                                      const acquire_options<Clock>& opts) {
+  if (key.empty()) return errc::invalid_argument;
+  if (std::error_code ec = opts.validity.check()) return ec;
+  if (std::error_code ec = opts.backoff.check()) return ec;
+  return checked_lease_ttl(ttl, opts.validity);
+}
+
+// What try_acquire() and acquire() send, once the caller's input has passed every check.
+struct acquire_request {
+  std::chrono::milliseconds ttl;
+  std::string owner;
+};
+
+// The input checks both acquire functions share: check_acquire_input, then the owner (a fresh
+// random one when none is given; check_acquire_args, the stores' own check, has the last word).
+template <class Rep, class Period, class Clock>
+result<acquire_request> prepare_acquire(std::string_view key,
+                                        std::chrono::duration<Rep, Period> ttl,
+                                        const acquire_options<Clock>& opts) {
+  const result<std::chrono::milliseconds> ms = check_acquire_input(key, ttl, opts);
+  if (!ms) return ms.error();
+  std::string owner = !opts.owner.empty()        ? opts.owner
+                      : opts.owner_label.empty() ? random_owner_id()
+                                                 : opts.owner_label + "-" + random_owner_id();
+  if (std::error_code ec = check_acquire_args(key, owner, *ms)) return ec;
+  return acquire_request{*ms, std::move(owner)};
+}
+
+}  // namespace detail
+
+HOLDFAST_ABI_NAMESPACE_END
+}  // namespace holdfast
+
+#endif  // HOLDFAST_ACQUIRE_OPTIONS_HPP

@@ -1,0 +1,216 @@
+// holdfast/detail/acquire.hpp - the machinery behind try_acquire() and acquire() (lease.hpp): one
+// store call turned into a lease handle (acquire_once), the observer's reports of each attempt and
+// of the outcome, and the blocking acquire's loop (acquire_retrying): backoff with full jitter, or
+// a wait in the store for a release where it offers one, against a timeout counted only while the
+// clock moves forwards. lease.hpp includes it before the lease class, whose private constructor
+// acquire_once (a friend) uses. Not for users.
+#ifndef HOLDFAST_DETAIL_ACQUIRE_HPP
+#define HOLDFAST_DETAIL_ACQUIRE_HPP
+
+#include <chrono>
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <utility>
+
+#include "holdfast/acquire_options.hpp"
+#include "holdfast/backoff.hpp"
+#include "holdfast/clock.hpp"
+#include "holdfast/detail/config.hpp"
+#include "holdfast/detail/saturating.hpp"
+#include "holdfast/error.hpp"
+#include "holdfast/observer.hpp"
+#include "holdfast/result.hpp"
+#include "holdfast/store.hpp"
+
+namespace holdfast {
+HOLDFAST_ABI_NAMESPACE_BEGIN
+
+template <class Store, class Clock>
+HOLDFAST_REQUIRES(lease_store<Store>&& ttl_clock<Clock>)
+class lease;
+
+namespace detail {
+
+template <class Store, class Clock>
+result<lease<Store, Clock>> acquire_once(Store& store, std::string_view key,
+                                         std::chrono::milliseconds ttl,
+                                         const acquire_options<Clock>& opts,
+                                         const std::string& owner, bool queue_if_busy = false) {
+  const typename Clock::time_point start = opts.clock.now();  // before the request leaves
+  result<grant> g = [&] {
+    if constexpr (has_try_acquire_queued_v<Store>) {
+      if (queue_if_busy) return store.try_acquire_queued(key, owner, ttl);
+    }
+    (void)queue_if_busy;
+    return store.try_acquire(key, owner, ttl);
+  }();
+  if (!g) return g.error();
+  if (!g->token.is_issuable() || g->ttl <= std::chrono::milliseconds::zero()) {
+    // A grant we cannot use: give it back if the store will take it, and report the store.
+    if (g->token.is_issuable()) (void)store.release(key, owner, g->token);
+    return errc::protocol_error;
+  }
+  grant applied = *g;
+  if (applied.ttl > ttl) applied.ttl = ttl;  // never trust more than was asked for
+  lease<Store, Clock> l(store, opts.clock, std::string(key), owner, applied, opts.validity, start);
+  // A reply that arrives after the validity it would give is worthless to the holder (Redlock's
+  // rule): hand the key back at once rather than hold a lease it must not use. No callback is set
+  // yet, so the caller hears of it only through the error.
+  if (!l.valid()) {
+    (void)l.release();
+    return errc::timeout;
+  }
+  if (opts.on_lost) l.inline_.on_lost = opts.on_lost;
+  l.inline_.observer = opts.observer;
+  return l;
+}
+
+// An event about one acquire outcome: the lease's token, or the error.
+template <class Lease>
+lease_event outcome_event(lease_event_kind kind, std::string_view key, std::string_view owner,
+                          const result<Lease>& l) {
+  lease_event e;
+  e.kind = kind;
+  e.key = key;
+  e.owner = owner;
+  if (l) {
+    e.token = l->token();
+  } else {
+    e.error = l.error();
+  }
+  return e;
+}
+
+// acquire_once() told to opts.observer as an acquire_attempt (attempt `n`, 1-based). Only an
+// observed attempt reads the clock around the store call.
+template <class Store, class Clock>
+result<lease<Store, Clock>> attempt(Store& store, std::string_view key,
+                                    std::chrono::milliseconds ttl,
+                                    const acquire_options<Clock>& opts, const std::string& owner,
+                                    std::uint32_t n, bool queue_if_busy = false) {
+  if (opts.observer == nullptr) return acquire_once(store, key, ttl, opts, owner, queue_if_busy);
+  const typename Clock::time_point t0 = opts.clock.now();
+  result<lease<Store, Clock>> l = acquire_once(store, key, ttl, opts, owner, queue_if_busy);
+  lease_event e = outcome_event(lease_event_kind::acquire_attempt, key, owner, l);
+  e.store_latency = elapsed_ns(t0, opts.clock.now());
+  e.attempt = n;
+  notify(opts.observer, e);
+  return l;
+}
+
+// Tells opts.observer how an observed try_acquire()/acquire() ended: acquired or acquire_failed,
+// waiting since `t0`, after `attempts` store calls.
+template <class Lease, class Clock>
+void report_acquire(const result<Lease>& l, const acquire_options<Clock>& opts,
+                    std::string_view key, std::string_view owner, typename Clock::time_point t0,
+                    std::uint32_t attempts) {
+  lease_event e = outcome_event(l ? lease_event_kind::acquired : lease_event_kind::acquire_failed,
+                                key, owner, l);
+  e.wait = elapsed_ns(t0, opts.clock.now());
+  e.attempt = attempts;
+  notify(opts.observer, e);
+}
+
+// try_acquire() with an observer: the attempt and the outcome are reported.
+template <class Store, class Clock>
+result<lease<Store, Clock>> observed_try_acquire(Store& store, std::string_view key,
+                                                 const result<acquire_request>& req,
+                                                 const acquire_options<Clock>& opts) {
+  const typename Clock::time_point t0 = opts.clock.now();
+  result<lease<Store, Clock>> l = req ? attempt(store, key, req->ttl, opts, req->owner, 1)
+                                      : result<lease<Store, Clock>>(req.error());
+  report_acquire(l, opts, key, req ? std::string_view(req->owner) : opts.owner, t0, req ? 1 : 0);
+  return l;
+}
+
+// acquire()'s loop (see acquire()); Observed adds the reports: every attempt, then the outcome
+// with its wait.
+template <bool Observed, class Store, class Rep, class Period, class TRep, class TPeriod,
+          class Clock>
+result<lease<Store, Clock>> acquire_retrying(Store& store, std::string_view key,
+                                             std::chrono::duration<Rep, Period> ttl,
+                                             std::chrono::duration<TRep, TPeriod> timeout,
+                                             const acquire_options<Clock>& opts) {
+  using result_type = result<lease<Store, Clock>>;
+  result<acquire_request> req = prepare_acquire(key, ttl, opts);
+  Clock clock = opts.clock;
+  if (!req) {
+    if constexpr (Observed) {
+      report_acquire(result_type(req.error()), opts, key, opts.owner, clock.now(), 0);
+    }
+    return req.error();
+  }
+  const typename Clock::time_point started = clock.now();
+  using clock_duration = typename Clock::duration;
+  // The wait is measured as the time the clock moved *forwards* since the first reading, not as
+  // an instant to reach: a clock that jumps back by 100 s would otherwise make the wait 100 s
+  // longer. A sleep that the jump cut short (clock.hpp) just leads to an earlier attempt.
+  const std::optional<clock_duration> limit = checked_duration_cast<clock_duration>(timeout);
+  const clock_duration budget =
+      !limit
+          ? (timeout > decltype(timeout)::zero() ? clock_duration::max() : clock_duration::zero())
+          : (*limit > clock_duration::zero() ? *limit : clock_duration::zero());
+  clock_duration waited = clock_duration::zero();
+  typename Clock::time_point last = started;
+  // Whether budget is left at `t` (forward clock time only).
+  const auto budget_left_at = [&](typename Clock::time_point t) {
+    if (!(last < t)) return waited < budget;
+    return saturating_sub(t, last) < budget - waited;
+  };
+  backoff delays(opts.backoff);
+  std::uint32_t fruitless_waits = 0;
+  std::uint32_t made = 1;
+  // Every way out goes through here, so that an observer hears how the call ended.
+  const auto done = [&](result_type&& r) -> result_type {
+    if constexpr (Observed) report_acquire(r, opts, key, req->owner, started, made);
+    return std::move(r);
+  };
+  for (;; ++made) {
+    // Where the store can, an attempt that finds the key busy also joins its wait queue, so the
+    // wait below costs no request of its own. Not before a backoff round (one in eight, below).
+    // The last attempt (deadline reached, attempts used up) queues nothing: nobody would wait.
+    const bool queue = can_wait_for_release_v<Store, Clock> && has_try_acquire_queued_v<Store> &&
+                       (fruitless_waits + 1) % 8 != 0 && !delays.exhausted(made) &&
+                       budget_left_at(clock.now());
+    result_type l = [&]() -> result_type {
+      if constexpr (Observed) {
+        return attempt(store, key, req->ttl, opts, req->owner, made, queue);
+      } else {
+        return acquire_once(store, key, req->ttl, opts, req->owner, queue);
+      }
+    }();
+    if (l || !is_transient(l.error())) return done(std::move(l));
+    if (delays.exhausted(made)) return done(result_type(l.error()));
+    const typename Clock::time_point now = clock.now();
+    if (last < now) {
+      const clock_duration step = saturating_sub(now, last);
+      waited = budget - waited < step ? budget : waited + step;
+    }
+    last = now;
+    if (!(waited < budget)) return done(result_type(errc::timeout));
+    const clock_duration left = budget - waited;
+    const typename Clock::time_point deadline = saturating_add(now, left);
+    if constexpr (can_wait_for_release_v<Store, Clock>) {
+      // Waiting without polling: sleep in the store until the key is released or its holder's
+      // lease can have expired (or the deadline), then ask again. A failed wait, or a run of
+      // wake-ups that keep finding the key taken, falls back to one backoff sleep below, so a
+      // store whose hints are wrong costs latency, never a busy loop.
+      if (l.error() == errc::busy && (++fruitless_waits % 8) != 0) {
+        if (store.wait_for_release(key, deadline)) continue;
+      }
+    }
+    const std::optional<clock_duration> next =
+        checked_duration_cast<clock_duration>(delays.next_delay());
+    // One last attempt when the budget runs out (at the deadline itself).
+    const clock_duration pause = next && *next < left ? *next : left;
+    clock.sleep_until(saturating_add(now, pause));
+  }
+}
+
+}  // namespace detail
+HOLDFAST_ABI_NAMESPACE_END
+}  // namespace holdfast
+
+#endif  // HOLDFAST_DETAIL_ACQUIRE_HPP
