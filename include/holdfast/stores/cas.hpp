@@ -66,22 +66,22 @@
 // compare_and_swap is not really conditional (a blind write) fails the kit with no work by you.
 // The point sits before the adapter reads its clock, so a renewal decided after a stall is
 // decided on the clock as it is after the stall.
-// Value format: "hf1" + state ('H' held, 'F' free) + counter, token, TTL (ms), RVN and owner
-// length as 64-bit little-endian numbers + owner bytes; anything else in a key is reported as
-// protocol_error and left unchanged.
+// The cas_kv requirement and memory_cas_kv are stores/cas_kv.hpp, the record's encoding
+// stores/detail/cas_record.hpp; both are included here.
+// Value format (stores/detail/cas_record.hpp): "hf1" + state ('H' held, 'F' free) + counter, token,
+// TTL (ms), RVN and owner length as 64-bit little-endian numbers + owner bytes; anything else in a
+// key is reported as protocol_error and left unchanged.
 #ifndef HOLDFAST_STORES_CAS_HPP
 #define HOLDFAST_STORES_CAS_HPP
 
 #include <chrono>
 #include <cstddef>
 #include <cstdint>
-#include <limits>
 #include <mutex>
 #include <optional>
 #include <string>
 #include <string_view>
 #include <system_error>
-#include <type_traits>
 #include <unordered_map>
 #include <utility>
 
@@ -94,175 +94,11 @@
 #include "holdfast/result.hpp"
 #include "holdfast/step_point.hpp"
 #include "holdfast/store.hpp"
+#include "holdfast/stores/cas_kv.hpp"
+#include "holdfast/stores/detail/cas_record.hpp"
 
 namespace holdfast {
 HOLDFAST_ABI_NAMESPACE_BEGIN
-
-/// What a cas_kv's get() returns: the value and its version; version 0 means the key is absent.
-struct cas_entry {
-  std::string value;          ///< The stored bytes (binary-safe); empty when absent.
-  std::uint64_t version = 0;  ///< Changes on every write, never repeats for a key; 0: absent.
-};
-
-namespace detail {
-
-template <class KV, class = void>
-struct has_cas_get : std::false_type {};
-template <class KV>
-struct has_cas_get<KV,
-                   std::void_t<decltype(std::declval<KV&>().get(std::declval<std::string_view>()))>>
-    : std::is_convertible<decltype(std::declval<KV&>().get(std::declval<std::string_view>())),
-                          result<cas_entry>> {};
-
-template <class KV, class = void>
-struct has_cas_swap : std::false_type {};
-template <class KV>
-struct has_cas_swap<KV, std::void_t<decltype(std::declval<KV&>().compare_and_swap(
-                            std::declval<std::string_view>(), std::declval<std::uint64_t>(),
-                            std::declval<std::string_view>()))>>
-    : std::is_convertible<decltype(std::declval<KV&>().compare_and_swap(
-                              std::declval<std::string_view>(), std::declval<std::uint64_t>(),
-                              std::declval<std::string_view>())),
-                          result<bool>> {};
-
-}  // namespace detail
-
-#if HOLDFAST_HAS_CONCEPTS
-/// A linearizable compare-and-swap key-value store (see the table at the top of cas.hpp), as a
-/// requires-expression: it constrains cas_store.
-template <class KV>
-concept cas_kv = requires(KV& kv, std::string_view key, std::uint64_t expected,
-                          std::string_view value) {
-  { kv.get(key) } -> std::convertible_to<result<cas_entry>>;
-  { kv.compare_and_swap(key, expected, value) } -> std::convertible_to<result<bool>>;
-};
-/// True iff KV provides get() and compare_and_swap() as in the table at the top of cas.hpp (the
-/// C++17 spelling; under C++20 it is the concept cas_kv).
-template <class KV>
-inline constexpr bool is_cas_kv_v = cas_kv<KV>;
-#else
-/// True iff KV provides get() and compare_and_swap() as in the table at the top of cas.hpp
-/// (C++17 spelling; under C++20 use the concept cas_kv).
-template <class KV>
-inline constexpr bool is_cas_kv_v =
-    detail::has_cas_get<KV>::value&& detail::has_cas_swap<KV>::value;
-#endif
-
-/// An in-process cas_kv over a hash map: versions come from one counter, so they never repeat.
-/// For tests, examples and single-process use. Thread-safety: every member may be called
-/// concurrently. Exceptions: only std::bad_alloc.
-class memory_cas_kv {
- public:
-  memory_cas_kv() = default;
-  memory_cas_kv(const memory_cas_kv&) = delete;
-  memory_cas_kv& operator=(const memory_cas_kv&) = delete;
-
-  /// Returns the key's value and version ({"", 0} if absent). Never fails.
-  result<cas_entry> get(std::string_view key) const {
-    std::lock_guard<std::mutex> lock(mutex_);
-    auto it = map_.find(std::string(key));
-    if (it == map_.end()) return cas_entry{};
-    return it->second;
-  }
-
-  /// Writes `value` iff the key's version is `expected` (0: the key is absent), giving it a new
-  /// version. \returns true iff written. Never fails.
-  result<bool> compare_and_swap(std::string_view key, std::uint64_t expected,
-                                std::string_view value) {
-    std::lock_guard<std::mutex> lock(mutex_);
-    std::string k(key);
-    auto it = map_.find(k);
-    const std::uint64_t current = it == map_.end() ? 0 : it->second.version;
-    if (current != expected) return false;
-    cas_entry e{std::string(value), ++last_version_};
-    if (it == map_.end()) {
-      map_.emplace(std::move(k), std::move(e));
-    } else {
-      it->second = std::move(e);
-    }
-    return true;
-  }
-
-  /// Returns how many keys have a value.
-  [[nodiscard]] std::size_t size() const {
-    std::lock_guard<std::mutex> lock(mutex_);
-    return map_.size();
-  }
-
- private:
-  mutable std::mutex mutex_;
-  std::unordered_map<std::string, cas_entry> map_;
-  std::uint64_t last_version_ = 0;
-};
-
-namespace detail {
-
-// One key's lease record as cas_store encodes it in the value.
-struct cas_record {
-  bool held = false;
-  std::uint64_t counter = 0;  // the last token issued for this key
-  fencing_token token;        // the holder's token (none when free)
-  std::chrono::milliseconds ttl{0};
-  std::uint64_t rvn = 0;  // record version number: random, new on every write (DynamoDB's RVN)
-  std::string owner;
-
-  static constexpr std::string_view magic{"hf1"};
-  static constexpr std::size_t header = 3 + 1 + 8 * 5;
-
-  std::string encode() const {
-    std::string out;
-    out.reserve(header + owner.size());
-    out.append(magic.data(), magic.size());
-    out.push_back(held ? 'H' : 'F');
-    put(out, counter);
-    put(out, token.value());
-    put(out, static_cast<std::uint64_t>(ttl.count()));
-    put(out, rvn);
-    put(out, owner.size());
-    out.append(owner);
-    return out;
-  }
-
-  // Parses and validates; nullopt for anything this adapter would not have written.
-  static std::optional<cas_record> decode(std::string_view v) {
-    if (v.size() < header || v.substr(0, 3) != magic) return std::nullopt;
-    cas_record r;
-    const char state = v[3];
-    if (state != 'H' && state != 'F') return std::nullopt;
-    r.held = state == 'H';
-    const std::uint64_t counter = get(v, 4), token = get(v, 12), ttl = get(v, 20), len = get(v, 36);
-    r.rvn = get(v, 28);
-    if (len != v.size() - header) return std::nullopt;
-    constexpr std::uint64_t top = std::numeric_limits<std::uint64_t>::max();
-    if (counter == 0 || counter == top) return std::nullopt;  // never issued
-    r.counter = counter;
-    r.token = fencing_token(token);
-    if (r.held) {
-      if (!r.token.is_issuable() || token > counter) return std::nullopt;
-      if (ttl == 0 || ttl > static_cast<std::uint64_t>(max_ttl.count()) || len == 0) {
-        return std::nullopt;
-      }
-      r.ttl = std::chrono::milliseconds(static_cast<std::int64_t>(ttl));
-      r.owner.assign(v.data() + header, static_cast<std::size_t>(len));
-    } else if (token != 0 || ttl != 0 || len != 0) {
-      return std::nullopt;
-    }
-    return r;
-  }
-
-  static void put(std::string& out, std::uint64_t x) {
-    for (int i = 0; i < 8; ++i) out.push_back(static_cast<char>((x >> (8 * i)) & 0xff));
-  }
-  static std::uint64_t get(std::string_view v, std::size_t at) {
-    std::uint64_t x = 0;
-    for (int i = 7; i >= 0; --i) {
-      x = (x << 8) | static_cast<unsigned char>(v[at + static_cast<std::size_t>(i)]);
-    }
-    return x;
-  }
-};
-
-}  // namespace detail
 
 /// A LeaseStore over a cas_kv, with expiry judged the DynamoDB lock client's way (see the top of
 /// cas.hpp): a contender takes a held key over only after this adapter has seen its record
