@@ -56,6 +56,7 @@
 
 #include "holdfast/clock.hpp"
 #include "holdfast/detail/config.hpp"
+#include "holdfast/detail/lease_recipe.hpp"
 #include "holdfast/detail/random.hpp"
 #include "holdfast/detail/saturating.hpp"
 #include "holdfast/error.hpp"
@@ -185,17 +186,14 @@ struct election_options {
 /// The store (and a given keepalive) must outlive it.
 template <class Store, class Clock = steady_clock>
 HOLDFAST_REQUIRES(lease_store<Store>&& ttl_clock<Clock>)
-class election {
-  static_assert(assert_lease_store<Store>(),
-                "holdfast::election<Store>: Store must model LeaseStore");
-  static_assert(assert_ttl_clock<Clock>(),
-                "holdfast::election<Store, Clock>: Clock must model ttl_clock");
+class election : public detail::lease_recipe<Store, Clock, election_options<Clock>> {
+  using recipe = detail::lease_recipe<Store, Clock, election_options<Clock>>;
 
  public:
-  using store_type = Store;
-  using clock_type = Clock;
-  using lease_type = lease<Store, Clock>;
-  using time_point = typename Clock::time_point;
+  // store_type, clock_type and error() come from the recipe, as do store_, key_ (the election's
+  // name: the key of its leadership lease), opts_ and ttl_.
+  using typename recipe::lease_type;
+  using typename recipe::time_point;
 
   /// Makes a follower in the election `name` of `store`, whose leadership leases last `ttl` (ms,
   /// or any duration; truncated to whole ms). Never fails: bad arguments (empty name or identity,
@@ -205,23 +203,19 @@ class election {
   template <class Rep, class Period>
   election(Store& store, std::string name, std::chrono::duration<Rep, Period> ttl,
            election_options<Clock> opts = {})
-      : store_(store), name_(std::move(name)), opts_(std::move(opts)) {
-    // lease.hpp's one acquire-input check: name (the election's key), TTL and options.
-    const result<std::chrono::milliseconds> ms =
-        detail::check_acquire_input(name_, ttl, opts_.acquire);
-    const bool bad_interval = opts_.observe_interval <= std::chrono::nanoseconds::zero() ||
-                              opts_.observe_interval > std::chrono::hours(1);
-    if (!ms || opts_.identity.empty() || bad_interval ||
-        (opts_.keepalive != nullptr && opts_.keepalive->error()) ||
-        (opts_.keepalive == nullptr && opts_.renewal.check())) {
-      config_error_ = make_error_code(errc::invalid_argument);
+      : recipe(store, std::move(name), ttl, std::move(opts)) {
+    // The recipe checked the name (the election's key), TTL, options and a given keepalive.
+    const bool bad_interval = this->opts_.observe_interval <= std::chrono::nanoseconds::zero() ||
+                              this->opts_.observe_interval > std::chrono::hours(1);
+    if (this->config_error_ || this->opts_.identity.empty() || bad_interval ||
+        (this->opts_.keepalive == nullptr && this->opts_.renewal.check())) {
+      this->refuse();
       return;
     }
-    ttl_ = *ms;
-    if (opts_.keepalive == nullptr) {
-      own_keepalive_ =
-          std::make_unique<holdfast::keepalive<Clock>>(opts_.acquire.clock, opts_.renewal);
-      opts_.keepalive = own_keepalive_.get();
+    if (this->opts_.keepalive == nullptr) {
+      own_keepalive_ = std::make_unique<holdfast::keepalive<Clock>>(this->opts_.acquire.clock,
+                                                                    this->opts_.renewal);
+      this->opts_.keepalive = own_keepalive_.get();
     }
   }
 
@@ -236,9 +230,6 @@ class election {
     }
     HOLDFAST_CATCH_ALL {}
   }
-
-  /// Returns errc::invalid_argument if the constructor's arguments were bad; zero otherwise.
-  [[nodiscard]] std::error_code error() const noexcept { return config_error_; }
 
   /// Campaigns until this candidate leads or `timeout` has passed on the clock (<= 0: one
   /// attempt), retrying contention and transient store errors as acquire() does (waiting for the
@@ -256,7 +247,7 @@ class election {
   template <class Rep, class Period>
   result<fencing_token> campaign(std::chrono::duration<Rep, Period> timeout) {
     return run_campaign([&](const acquire_options<Clock>& o) {
-      return holdfast::acquire(store_, name_, ttl_, timeout, o);
+      return holdfast::acquire(this->store_, this->key_, this->ttl_, timeout, o);
     });
   }
 
@@ -264,7 +255,7 @@ class election {
   /// candidate leads; otherwise as campaign().
   result<fencing_token> try_campaign() {
     return run_campaign([&](const acquire_options<Clock>& o) {
-      return holdfast::try_acquire(store_, name_, ttl_, o);
+      return holdfast::try_acquire(this->store_, this->key_, this->ttl_, o);
     });
   }
 
@@ -336,8 +327,8 @@ class election {
   ///   errc::invalid_argument for bad constructor arguments; any error inspect() reports.
   template <class S = Store, class = std::enable_if_t<has_inspect_v<S>>>
   result<std::optional<leader_info>> leader() {
-    if (config_error_) return config_error_;
-    result<std::optional<lease_record>> r = store_.inspect(name_);
+    if (this->config_error_) return this->config_error_;
+    result<std::optional<lease_record>> r = this->store_.inspect(this->key_);
     if (!r) return r.error();
     if (!*r) return std::optional<leader_info>{};
     const lease_record& rec = **r;
@@ -356,8 +347,8 @@ class election {
   template <class Rep, class Period, class S = Store, class = std::enable_if_t<has_inspect_v<S>>>
   result<std::optional<leader_info>> next_leader(const std::optional<leader_info>& known,
                                                  std::chrono::duration<Rep, Period> timeout) {
-    if (config_error_) return config_error_;
-    Clock clock = opts_.acquire.clock;
+    if (this->config_error_) return this->config_error_;
+    Clock clock = this->opts_.acquire.clock;
     const time_point deadline = detail::saturating_add(
         clock.now(), timeout > decltype(timeout)::zero() ? timeout : decltype(timeout)::zero());
     for (;;) {
@@ -368,7 +359,7 @@ class election {
       }
       const time_point now = clock.now();
       if (!(now < deadline)) return errc::timeout;
-      time_point wake = detail::saturating_add(now, opts_.observe_interval);
+      time_point wake = detail::saturating_add(now, this->opts_.observe_interval);
       if (deadline < wake) wake = deadline;
       if (*now_leads) {
         // The leader changes only by a release or an expiry: never sleep past its expiry (its
@@ -377,7 +368,7 @@ class election {
             detail::saturating_add(now, (**now_leads).remaining + std::chrono::milliseconds(1));
         if (expiry < wake) wake = expiry;
         if constexpr (can_watch_release_v<Store, Clock>) {
-          if (store_.watch_release(name_, wake)) continue;
+          if (this->store_.watch_release(this->key_, wake)) continue;
           // A failed watch is only a lost hint: fall back to sleeping out the interval.
         }
       }
@@ -386,16 +377,16 @@ class election {
   }
 
   /// Returns the election's name (the key of the leadership lease).
-  [[nodiscard]] const std::string& name() const noexcept { return name_; }
+  [[nodiscard]] const std::string& name() const noexcept { return this->key_; }
   /// Returns the TTL (ms) of the leadership lease.
-  [[nodiscard]] std::chrono::milliseconds ttl() const noexcept { return ttl_; }
+  [[nodiscard]] std::chrono::milliseconds ttl() const noexcept { return this->ttl_; }
   /// Returns the candidate's readable identity.
-  [[nodiscard]] const std::string& identity() const noexcept { return opts_.identity; }
+  [[nodiscard]] const std::string& identity() const noexcept { return this->opts_.identity; }
 
  private:
   template <class Acquire>
   result<fencing_token> run_campaign(Acquire&& acquire) {
-    if (config_error_) return config_error_;
+    if (this->config_error_) return this->config_error_;
     std::uint64_t gen;
     fencing_token term;
     {
@@ -407,8 +398,8 @@ class election {
         }
         lease_.reset();  // a lost lease: its destructor frees whatever the store still has
       }
-      acquire_options<Clock> o = opts_.acquire;
-      o.owner = opts_.identity + "/" + detail::random_owner_id();
+      acquire_options<Clock> o = this->opts_.acquire;
+      o.owner = this->opts_.identity + "/" + detail::random_owner_id();
       {
         std::lock_guard<std::recursive_mutex> state(cb_mu_);
         gen = ++gen_;
@@ -424,7 +415,7 @@ class election {
         term_ = term;
       }
       lease_.emplace(std::move(*l));
-      if (result<void> added = opts_.keepalive->add(*lease_); !added) {
+      if (result<void> added = this->opts_.keepalive->add(*lease_); !added) {
         // Lost already (its callback ran and found nothing announced), or the keepalive is
         // stopped: this candidate cannot lead safely. Give the key back.
         {
@@ -440,7 +431,7 @@ class election {
     std::lock_guard<std::recursive_mutex> state(cb_mu_);
     if (!leading_ || gen_ != gen) return errc::lease_lost;  // lost before it could start
     announced_ = true;
-    if (opts_.on_started_leading) opts_.on_started_leading(term);
+    if (this->opts_.on_started_leading) this->opts_.on_started_leading(term);
     return term;
   }
 
@@ -449,19 +440,15 @@ class election {
     std::lock_guard<std::recursive_mutex> state(cb_mu_);
     if (gen != gen_ || !leading_) return;
     leading_ = false;
-    if (announced_ && opts_.on_stopped_leading) opts_.on_stopped_leading(to_stop_cause(c));
+    if (announced_ && this->opts_.on_stopped_leading)
+      this->opts_.on_stopped_leading(to_stop_cause(c));
   }
 
   void stopped(stop_cause c) {
     std::lock_guard<std::recursive_mutex> state(cb_mu_);
-    if (opts_.on_stopped_leading) opts_.on_stopped_leading(c);
+    if (this->opts_.on_stopped_leading) this->opts_.on_stopped_leading(c);
   }
 
-  Store& store_;
-  std::string name_;
-  election_options<Clock> opts_;
-  std::chrono::milliseconds ttl_{0};
-  std::error_code config_error_{};
   std::unique_ptr<holdfast::keepalive<Clock>> own_keepalive_;
 
   mutable std::mutex op_mu_;  // the lease handle; campaign/resign/is_leader take turns

@@ -47,6 +47,7 @@
 #include "holdfast/clock.hpp"
 #include "holdfast/detail/config.hpp"
 #include "holdfast/detail/keepalive_port.hpp"
+#include "holdfast/detail/lease_recipe.hpp"
 #include "holdfast/detail/random.hpp"
 #include "holdfast/detail/saturating.hpp"
 #include "holdfast/error.hpp"
@@ -85,17 +86,12 @@ struct mutex_options {
 /// Neither copyable nor movable (like std::mutex). Destroying it releases any lock still held.
 template <class Store, class Clock = steady_clock>
 HOLDFAST_REQUIRES(lease_store<Store>&& ttl_clock<Clock>)
-class distributed_mutex {
-  static_assert(assert_lease_store<Store>(),
-                "holdfast::distributed_mutex<Store>: Store must model LeaseStore");
-  static_assert(assert_ttl_clock<Clock>(),
-                "holdfast::distributed_mutex<Store, Clock>: Clock must model ttl_clock");
+class distributed_mutex : public detail::lease_recipe<Store, Clock, mutex_options<Clock>> {
+  using recipe = detail::lease_recipe<Store, Clock, mutex_options<Clock>>;
 
  public:
-  using store_type = Store;
-  using clock_type = Clock;
-  using lease_type = lease<Store, Clock>;
-  using time_point = typename Clock::time_point;
+  using typename recipe::lease_type;
+  using typename recipe::time_point;  // store_type, clock_type and error(): the recipe's too
 
   /// Makes an unlocked mutex on `key` of `store`, whose locks are leases of `ttl` (ms, or any
   /// duration; truncated to whole milliseconds). Never fails: bad arguments (empty key, TTL not in
@@ -104,24 +100,13 @@ class distributed_mutex {
   template <class Rep, class Period>
   distributed_mutex(Store& store, std::string key, std::chrono::duration<Rep, Period> ttl,
                     mutex_options<Clock> opts = {})
-      : store_(store), key_(std::move(key)), opts_(std::move(opts)) {
-    const result<std::chrono::milliseconds> ms =
-        detail::check_acquire_input(key_, ttl, opts_.acquire);
-    if (!ms || (opts_.keepalive != nullptr && opts_.keepalive->error())) {
-      config_error_ = make_error_code(errc::invalid_argument);
-    } else {
-      ttl_ = *ms;
-    }
-  }
+      : recipe(store, std::move(key), ttl, std::move(opts)) {}
 
   distributed_mutex(const distributed_mutex&) = delete;
   distributed_mutex& operator=(const distributed_mutex&) = delete;
 
   /// Releases every lock still held (quietly; see lease's destructor).
   ~distributed_mutex() = default;
-
-  /// Returns errc::invalid_argument if the constructor's arguments were bad; zero otherwise.
-  [[nodiscard]] std::error_code error() const noexcept { return config_error_; }
 
   /// Blocks until the calling thread holds the lock, retrying contention and transient store
   /// errors with exponential backoff and full jitter (acquire.backoff), sleeping on the clock.
@@ -133,12 +118,12 @@ class distributed_mutex {
   /// (HOLDFAST_ASSERT): check error() first and use try_lock_for() there.
   /// Exceptions from the store or clock propagate unchanged.
   void lock() {
-    if (config_error_) fail(config_error_);
+    if (this->config_error_) fail(this->config_error_);
     if (locked_by_this_thread())
       fail(std::make_error_code(std::errc::resource_deadlock_would_occur));
     for (;;) {
-      result<lease_type> l =
-          holdfast::acquire(store_, key_, ttl_, std::chrono::hours(24), attempt_options());
+      result<lease_type> l = holdfast::acquire(this->store_, this->key_, this->ttl_,
+                                               std::chrono::hours(24), attempt_options());
       if (l) {
         adopt(std::move(*l));
         return;
@@ -153,7 +138,8 @@ class distributed_mutex {
   /// the store failed; last_error() says which. Exceptions from the store or clock propagate.
   bool try_lock() {
     if (std::error_code ec = precheck()) return refuse(ec);
-    result<lease_type> l = holdfast::try_acquire(store_, key_, ttl_, attempt_options());
+    result<lease_type> l =
+        holdfast::try_acquire(this->store_, this->key_, this->ttl_, attempt_options());
     if (!l) return refuse(l.error());
     adopt(std::move(*l));
     return true;
@@ -164,7 +150,8 @@ class distributed_mutex {
   template <class Rep, class Period>
   bool try_lock_for(const std::chrono::duration<Rep, Period>& timeout) {
     if (std::error_code ec = precheck()) return refuse(ec);
-    result<lease_type> l = holdfast::acquire(store_, key_, ttl_, timeout, attempt_options());
+    result<lease_type> l =
+        holdfast::acquire(this->store_, this->key_, this->ttl_, timeout, attempt_options());
     if (!l) return refuse(l.error());
     adopt(std::move(*l));
     return true;
@@ -173,7 +160,7 @@ class distributed_mutex {
   /// Like try_lock_for() until `deadline` on the mutex's clock (a deadline in the past makes one
   /// attempt).
   bool try_lock_until(const time_point& deadline) {
-    Clock clock = opts_.acquire.clock;
+    Clock clock = this->opts_.acquire.clock;
     return try_lock_for(detail::saturating_sub(deadline, clock.now()));
   }
 
@@ -237,7 +224,7 @@ class distributed_mutex {
   [[nodiscard]] const lease_type* current_lease() const { return mine(); }
 
   /// Returns the key this mutex locks.
-  [[nodiscard]] const std::string& key() const noexcept { return key_; }
+  [[nodiscard]] const std::string& key() const noexcept { return this->key_; }
 
   /// Returns the error of the most recent failed lock attempt or unlock, by any thread (zero if
   /// none failed).
@@ -260,7 +247,7 @@ class distributed_mutex {
   }
 
   std::error_code precheck() const {
-    if (config_error_) return config_error_;
+    if (this->config_error_) return this->config_error_;
     if (locked_by_this_thread())
       return std::make_error_code(std::errc::resource_deadlock_would_occur);
     return {};
@@ -276,7 +263,7 @@ class distributed_mutex {
   }
 
   acquire_options<Clock> attempt_options() const {
-    acquire_options<Clock> o = opts_.acquire;
+    acquire_options<Clock> o = this->opts_.acquire;
     const std::string id = detail::random_owner_id();
     if (!o.owner.empty()) {
       o.owner += "/" + id;
@@ -287,8 +274,8 @@ class distributed_mutex {
   }
 
   void adopt(lease_type&& l) {
-    if (opts_.keepalive != nullptr) {
-      if (result<void> r = detail::keep_alive(*opts_.keepalive, l); !r)
+    if (this->opts_.keepalive != nullptr) {
+      if (result<void> r = detail::keep_alive(*this->opts_.keepalive, l); !r)
         note(r.error());  // still locked
     }
     std::lock_guard<std::mutex> lock(mu_);
@@ -321,12 +308,6 @@ class distributed_mutex {
     if (out.empty()) return std::nullopt;
     return std::optional<lease_type>(std::move(out.front().second));
   }
-
-  Store& store_;
-  std::string key_;
-  mutex_options<Clock> opts_;
-  std::chrono::milliseconds ttl_{0};
-  std::error_code config_error_{};
 
   mutable std::mutex mu_;  // guards held_'s structure and last_error_
   mutable std::list<entry> held_;

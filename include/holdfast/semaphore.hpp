@@ -56,6 +56,7 @@
 #include "holdfast/backoff.hpp"
 #include "holdfast/clock.hpp"
 #include "holdfast/detail/config.hpp"
+#include "holdfast/detail/lease_recipe.hpp"
 #include "holdfast/detail/random.hpp"
 #include "holdfast/detail/saturating.hpp"
 #include "holdfast/error.hpp"
@@ -95,17 +96,15 @@ struct semaphore_options {
 /// given keepalive) must outlive the semaphore's permits.
 template <class Store, class Clock = steady_clock>
 HOLDFAST_REQUIRES(lease_store<Store>&& ttl_clock<Clock>)
-class semaphore {
-  static_assert(assert_lease_store<Store>(),
-                "holdfast::semaphore<Store>: Store must model LeaseStore");
-  static_assert(assert_ttl_clock<Clock>(),
-                "holdfast::semaphore<Store, Clock>: Clock must model ttl_clock");
+class semaphore : public detail::lease_recipe<Store, Clock, semaphore_options<Clock>> {
+  using recipe = detail::lease_recipe<Store, Clock, semaphore_options<Clock>>;
 
  public:
-  using store_type = Store;
-  using clock_type = Clock;
   /// A permit is a lease on one slot key: token(), valid(), renew(), release(), RAII.
   using permit = lease<Store, Clock>;
+  // store_type, clock_type, lease_type, time_point and error() come from detail::lease_recipe,
+  // as do the members store_, key_ (the semaphore's name: the prefix of its slot keys), opts_ and
+  // ttl_.
 
   /// Makes a semaphore of `permits` permits named `name` in `store`, each granted for `ttl` (ms,
   /// or any duration; truncated to whole ms). Never fails: bad arguments (empty name, permits not
@@ -115,21 +114,13 @@ class semaphore {
   template <class Rep, class Period>
   semaphore(Store& store, std::string name, std::uint32_t permits,
             std::chrono::duration<Rep, Period> ttl, semaphore_options<Clock> opts = {})
-      : store_(store), name_(std::move(name)), permits_(permits), opts_(std::move(opts)) {
-    // lease.hpp's one acquire-input check: name (the slot keys' prefix), TTL and options.
-    const result<std::chrono::milliseconds> ms =
-        detail::check_acquire_input(name_, ttl, opts_.acquire);
-    if (!ms || permits_ == 0 || permits_ > max_permits ||
-        (opts_.keepalive != nullptr && opts_.keepalive->error()) ||
-        (!opts_.unique_owner && opts_.acquire.owner.empty())) {
-      config_error_ = make_error_code(errc::invalid_argument);
-    } else {
-      ttl_ = *ms;
+      : recipe(store, std::move(name), ttl, std::move(opts)), permits_(permits) {
+    // The recipe checked the name (the slot keys' prefix), TTL, options and a given keepalive.
+    if (permits_ == 0 || permits_ > max_permits ||
+        (!this->opts_.unique_owner && this->opts_.acquire.owner.empty())) {
+      this->refuse();
     }
   }
-
-  /// Returns errc::invalid_argument if the constructor's arguments were bad; zero otherwise.
-  [[nodiscard]] std::error_code error() const noexcept { return config_error_; }
 
   /// Tries once to take a permit: asks the N slots in turn, from a random one, and returns the
   /// first the store grants. Makes at most N store requests and does not wait.
@@ -142,7 +133,7 @@ class semaphore {
   ///     next acquire() retry with the same owner gets it back).
   /// Exceptions from the store or clock propagate.
   result<permit> try_acquire() {
-    if (config_error_) return config_error_;
+    if (this->config_error_) return this->config_error_;
     const acquire_options<Clock> o = attempt_options();
     return pass(o, first_slot(o.owner));
   }
@@ -160,7 +151,7 @@ class semaphore {
   /// Exceptions from the store or clock propagate.
   template <class Rep, class Period>
   result<permit> acquire(std::chrono::duration<Rep, Period> timeout) {
-    if (config_error_) return config_error_;
+    if (this->config_error_) return this->config_error_;
     const acquire_options<Clock> o = attempt_options();
     Clock clock = o.clock;
     const typename Clock::time_point deadline = detail::saturating_add(
@@ -180,7 +171,9 @@ class semaphore {
         // Waiting without polling, for one slot: sleep in the store until this acquirer's first
         // slot is released or its holder's permit can have expired, or the backoff delay ends
         // (another slot may free first), whichever comes first.
-        if (p.error() == errc::busy && store_.wait_for_release(slot_key(start), wake)) continue;
+        if (p.error() == errc::busy && this->store_.wait_for_release(slot_key(start), wake)) {
+          continue;
+        }
       }
       clock.sleep_until(wake);
     }
@@ -192,10 +185,10 @@ class semaphore {
   ///   the first error inspect() reports.
   template <class S = Store, class = std::enable_if_t<has_inspect_v<S>>>
   result<std::uint32_t> available() {
-    if (config_error_) return config_error_;
+    if (this->config_error_) return this->config_error_;
     std::uint32_t free = 0;
     for (std::uint32_t i = 0; i < permits_; ++i) {
-      result<std::optional<lease_record>> r = store_.inspect(slot_key(i));
+      result<std::optional<lease_record>> r = this->store_.inspect(slot_key(i));
       if (!r) return r.error();
       if (!*r) ++free;
     }
@@ -204,19 +197,19 @@ class semaphore {
 
   /// Returns the key of slot `i` (`<name>#<i>`), i in [0, permits()).
   [[nodiscard]] std::string slot_key(std::uint32_t i) const {
-    return name_ + "#" + std::to_string(i);
+    return this->key_ + "#" + std::to_string(i);
   }
   /// Returns the semaphore's name.
-  [[nodiscard]] const std::string& name() const noexcept { return name_; }
+  [[nodiscard]] const std::string& name() const noexcept { return this->key_; }
   /// Returns N, the number of permits.
   [[nodiscard]] std::uint32_t permits() const noexcept { return permits_; }
   /// Returns the TTL (ms) of every permit.
-  [[nodiscard]] std::chrono::milliseconds ttl() const noexcept { return ttl_; }
+  [[nodiscard]] std::chrono::milliseconds ttl() const noexcept { return this->ttl_; }
 
  private:
   acquire_options<Clock> attempt_options() const {
-    acquire_options<Clock> o = opts_.acquire;
-    if (!opts_.unique_owner) return o;
+    acquire_options<Clock> o = this->opts_.acquire;
+    if (!this->opts_.unique_owner) return o;
     const std::string id = detail::random_owner_id();
     o.owner = o.owner.empty() ? id : o.owner + "/" + id;
     return o;
@@ -240,9 +233,9 @@ class semaphore {
     std::error_code failure{};
     for (std::uint32_t k = 0; k < permits_; ++k) {
       const std::uint32_t slot = (start + k) % permits_;
-      result<permit> p = holdfast::try_acquire(store_, slot_key(slot), ttl_, o);
+      result<permit> p = holdfast::try_acquire(this->store_, slot_key(slot), this->ttl_, o);
       if (p) {
-        if (opts_.keepalive != nullptr) (void)opts_.keepalive->add(*p);
+        if (this->opts_.keepalive != nullptr) (void)this->opts_.keepalive->add(*p);
         return p;
       }
       if (p.error() == errc::busy) continue;
@@ -253,12 +246,7 @@ class semaphore {
     return errc::busy;
   }
 
-  Store& store_;
-  std::string name_;
   std::uint32_t permits_;
-  semaphore_options<Clock> opts_;
-  std::chrono::milliseconds ttl_{0};
-  std::error_code config_error_{};
 };
 
 HOLDFAST_ABI_NAMESPACE_END
