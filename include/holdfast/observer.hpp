@@ -65,8 +65,9 @@
 namespace holdfast {
 HOLDFAST_ABI_NAMESPACE_BEGIN
 
-/// Why a lease turned lost; its enumerators and to_string() are in lease.hpp (declared here so
-/// that an event can carry it without this header depending on the lease machinery).
+/// Why a lease turned lost; its enumerators and to_string() are in detail/lease_shared.hpp
+/// (reached through lease.hpp; declared here so that an event can carry it without this header
+/// depending on the lease machinery).
 enum class loss_cause : unsigned char;
 
 /// What a lease_event reports (see the table at the top of observer.hpp).
