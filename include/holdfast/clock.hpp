@@ -72,6 +72,7 @@
 #include <vector>
 
 #include "holdfast/detail/config.hpp"
+#include "holdfast/detail/detect.hpp"
 #include "holdfast/detail/saturating.hpp"
 
 namespace holdfast {
@@ -85,17 +86,20 @@ template <class C>
 struct has_clock_types<C, std::void_t<typename C::duration, typename C::time_point>>
     : std::true_type {};
 
-template <class C, class = void>
-struct has_now : std::false_type {};
+// The clock operations as expressions (detail/detect.hpp), each written once.
 template <class C>
-struct has_now<C, std::void_t<decltype(std::declval<const C&>().now())>>
-    : std::is_same<decltype(std::declval<const C&>().now()), typename C::time_point> {};
+using now_call = decltype(std::declval<const C&>().now());
+template <class C>  // well-formed iff now() returns exactly the clock's time_point
+using now_returns_time_point =
+    std::enable_if_t<std::is_same_v<now_call<C>, typename C::time_point>>;
+template <class C>
+using sleep_until_call =
+    decltype(std::declval<C&>().sleep_until(std::declval<const typename C::time_point&>()));
 
-template <class C, class = void>
-struct has_sleep_until : std::false_type {};
 template <class C>
-struct has_sleep_until<C, std::void_t<decltype(std::declval<C&>().sleep_until(
-                              std::declval<const typename C::time_point&>()))>> : std::true_type {};
+struct has_now : is_detected<now_returns_time_point, C> {};
+template <class C>
+struct has_sleep_until : is_detected<sleep_until_call, C> {};
 
 template <class C, bool = has_clock_types<C>::value>
 struct is_ttl_clock : std::false_type {};
@@ -107,16 +111,16 @@ struct never_stop {
   bool operator()() const noexcept { return false; }
 };
 
-template <class C, class = void>
-struct is_interruptible_clock : std::false_type {};
 template <class C>
-struct is_interruptible_clock<
-    C, std::void_t<decltype(std::declval<C&>().sleep_until(
-                       std::declval<const typename C::time_point&>(), never_stop{})),
-                   decltype(std::declval<C&>().wake_sleepers())>>
-    : std::is_convertible<decltype(std::declval<C&>().sleep_until(
-                              std::declval<const typename C::time_point&>(), never_stop{})),
-                          bool> {};
+using interruptible_sleep_call = decltype(std::declval<C&>().sleep_until(
+    std::declval<const typename C::time_point&>(), never_stop{}));
+template <class C>
+using wake_sleepers_call = decltype(std::declval<C&>().wake_sleepers());
+
+template <class C>
+struct is_interruptible_clock
+    : std::conjunction<is_detected_convertible<bool, interruptible_sleep_call, C>,
+                       is_detected<wake_sleepers_call, C>> {};
 
 }  // namespace detail
 
@@ -165,10 +169,10 @@ inline constexpr bool is_interruptible_clock_v =
     is_ttl_clock_v<C>&& detail::is_interruptible_clock<C>::value;
 
 namespace detail {
-template <class C, class = void>
-struct has_tick : std::false_type {};
 template <class C>
-struct has_tick<C, std::void_t<decltype(std::declval<const C&>().tick())>> : std::true_type {};
+using tick_call = decltype(std::declval<const C&>().tick());
+template <class C>
+struct has_tick : is_detected<tick_call, C> {};
 }  // namespace detail
 
 /// Returns the tick of `clock` (see the table at the top of clock.hpp): the most by which a

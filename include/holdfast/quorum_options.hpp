@@ -14,6 +14,7 @@
 #include <utility>
 
 #include "holdfast/detail/config.hpp"
+#include "holdfast/detail/detect.hpp"
 #include "holdfast/error.hpp"
 #include "holdfast/fencing_token.hpp"
 #include "holdfast/observer.hpp"
@@ -26,25 +27,18 @@ HOLDFAST_ABI_NAMESPACE_BEGIN
 
 namespace detail {
 
-template <class S, class = void>
-struct has_raise_token : std::false_type {};
 template <class S>
-struct has_raise_token<S, std::void_t<decltype(std::declval<S&>().raise_token(
-                              std::declval<std::string_view>(), std::declval<std::string_view>(),
-                              std::declval<fencing_token>(), std::declval<fencing_token>()))>>
-    : std::is_convertible<decltype(std::declval<S&>().raise_token(
-                              std::declval<std::string_view>(), std::declval<std::string_view>(),
-                              std::declval<fencing_token>(), std::declval<fencing_token>())),
-                          result<void>> {};
+using raise_token_call = decltype(std::declval<S&>().raise_token(
+    std::declval<std::string_view>(), std::declval<std::string_view>(),
+    std::declval<fencing_token>(), std::declval<fencing_token>()));
+template <class S>
+using raise_token_floor_call =
+    decltype(std::declval<S&>().raise_token_floor(std::declval<fencing_token>()));
 
-template <class S, class = void>
-struct has_raise_token_floor : std::false_type {};
 template <class S>
-struct has_raise_token_floor<
-    S, std::void_t<decltype(std::declval<S&>().raise_token_floor(std::declval<fencing_token>()))>>
-    : std::is_convertible<decltype(std::declval<S&>().raise_token_floor(
-                              std::declval<fencing_token>())),
-                          result<void>> {};
+struct has_raise_token : is_detected_convertible<result<void>, raise_token_call, S> {};
+template <class S>
+struct has_raise_token_floor : is_detected_convertible<result<void>, raise_token_floor_call, S> {};
 
 }  // namespace detail
 

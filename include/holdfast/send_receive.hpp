@@ -37,6 +37,7 @@
 #include <utility>
 
 #include "holdfast/detail/config.hpp"
+#include "holdfast/detail/detect.hpp"
 #include "holdfast/error.hpp"
 #include "holdfast/fencing_token.hpp"
 #include "holdfast/result.hpp"
@@ -85,20 +86,21 @@ struct io_interest {
 
 namespace detail {
 
-template <class S, class = void>
-struct has_send_receive : std::false_type {};
 template <class S>
-struct has_send_receive<
-    S, std::void_t<decltype(std::declval<S&>().send(std::declval<const store_request&>())),
-                   decltype(std::declval<const S&>().interest()),
-                   decltype(std::declval<S&>().progress()), decltype(std::declval<S&>().receive())>>
-    : std::bool_constant<
-          std::is_convertible_v<decltype(std::declval<S&>().send(
-                                    std::declval<const store_request&>())),
-                                std::error_code> &&
-          std::is_convertible_v<decltype(std::declval<const S&>().interest()), io_interest> &&
-          std::is_convertible_v<decltype(std::declval<S&>().progress()), bool> &&
-          std::is_convertible_v<decltype(std::declval<S&>().receive()), store_reply>> {};
+using send_call = decltype(std::declval<S&>().send(std::declval<const store_request&>()));
+template <class S>
+using interest_call = decltype(std::declval<const S&>().interest());
+template <class S>
+using progress_call = decltype(std::declval<S&>().progress());
+template <class S>
+using receive_call = decltype(std::declval<S&>().receive());
+
+template <class S>
+struct has_send_receive : std::conjunction<is_detected_convertible<std::error_code, send_call, S>,
+                                           is_detected_convertible<io_interest, interest_call, S>,
+                                           is_detected_convertible<bool, progress_call, S>,
+                                           is_detected_convertible<store_reply, receive_call, S>> {
+};
 
 template <class S, class = void>
 struct completes_inline : std::false_type {};

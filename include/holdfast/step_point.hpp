@@ -48,6 +48,7 @@
 #include <utility>
 
 #include "holdfast/detail/config.hpp"
+#include "holdfast/detail/detect.hpp"
 
 namespace holdfast {
 HOLDFAST_ABI_NAMESPACE_BEGIN
@@ -60,11 +61,11 @@ enum class step_kind : std::uint8_t {
 
 namespace detail {
 
-template <class Clock, class = void>
-struct has_step_point : std::false_type {};
 template <class Clock>
-struct has_step_point<Clock, std::void_t<decltype(std::declval<const Clock&>().step_point(
-                                 std::declval<step_kind>()))>> : std::true_type {};
+using step_point_call =
+    decltype(std::declval<const Clock&>().step_point(std::declval<step_kind>()));
+template <class Clock>
+struct has_step_point : is_detected<step_point_call, Clock> {};
 
 }  // namespace detail
 

@@ -71,6 +71,7 @@
 #include <utility>
 
 #include "holdfast/detail/config.hpp"
+#include "holdfast/detail/detect.hpp"
 #include "holdfast/detail/saturating.hpp"
 #include "holdfast/error.hpp"
 #include "holdfast/fencing_token.hpp"
@@ -172,80 +173,50 @@ template <class Clock, class Dur, class TRep, class TPeriod>
 
 namespace detail {
 
-template <class S, class = void>
-struct has_try_acquire : std::false_type {};
+// The LeaseStore operations as expressions (detect.hpp), each written once.
 template <class S>
-struct has_try_acquire<S, std::void_t<decltype(std::declval<S&>().try_acquire(
-                              std::declval<std::string_view>(), std::declval<std::string_view>(),
-                              std::declval<std::chrono::milliseconds>()))>>
-    : std::is_convertible<decltype(std::declval<S&>().try_acquire(
-                              std::declval<std::string_view>(), std::declval<std::string_view>(),
-                              std::declval<std::chrono::milliseconds>())),
-                          result<grant>> {};
-
-template <class S, class = void>
-struct has_renew : std::false_type {};
+using try_acquire_call = decltype(std::declval<S&>().try_acquire(
+    std::declval<std::string_view>(), std::declval<std::string_view>(),
+    std::declval<std::chrono::milliseconds>()));
 template <class S>
-struct has_renew<S, std::void_t<decltype(std::declval<S&>().renew(
-                        std::declval<std::string_view>(), std::declval<std::string_view>(),
-                        std::declval<fencing_token>(), std::declval<std::chrono::milliseconds>()))>>
-    : std::is_convertible<decltype(std::declval<S&>().renew(
-                              std::declval<std::string_view>(), std::declval<std::string_view>(),
-                              std::declval<fencing_token>(),
-                              std::declval<std::chrono::milliseconds>())),
-                          result<grant>> {};
-
-template <class S, class = void>
-struct has_release : std::false_type {};
+using renew_call = decltype(std::declval<S&>().renew(
+    std::declval<std::string_view>(), std::declval<std::string_view>(),
+    std::declval<fencing_token>(), std::declval<std::chrono::milliseconds>()));
 template <class S>
-struct has_release<S, std::void_t<decltype(std::declval<S&>().release(
-                          std::declval<std::string_view>(), std::declval<std::string_view>(),
-                          std::declval<fencing_token>()))>>
-    : std::is_convertible<decltype(std::declval<S&>().release(std::declval<std::string_view>(),
-                                                              std::declval<std::string_view>(),
-                                                              std::declval<fencing_token>())),
-                          result<void>> {};
-
-template <class S, class = void>
-struct has_inspect : std::false_type {};
+using release_call = decltype(std::declval<S&>().release(std::declval<std::string_view>(),
+                                                         std::declval<std::string_view>(),
+                                                         std::declval<fencing_token>()));
 template <class S>
-struct has_inspect<
-    S, std::void_t<decltype(std::declval<S&>().inspect(std::declval<std::string_view>()))>>
-    : std::is_convertible<decltype(std::declval<S&>().inspect(std::declval<std::string_view>())),
-                          result<std::optional<lease_record>>> {};
-
-template <class S, class TimePoint, class = void>
-struct has_wait_for_release : std::false_type {};
+using inspect_call = decltype(std::declval<S&>().inspect(std::declval<std::string_view>()));
 template <class S, class TimePoint>
-struct has_wait_for_release<
-    S, TimePoint,
-    std::void_t<decltype(std::declval<S&>().wait_for_release(std::declval<std::string_view>(),
-                                                             std::declval<const TimePoint&>()))>>
-    : std::is_convertible<decltype(std::declval<S&>().wait_for_release(
-                              std::declval<std::string_view>(), std::declval<const TimePoint&>())),
-                          result<void>> {};
-
-template <class S, class TimePoint, class = void>
-struct has_watch_release : std::false_type {};
+using wait_for_release_call = decltype(std::declval<S&>().wait_for_release(
+    std::declval<std::string_view>(), std::declval<const TimePoint&>()));
 template <class S, class TimePoint>
-struct has_watch_release<S, TimePoint,
-                         std::void_t<decltype(std::declval<S&>().watch_release(
-                             std::declval<std::string_view>(), std::declval<const TimePoint&>()))>>
-    : std::is_convertible<decltype(std::declval<S&>().watch_release(
-                              std::declval<std::string_view>(), std::declval<const TimePoint&>())),
-                          result<void>> {};
-
-template <class S, class = void>
-struct has_try_acquire_queued : std::false_type {};
+using watch_release_call = decltype(std::declval<S&>().watch_release(
+    std::declval<std::string_view>(), std::declval<const TimePoint&>()));
 template <class S>
-struct has_try_acquire_queued<
-    S, std::void_t<decltype(std::declval<S&>().try_acquire_queued(
-           std::declval<std::string_view>(), std::declval<std::string_view>(),
-           std::declval<std::chrono::milliseconds>()))>>
-    : std::is_convertible<decltype(std::declval<S&>().try_acquire_queued(
-                              std::declval<std::string_view>(), std::declval<std::string_view>(),
-                              std::declval<std::chrono::milliseconds>())),
-                          result<grant>> {};
+using try_acquire_queued_call = decltype(std::declval<S&>().try_acquire_queued(
+    std::declval<std::string_view>(), std::declval<std::string_view>(),
+    std::declval<std::chrono::milliseconds>()));
+
+template <class S>
+struct has_try_acquire : is_detected_convertible<result<grant>, try_acquire_call, S> {};
+template <class S>
+struct has_renew : is_detected_convertible<result<grant>, renew_call, S> {};
+template <class S>
+struct has_release : is_detected_convertible<result<void>, release_call, S> {};
+template <class S>
+struct has_inspect : is_detected_convertible<result<std::optional<lease_record>>, inspect_call, S> {
+};
+template <class S, class TimePoint>
+struct has_wait_for_release
+    : is_detected_convertible<result<void>, wait_for_release_call, S, TimePoint> {};
+template <class S, class TimePoint>
+struct has_watch_release : is_detected_convertible<result<void>, watch_release_call, S, TimePoint> {
+};
+template <class S>
+struct has_try_acquire_queued : is_detected_convertible<result<grant>, try_acquire_queued_call, S> {
+};
 
 }  // namespace detail
 

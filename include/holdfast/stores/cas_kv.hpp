@@ -15,6 +15,7 @@
 #include <utility>
 
 #include "holdfast/detail/config.hpp"
+#include "holdfast/detail/detect.hpp"
 #include "holdfast/result.hpp"
 
 namespace holdfast {
@@ -28,24 +29,17 @@ struct cas_entry {
 
 namespace detail {
 
-template <class KV, class = void>
-struct has_cas_get : std::false_type {};
 template <class KV>
-struct has_cas_get<KV,
-                   std::void_t<decltype(std::declval<KV&>().get(std::declval<std::string_view>()))>>
-    : std::is_convertible<decltype(std::declval<KV&>().get(std::declval<std::string_view>())),
-                          result<cas_entry>> {};
+using cas_get_call = decltype(std::declval<KV&>().get(std::declval<std::string_view>()));
+template <class KV>
+using cas_swap_call = decltype(std::declval<KV&>().compare_and_swap(
+    std::declval<std::string_view>(), std::declval<std::uint64_t>(),
+    std::declval<std::string_view>()));
 
-template <class KV, class = void>
-struct has_cas_swap : std::false_type {};
 template <class KV>
-struct has_cas_swap<KV, std::void_t<decltype(std::declval<KV&>().compare_and_swap(
-                            std::declval<std::string_view>(), std::declval<std::uint64_t>(),
-                            std::declval<std::string_view>()))>>
-    : std::is_convertible<decltype(std::declval<KV&>().compare_and_swap(
-                              std::declval<std::string_view>(), std::declval<std::uint64_t>(),
-                              std::declval<std::string_view>())),
-                          result<bool>> {};
+struct has_cas_get : is_detected_convertible<result<cas_entry>, cas_get_call, KV> {};
+template <class KV>
+struct has_cas_swap : is_detected_convertible<result<bool>, cas_swap_call, KV> {};
 
 }  // namespace detail
 
