@@ -308,20 +308,20 @@ class quorum_store {
     if (std::error_code ec = check_renew_args(key, owner, token, ttl)) return ec;
     if (config_error_) return config_error_;
     const time_point start = exec_.clock().now();
-    auto args = detail::make_quorum_args(key, owner, token, ttl);
-    const std::vector<fencing_token> tokens = member_tokens(*args);
+    auto args =
+        detail::make_quorum_args(key, owner, token, ttl, naive_member_tokens(key, owner, token));
     const std::size_t w = write_quorum_;
     auto r = exec_.template run_round<result<grant>>(
         exec_.all_members(), true, detail::member_wait(opts_, ttl),
         detail::make_split_call(
-            [args, tokens](std::size_t i) -> std::optional<store_request> {
-              if (!tokens[i].is_issuable()) return std::nullopt;
-              return store_request{store_op::renew, args->key, args->owner,
-                                   tokens[i],       {},        args->ttl};
+            [args](std::size_t i) -> std::optional<store_request> {
+              if (!args->token_for(i).is_issuable()) return std::nullopt;
+              return store_request{store_op::renew,    args->key, args->owner,
+                                   args->token_for(i), {},        args->ttl};
             },
-            [args, tokens](std::size_t i, Store& s) -> result<grant> {
-              if (!tokens[i].is_issuable()) return errc::lease_lost;
-              return s.renew(args->key, args->owner, tokens[i], args->ttl);
+            [args](std::size_t i, Store& s) -> result<grant> {
+              if (!args->token_for(i).is_issuable()) return errc::lease_lost;
+              return s.renew(args->key, args->owner, args->token_for(i), args->ttl);
             }),
         [w](const std::vector<std::optional<result<grant>>>& on_time, std::size_t outstanding) {
           std::size_t ok = 0;
@@ -329,8 +329,7 @@ class quorum_store {
           return ok >= w || ok + outstanding < w;
         });
     exec_.finalize(r.round, nullptr);
-    detail::report_members(opts_.observer, lease_operation::renew, *args, exec_.all_members(),
-                           r.on_time);
+    detail::report_members(opts_.observer, lease_operation::renew, *args, r.on_time);
     std::size_t renewed = 0, lost = 0;
     std::chrono::milliseconds applied = ttl;
     for (std::size_t i = 0; i < r.on_time.size(); ++i) {
@@ -338,7 +337,8 @@ class quorum_store {
       if (!x) continue;
       // A renewal counts only if it carries the token it was asked to extend (T4: a member that
       // answers with another token is garbage, not a renewal) and a positive TTL.
-      if (*x && (*x)->token == tokens[i] && (*x)->ttl > std::chrono::milliseconds::zero()) {
+      if (*x && (*x)->token == args->token_for(i) &&
+          (*x)->ttl > std::chrono::milliseconds::zero()) {
         ++renewed;
         if ((*x)->ttl < applied) applied = (*x)->ttl;
       } else if (!*x && x->error() == errc::lease_lost) {
@@ -366,20 +366,21 @@ class quorum_store {
   result<void> release(std::string_view key, std::string_view owner, fencing_token token) {
     if (std::error_code ec = check_release_args(key, owner, token)) return ec;
     if (config_error_) return config_error_;
-    auto args = detail::make_quorum_args(key, owner, token, std::chrono::milliseconds::zero());
-    const std::vector<fencing_token> tokens = member_tokens(*args);
+    auto args = detail::make_quorum_args(key, owner, token, std::chrono::milliseconds::zero(),
+                                         naive_member_tokens(key, owner, token));
     const std::size_t w = write_quorum_;
     auto r = exec_.template run_round<result<void>>(
         exec_.all_members(), false,
         std::chrono::duration_cast<std::chrono::nanoseconds>(opts_.member_timeout),
         detail::make_split_call(
-            [args, tokens](std::size_t i) -> std::optional<store_request> {
-              if (!tokens[i].is_issuable()) return std::nullopt;
-              return store_request{store_op::release, args->key, args->owner, tokens[i], {}, {}};
+            [args](std::size_t i) -> std::optional<store_request> {
+              if (!args->token_for(i).is_issuable()) return std::nullopt;
+              return store_request{store_op::release,  args->key, args->owner,
+                                   args->token_for(i), {},        {}};
             },
-            [args, tokens](std::size_t i, Store& s) -> result<void> {
-              if (!tokens[i].is_issuable()) return errc::not_holder;
-              return s.release(args->key, args->owner, tokens[i]);
+            [args](std::size_t i, Store& s) -> result<void> {
+              if (!args->token_for(i).is_issuable()) return errc::not_holder;
+              return s.release(args->key, args->owner, args->token_for(i));
             }),
         [w](const std::vector<std::optional<result<void>>>& on_time, std::size_t) {
           std::size_t released = 0;
@@ -387,8 +388,7 @@ class quorum_store {
           return released >= w;
         });
     exec_.finalize(r.round, nullptr);
-    detail::report_members(opts_.observer, lease_operation::release, *args, exec_.all_members(),
-                           r.on_time);
+    detail::report_members(opts_.observer, lease_operation::release, *args, r.on_time);
     std::size_t released = 0, not_holder = 0;
     for (const auto& x : r.on_time) {
       if (!x) continue;
@@ -499,13 +499,12 @@ class quorum_store {
     return detail::quorum_validity_left(exec_.clock(), opts_.validity, start, applied);
   }
 
-  // The token to send each member for an operation on (key, owner, token): `token` everywhere,
-  // except under naive_max, where each member holds its own token.
-  std::vector<fencing_token> member_tokens(const detail::quorum_args& a) const {
-    if (opts_.token_mode != quorum_token_mode::naive_max) {
-      return std::vector<fencing_token>(exec_.size(), a.token);
-    }
-    return naive_.member_tokens(exec_.size(), a);
+  // The tokens to send each member for an operation on (key, owner, token): none to remember
+  // (empty: `token` everywhere), except under naive_max, where each member holds its own token.
+  std::vector<fencing_token> naive_member_tokens(std::string_view key, std::string_view owner,
+                                                 fencing_token token) const {
+    if (opts_.token_mode != quorum_token_mode::naive_max) return {};
+    return naive_.member_tokens(key, owner, token);
   }
 
   void forget_naive(const detail::quorum_args& a) {

@@ -68,8 +68,7 @@ class quorum_acquisition {
           for (const auto& r : on_time) granted += (r && *r && usable_grant(**r)) ? 1 : 0;
           return granted + outstanding < w;
         });
-    report_members(opts_.observer, lease_operation::acquire, *args_, exec_.all_members(),
-                   r1_.on_time);
+    report_members(opts_.observer, lease_operation::acquire, *args_, r1_.on_time);
     held_.resize(n);
     holds_top_.assign(n, 0);
     failed_ = r1_.unanswered;

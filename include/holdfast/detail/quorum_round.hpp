@@ -51,14 +51,23 @@ struct quorum_args {
   std::string owner;
   fencing_token token;
   std::chrono::milliseconds ttl{0};
+  // naive_max only: each member's own token for this grant (none where it granted nothing).
+  // Empty otherwise: every member is sent `token`, with nothing to allocate per operation.
+  std::vector<fencing_token> member_tokens{};
+
+  // The token member i is sent.
+  [[nodiscard]] fencing_token token_for(std::size_t i) const noexcept {
+    return member_tokens.empty() ? token : member_tokens[i];
+  }
 };
 
 using quorum_args_ptr = std::shared_ptr<const quorum_args>;
 
 inline quorum_args_ptr make_quorum_args(std::string_view key, std::string_view owner,
-                                        fencing_token token, std::chrono::milliseconds ttl) {
+                                        fencing_token token, std::chrono::milliseconds ttl,
+                                        std::vector<fencing_token> member_tokens = {}) {
   return std::make_shared<const quorum_args>(
-      quorum_args{std::string(key), std::string(owner), token, ttl});
+      quorum_args{std::string(key), std::string(owner), token, ttl, std::move(member_tokens)});
 }
 
 // A member's grant counts only with an issuable token and a positive TTL.
@@ -112,6 +121,28 @@ bool quorum_validity_left(const Clock& clock, const validity_options& validity,
   return elapsed < span && tick < span - elapsed;
 }
 
+// Tells `observer` member i's answer in a round of `op`.
+template <class R>
+void report_member(lease_observer* observer, lease_operation op, const quorum_args& a,
+                   std::size_t i, const std::optional<R>& x) {
+  lease_event e;
+  e.kind = lease_event_kind::quorum_member;
+  e.key = a.key;
+  e.owner = a.owner;
+  e.token = a.token;
+  e.operation = op;
+  e.member = i;
+  e.answered = x.has_value();
+  if (!x) {
+    // Not answered before the round was decided or its wait ran out: error stays zero.
+  } else if (!*x) {
+    e.error = x->error();
+  } else if constexpr (std::is_same_v<R, result<grant>>) {
+    e.token = (*x)->token;
+  }
+  notify(observer, e);
+}
+
 // Tells `observer` each target's answer in a round of `op` (no-op without an observer).
 // Called on the caller's thread after the round, with no lock held.
 template <class R>
@@ -119,25 +150,15 @@ void report_members(lease_observer* observer, lease_operation op, const quorum_a
                     const std::vector<std::size_t>& targets,
                     const std::vector<std::optional<R>>& on_time) {
   if (observer == nullptr) return;
-  for (std::size_t i : targets) {
-    lease_event e;
-    e.kind = lease_event_kind::quorum_member;
-    e.key = a.key;
-    e.owner = a.owner;
-    e.token = a.token;
-    e.operation = op;
-    e.member = i;
-    const std::optional<R>& x = on_time[i];
-    e.answered = x.has_value();
-    if (!x) {
-      // Not answered before the round was decided or its wait ran out: error stays zero.
-    } else if (!*x) {
-      e.error = x->error();
-    } else if constexpr (std::is_same_v<R, result<grant>>) {
-      e.token = (*x)->token;
-    }
-    notify(observer, e);
-  }
+  for (std::size_t i : targets) report_member(observer, op, a, i, on_time[i]);
+}
+
+// The same for a round sent to every member (no list of targets to build).
+template <class R>
+void report_members(lease_observer* observer, lease_operation op, const quorum_args& a,
+                    const std::vector<std::optional<R>>& on_time) {
+  if (observer == nullptr) return;
+  for (std::size_t i = 0; i < on_time.size(); ++i) report_member(observer, op, a, i, on_time[i]);
 }
 
 // Raises member i's lease from `from` to `to`, where the member may be called (its worker, or
@@ -172,13 +193,13 @@ void release_in_background(const fan_out<Store, Clock>& exec, std::size_t i,
 // Thread-safe.
 class naive_max_book {
  public:
-  // The token to send each of `members` for an operation on (key, owner, token): `token`
-  // everywhere, unless the book holds that grant's member tokens.
-  std::vector<fencing_token> member_tokens(std::size_t members, const quorum_args& a) const {
-    std::vector<fencing_token> v(members, a.token);
+  // The tokens to send each member for an operation on (key, owner, token): that grant's member
+  // tokens if the book holds them, else empty (`token` everywhere; quorum_args::token_for).
+  std::vector<fencing_token> member_tokens(std::string_view key, std::string_view owner,
+                                           fencing_token token) const {
     std::lock_guard<std::mutex> lock(mutex_);
-    auto it = book_.find(std::make_pair(a.key, a.owner));
-    if (it == book_.end() || it->second.first != a.token) return v;
+    auto it = book_.find(std::make_pair(std::string(key), std::string(owner)));
+    if (it == book_.end() || it->second.first != token) return {};
     return it->second.second;
   }
 
