@@ -51,6 +51,9 @@ class lease_recipe {
   /// Returns errc::invalid_argument if the constructor's arguments were bad; zero otherwise.
   [[nodiscard]] std::error_code error() const noexcept { return config_error_; }
 
+  lease_recipe(const lease_recipe&) = delete;
+  lease_recipe& operator=(const lease_recipe&) = delete;
+
  protected:
   template <class Rep, class Period>
   lease_recipe(Store& store, std::string key, std::chrono::duration<Rep, Period> ttl, Options opts)
@@ -62,8 +65,6 @@ class lease_recipe {
       ttl_ = *ms;
     }
   }
-  lease_recipe(const lease_recipe&) = delete;
-  lease_recipe& operator=(const lease_recipe&) = delete;
   ~lease_recipe() = default;
 
   // Marks the configuration bad, for a recipe's own checks of its own options.

@@ -454,7 +454,7 @@ class simulator {
     // Unrelated clocks: each node's epoch is elsewhere (steady clocks only promise rate).
     nd.base_local = now_ + static_cast<std::int64_t>(id + 1) * 1000000000000LL;
     nd.skew_ppm = draw_skew();
-    nodes_.push_back(std::move(nd));
+    nodes_.push_back(nd);
     if (std::abs(static_cast<std::int64_t>(nodes_.back().skew_ppm)) > eps_ppm_) end_s4();
     log_.nodes.push_back(std::move(name));
     log_.ticks.resize(nodes_.size(), 0);
