@@ -32,9 +32,10 @@ TEST_CASE("check_store: the shipped memory_store conforms", "[testing/conformanc
   REQUIRE(r.schedules == 200);
   REQUIRE(r.events > 200 * 20);
   // memory_store is one critical section per operation: nothing inside it to interleave, and the
-  // report says so.
-  REQUIRE(r.skipped.size() == 1);
-  REQUIRE_THAT(r.skipped.front(), Catch::Contains("holdfast::step_point"));
+  // report says so; real threads are not checked with a sim_clock factory, and it says so too.
+  REQUIRE(r.skipped.size() == 2);
+  REQUIRE_THAT(r.skipped.front(), Catch::Contains("contention across real threads"));
+  REQUIRE_THAT(r.skipped.back(), Catch::Contains("holdfast::step_point"));
   REQUIRE_THAT(r.summary(), Catch::StartsWith("store conforms"));
 }
 
@@ -73,7 +74,7 @@ TEST_CASE("check_store: a store on its own clock is checked, expiry checks are s
       check_store([] { return std::make_unique<holdfast::memory_store<>>(); }, o);
   INFO(r.summary());
   REQUIRE(r.ok());
-  REQUIRE(r.skipped.size() == 3);
+  REQUIRE(r.skipped.size() == 4);
   REQUIRE_THAT(r.summary(), Catch::Contains("not explored:\n  - T2 expiry"));
   std::ostringstream os;
   os << r;
@@ -486,4 +487,124 @@ TEST_CASE("check_exclusive_grants: one holder at a time across threads, tokens i
   REQUIRE_FALSE(
       check_exclusive_grants([] { return holdfast::memory_store<>(); }, conformance_options{})
           .skipped.empty());
+}
+
+// ------------------------------------------------------------------------------------------------
+// T2 across the TTL range (conformance_ttl.hpp): stores that hold another TTL than they report.
+// ------------------------------------------------------------------------------------------------
+
+namespace {
+
+/// Negative controls for conformance_ttl.hpp: memory_store on the simulated clock holding
+/// another TTL than it reports (the new-user trial's my_store bugs), each reporting the asked one.
+enum class ttl_breakage {
+  capped_5s,          // holds at most 5 s
+  capped_30s,         // holds at most 30 s
+  int32_ms,           // keeps the TTL in an int32 of ms: wraps above 2^31 ms (~24.8 days)
+  renew_ignores_ttl,  // renew holds for the acquire's TTL again
+};
+
+/// Each TTL breakage and the rule that must name it.
+const std::pair<ttl_breakage, const char*> all_ttl_breakages[] = {
+    {ttl_breakage::capped_5s, "T2 held for the TTL: a grant of 30001ms"},
+    {ttl_breakage::capped_30s, "T2 held for the TTL: a grant of 30001ms"},
+    {ttl_breakage::int32_ms, "T2 held for the TTL: a grant of 2147483649ms"},
+    {ttl_breakage::renew_ignores_ttl, "T2 renew with another TTL: a renew for 3600000ms"},
+};
+
+template <class Clock>
+struct ttl_broken_store {
+  ttl_broken_store(Clock c, ttl_breakage b) : kind(b), s(c) {}
+  ttl_breakage kind;
+  holdfast::memory_store<Clock> s;
+  std::map<std::string, std::chrono::milliseconds> acquired;  // renew_ignores_ttl
+
+  std::chrono::milliseconds held(std::chrono::milliseconds ttl) const {
+    using std::chrono::milliseconds;
+    if (kind == ttl_breakage::capped_5s) return std::min(ttl, milliseconds(5000));
+    if (kind == ttl_breakage::capped_30s) return std::min(ttl, milliseconds(30000));
+    if (kind == ttl_breakage::int32_ms) {
+      // The int32 wraps; a non-positive result holds the lease 1 ms (the store's own clock then
+      // ends it at once, as the trial's store did).
+      const auto wrapped = static_cast<std::int32_t>(static_cast<std::uint32_t>(ttl.count()));
+      return milliseconds(wrapped > 0 ? wrapped : 1);
+    }
+    return ttl;
+  }
+  holdfast::result<holdfast::grant> try_acquire(std::string_view k, std::string_view o,
+                                                std::chrono::milliseconds ttl) {
+    if (std::error_code ec = holdfast::check_acquire_args(k, o, ttl)) return ec;
+    auto g = s.try_acquire(k, o, held(ttl));
+    if (!g) return g;
+    acquired[std::string(k)] = held(ttl);
+    return holdfast::grant{g->token, ttl};
+  }
+  holdfast::result<holdfast::grant> renew(std::string_view k, std::string_view o,
+                                          holdfast::fencing_token t,
+                                          std::chrono::milliseconds ttl) {
+    if (std::error_code ec = holdfast::check_renew_args(k, o, t, ttl)) return ec;
+    const auto before = acquired.find(std::string(k));
+    const bool ignore = kind == ttl_breakage::renew_ignores_ttl && before != acquired.end();
+    auto g = s.renew(k, o, t, ignore ? before->second : held(ttl));
+    if (!g) return g;
+    return holdfast::grant{g->token, ttl};
+  }
+  holdfast::result<void> release(std::string_view k, std::string_view o,
+                                 holdfast::fencing_token t) {
+    return s.release(k, o, t);
+  }
+  holdfast::result<std::optional<holdfast::lease_record>> inspect(std::string_view k) {
+    return s.inspect(k);
+  }
+};
+
+}  // namespace
+
+TEST_CASE("check_store catches a store holding another TTL than it reports",
+          "[testing/conformance]") {
+  conformance_options o;
+  o.schedules = 20;  // the schedules grant one short TTL: they cannot see these
+  for (const auto& [b, rule] : all_ttl_breakages) {
+    const ttl_breakage kind = b;
+    const conformance_report r =
+        check_store([kind](sim_clock c) { return ttl_broken_store<sim_clock>(c, kind); }, o);
+    INFO("TTL breakage " << static_cast<int>(b) << "\n" << r.summary());
+    CHECK_FALSE(r.ok());
+    CHECK_THAT(r.summary(), Catch::Contains(std::string("FAILED ") + rule));
+  }
+  // The shipped stores hold what they report across the whole range, renews included.
+  const conformance_report m = check_store(
+      [](sim_clock c) { return std::make_unique<holdfast::memory_store<sim_clock>>(c); }, o);
+  INFO(m.summary());
+  CHECK(m.ok());
+  const conformance_report n =
+      check_store([](sim_clock c) { return mutant_store<sim_clock>(c, mutant::none); }, o);
+  INFO(n.summary());
+  CHECK(n.ok());
+  // A sim_clock factory cannot be checked across real threads, and the report says how to.
+  CHECK_THAT(m.summary(), Catch::Contains("contention across real threads") &&
+                              Catch::Contains("-fsanitize=thread"));
+}
+
+TEST_CASE("check_store: on its own clock, inspect after long grants matches the TTL reported",
+          "[testing/conformance]") {
+  holdfast::manual_clock clock;
+  conformance_options o;
+  o.schedules = 5;
+  o.expire_now = [&clock](std::string_view) { clock.advance(std::chrono::hours(1)); };
+  const conformance_report r = check_store(
+      [&clock] { return std::make_unique<holdfast::memory_store<holdfast::manual_clock>>(clock); },
+      o);
+  INFO(r.summary());
+  CHECK(r.ok());
+  CHECK_THAT(r.summary(), Catch::Contains("T2 across the TTL range"));
+  // Negative controls on the same clock: each breakage shows in inspect's remaining time.
+  for (const auto& [b, rule] : all_ttl_breakages) {
+    const ttl_breakage kind = b;
+    const conformance_report bad = check_store(
+        [&clock, kind] { return ttl_broken_store<holdfast::manual_clock>(clock, kind); }, o);
+    INFO("TTL breakage " << static_cast<int>(b) << " (" << rule << ")\n" << bad.summary());
+    CHECK_FALSE(bad.ok());
+    CHECK_THAT(bad.summary(), Catch::Contains("FAILED inspect after a"));
+  }
 }
