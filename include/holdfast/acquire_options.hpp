@@ -58,18 +58,23 @@ struct acquire_options {
 
 namespace detail {
 
+// Names time points of a clock's duration where only the duration matters.
+struct any_clock {};
+
 // The one check of a lease TTL, shared by acquire (prepare_acquire), lease::renew and the
-// distributed_mutex constructor: `ttl` converts to whole milliseconds (truncating) within
-// [1 ms, max_ttl] and leaves positive validity after drift and margin (a bad `validity` leaves
-// none). Returns the TTL in ms, or errc::invalid_argument.
-template <class Rep, class Period>
+// recipes' constructors: `ttl` converts to whole milliseconds (truncating) within [1 ms, max_ttl]
+// and leaves some validity after drift and margin on a holder clock of duration Dur and tick
+// `tick` (validity.hpp's valid_until; a bad `validity` leaves none): with the defaults, more than
+// 2 ms on an exact clock, 104 ms or more on a 100 ms clock. Returns the TTL in ms, or
+// errc::invalid_argument.
+template <class Rep, class Period, class Dur>
 result<std::chrono::milliseconds> checked_lease_ttl(std::chrono::duration<Rep, Period> ttl,
-                                                    const validity_options& validity) {
+                                                    const validity_options& validity, Dur tick) {
   const std::optional<std::chrono::milliseconds> ms =
       checked_duration_cast<std::chrono::milliseconds>(ttl);
-  if (!ms || check_ttl(*ms) || trusted_span(*ms, validity) <= std::chrono::nanoseconds::zero()) {
-    return errc::invalid_argument;
-  }
+  if (!ms || check_ttl(*ms)) return errc::invalid_argument;
+  using tp = std::chrono::time_point<any_clock, Dur>;
+  if (!(tp{} < holdfast::valid_until(tp{}, *ms, validity, tick))) return errc::invalid_argument;
   return *ms;
 }
 
@@ -83,7 +88,7 @@ result<std::chrono::milliseconds> check_acquire_input(std::string_view key,
   if (key.empty()) return errc::invalid_argument;
   if (std::error_code ec = opts.validity.check()) return ec;
   if (std::error_code ec = opts.backoff.check()) return ec;
-  return checked_lease_ttl(ttl, opts.validity);
+  return checked_lease_ttl(ttl, opts.validity, clock_tick(opts.clock));
 }
 
 // What try_acquire() and acquire() send, once the caller's input has passed every check.

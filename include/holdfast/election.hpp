@@ -197,9 +197,10 @@ class election : public detail::lease_recipe<Store, Clock, election_options<Cloc
 
   /// Makes a follower in the election `name` of `store`, whose leadership leases last `ttl` (ms,
   /// or any duration; truncated to whole ms). Never fails: bad arguments (empty name or identity,
-  /// a TTL not in [1 ms, max_ttl] or too short for any validity, bad validity/backoff/keepalive
-  /// options, observe_interval not in (0, 1 h]) are reported by error(), and every campaign then
-  /// fails with it. Starts a keepalive thread unless opts.keepalive is given.
+  /// a TTL not in [1 ms, max_ttl] or too short for any validity on the clock, bad
+  /// validity/backoff/keepalive options, observe_interval not in (0, 1 h]) are reported by error(),
+  /// and every campaign then fails with it. Starts a keepalive thread unless opts.keepalive is
+  /// given.
   template <class Rep, class Period>
   election(Store& store, std::string name, std::chrono::duration<Rep, Period> ttl,
            election_options<Clock> opts = {})

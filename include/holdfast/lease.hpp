@@ -264,7 +264,7 @@ class lease {
   ///     or the store says it is no longer the holder (lease_lost or not_holder; state() turns
   ///     lost and the on-loss callback runs);
   ///   errc::invalid_argument if ttl is not in [1 ms, max_ttl] or too short to leave any validity
-  ///     after drift and margin (nothing changes);
+  ///     after drift, margin and the holder clock's tick (nothing changes);
   ///   errc::protocol_error if the store's grant is malformed (other token, TTL <= 0; state()
   ///     turns lost since the store cannot be believed);
   ///   any transient store error (store_unavailable, timeout, ...): state() stays held and the
@@ -273,7 +273,8 @@ class lease {
   /// Thread-safety: serialized with a keepalive's renewals of the same lease.
   template <class Rep, class Period>
   result<void> renew(std::chrono::duration<Rep, Period> ttl) {
-    const result<std::chrono::milliseconds> ms = detail::checked_lease_ttl(ttl, b().validity);
+    const result<std::chrono::milliseconds> ms =
+        detail::checked_lease_ttl(ttl, b().validity, b().tick);
     if (!ms) return ms.error();
     detail::pending_loss loss;
     result<void> r;
@@ -395,8 +396,8 @@ result<void> keep_alive(lease_renewer<Clock>& renewer, lease<Store, Clock>& l) {
 /// \returns the lease (state held, valid());
 ///   errc::busy if another owner holds a live lease (contention: retry later, or use acquire());
 ///   errc::invalid_argument for an empty key or owner, a TTL not in [1 ms, max_ttl] (1 ns and
-///     negative TTLs included), a TTL too short to leave any validity after drift and margin,
-///     or bad validity/backoff options; nothing reaches the store;
+///     negative TTLs included), a TTL too short to leave any validity after drift, margin and
+///     the tick of opts.clock, or bad validity/backoff options; nothing reaches the store;
 ///   errc::timeout if the grant arrived after the validity it gives had passed (it is released);
 ///   errc::protocol_error if the store's grant is malformed (token none/max, TTL <= 0);
 ///   errc::token_exhausted, store_unavailable, or any error the store reports.

@@ -95,8 +95,9 @@ class distributed_mutex : public detail::lease_recipe<Store, Clock, mutex_option
 
   /// Makes an unlocked mutex on `key` of `store`, whose locks are leases of `ttl` (ms, or any
   /// duration; truncated to whole milliseconds). Never fails: bad arguments (empty key, TTL not in
-  /// [1 ms, max_ttl] or too short for any validity, bad validity/backoff options, a keepalive with
-  /// invalid options) are reported by error(), and every lock attempt then fails with it.
+  /// [1 ms, max_ttl] or too short for any validity on the clock, bad validity/backoff options, a
+  /// keepalive with invalid options) are reported by error(), and every lock attempt then fails
+  /// with it.
   template <class Rep, class Period>
   distributed_mutex(Store& store, std::string key, std::chrono::duration<Rep, Period> ttl,
                     mutex_options<Clock> opts = {})

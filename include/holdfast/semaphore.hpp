@@ -108,8 +108,8 @@ class semaphore : public detail::lease_recipe<Store, Clock, semaphore_options<Cl
 
   /// Makes a semaphore of `permits` permits named `name` in `store`, each granted for `ttl` (ms,
   /// or any duration; truncated to whole ms). Never fails: bad arguments (empty name, permits not
-  /// in [1, max_permits], a TTL not in [1 ms, max_ttl] or too short for any validity, bad
-  /// validity/backoff options, a keepalive with bad options) are reported by error(), and every
+  /// in [1, max_permits], a TTL not in [1 ms, max_ttl] or too short for any validity on the clock,
+  /// bad validity/backoff options, a keepalive with bad options) are reported by error(), and every
   /// acquire then fails with it.
   template <class Rep, class Period>
   semaphore(Store& store, std::string name, std::uint32_t permits,

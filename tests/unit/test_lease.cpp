@@ -558,6 +558,38 @@ TEST_CASE("a holder on a coarse clock stops trusting its lease a tick earlier", 
   CHECK_FALSE(a->valid());
 }
 
+TEST_CASE("a TTL too short for any validity on a coarse holder clock is invalid_argument",
+          "[lease]") {
+  // Input (new-user trial): on a clock that declares a 100 ms tick, try_acquire with TTL 100 ms
+  // was granted, found worthless, released, and answered timeout, using up a token. Expected:
+  // with the defaults (1%, 2 ms) a TTL leaves validity on that clock from 104 ms on (103 ms
+  // leaves 99.97 ms of trust, under the tick's 100 ms - 1 ns), and a shorter one is refused
+  // before anything reaches the store; renew refuses it likewise.
+  manual_clock truth;
+  holdfast_test::rounding_clock holder_clock(truth, 100ms);
+  store_t store(truth);
+  holdfast::acquire_options<holdfast_test::rounding_clock> o;
+  o.clock = holder_clock;
+  o.owner = "A";
+  for (const ms ttl : {ms(1), ms(100), ms(103)}) {
+    INFO("ttl " << ttl.count() << " ms");
+    CHECK(holdfast::try_acquire(store, "k", ttl, o).error() == errc::invalid_argument);
+    CHECK(holdfast::acquire(store, "k", ttl, 1s, o).error() == errc::invalid_argument);
+  }
+  CHECK_FALSE(record_of(store, "k"));  // nothing reached the store
+  auto a = holdfast::try_acquire(store, "k", 104ms, o);
+  REQUIRE(a);
+  CHECK(a->token() == fencing_token(1));
+  CHECK(a->renew(103ms).error() == errc::invalid_argument);
+  CHECK(a->valid());
+  CHECK(a->renew(104ms));
+  // An exact clock (manual_clock, tick 0) keeps the old bound: 3 ms is the shortest.
+  holdfast::acquire_options<manual_clock> exact;
+  exact.clock = truth;
+  CHECK(holdfast::try_acquire(store, "k2", 2ms, exact).error() == errc::invalid_argument);
+  CHECK(holdfast::try_acquire(store, "k2", 3ms, exact));
+}
+
 TEST_CASE("renew after validity passed is lease_lost and does not revive the lease", "[lease]") {
   manual_clock clock;
   scripted_store store(clock);
