@@ -92,9 +92,11 @@ TEST_CASE("fuzz_store: a schedule from bytes runs and returns 0 when nothing is 
 }
 
 namespace {
-// A handle to a store that outlives it, as a reopened database file does.
-struct reopened {
-  std::shared_ptr<holdfast::memory_store<sim_clock>> s;
+// A handle to a store that outlives it: a reopened database file, or one of many connections to
+// one server (every factory call then sees the same state).
+template <class Store>
+struct shared_handle {
+  std::shared_ptr<Store> s;
   holdfast::result<holdfast::grant> try_acquire(std::string_view k, std::string_view o,
                                                 std::chrono::milliseconds ttl) {
     return s->try_acquire(k, o, ttl);
@@ -109,6 +111,7 @@ struct reopened {
     return s->release(k, o, t);
   }
 };
+using reopened = shared_handle<holdfast::memory_store<sim_clock>>;
 }  // namespace
 
 TEST_CASE("check_store: durable re-creates the store through the factory at each restart",
@@ -373,22 +376,7 @@ struct c_string_store {
 };
 
 /// A handle to one memory_store shared by every factory call (as connections to one server are).
-struct shared_memory {
-  std::shared_ptr<holdfast::memory_store<>> s;
-  holdfast::result<holdfast::grant> try_acquire(std::string_view k, std::string_view o,
-                                                std::chrono::milliseconds ttl) {
-    return s->try_acquire(k, o, ttl);
-  }
-  holdfast::result<holdfast::grant> renew(std::string_view k, std::string_view o,
-                                          holdfast::fencing_token t,
-                                          std::chrono::milliseconds ttl) {
-    return s->renew(k, o, t, ttl);
-  }
-  holdfast::result<void> release(std::string_view k, std::string_view o,
-                                 holdfast::fencing_token t) {
-    return s->release(k, o, t);
-  }
-};
+using shared_memory = shared_handle<holdfast::memory_store<>>;
 
 }  // namespace
 
