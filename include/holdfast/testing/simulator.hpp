@@ -227,6 +227,13 @@ class simulator {
     return n < nodes_.size() ? nodes_[n].true_at_local(local_ns, now_) : now_;
   }
 
+  /// Returns the first true time (>= now) at which node `n`'s clock *reads* `local_ns` or later:
+  /// a coarse clock reads it once its exact time reaches the next multiple of its tick.
+  [[nodiscard]] std::int64_t true_time_reading(node_id n, std::int64_t local_ns) const {
+    if (n >= nodes_.size()) return now_;
+    return nodes_[n].true_at_local(node::round_up(local_ns, nodes_[n].tick_ns), now_);
+  }
+
   /// Moves true time forward by `d_ns` from outside any client (for tests that drive a store
   /// directly). Precondition: no client is running.
   void advance(std::int64_t d_ns) {
@@ -513,12 +520,7 @@ class simulator {
       return;
     }
     if (t->crashed) return;
-    // A coarse clock reads `deadline` once its exact time reaches the next tick boundary.
-    const std::int64_t q = nodes_[n].tick_ns;
-    if (q > 0 && node::round_down(deadline, q) != deadline) {
-      deadline = node::round_down(deadline, q) + q;
-    }
-    const std::int64_t wake = nodes_[n].true_at_local(deadline, now_);
+    const std::int64_t wake = true_time_reading(n, deadline);
     if (wake <= now_) return;
     sched_.suspend_until(*t, wake);
   }

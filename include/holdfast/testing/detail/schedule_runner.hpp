@@ -354,19 +354,11 @@ class schedule_runner {
       const std::int64_t q = sim_.tick_ns(c.node);
       nap(c, sim_clock::time_point(sim_clock::duration(target - q - 1)));
       if (!c.ka && c.held && !sim_.current_crashed()) {
-        // The clock reads `target` or later from the first multiple of its tick at or after it.
-        const std::int64_t t = sim_.true_time_at(c.node, ceil_to_tick(target, q)) - 1;
+        const std::int64_t t = sim_.true_time_reading(c.node, target) - 1;
         if (t > sim_.now_ns()) sim_.wait_true(t - sim_.now_ns());
       }
     }
     if (c.held && !sim_.current_crashed()) checked_write(c);
-  }
-
-  // The first multiple of `q` at or after `v` (`v` itself for an exact clock, q == 0).
-  static std::int64_t ceil_to_tick(std::int64_t v, std::int64_t q) noexcept {
-    if (q <= 0) return v;
-    const std::int64_t down = node_clock::round_down(v, q);
-    return down == v ? v : down + q;
   }
 
   // renew: now (arg 0) or late, just before the validity ends: 2% of the TTL, 1 ms or one tick.

@@ -42,6 +42,13 @@ struct node_clock {
     return v - r;
   }
 
+  /// Returns `v` rounded up to a multiple of `tick` (`v` itself for tick <= 0): the first reading
+  /// at or after `v` that a clock with that tick shows.
+  static std::int64_t round_up(std::int64_t v, std::int64_t tick) noexcept {
+    const std::int64_t down = round_down(v, tick);
+    return down == v ? v : down + tick;
+  }
+
   /// Returns floor(d * ppm / 1e6) for d >= 0 without overflow for any simulated span.
   static std::int64_t scaled_ppm(std::int64_t d, std::int32_t ppm) noexcept {
     const std::int64_t q = d / 1000000;
