@@ -117,6 +117,16 @@ std::string outcome(const std::error_code& ec) {
         return "protocol_error";
       case holdfast::errc::token_exhausted:
         return "token_exhausted";
+      case holdfast::errc::token_reissued:
+        return "token_reissued";
+      case holdfast::errc::misconfigured:
+        return "misconfigured";
+      case holdfast::errc::permission_denied:
+        return "permission_denied";
+      case holdfast::errc::cancelled:
+        return "cancelled";
+      case holdfast::errc::grant_not_durable:
+        return "grant_not_durable";
       default:
         return "error";
     }

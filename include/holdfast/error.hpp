@@ -45,6 +45,16 @@ enum class errc : int {
   caught_exception,   ///< A store, clock or callback threw where an exception must not escape
                       ///< (a destructor, a keepalive thread); holdfast caught it and reports it
                       ///< on the lease (lease::last_error(), lease::last_exception()).
+  token_reissued,     ///< A fence already admitted this token for another holder: the store lost
+                      ///< grants (failover to a lagging replica, a crash inside its fsync window,
+                      ///< a restore) and issued the token again. Re-acquire for a newer token.
+  misconfigured,      ///< The store's configuration is wrong (malformed address or URI, no such
+                      ///< database, an out-of-range option): permanent, never retried.
+  permission_denied,  ///< The store refused the credentials or the permission (Redis AUTH/NOPERM,
+                      ///< PostgreSQL 28P01/42501, etcd 401/403): permanent, never retried.
+  cancelled,          ///< The caller cancelled a blocking call (a stop_token or cancel_source).
+  grant_not_durable,  ///< The store made a grant it could not make durable in time (e.g. too few
+                      ///< replicas acknowledged it); it was given back, nothing is held.
 };
 
 HOLDFAST_ABI_NAMESPACE_END
@@ -82,6 +92,16 @@ HOLDFAST_ABI_NAMESPACE_BEGIN
       return "token_exhausted";
     case errc::caught_exception:
       return "caught_exception";
+    case errc::token_reissued:
+      return "token_reissued";
+    case errc::misconfigured:
+      return "misconfigured";
+    case errc::permission_denied:
+      return "permission_denied";
+    case errc::cancelled:
+      return "cancelled";
+    case errc::grant_not_durable:
+      return "grant_not_durable";
   }
   return nullptr;  // no default above: -Wswitch names an enumerator added without a name
 }
@@ -115,6 +135,17 @@ class error_category_impl final : public std::error_category {
       case errc::caught_exception:
         return "a store, clock or callback threw; the exception was caught where it could not "
                "propagate";
+      case errc::token_reissued:
+        return "fencing token was already admitted for another holder: the store lost grants and "
+               "issued it again";
+      case errc::misconfigured:
+        return "lease store is misconfigured";
+      case errc::permission_denied:
+        return "lease store refused the credentials or the permission";
+      case errc::cancelled:
+        return "the caller cancelled the operation";
+      case errc::grant_not_durable:
+        return "lease store could not make the grant durable in time; it was given back";
     }
     return "unknown holdfast error";
   }
@@ -138,6 +169,14 @@ inline std::error_code make_error_code(errc e) noexcept {
 /// Returns true iff `ec` is holdfast's `busy`: contention, a normal outcome rather than a failure.
 inline bool is_contention(const std::error_code& ec) noexcept {
   return ec == errc::busy;
+}
+
+/// Returns true iff `ec` is a permanent failure that no retry can cure: the store's
+/// configuration (`misconfigured`), its refusal of the credentials (`permission_denied`), or bad
+/// input (`invalid_argument`). Blocking calls return at once on these instead of retrying.
+inline bool is_permanent(const std::error_code& ec) noexcept {
+  return ec == errc::misconfigured || ec == errc::permission_denied ||
+         ec == errc::invalid_argument;
 }
 
 /// Returns true iff `ec` may clear up on its own, so retrying the same call later makes sense

@@ -25,6 +25,11 @@ constexpr errc all_codes[] = {
     errc::protocol_error,
     errc::token_exhausted,
     errc::caught_exception,
+    errc::token_reissued,
+    errc::misconfigured,
+    errc::permission_denied,
+    errc::cancelled,
+    errc::grant_not_durable,
 };
 
 }  // namespace
@@ -90,6 +95,19 @@ TEST_CASE("is_transient: busy, store_unavailable, timeout and foreign errors may
   // A user's store may report transport errors in its own category: retried.
   CHECK(holdfast::is_transient(std::make_error_code(std::errc::connection_refused)));
   CHECK(holdfast::is_transient(std::error_code(5, std::system_category())));
+}
+
+TEST_CASE("is_permanent: misconfiguration, refused credentials and bad input are never retried",
+          "[error]") {
+  for (errc e : all_codes) {
+    INFO(Catch::StringMaker<errc>::convert(e));
+    const bool expected =
+        e == errc::misconfigured || e == errc::permission_denied || e == errc::invalid_argument;
+    CHECK(holdfast::is_permanent(e) == expected);
+    if (expected) CHECK_FALSE(holdfast::is_transient(e));
+  }
+  CHECK_FALSE(holdfast::is_permanent(std::error_code{}));
+  CHECK_FALSE(holdfast::is_permanent(std::make_error_code(std::errc::connection_refused)));
 }
 
 TEST_CASE("to_string(errc) names every enumerator, and nothing else", "[error]") {
