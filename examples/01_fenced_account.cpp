@@ -147,6 +147,7 @@ outcome run(bool fenced) {
   bool a_holds_lease = false;    // A has its first lease: the others may start
   bool a_stalled = false;        // A is inside its stall
   bool committed_after = false;  // another worker committed after A stalled
+  std::string newer_token;       // the token of that commit, the one the timeline shows
   int writes = 0, rejected = 0;
   bool stall_worked = false, errors = false;
 
@@ -164,6 +165,13 @@ outcome run(bool fenced) {
     a_holds_lease = a_stalled = true;
     cv.notify_all();
     stall_worked = cv.wait_for(lock, kStallLimit, [&] { return committed_after; });
+  };
+
+  // The admitted token A's rejection is told against: the one the timeline shows being written
+  // (the fence has admitted later ones since, from writes the timeline leaves out, so its
+  // newest() would name a token the reader has not seen).
+  auto shown_newer = [&] {
+    return newer_token.empty() ? std::to_string(acct.newest().value()) : newer_token;
   };
 
   auto worker = [&](int id) {
@@ -201,13 +209,14 @@ outcome run(bool fenced) {
 
       std::lock_guard<std::mutex> lock(m);
       if (stalled_this_time) {
-        story.add(wrote, "A wakes, writes $" + std::to_string(balance) + " with token " + tok +
-                             (w ? "  -> written over the deposits made meanwhile"
-                                : "  -> REJECTED: " + tok + " < " +
-                                      std::to_string(acct.newest().value()) + "; A redoes it"));
+        story.add(wrote,
+                  "A wakes, writes $" + std::to_string(balance) + " with token " + tok +
+                      (w ? "  -> written over the deposits made meanwhile"
+                         : "  -> REJECTED: " + tok + " < " + shown_newer() + "; A redoes it"));
       } else if (w && a_stalled && !committed_after) {
         // The first commit by another worker after A stalled: the other half of the story.
         committed_after = true;
+        newer_token = tok;
         story.add(lease->acquired_at(), name + " acquires \"account\"            -> token " + tok);
         story.add(wrote, name + " writes $" + std::to_string(balance) + " with token " + tok +
                              (fenced ? "     -> admitted (newest seen: " + tok + ")" : ""));
