@@ -17,7 +17,7 @@
 /// The library's version; CMakeLists.txt and meson.build carry the same number (the format step
 /// of the test command checks all three agree).
 #define HOLDFAST_VERSION_MAJOR 0
-#define HOLDFAST_VERSION_MINOR 1
+#define HOLDFAST_VERSION_MINOR 2
 #define HOLDFAST_VERSION_PATCH 0
 
 /// HOLDFAST_HAS_EXCEPTIONS is 1 when the translation unit can throw and catch. Detected from the
