@@ -112,7 +112,7 @@ int worker(const config& cfg, int id, bool victim, int report_fd) {
   holdfast::postgres_fence_options fo;
   fo.table = cfg.table;
   auto deposit =
-      holdfast::postgres_fenced_update::make(fo, "value = value + 1, history = history || $3");
+      holdfast::postgres_fenced_update::make(fo, "value = value + 1, history = history || $4");
   if (!deposit) return 1;
 
   holdfast::acquire_options<> opts;
@@ -146,7 +146,7 @@ int worker(const config& cfg, int id, bool victim, int report_fd) {
     }
     const std::string entry = " w" + std::to_string(id) + "#" + std::to_string(token.value());
     std::string why;
-    auto w = deposit->execute(db, token, "ledger", {entry}, &why);
+    auto w = deposit->execute(db, token, lease->owner(), "ledger", {entry}, &why);
     if (w) {
       ++admitted;
       say("w%d: deposit with token %llu admitted", id,
@@ -207,8 +207,8 @@ int main() {
   if (!exec(db, "SET client_min_messages = warning") ||
       !exec(db, "CREATE TABLE " + cfg.table +
                     " (id text PRIMARY KEY, value bigint NOT NULL, history text NOT NULL, "
-                    "fence bigint)") ||
-      !exec(db, "INSERT INTO " + cfg.table + " VALUES ('ledger', 0, '', NULL)")) {
+                    "fence bigint, fence_owner text)") ||
+      !exec(db, "INSERT INTO " + cfg.table + " VALUES ('ledger', 0, '', NULL, NULL)")) {
     return 1;
   }
   say("parent: table %s ready; lease \"ledger\" in Redis at port %s, TTL %lld ms",

@@ -175,8 +175,7 @@ inline bool is_contention(const std::error_code& ec) noexcept {
 /// configuration (`misconfigured`), its refusal of the credentials (`permission_denied`), or bad
 /// input (`invalid_argument`). Blocking calls return at once on these instead of retrying.
 inline bool is_permanent(const std::error_code& ec) noexcept {
-  return ec == errc::misconfigured || ec == errc::permission_denied ||
-         ec == errc::invalid_argument;
+  return ec == errc::misconfigured || ec == errc::permission_denied || ec == errc::invalid_argument;
 }
 
 /// Returns true iff `ec` may clear up on its own, so retrying the same call later makes sense

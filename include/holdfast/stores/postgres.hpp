@@ -1,5 +1,6 @@
 // holdfast/stores/postgres.hpp - postgres_store: a LeaseStore in a PostgreSQL table, and
-// postgres_fenced_update: a user's data row and its fence changed in ONE statement. Opt-in: needs
+// fenced writes (postgres_fenced_update/_upsert/_insert, postgres_fence): a user's data and its
+// fence changed in ONE statement. Opt-in: needs
 // libpq (link -lpq, include path from `pkg-config --cflags libpq`); nothing in the core includes
 // it.
 //
@@ -46,7 +47,8 @@
 //
 // Files: this header (postgres_store) is the one to include; it brings postgres_options.hpp
 // (postgres_options, postgres_max_token) and postgres_fence.hpp (postgres_fenced_update,
-// postgres_param, postgres_fence_options). Internals: detail/postgres_link.hpp (the libpq
+// postgres_fenced_upsert, postgres_fenced_insert, postgres_fence, postgres_param,
+// postgres_fence_options). Internals: detail/postgres_link.hpp (the libpq
 // connection, deadlines, SQLSTATE mapping), detail/postgres_sql.hpp (identifier and literal
 // quoting).
 #ifndef HOLDFAST_STORES_POSTGRES_HPP

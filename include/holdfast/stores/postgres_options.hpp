@@ -49,7 +49,9 @@ struct postgres_options {
   std::chrono::milliseconds command_timeout{5000};
 
   /// Returns errc::invalid_argument if a name or timeout is out of range; a zero code otherwise.
-  [[nodiscard]] std::error_code check() const noexcept;
+  /// `why`, if given, gets what is wrong, naming the field ("invalid postgres_options:
+  /// command_timeout 0 ms is not in 1 .. 2147483647 ms").
+  [[nodiscard]] std::error_code check(std::string* why = nullptr) const;
 };
 
 namespace detail {
@@ -60,18 +62,28 @@ inline std::string pg_sequence_name(const postgres_options& o) {
 
 }  // namespace detail
 
-inline std::error_code postgres_options::check() const noexcept {
-  if (connect_timeout <= std::chrono::milliseconds::zero() ||
-      command_timeout <= std::chrono::milliseconds::zero() || command_timeout.count() > INT_MAX) {
+inline std::error_code postgres_options::check(std::string* why) const {
+  auto bad = [&](const std::string& what) -> std::error_code {
+    if (why != nullptr) *why = "invalid postgres_options: " + what;
     return errc::invalid_argument;
+  };
+  if (connect_timeout <= std::chrono::milliseconds::zero()) {
+    return bad("connect_timeout " + std::to_string(connect_timeout.count()) + " ms is not > 0");
   }
-  if (conninfo.find('\0') != std::string::npos ||
-      application_name.find('\0') != std::string::npos) {
-    return errc::invalid_argument;
+  if (command_timeout <= std::chrono::milliseconds::zero() || command_timeout.count() > INT_MAX) {
+    return bad("command_timeout " + std::to_string(command_timeout.count()) +
+               " ms is not in 1 .. 2147483647 ms");
   }
-  if (!detail::pg_qualified(schema, table)) return errc::invalid_argument;
+  if (conninfo.find('\0') != std::string::npos) return bad("conninfo contains NUL");
+  if (application_name.find('\0') != std::string::npos) {
+    return bad("application_name contains NUL");
+  }
+  if (!detail::pg_qualified(schema, table)) {
+    return bad("schema or table \"" + table + "\" is empty, over 63 bytes or contains NUL");
+  }
   if (!detail::pg_qualified(schema, detail::pg_sequence_name(*this))) {
-    return errc::invalid_argument;
+    return bad("sequence \"" + detail::pg_sequence_name(*this) +
+               "\" is empty, over 63 bytes or contains NUL");
   }
   return {};
 }

@@ -50,20 +50,53 @@ inline constexpr unsigned int pg_int8_oid = 20;
 /// Maps a SQLSTATE (empty: a client-side failure such as a lost connection) to an errc.
 /// `user_statement`: the statement is the caller's own (a fenced update), so data, integrity and
 /// syntax errors (classes 22, 23, 42) are their invalid_argument rather than our protocol_error.
+/// Permanent failures are never retried (is_permanent): credentials (28P01 invalid_password,
+/// 28000 invalid_authorization_specification) and privileges (42501) are permission_denied; a
+/// database (3D000), table (42P01), column (42703) or schema (3F000) that is not there is
+/// misconfigured.
 inline errc classify_pg_error(const char* sqlstate, bool user_statement) noexcept {
   const std::string_view s = sqlstate != nullptr ? sqlstate : "";
   if (s.size() != 5) return errc::store_unavailable;  // no SQLSTATE: the connection failed
   auto cls = [&](std::string_view c) { return s.compare(0, 2, c) == 0; };
   if (s == "2200H") return errc::token_exhausted;          // sequence_generator_limit_exceeded
   if (s == "57014" || s == "55P03") return errc::timeout;  // statement / lock timeout
-  if (cls("08") || cls("53") || cls("57") || cls("58") || cls("28") || s == "3D000" ||
-      s == "25006" || s == "40001" || s == "40P01" || s == "42501") {
-    // connection, resources, operator intervention (shutdown, crash), system, authentication,
-    // missing database, read-only (a standby), serialization/deadlock, privileges
+  if (cls("28") || s == "42501") return errc::permission_denied;
+  if (s == "3D000" || s == "42P01" || s == "42703" || s == "3F000") return errc::misconfigured;
+  if (cls("08") || cls("53") || cls("57") || cls("58") || s == "25006" || s == "40001" ||
+      s == "40P01") {
+    // connection, resources, operator intervention (shutdown, crash), system, read-only (a
+    // standby), serialization/deadlock
     return errc::store_unavailable;
   }
   if (user_statement && (cls("22") || cls("23") || cls("42"))) return errc::invalid_argument;
   return errc::protocol_error;
+}
+
+/// Maps the text of a failed connection attempt to an errc. libpq gives no SQLSTATE for a
+/// connection that the server refused, so the server's FATAL text is matched (English, the
+/// server's default lc_messages; other languages fall back to store_unavailable, retried).
+inline errc classify_pg_connect_failure(std::string_view text) noexcept {
+  auto has = [&](std::string_view w) { return text.find(w) != std::string_view::npos; };
+  if (has("password authentication failed") || has("authentication failed for user") ||
+      has("no pg_hba.conf entry") || has("password is required") ||
+      (has("role \"") && has("does not exist")) || has("permission denied for database") ||
+      has("must be superuser")) {
+    return errc::permission_denied;
+  }
+  if ((has("database \"") && has("does not exist")) || has("invalid port number") ||
+      has("invalid integer value") || has("invalid connection option") ||
+      has("missing \"=\" after") || has("invalid URI") || has("invalid sslmode value") ||
+      has("Name or service not known") || has("invalid value for parameter")) {
+    return errc::misconfigured;
+  }
+  return errc::store_unavailable;
+}
+
+/// Stores `text` (without trailing newlines and spaces) in `msg` and returns `e`.
+inline std::error_code errc_with(errc e, std::string& msg, std::string text) {
+  while (!text.empty() && (text.back() == '\n' || text.back() == ' ')) text.pop_back();
+  msg = std::move(text);
+  return e;
 }
 
 inline std::uint64_t pg_read_be64(const char* p) noexcept {
@@ -132,20 +165,18 @@ class pg_link {
   std::error_code ensure_connected() {
     if (conn_ && PQstatus(conn_.get()) == CONNECTION_OK) return {};
     conn_.reset();
-    if (opts_.check()) return fail(errc::invalid_argument, "invalid postgres_options");
+    std::string why;
+    if (const std::error_code ec = opts_.check(&why)) return fail(errc::invalid_argument, why);
+    if (std::error_code ec = check_conninfo()) return ec;
     const auto deadline = std::chrono::steady_clock::now() + opts_.connect_timeout;
     const char* keys[] = {"application_name", "dbname", nullptr};
     const char* values[] = {opts_.application_name.c_str(), opts_.conninfo.c_str(), nullptr};
     pg_conn_ptr c(PQconnectStartParams(keys, values, 1));
     if (!c) return fail(errc::store_unavailable, "postgres: cannot allocate a connection");
-    if (PQstatus(c.get()) == CONNECTION_BAD) {
-      return fail(errc::store_unavailable, std::string("postgres: ") + PQerrorMessage(c.get()));
-    }
+    if (PQstatus(c.get()) == CONNECTION_BAD) return connect_failed(c.get());
     PostgresPollingStatusType st = PGRES_POLLING_WRITING;
     while (st != PGRES_POLLING_OK) {
-      if (st == PGRES_POLLING_FAILED) {
-        return fail(errc::store_unavailable, std::string("postgres: ") + PQerrorMessage(c.get()));
-      }
+      if (st == PGRES_POLLING_FAILED) return connect_failed(c.get());
       const short events = st == PGRES_POLLING_READING ? POLLIN : POLLOUT;
       const int w = pg_wait(PQsocket(c.get()), events, deadline);
       if (w == 0) return fail(errc::timeout, "postgres: connect timed out");
@@ -247,6 +278,26 @@ class pg_link {
   [[nodiscard]] PGconn* connection() const noexcept { return conn_.get(); }
 
  private:
+  // A conninfo that libpq cannot parse is the caller's configuration: misconfigured, at once.
+  std::error_code check_conninfo() {
+    char* err = nullptr;
+    PQconninfoOption* parsed = PQconninfoParse(opts_.conninfo.c_str(), &err);
+    if (parsed != nullptr) {
+      PQconninfoFree(parsed);
+      return {};
+    }
+    std::string text = err != nullptr ? err : "out of memory";
+    PQfreemem(err);
+    return fail(errc::misconfigured, "postgres: postgres_options::conninfo: " + text);
+  }
+  std::error_code connect_failed(PGconn* c) {
+    const std::string text = PQerrorMessage(c);
+    const errc e = classify_pg_connect_failure(text);
+    const char* where = e == errc::store_unavailable ? "postgres: "
+                                                     : "postgres: connecting with "
+                                                       "postgres_options::conninfo: ";
+    return fail(e, where + text);
+  }
   std::error_code broken(const char* what) {
     std::string msg = std::string(what) + PQerrorMessage(conn_.get());
     conn_.reset();
