@@ -129,7 +129,7 @@ int worker(const config& cfg, int id, bool victim) {
           u(*term));
     }
     const std::string entry = me + "#" + std::to_string(term->value());
-    auto w = fence.execute(cfg.fence_key, *term, {"RPUSH", cfg.output_key, entry});
+    auto w = fence.execute(cfg.fence_key, *term, o.identity, {"RPUSH", cfg.output_key, entry});
     if (w) {
       say("%s: write %d with term %llu admitted", me.c_str(), n, u(*term));
     } else if (w.error() == holdfast::errc::stale_token) {

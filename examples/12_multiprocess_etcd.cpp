@@ -84,10 +84,11 @@ struct keys {
 // so no deposit is lost to an interleaving (a stale holder's read may be old; its write never
 // lands).
 holdfast::result<void> deposit(holdfast::etcd_fence& fence, const keys& k,
-                               holdfast::fencing_token token, const std::string& entry) {
+                               holdfast::fencing_token token, const std::string& owner,
+                               const std::string& entry) {
   auto current = fence.get(k.record);
   if (!current) return current.error();
-  return fence.write(k.fence, token, k.record, current->value_or("") + entry);
+  return fence.write(k.fence, token, owner, k.record, current->value_or("") + entry);
 }
 
 // A worker process: kDepositsEach admitted deposits, each under its own grant of the lease. The
@@ -125,7 +126,7 @@ int worker(const holdfast::etcd_options& o, const keys& k, int id, bool victim, 
           lease->valid() ? "true" : "false");
     }
     const std::string entry = " w" + std::to_string(id) + "#" + std::to_string(token.value());
-    auto w = deposit(fence, k, token, entry);
+    auto w = deposit(fence, k, token, lease->owner(), entry);
     if (w) {
       ++admitted;
       say("w%d: deposit with token %llu admitted", id,

@@ -465,5 +465,5 @@ TEST_CASE(
   CHECK((*rec)->owner == "a");
   REQUIRE(s.release("k", "a", g->token));
   holdfast::etcd_fence f(o);
-  REQUIRE(f.write("fence", g->token, "data", "v"));
+  REQUIRE(f.write("fence", g->token, "a", "data", "v"));
 }

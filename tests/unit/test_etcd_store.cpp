@@ -610,7 +610,7 @@ TEST_CASE("etcd_store: a slow, garbled or failing gateway is an error with its t
       CHECK_FALSE(s.release("k", "o", fencing_token(5)));
       CHECK_FALSE(s.inspect("k"));
       etcd_fence f(gw.options());
-      CHECK_FALSE(f.admit("fence", fencing_token(5)));
+      CHECK_FALSE(f.admit("fence", fencing_token(5), "o"));
     }
   }
 }
@@ -624,20 +624,26 @@ TEST_CASE("etcd_fence admits and writes in one transaction, refuses older tokens
   admin adm(o);
   const std::string fk = o.key_prefix + "fence/acct";
   const std::string dk = o.key_prefix + "data/acct";
+  auto value_of = [&](const std::string& key) {
+    const nlohmann::json r = adm.post("/kv/range", {{"key", admin::b64(key)}});
+    std::string v;
+    if (r.count("kvs") == 0 || !holdfast::detail::json_bytes(r["kvs"][0], "value", v)) {
+      return std::string("<absent>");
+    }
+    return v;
+  };
   CHECK(f.newest(fk).value() == fencing_token{});
-  REQUIRE(f.write(fk, fencing_token(100), dk, "v100"));
+  REQUIRE(f.write(fk, fencing_token(100), "a", dk, "v100"));
+  CHECK(value_of(fk) == "00000000000000000100:a");  // the owner beside the newest token
   CHECK(f.newest(fk).value() == fencing_token(100));
-  CHECK(f.write(fk, fencing_token(99), dk, "v99").error() == errc::stale_token);
-  REQUIRE(f.write(fk, fencing_token(100), dk, "v100b"));  // equal: the same holder again
+  CHECK(f.write(fk, fencing_token(99), "a", dk, "v99").error() == errc::stale_token);
+  REQUIRE(f.write(fk, fencing_token(100), "a", dk, "v100b"));  // equal: the same holder again
   // Byte order is numeric order: 1000 > 999 > 100 (a plain decimal string would say "1000" <
   // "999").
-  REQUIRE(f.write(fk, fencing_token(999), dk, "v999"));
-  REQUIRE(f.write(fk, fencing_token(1000), dk, "v1000"));
-  CHECK(f.write(fk, fencing_token(999), dk, "late").error() == errc::stale_token);
-  const nlohmann::json r = adm.post("/kv/range", {{"key", admin::b64(dk)}});
-  std::string v;
-  REQUIRE(holdfast::detail::json_bytes(r["kvs"][0], "value", v));
-  CHECK(v == "v1000");
+  REQUIRE(f.write(fk, fencing_token(999), "a", dk, "v999"));
+  REQUIRE(f.write(fk, fencing_token(1000), "a", dk, "v1000"));
+  CHECK(f.write(fk, fencing_token(999), "a", dk, "late").error() == errc::stale_token);
+  CHECK(value_of(dk) == "v1000");
   CHECK(f.get(dk).value() == std::optional<std::string>("v1000"));
   CHECK(f.get(o.key_prefix + "data/absent").value() == std::nullopt);
   CHECK(f.get("").error() == errc::invalid_argument);
@@ -646,22 +652,56 @@ TEST_CASE("etcd_fence admits and writes in one transaction, refuses older tokens
   w[0].key = dk;
   w[1].key = o.key_prefix + "data/other";
   w[1].value = "x\0y"s;
-  REQUIRE(f.execute(fk, fencing_token(1001), w));
-  CHECK(adm.post("/kv/range", {{"key", admin::b64(dk)}}).count("kvs") == 0);
-  CHECK(f.execute(fk, fencing_token(5), {w[1]}).error() == errc::stale_token);
+  REQUIRE(f.execute(fk, fencing_token(1001), "a", w));
+  CHECK(value_of(dk) == "<absent>");
+  CHECK(f.execute(fk, fencing_token(5), "a", {w[1]}).error() == errc::stale_token);
+  REQUIRE(f.execute(fk, fencing_token(1001), "a", {w[1]}));  // the same holder, writes only
+  CHECK(value_of(fk) == "00000000000000001001:a");
   // Bad input.
-  CHECK(f.admit("", fencing_token(5)).error() == errc::invalid_argument);
-  CHECK(f.admit(fk, fencing_token{}).error() == errc::invalid_argument);
-  CHECK(f.admit(fk, fencing_token::max()).error() == errc::invalid_argument);
-  CHECK(f.write(fk, fencing_token(2000), fk, "x").error() == errc::invalid_argument);
-  // Corrupt fences: above the token, below every token, or not a token at all.
-  const std::string corrupt = o.key_prefix + "fence/corrupt";
-  for (const char* garbage : {"zzz", "", "-1", "12"}) {
-    adm.put(corrupt, garbage);
-    INFO(garbage);
-    CHECK(f.admit(corrupt, fencing_token(7)).error() == errc::protocol_error);
-    CHECK(f.newest(corrupt).error() == errc::protocol_error);
-    CHECK(f.last_error_message().find("does not hold a token") != std::string::npos);
+  CHECK(f.admit("", fencing_token(5), "a").error() == errc::invalid_argument);
+  CHECK(f.admit(fk, fencing_token(5), "").error() == errc::invalid_argument);
+  CHECK(f.admit(fk, fencing_token{}, "a").error() == errc::invalid_argument);
+  CHECK(f.admit(fk, fencing_token::max(), "a").error() == errc::invalid_argument);
+  CHECK(f.write(fk, fencing_token(2000), "a", fk, "x").error() == errc::invalid_argument);
+
+  SECTION("an equal token from another owner is token_reissued and changes nothing") {
+    const std::string fk2 = o.key_prefix + "fence/reissued";
+    REQUIRE(f.write(fk2, fencing_token(7), "A", dk, "A's"));
+    // Owners that sort below, above, and as a prefix or an extension of "A".
+    for (const std::string& other : {"B"s, "0"s, "A\0"s, "AA"s, "\xff"s, ";"s}) {
+      INFO(holdfast::testing::printable(other));
+      CHECK(f.write(fk2, fencing_token(7), other, dk, "other's").error() == errc::token_reissued);
+    }
+    CHECK(value_of(dk) == "A's");
+    CHECK(value_of(fk2) == "00000000000000000007:A");
+    CHECK(f.admit(fk2, fencing_token(7), "A"));  // the first holder still writes
+    // One tick either side: 6 is stale for anyone, 8 admits B and then refuses A's 7 and 8.
+    CHECK(f.admit(fk2, fencing_token(6), "A").error() == errc::stale_token);
+    CHECK(f.admit(fk2, fencing_token(8), "B"));
+    CHECK(f.admit(fk2, fencing_token(7), "A").error() == errc::stale_token);
+    CHECK(f.admit(fk2, fencing_token(8), "A").error() == errc::token_reissued);
+    CHECK(f.admit(fk2, fencing_token(8), "B"));
+  }
+  SECTION("a bare token (no owner recorded) admits no equal token, only newer ones") {
+    const std::string fk3 = o.key_prefix + "fence/bare";
+    adm.put(fk3, etcd_fence::text(fencing_token(40)));
+    CHECK(f.admit(fk3, fencing_token(40), "a").error() == errc::token_reissued);
+    CHECK(f.admit(fk3, fencing_token(39), "a").error() == errc::stale_token);
+    CHECK(f.newest(fk3).value() == fencing_token(40));
+    CHECK(f.admit(fk3, fencing_token(41), "a"));
+    CHECK(value_of(fk3) == "00000000000000000041:a");
+  }
+  SECTION("corrupt fences: above the token, below every token, or not a token at all") {
+    const std::string corrupt = o.key_prefix + "fence/corrupt";
+    for (const char* garbage : {"zzz", "", "-1", "12", "00000000000000000007;",
+                                "00000000000000000007x", "00000000000000000007:"}) {
+      adm.put(corrupt, garbage);
+      INFO(garbage);
+      CHECK(f.admit(corrupt, fencing_token(7), "a").error() == errc::protocol_error);
+      CHECK(f.newest(corrupt).error() == errc::protocol_error);
+      CHECK(f.last_error_message().find("does not hold a token") != std::string::npos);
+      CHECK(value_of(corrupt) == garbage);
+    }
   }
 }
 
@@ -672,17 +712,19 @@ TEST_CASE("etcd_fence: racing writers, the newest token wins and stays",
   const etcd_options o = isolated(*base);
   const std::string fk = o.key_prefix + "fence/race";
   std::vector<std::thread> threads;
+  std::atomic<int> unexpected{0};
   for (int t = 0; t < 3; ++t) {
     threads.emplace_back([&, t] {
       etcd_fence f(o);
       for (int i = 1; i <= 15; ++i) {
-        auto r = f.write(fk, fencing_token(static_cast<std::uint64_t>(i * 3 + t)), fk + "/data",
-                         std::to_string(i * 3 + t));
-        CHECK((r || r.error() == errc::stale_token));
+        auto r = f.write(fk, fencing_token(static_cast<std::uint64_t>(i * 3 + t)),
+                         "w" + std::to_string(t), fk + "/data", std::to_string(i * 3 + t));
+        if (!r && r.error() != errc::stale_token) ++unexpected;
       }
     });
   }
   for (std::thread& th : threads) th.join();
+  CHECK(unexpected == 0);
   etcd_fence f(o);
   CHECK(f.newest(fk).value() == fencing_token(47));
 }

@@ -490,43 +490,79 @@ TEST_CASE("redis_fence admits and writes in one script, refuses older tokens", "
   holdfast::redis_fence f(o);
   admin adm(o);
   CHECK(f.newest(fk).value() == fencing_token{});
-  CHECK(f.write(fk, fencing_token(10), dk, "from 10"));
-  CHECK(f.write(fk, fencing_token(10), dk, "from 10 again"));  // equal: same holder
-  CHECK(f.write(fk, fencing_token(9), dk, "from 9").error() == errc::stale_token);
+  CHECK(f.write(fk, fencing_token(10), "a", dk, "from 10"));
+  CHECK(adm.str({"GET", fk}) == "10:a");  // the owner beside the newest token
+  CHECK(f.write(fk, fencing_token(10), "a", dk, "from 10 again"));  // equal, same owner
+  CHECK(f.write(fk, fencing_token(9), "a", dk, "from 9").error() == errc::stale_token);
   CHECK(adm.str({"GET", dk}) == "from 10 again");
-  CHECK(f.write(fk, fencing_token(11), dk, "from 11"));
+  CHECK(f.write(fk, fencing_token(11), "b", dk, "from 11"));
   CHECK(f.newest(fk).value() == fencing_token(11));
   // Decimal comparison, not string comparison: 100 > 99, 9 < 10.
-  CHECK(f.admit(fk, fencing_token(99)));
-  CHECK(f.admit(fk, fencing_token(100)));
-  CHECK(f.admit(fk, fencing_token(99)).error() == errc::stale_token);
-  CHECK(f.admit(fk, fencing_token(18446744073709551614ULL)));
-  CHECK(f.admit(fk, fencing_token(18446744073709551613ULL)).error() == errc::stale_token);
-  CHECK(f.admit(fk, fencing_token{}).error() == errc::invalid_argument);
-  CHECK(f.admit(fk, fencing_token::max()).error() == errc::invalid_argument);
-  CHECK(f.admit("", fencing_token(5)).error() == errc::invalid_argument);
+  CHECK(f.admit(fk, fencing_token(99), "b"));
+  CHECK(f.admit(fk, fencing_token(100), "b"));
+  CHECK(f.admit(fk, fencing_token(99), "b").error() == errc::stale_token);
+  CHECK(f.admit(fk, fencing_token(18446744073709551614ULL), "b"));
+  CHECK(f.admit(fk, fencing_token(18446744073709551613ULL), "b").error() == errc::stale_token);
+  CHECK(f.admit(fk, fencing_token{}, "b").error() == errc::invalid_argument);
+  CHECK(f.admit(fk, fencing_token::max(), "b").error() == errc::invalid_argument);
+  CHECK(f.admit("", fencing_token(5), "b").error() == errc::invalid_argument);
+  CHECK(f.admit(fk, fencing_token(5), "").error() == errc::invalid_argument);
 
+  SECTION("an equal token from another owner is token_reissued and changes nothing") {
+    const std::string fk2 = o.key_prefix + "fence-reissued";
+    REQUIRE(f.write(fk2, fencing_token(7), "A", dk, "A's"));
+    CHECK(f.write(fk2, fencing_token(7), "B", dk, "B's").error() == errc::token_reissued);
+    CHECK(adm.str({"GET", dk}) == "A's");
+    CHECK(adm.str({"GET", fk2}) == "7:A");
+    CHECK(f.admit(fk2, fencing_token(7), "A"));  // the first holder still writes
+    // One tick either side: 6 is stale for anyone, 8 admits B and then refuses A's 7.
+    CHECK(f.admit(fk2, fencing_token(6), "A").error() == errc::stale_token);
+    CHECK(f.admit(fk2, fencing_token(8), "B"));
+    CHECK(f.admit(fk2, fencing_token(7), "A").error() == errc::stale_token);
+    CHECK(f.admit(fk2, fencing_token(8), "A").error() == errc::token_reissued);
+    // Owners are compared as bytes: a prefix, a ':' inside, a NUL are other owners.
+    CHECK(f.admit(fk2, fencing_token(8), "B\0"s).error() == errc::token_reissued);
+    REQUIRE(f.admit(fk2, fencing_token(9), "x:y"));
+    CHECK(f.admit(fk2, fencing_token(9), "x").error() == errc::token_reissued);
+    CHECK(f.admit(fk2, fencing_token(9), "x:y"));
+  }
+  SECTION("a bare token (no owner recorded) admits no equal token, only newer ones") {
+    const std::string fk3 = o.key_prefix + "fence-bare";
+    adm.cmd({"SET", fk3, "40"});
+    CHECK(f.admit(fk3, fencing_token(40), "a").error() == errc::token_reissued);
+    CHECK(f.admit(fk3, fencing_token(39), "a").error() == errc::stale_token);
+    CHECK(f.newest(fk3).value() == fencing_token(40));
+    CHECK(f.admit(fk3, fencing_token(41), "a"));
+    CHECK(adm.str({"GET", fk3}) == "41:a");
+  }
   SECTION("a failing command leaves the fence where it was") {
     const std::string fk2 = o.key_prefix + "fence2";
     adm.cmd({"HSET", dk + "h", "f", "v"});
-    CHECK(f.execute(fk2, fencing_token(3), {"LPUSH", dk + "h", "x"}).error() ==
+    CHECK(f.execute(fk2, fencing_token(3), "a", {"LPUSH", dk + "h", "x"}).error() ==
           errc::invalid_argument);
     CHECK(f.last_error_message().find("WRONGTYPE") != std::string::npos);
     CHECK(f.newest(fk2).value() == fencing_token{});
-    CHECK(f.execute(fk2, fencing_token(4), {"HSET", dk + "h", "f", "w"}));
+    CHECK(f.execute(fk2, fencing_token(4), "a", {"HSET", dk + "h", "f", "w"}));
     CHECK(adm.str({"HGET", dk + "h", "f"}) == "w");
     CHECK(f.newest(fk2).value() == fencing_token(4));
   }
   SECTION("a fence key holding garbage is protocol_error") {
-    adm.cmd({"SET", fk, "garbage"});
-    CHECK(f.admit(fk, fencing_token(50)).error() == errc::protocol_error);
-    CHECK(f.newest(fk).error() == errc::protocol_error);
+    for (const char* garbage : {"garbage", ":a", "0:a", "12x:a"}) {
+      INFO(garbage);
+      adm.cmd({"SET", fk, garbage});
+      CHECK(f.admit(fk, fencing_token(50), "a").error() == errc::protocol_error);
+      CHECK(f.newest(fk).error() == errc::protocol_error);
+      CHECK(adm.str({"GET", fk}) == garbage);
+    }
   }
-  SECTION("hostile values and keys round-trip") {
+  SECTION("hostile values, keys and owners round-trip") {
+    std::uint64_t t = 20000;
     for (const std::string& h : holdfast::testing::hostile_strings()) {
       INFO("hostile value " << holdfast::testing::printable(h));
-      CHECK(f.write(fk + "-hostile", fencing_token(20000), o.key_prefix + h, h));
-      CHECK((adm.str({"GET", o.key_prefix + h}) == h));  // not printed: up to 1 MiB
+      if (h.empty()) continue;
+      CHECK(f.write(fk + "-hostile", fencing_token(++t), h, o.key_prefix + h, h));
+      CHECK(f.admit(fk + "-hostile", fencing_token(t), h));  // the same owner, byte for byte
+      CHECK((adm.str({"GET", o.key_prefix + h}) == h));      // not printed: up to 1 MiB
     }
   }
 }
@@ -546,7 +582,8 @@ TEST_CASE("redis_fence: racing writers, the newest token wins and stays",
       holdfast::redis_fence f(o);
       for (int i = 1; i <= 50; ++i) {
         const fencing_token tok(static_cast<std::uint64_t>(i * 4 + t));
-        auto r = f.execute(fk, tok, {"RPUSH", log, std::to_string(tok.value())});
+        auto r = f.execute(fk, tok, "w" + std::to_string(t),
+                           {"RPUSH", log, std::to_string(tok.value())});
         v.expect(r || r.error() == errc::stale_token, "fenced RPUSH: " + r.error().message());
       }
     });

@@ -14,7 +14,9 @@
 //   renew    | lease key             | record == "<token>:<owner>": PEXPIRE ttl, else lease_lost
 //   release  | lease key             | record == "<token>:<owner>": DEL, else not_holder
 //   inspect  | lease key             | GET + PTTL
-//   fence    | fence key             | token >= fence: run the caller's command, then SET fence
+//   fence    | fence key             | token > newest, or == newest and the same owner: run the
+//            |                       |   caller's command, then SET "<token>:<owner>";
+//            |                       |   older: stale_token; equal, other owner: token_reissued
 //
 // "SET NX PX, then INCR" in two round trips is the classic bug this avoids: a stalled acquirer
 // can receive a newer token than a holder granted after it (store.hpp, T1).

@@ -7,6 +7,7 @@
 #include <hiredis/hiredis.h>
 
 #include <cstddef>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <utility>
@@ -27,9 +28,14 @@ HOLDFAST_ABI_NAMESPACE_BEGIN
 
 /// Fenced writes whose fence lives in Redis next to the data: one script admits the token and
 /// runs the write together, so no newer holder can slip in between (fence.hpp; Kleppmann 2016).
-/// A fence key holds the newest admitted token as a decimal string; a write with an older token
-/// is refused with stale_token and changes nothing. Equal tokens are admitted (one holder writes
-/// many times).
+/// A fence key holds "<token>:<owner>": the newest admitted token and the owner it was admitted
+/// for (the holder's lease::owner()). A write is admitted iff its token is newer than that, or
+/// equal to it with the same owner (one holder writes many times). An older token is refused
+/// with stale_token; an equal token from another owner with token_reissued: the store that issued
+/// it lost grants (a failover to a lagging replica, a crash inside its fsync window, a restore)
+/// and issued it again, and admitting it would let a second holder through (DESIGN.md, section
+/// 5). Neither changes anything. A fence key holding a bare "<token>" (no owner) admits no equal
+/// token.
 ///
 /// Fence keys and the keys a command touches are used exactly as given (no prefix). They are
 /// independent of any lease store: tokens from a redis_store, postgres_store or memory_store work
@@ -46,58 +52,79 @@ class redis_fence : private detail::link_client<detail::redis_link> {
   redis_fence(const redis_fence&) = delete;
   redis_fence& operator=(const redis_fence&) = delete;
 
-  /// Admits `token` at `fence_key` iff it is not older than the newest admitted there, and
-  /// records it, atomically. \returns success; errc::stale_token if a newer token was admitted
-  ///   (nothing changes); errc::invalid_argument for an empty key or a token no store issues
-  ///   (none, max); store_unavailable, timeout; protocol_error if the key holds no token.
-  result<void> admit(std::string_view fence_key, fencing_token token) {
-    return execute(fence_key, token, {});
+  /// Admits (`token`, `owner`) at `fence_key` iff `token` is newer than the newest admitted
+  /// there, or equal to it and admitted for `owner`, and records both, atomically.
+  /// \returns success; errc::stale_token if a newer token was admitted; errc::token_reissued if
+  ///   this token was admitted for another owner (nothing changes either way);
+  ///   errc::invalid_argument for an empty key or owner or a token no store issues (none, max);
+  ///   store_unavailable, timeout; protocol_error if the key holds no token.
+  result<void> admit(std::string_view fence_key, fencing_token token, std::string_view owner) {
+    return run(fence_key, token, owner, nullptr, 0);
   }
 
-  /// Admits `token` at `fence_key` and, only if admitted, SETs `data_key` to `value`, in one
-  /// atomic script. \returns as admit().
-  result<void> write(std::string_view fence_key, fencing_token token, std::string_view data_key,
-                     std::string_view value) {
+  /// Admits (`token`, `owner`) at `fence_key` and, only if admitted, SETs `data_key` to `value`,
+  /// in one atomic script. \returns as admit().
+  result<void> write(std::string_view fence_key, fencing_token token, std::string_view owner,
+                     std::string_view data_key, std::string_view value) {
     const std::string_view cmd[] = {"SET", data_key, value};
-    return run(fence_key, token, cmd, 3);
+    return run(fence_key, token, owner, cmd, 3);
   }
 
-  /// Admits `token` at `fence_key` and, only if admitted, runs the Redis `command` (e.g.
-  /// {"HSET", "account:7", "balance", "120"}), in one atomic script; the command's reply is not
-  /// returned. If the command fails, the fence is not raised. An empty command only admits.
+  /// Admits (`token`, `owner`) at `fence_key` and, only if admitted, runs the Redis `command`
+  /// (e.g. {"HSET", "account:7", "balance", "120"}), in one atomic script; the command's reply is
+  /// not returned. If the command fails, the fence is not raised. An empty command only admits.
   /// \returns as admit(), and errc::invalid_argument (with the server's text in
   ///   last_error_message()) if the command itself fails, e.g. WRONGTYPE or an unknown command.
-  result<void> execute(std::string_view fence_key, fencing_token token,
+  result<void> execute(std::string_view fence_key, fencing_token token, std::string_view owner,
                        const std::vector<std::string_view>& command) {
-    return run(fence_key, token, command.data(), command.size());
+    return run(fence_key, token, owner, command.data(), command.size());
   }
 
   /// Returns the newest token admitted at `fence_key` (none if none was). A snapshot only:
   /// deciding on it and then writing is the check-then-write race; use write() or execute().
+  /// \returns errc::invalid_argument for an empty key; store_unavailable, timeout;
+  ///   protocol_error if the key holds no token.
   result<fencing_token> newest(std::string_view fence_key) {
     if (fence_key.empty()) return errc::invalid_argument;
     auto guard = link_.lock();
-    return link_.get_token(fence_key, "redis: fence key holds no token");
+    result<detail::redis_reply_ptr> r = link_.command({"GET", fence_key});
+    if (!r) return r.error();
+    const redisReply* reply = r->get();
+    if (reply->type == REDIS_REPLY_NIL) return fencing_token{};
+    if (reply->type == REDIS_REPLY_STRING) {
+      const std::string_view v(reply->str, reply->len);
+      const std::string_view t = v.substr(0, v.find(':'));
+      std::optional<fencing_token> token = detail::parse_redis_token(t.data(), t.size());
+      if (token && token->is_issuable()) return *token;
+    }
+    return link_.fail(errc::protocol_error, "redis: fence key holds no token");
   }
 
   /// As redis_store::last_error_message() (detail::link_client).
   using link_client::last_error_message;
 
  private:
-  result<void> run(std::string_view fence_key, fencing_token token, const std::string_view* command,
-                   std::size_t n) {
-    if (fence_key.empty() || !token.is_issuable()) return errc::invalid_argument;
+  result<void> run(std::string_view fence_key, fencing_token token, std::string_view owner,
+                   const std::string_view* command, std::size_t n) {
+    if (fence_key.empty() || owner.empty() || !token.is_issuable()) {
+      return errc::invalid_argument;
+    }
     auto guard = link_.lock();
     token_text_ = std::to_string(token.value());
     args_.clear();
     args_.push_back(token_text_);
-    args_.insert(args_.end(), command, command + n);
+    args_.push_back(owner);
+    if (n != 0) args_.insert(args_.end(), command, command + n);
     const std::string_view keys[] = {fence_key};
-    result<bool> admitted =
-        detail::read_redis_flag(link_, link_.eval(0, keys, 1, args_.data(), args_.size()), "fence");
-    if (!admitted) return admitted.error();
-    if (!*admitted) return errc::stale_token;
-    return {};
+    result<detail::redis_reply_ptr> r = link_.eval(0, keys, 1, args_.data(), args_.size());
+    if (!r) return r.error();
+    const redisReply* reply = r->get();
+    if (reply->type == REDIS_REPLY_INTEGER) {
+      if (reply->integer == 1) return {};
+      if (reply->integer == 0) return errc::stale_token;
+      if (reply->integer == 2) return errc::token_reissued;
+    }
+    return link_.fail(errc::protocol_error, "redis: fence: unexpected reply");
   }
 
   std::string token_text_;

@@ -174,26 +174,39 @@ inline std::string redis_advance_script() {
          "return redis.call('GET', KEYS[1])\n";
 }
 
-// KEYS[1] fence key; ARGV[1] token, ARGV[2..] an optional command run only when admitted.
-// 1 admitted (and the command ran), 0 stale. The command runs before the fence is raised, so a
-// failing command leaves the fence as it was (a script's writes are not rolled back on error).
+// KEYS[1] fence key; ARGV[1] token, ARGV[2] owner, ARGV[3..] an optional command run only when
+// admitted. The fence key holds "<token>:<owner>", the newest token admitted and the owner it was
+// admitted for (a bare "<token>", the format before owners were kept, has none: an equal token is
+// then refused, which is safe). Admits iff token > newest, or token == newest and owner is the one
+// recorded: 1 admitted (and the command ran), 0 stale (older), 2 re-issued (equal token, another
+// owner: the store lost grants and issued the token again). The command runs before the fence is
+// raised, so a failing command leaves the fence as it was (a script's writes are not rolled back on
+// error).
 inline std::string redis_fence_script() {
   return std::string(redis_older_fn) +
-         "local t = ARGV[1]\n"
+         "local t, o = ARGV[1], ARGV[2]\n"
          "local f = redis.call('GET', KEYS[1])\n"
+         "local same = false\n"
          "if f then\n"
-         "  if not string.find(f, '^[1-9][0-9]*$') then\n"
+         "  local ft, fo = f, nil\n"
+         "  local p = string.find(f, ':', 1, true)\n"
+         "  if p then ft, fo = string.sub(f, 1, p - 1), string.sub(f, p + 1) end\n"
+         "  if not string.find(ft, '^[1-9][0-9]*$') then\n"
          "    return redis.error_reply('HOLDFAST_CORRUPT fence key does not hold a token')\n"
          "  end\n"
-         "  if older(t, f) then return 0 end\n"
+         "  if older(t, ft) then return 0 end\n"
+         "  if ft == t then\n"
+         "    if fo ~= o then return 2 end\n"
+         "    same = true\n"
+         "  end\n"
          "end\n"
-         "if #ARGV > 1 then\n"
-         "  local r = redis.pcall(unpack(ARGV, 2))\n"
+         "if #ARGV > 2 then\n"
+         "  local r = redis.pcall(unpack(ARGV, 3))\n"
          "  if type(r) == 'table' and r.err then\n"
          "    return redis.error_reply('HOLDFAST_COMMAND ' .. r.err)\n"
          "  end\n"
          "end\n"
-         "if f ~= t then redis.call('SET', KEYS[1], t) end\n"
+         "if not same then redis.call('SET', KEYS[1], t .. ':' .. o) end\n"
          "return 1\n";
 }
 
