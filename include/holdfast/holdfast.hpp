@@ -33,6 +33,7 @@
 #include "holdfast/fencing_token.hpp"
 #include "holdfast/keepalive.hpp"
 #include "holdfast/lease.hpp"
+#include "holdfast/multi_lease.hpp"
 #include "holdfast/mutex.hpp"
 #include "holdfast/observer.hpp"
 #include "holdfast/quorum.hpp"

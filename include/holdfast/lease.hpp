@@ -98,6 +98,21 @@ struct lease_access {
   static std::shared_ptr<keepalive_target<Clock>> shared_block(const lease<Store, Clock>& l) {
     return l.shared_;
   }
+  // A lease from a grant made by a store call other than try_acquire (multi_lease.hpp's atomic
+  // multi-key grant), validity counted from `start`; arm() then sets the options' callbacks, as
+  // acquire_once does once the lease is known valid.
+  template <class Store, class Clock>
+  static lease<Store, Clock> from_grant(Store& store, const acquire_options<Clock>& opts,
+                                        std::string key, std::string owner, grant g,
+                                        typename Clock::time_point start) {
+    return lease<Store, Clock>(store, opts.clock, std::move(key), std::move(owner), g,
+                               opts.validity, start);
+  }
+  template <class Store, class Clock>
+  static void arm(lease<Store, Clock>& l, const acquire_options<Clock>& opts) {
+    if (opts.on_lost) l.inline_.on_lost = opts.on_lost;
+    l.inline_.observer = opts.observer;
+  }
 };
 
 }  // namespace detail

@@ -62,6 +62,7 @@
 #define HOLDFAST_STORE_HPP
 
 #include <chrono>
+#include <cstddef>
 #include <optional>
 #include <ratio>
 #include <string>
@@ -200,7 +201,15 @@ using try_acquire_queued_call = decltype(std::declval<S&>().try_acquire_queued(
     std::declval<std::chrono::milliseconds>()));
 
 template <class S>
+using try_acquire_all_call = decltype(std::declval<S&>().try_acquire_all(
+    std::declval<const std::string_view*>(), std::declval<std::size_t>(),
+    std::declval<std::string_view>(), std::declval<std::chrono::milliseconds>(),
+    std::declval<grant*>()));
+
+template <class S>
 struct has_try_acquire : is_detected_convertible<result<grant>, try_acquire_call, S> {};
+template <class S>
+struct has_try_acquire_all : is_detected_convertible<result<void>, try_acquire_all_call, S> {};
 template <class S>
 struct has_renew : is_detected_convertible<result<grant>, renew_call, S> {};
 template <class S>
@@ -238,6 +247,16 @@ inline constexpr bool can_watch_release_v =
 /// busy, also queues the calling thread for its next wait_for_release (see the overview).
 template <class S>
 inline constexpr bool has_try_acquire_queued_v = detail::has_try_acquire_queued<S>::value;
+
+/// True iff S offers the optional atomic multi-key grant `result<void> try_acquire_all(const
+/// std::string_view* keys, std::size_t count, std::string_view owner, std::chrono::milliseconds
+/// ttl, grant* grants)`: every key granted to `owner` in one atomic step (each judged as
+/// try_acquire judges it, grants[i] for keys[i]), or none and nothing changed (busy). Keys are
+/// distinct; a duplicate, count 0 or bad arguments are invalid_argument. memory_store offers it
+/// (one lock); a Redis script over keys of one slot, one PostgreSQL transaction or one etcd txn
+/// could (not yet built). multi_lease.hpp uses it when present.
+template <class S>
+inline constexpr bool has_try_acquire_all_v = detail::has_try_acquire_all<S>::value;
 
 #if HOLDFAST_HAS_CONCEPTS
 /// S provides `result<grant> try_acquire(std::string_view key, std::string_view owner,

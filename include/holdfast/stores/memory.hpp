@@ -42,6 +42,7 @@
 #include <type_traits>
 #include <unordered_map>
 #include <utility>
+#include <vector>
 
 #include "holdfast/clock.hpp"
 #include "holdfast/detail/config.hpp"
@@ -115,19 +116,57 @@ class memory_store {
       return grant{r.token, ttl};
     }
     if (last_token_ >= fencing_token::max().value() - 1) return errc::token_exhausted;
-    const fencing_token token(last_token_ + 1);
-    const time_point expires_at = expiry(now, ttl);
-    if (it != map_.end()) {  // an expired or released record of this key: take it over in place
-      record& r = it->second;
-      set_owner(r, owner);  // the one step that may throw: before any change
-      if (r.token.is_none()) unlist_released(&*it);
-      r.token = token;
-      r.expires_at = expires_at;
-    } else {
-      insert(key, owner, token, expires_at, now);
+    return grant{grant_free(it, key, owner, ttl, now), ttl};
+  }
+
+  /// Grants every one of `keys[0..count)` to `owner` for `ttl` (ms) in one atomic step, or none:
+  /// the atomic multi-key capability multi_lease.hpp's try_acquire_all() uses (store.hpp,
+  /// has_try_acquire_all_v). Each key is judged as try_acquire() judges it (a key `owner` holds
+  /// live keeps its token and has its TTL extended; a free or expired key gets the next token,
+  /// in the order given); `grants[i]` receives key i's grant. If any key is held live by another
+  /// owner nothing changes at all (no TTL is extended either).
+  /// \returns success; errc::busy if some key is held by another owner; errc::invalid_argument
+  ///   for count 0, a null pointer, a bad key/owner/TTL (check_acquire_args) or a key given twice;
+  ///   errc::token_exhausted if the new grants would need fencing_token::max().
+  /// Exceptions: an allocation failure propagates with the store as it was. O(count^2) duplicate
+  /// check: meant for a handful of keys.
+  result<void> try_acquire_all(const std::string_view* keys, std::size_t count,
+                               std::string_view owner, std::chrono::milliseconds ttl,
+                               grant* grants) {
+    if (keys == nullptr || grants == nullptr || count == 0) return errc::invalid_argument;
+    for (std::size_t i = 0; i < count; ++i) {
+      if (std::error_code ec = check_acquire_args(keys[i], owner, ttl)) return ec;
+      for (std::size_t j = 0; j < i; ++j) {
+        if (keys[j] == keys[i]) return errc::invalid_argument;
+      }
     }
-    last_token_ = token.value();  // only after the grant is in place (allocation may throw)
-    return grant{token, ttl};
+    std::vector<time_point> old(count, time_point::min());  // allocated before any change
+    std::lock_guard<std::mutex> lock(mutex_);
+    const time_point now = clock_.now();
+    std::uint64_t fresh = 0;
+    for (std::size_t i = 0; i < count; ++i) {  // phase 1: judge every key, change nothing
+      auto it = find(keys[i]);
+      if (it != map_.end() && now < it->second.expires_at) {
+        if (it->second.owner != owner) return errc::busy;
+        old[i] = it->second.expires_at;
+      } else {
+        ++fresh;
+      }
+    }
+    if (fresh > fencing_token::max().value() - 1 - last_token_) return errc::token_exhausted;
+    const std::uint64_t before = last_token_;
+    (void)before;  // used only to undo after an exception
+    std::size_t done = 0;
+    HOLDFAST_TRY {
+      for (; done < count; ++done) grants[done] = grant_one(keys[done], owner, ttl, now);
+    }
+    HOLDFAST_CATCH_ALL {
+#if HOLDFAST_HAS_EXCEPTIONS
+      undo_all(keys, done, owner, old.data(), before);
+      throw;
+#endif
+    }
+    return {};
   }
 
   /// Extends the lease on `key` to now + `ttl` (ms) iff `owner` holds it with `token` and it has
@@ -299,7 +338,9 @@ class memory_store {
   }
 
   /// Returns a copy of the store's clock.
-  [[nodiscard]] Clock clock() const { return clock_; }
+  [[nodiscard]] Clock clock() const {
+    return clock_;
+  }
 
  private:
   // A record is live, expired, or *released*: a released record stays in the map, marked with the
@@ -314,7 +355,9 @@ class memory_store {
   using map_type = detail::string_key_map<record>;
   using entry = typename map_type::value_type;
 
-  static time_point later(time_point a, time_point b) noexcept { return a < b ? b : a; }
+  static time_point later(time_point a, time_point b) noexcept {
+    return a < b ? b : a;
+  }
 
   // One thread in wait_for_release, on its own condition variable (so waking it wakes no one
   // else).
@@ -358,6 +401,52 @@ class memory_store {
     } else {
       r.owner.assign(owner.data(), owner.size());
     }
+  }
+
+  // Grants the free or expired `key` (found at `it`, or end) to `owner` with the next token
+  // (mutex_ held, the counter checked). Strongly exception-safe: nothing changes if it throws.
+  fencing_token grant_free(typename map_type::iterator it, std::string_view key,
+                           std::string_view owner, std::chrono::milliseconds ttl, time_point now) {
+    const fencing_token token(last_token_ + 1);
+    const time_point expires_at = expiry(now, ttl);
+    if (it != map_.end()) {  // an expired or released record of this key: take it over in place
+      record& r = it->second;
+      set_owner(r, owner);  // the one step that may throw: before any change
+      if (r.token.is_none()) unlist_released(&*it);
+      r.token = token;
+      r.expires_at = expires_at;
+    } else {
+      insert(key, owner, token, expires_at, now);
+    }
+    last_token_ = token.value();  // only after the grant is in place (allocation may throw)
+    return token;
+  }
+
+  // One key of try_acquire_all's phase 2 (judged free or owner's in phase 1, mutex_ held).
+  grant grant_one(std::string_view key, std::string_view owner, std::chrono::milliseconds ttl,
+                  time_point now) {
+    auto it = find(key);
+    if (it != map_.end() && now < it->second.expires_at) {
+      it->second.expires_at = later(it->second.expires_at, expiry(now, ttl));
+      return grant{it->second.token, ttl};
+    }
+    return grant{grant_free(it, key, owner, ttl, now), ttl};
+  }
+
+  // Undoes the first `done` keys of a try_acquire_all whose key `done` threw: extended records
+  // get their old expiry back, new grants are freed, the counter returns to `before`.
+  void undo_all(const std::string_view* keys, std::size_t done, std::string_view owner,
+                const time_point* old, std::uint64_t before) noexcept {
+    for (std::size_t i = 0; i < done; ++i) {
+      auto it = find(keys[i]);
+      if (it == map_.end() || it->second.owner != owner) continue;
+      if (old[i] != time_point::min()) {
+        it->second.expires_at = old[i];
+      } else {
+        recycle(it);
+      }
+    }
+    last_token_ = before;
   }
 
   typename map_type::iterator find(const std::string_view& key) {
