@@ -37,6 +37,8 @@
 #include "holdfast/mutex.hpp"
 #include "holdfast/observer.hpp"
 #include "holdfast/quorum.hpp"
+#include "holdfast/recursive_mutex.hpp"
+#include "holdfast/reentrant.hpp"
 #include "holdfast/result.hpp"
 #include "holdfast/semaphore.hpp"
 #include "holdfast/send_receive.hpp"
