@@ -46,9 +46,9 @@
 // is lost costs latency, never liveness beyond the holder's expiry: a waiter never sleeps past
 // the instant the holder's lease can have expired because a release went unannounced. `deadline`
 // is a time_point of the caller's clock type; a store offers the member only for clocks it can
-// sleep on (memory_store: steady_clock; Redis and PostgreSQL: steady_clock; an etcd store would
-// watch the key from the revision its busy answer saw, as etcd's own lock waits on the key ahead
-// of it). Blocking acquire() uses it when present and falls back to backoff otherwise.
+// sleep on (memory_store: steady_clock; Redis, PostgreSQL and etcd: steady_clock; etcd watches
+// the key from the revision its busy answer saw, as etcd's own lock waits on the key ahead of
+// it). Blocking acquire() uses it when present and falls back to backoff otherwise.
 // A store may hand each release to *one* waiter (memory_store and Redis wake the first in a FIFO
 // queue, so a hand-off costs one wake-up however many wait): a waiter is expected to try_acquire
 // when woken. watch_release (optional) is the same wait for observers that will not acquire

@@ -76,6 +76,13 @@
 // starting with "#sha256/" live at key_prefix + "#sha256/" + hex(SHA-256(key)). Any bytes, NUL
 // included. Owners are stored as the value, any bytes, up to etcd's request limit (~1.4 MiB).
 //
+// Waiting (wait_for_release, watch_release; detail/etcd_watch.hpp): a waiter watches the key for
+// its deletion from the revision its busy answer saw, through the gateway's /v3/watch stream on a
+// connection of its own, as etcd's own lock waits on the key ahead of it. A release and an expiry
+// both delete the key in one Raft entry, which the watch announces, so a waiter tries again a
+// moment after either, without polling. A watch is a broadcast (every waiter wakes; no hand-off
+// queue), and a hint: a lost stream falls back to re-reading the key and the holder's time left.
+//
 // Never an implicit lease: every grant has its own lease with the caller's TTL (no TTL, no grant;
 // etcd's own lock service once made a 60 s lease for callers that passed none, and locks vanished
 // silently when nobody renewed it).
@@ -93,7 +100,7 @@
 // (etcd_options, etcd_max_token) and etcd_fence.hpp (etcd_fence, etcd_write). Internals:
 // detail/etcd_link.hpp (the libcurl transport, endpoint failover, auth, error mapping),
 // detail/etcd_json.hpp (the gateway's answers, shape-checked), detail/etcd_encoding.hpp (base64,
-// SHA-256, key names).
+// SHA-256, key names), detail/etcd_watch.hpp (the watch stream waits sleep on).
 #ifndef HOLDFAST_STORES_ETCD_HPP
 #define HOLDFAST_STORES_ETCD_HPP
 
@@ -116,6 +123,7 @@
 #include "holdfast/stores/detail/etcd_encoding.hpp"
 #include "holdfast/stores/detail/etcd_json.hpp"
 #include "holdfast/stores/detail/etcd_link.hpp"
+#include "holdfast/stores/detail/etcd_watch.hpp"
 #include "holdfast/stores/detail/link_client.hpp"
 #include "holdfast/stores/etcd_fence.hpp"
 #include "holdfast/stores/etcd_options.hpp"
@@ -124,8 +132,8 @@ namespace holdfast {
 HOLDFAST_ABI_NAMESPACE_BEGIN
 
 /// A LeaseStore in etcd, over its v3 JSON gateway (see the file overview for the requests, the
-/// TTL rounding, durability, restores and failure behaviour). Models LeaseStore with inspect()
-/// and raise_token_floor().
+/// TTL rounding, durability, restores and failure behaviour). Models LeaseStore with inspect(),
+/// raise_token_floor(), wait_for_release() and watch_release().
 ///
 /// Tokens are etcd revisions: every new grant of any key carries a token greater than every
 /// token etcd issued before (until a snapshot restore rewinds them), in 1 .. 2^63-1.
@@ -202,6 +210,8 @@ class etcd_store : public detail::link_client<detail::etcd_link> {
     }
     std::optional<detail::etcd_kv> kv;
     if (!failed_range(*r, kv)) return shape("acquire");
+    // A busy answer is where this thread's next wait_for_release starts watching from.
+    if (kv && kv->lease != id) sightings_.note(k, detail::etcd_revision(*r).value_or(0), kv->lease);
     if (kv && kv->lease == id) {
       // Our own transaction, repeated by the transport: the grant is ours.
       remember(k, owner, kv->create_revision, id);
@@ -348,6 +358,36 @@ class etcd_store : public detail::link_client<detail::etcd_link> {
     return {};
   }
 
+  /// Blocks until `key` may be free, without polling (store.hpp's wait_for_release capability,
+  /// used by blocking acquire()): watches the key for its deletion after the revision this
+  /// thread's last busy try_acquire on `key` saw (else a kv/range read now), on a /v3/watch stream
+  /// of its own (see the overview). Wakes when etcd deletes the key (a release, or the holder's
+  /// lease expired), when the holder's lease can have expired (lease/timetolive's whole seconds
+  /// left, from before that read left; 1 s if it said 0), or at `deadline`, whichever is first;
+  /// returns at once if the key is free or `deadline` has passed. A dropped stream or a compacted
+  /// revision re-reads the key: a new holder returns, the same one is watched again (at most four
+  /// watches a call); never a sleep past the holder's expiry. Every waiter of the key wakes on
+  /// its release. Requests: timetolive and the watch, plus kv/range without a busy answer to start
+  /// from or after a drop. Thread-safety: any number of threads may wait on one store at once,
+  /// each on its own watch; the store's connection is held for the reads, never while asleep.
+  /// \returns success (woken for any reason above); errc::invalid_argument for an empty key;
+  ///   store_unavailable, timeout, protocol_error if a read fails or the watch is refused (the
+  ///   caller falls back to backoff), with the text in last_error_message().
+  result<void> wait_for_release(std::string_view key,
+                                const std::chrono::steady_clock::time_point& deadline) {
+    if (key.empty()) return errc::invalid_argument;
+    return wait_deleted(key, deadline, true);
+  }
+
+  /// For observers (election::next_leader): the same wait as wait_for_release, which here takes
+  /// no place in any hand-off (every watcher of a key wakes on its release), starting from a
+  /// kv/range read (an observer has no busy answer). \returns as wait_for_release.
+  result<void> watch_release(std::string_view key,
+                             const std::chrono::steady_clock::time_point& deadline) {
+    if (key.empty()) return errc::invalid_argument;
+    return wait_deleted(key, deadline, false);
+  }
+
  private:
   struct remembered {
     std::string owner;
@@ -417,7 +457,9 @@ class etcd_store : public detail::link_client<detail::etcd_link> {
     return {};
   }
 
-  result<std::optional<detail::etcd_kv>> range(const std::string& k) {
+  // kv/range of `k`; *revision (if given) is the answer's.
+  result<std::optional<detail::etcd_kv>> range(const std::string& k,
+                                               std::int64_t* revision = nullptr) {
     body_.assign(R"({"key":")");
     b64_append(k);
     body_ += R"("})";
@@ -425,6 +467,7 @@ class etcd_store : public detail::link_client<detail::etcd_link> {
     if (!r) return r.error();
     std::optional<detail::etcd_kv> kv;
     if (!detail::etcd_first_kv(*r, kv)) return shape("range");
+    if (revision != nullptr) *revision = detail::etcd_revision(*r).value_or(0);
     return kv;
   }
 
@@ -462,6 +505,55 @@ class etcd_store : public detail::link_client<detail::etcd_link> {
     return (*kv)->lease;
   }
 
+  // The wait of wait_for_release and watch_release (see there): one watch per round, re-reading
+  // the key after a dropped or compacted watch.
+  result<void> wait_deleted(std::string_view key, std::chrono::steady_clock::time_point deadline,
+                            bool from_busy) {
+    std::optional<detail::etcd_sighting> seen;
+    std::string k;
+    {
+      auto guard = link_.lock();
+      k = lease_key(key);
+      if (from_busy) seen = sightings_.take(k);
+    }
+    detail::etcd_watch watch;
+    for (int round = 0; round < 4 && std::chrono::steady_clock::now() < deadline; ++round) {
+      auto guard = link_.lock();
+      const std::int64_t before = seen ? seen->lease : -1;
+      if (!seen || seen->revision <= 0) {
+        std::int64_t rev = 0;
+        result<std::optional<detail::etcd_kv>> kv = range(k, &rev);
+        if (!kv) return kv.error();
+        if (!*kv || (before >= 0 && (*kv)->lease != before)) return {};  // free, or changed
+        seen = detail::etcd_sighting{k, rev, (*kv)->lease};
+      }
+      if (!watch.open(link_.options(), link_.endpoint(), link_.auth_token(), k,
+                      seen->revision + 1)) {
+        return link_.fail(errc::store_unavailable, watch.why());
+      }
+      const auto start = std::chrono::steady_clock::now();  // before the read leaves
+      number_body("ID", seen->lease);
+      result<nlohmann::json> r = link_.post("/lease/timetolive", body_);
+      if (!r) return r.error();
+      std::int64_t left = 0;
+      if (!detail::json_int64(*r, "TTL", left)) return shape("timetolive");
+      if (left < 0) return {};  // the lease is gone, and the key with it
+      guard.unlock();
+      auto wake = start + std::chrono::seconds(left > 0 ? left : 1);
+      if (deadline < wake) wake = deadline;
+      const detail::etcd_watch::end e = watch.wait(wake);
+      if (e == detail::etcd_watch::end::refused) {
+        guard.lock();
+        return link_.fail(errc::store_unavailable, watch.why());
+      }
+      if (e != detail::etcd_watch::end::dropped && e != detail::etcd_watch::end::compacted) {
+        return {};
+      }
+      seen->revision = 0;  // re-read: the same holder is watched again, a new one returns
+    }
+    return {};
+  }
+
   void remember(const std::string& k, std::string_view owner, std::int64_t token,
                 std::int64_t lease) {
     const std::size_t cap = link_.options().remembered_grants;
@@ -484,6 +576,7 @@ class etcd_store : public detail::link_client<detail::etcd_link> {
   void forget(const std::string& k) { remembered_.erase(k); }
 
   std::unordered_map<std::string, remembered> remembered_;  // guarded by the link's mutex
+  detail::etcd_sightings sightings_;                        // guarded by the link's mutex
   std::uint64_t clock_ = 0;
   std::string key_;  // scratch buffers, guarded by the link's mutex
   std::string body_;

@@ -84,6 +84,9 @@ class etcd_link {
   }
   [[nodiscard]] const etcd_options& options() const noexcept { return opts_; }
   [[nodiscard]] const std::string& last_error() const noexcept { return last_error_; }
+  /// The etcd auth token requests carry (empty without a username or before the first request);
+  /// a watch on a connection of its own sends it too.
+  [[nodiscard]] const std::string& auth_token() const noexcept { return token_; }
 
   /// Records a failure's text and returns its code (so callers can `return fail(...)`).
   std::error_code fail(errc code, std::string message) {
