@@ -150,6 +150,13 @@ class multi_lease {
     for (lease_type& l : leases_) ok = l.valid() && ok;  // every lease looks at its clock
     return ok;
   }
+  /// Returns true iff the set holds `key` and its lease is valid() on the holder's clock (a lease
+  /// that is not turns lost and its on-loss callback runs).
+  [[nodiscard]] bool valid(std::string_view key) {
+    auto it = std::lower_bound(leases_.begin(), leases_.end(), key,
+                               [](const lease_type& l, std::string_view k) { return l.key() < k; });
+    return it != leases_.end() && it->key() == key && it->valid();
+  }
   /// Returns the earliest valid_until() of the set (time_point::min() if empty).
   [[nodiscard]] time_point valid_until() const {
     return earliest([](const lease_type& l) { return l.valid_until(); });
@@ -276,7 +283,8 @@ result<multi_lease<Store, Clock>> try_acquire_all(Store& store,
 /// \returns the multi_lease;
 ///   errc::timeout if the deadline passed before every key was held (nothing is kept);
 ///   errc::invalid_argument as for try_acquire_all();
-///   errc::lease_lost if a key taken was lost while waiting for a later one (nothing is kept);
+///   errc::lease_lost if a key taken was lost while waiting for a later one and no time was left
+///     to start over (it starts over, everything given back, while time is left);
 ///   at once, any non-transient store error (nothing is kept).
 /// Blocks the calling thread for at most `timeout` plus the last store calls.
 /// Exceptions from the store or clock propagate, after everything taken was given back.

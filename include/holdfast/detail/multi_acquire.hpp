@@ -258,12 +258,11 @@ std::error_code renew_due(std::vector<lease<Store, Clock>>& held, const Clock& c
 // acquire_all over plain LeaseStores: hold and wait, in req's order. Each key's wait is cut at
 // the earliest renew instant of the keys held, which are renewed before waiting on.
 template <class Store, class Clock>
-result<std::vector<lease<Store, Clock>>> wait_in_order(Store& store, const multi_request& req,
-                                                       typename Clock::duration budget,
-                                                       const acquire_options<Clock>& opts,
-                                                       multi_control<Store, Clock>* ctl) {
+result<std::vector<lease<Store, Clock>>> wait_in_order_once(Store& store, const multi_request& req,
+                                                            forward_budget<Clock>& b,
+                                                            const acquire_options<Clock>& opts,
+                                                            multi_control<Store, Clock>* ctl) {
   Clock clock = opts.clock;
-  forward_budget<Clock> b(clock, budget);
   acquire_options<Clock> o = opts;
   o.owner = req.owner;
   std::vector<lease<Store, Clock>> held;
@@ -294,6 +293,20 @@ result<std::vector<lease<Store, Clock>>> wait_in_order(Store& store, const multi
     }
   }
   return finish_all(store, held, req, errc::lease_lost, ctl);
+}
+
+// wait_in_order_once, started over (everything given back first) when a key it held was lost
+// while it waited for a later one, as long as the budget lasts.
+template <class Store, class Clock>
+result<std::vector<lease<Store, Clock>>> wait_in_order(Store& store, const multi_request& req,
+                                                       typename Clock::duration budget,
+                                                       const acquire_options<Clock>& opts,
+                                                       multi_control<Store, Clock>* ctl) {
+  forward_budget<Clock> b(opts.clock, budget);
+  for (;;) {
+    result<std::vector<lease<Store, Clock>>> r = wait_in_order_once(store, req, b, opts, ctl);
+    if (r || r.error() != errc::lease_lost || b.left() <= Clock::duration::zero()) return r;
+  }
 }
 
 template <class Store, class Clock>

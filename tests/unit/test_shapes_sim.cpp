@@ -1,0 +1,68 @@
+// The lock shapes inside the simulator (testing/shapes_workload.hpp): acquire_all() on the ordered
+// path and reentrant_holder under delays, lost requests and replies, store errors, pauses and
+// drift, judged by "all or nothing", "progress", "re-entry held", "re-entry freed" and S1-S5; the
+// seeded search must catch each negative control, by the property it breaks. Cost: ~1 s (Debug).
+#include <catch2/catch.hpp>
+
+#include <cstdint>
+#include <string>
+
+#include "holdfast/testing/shapes_workload.hpp"
+
+namespace ht = holdfast::testing;
+
+namespace {
+
+const char* expected_property(ht::shape_mutant m) {
+  switch (m) {
+    case ht::shape_mutant::multi_unordered:
+      return "progress";
+    case ht::shape_mutant::multi_keeps_partial:
+      return "all or nothing";
+    case ht::shape_mutant::reentry_releases_at_first_exit:
+      return "re-entry held";
+    case ht::shape_mutant::reentry_counts_retries:
+      return "re-entry freed";
+    case ht::shape_mutant::none:
+      break;
+  }
+  return "";
+}
+
+}  // namespace
+
+TEST_CASE("shapes: the shipped acquire_all and re-entry keep every property", "[shapes]") {
+  for (std::uint64_t seed = 0; seed < 200; ++seed) {
+    ht::seeded_source src(seed);
+    const ht::shape_verdict v = ht::run_shapes_schedule(src);
+    INFO("seed " << seed << "\n" << v.text());
+    REQUIRE(v.ok());
+  }
+}
+
+TEST_CASE("shapes: the seeded search catches every negative control", "[shapes]") {
+  // The first catching seed of each control, as measured (3000 seeds: unordered 62%, keeps
+  // partial 55%, releases at first exit 99.9%, counts retries 92% of schedules caught).
+  for (ht::shape_mutant m : ht::all_shape_mutants) {
+    std::uint64_t caught_at = 0;
+    ht::shape_verdict v;
+    for (std::uint64_t seed = 0; seed < 50; ++seed) {
+      ht::seeded_source src(seed);
+      v = ht::run_shapes_schedule(src, m);
+      caught_at = seed;
+      if (!v.ok()) break;
+    }
+    INFO("mutant " << ht::to_string(m) << ": " << v.text());
+    REQUIRE(!v.ok());
+    CHECK(v.property == expected_property(m));
+    CHECK(caught_at < 5);
+  }
+}
+
+TEST_CASE("shapes: the same seed gives the same verdict", "[shapes]") {
+  ht::seeded_source a(3), b(3);
+  const ht::shape_verdict x = ht::run_shapes_schedule(a, ht::shape_mutant::multi_keeps_partial);
+  const ht::shape_verdict y = ht::run_shapes_schedule(b, ht::shape_mutant::multi_keeps_partial);
+  CHECK(x.text() == y.text());
+  CHECK(x.property == "all or nothing");
+}
