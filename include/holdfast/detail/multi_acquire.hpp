@@ -71,12 +71,11 @@ result<multi_request> prepare_multi(std::vector<std::string> keys,
   for (const std::string& k : keys) {
     if (std::error_code ec = check_acquire_args(k, first->owner, first->ttl)) return ec;
   }
-  std::vector<std::string> sorted = keys;
-  std::sort(sorted.begin(), sorted.end());
-  if (std::adjacent_find(sorted.begin(), sorted.end()) != sorted.end()) {
-    return errc::invalid_argument;
-  }
-  return multi_request{m == multi_mutation::unordered ? std::move(keys) : std::move(sorted),
+  std::vector<std::string> given;  // only the unordered control keeps the caller's order
+  if (m == multi_mutation::unordered) given = keys;
+  std::sort(keys.begin(), keys.end());
+  if (std::adjacent_find(keys.begin(), keys.end()) != keys.end()) return errc::invalid_argument;
+  return multi_request{m == multi_mutation::unordered ? std::move(given) : std::move(keys),
                        first->ttl, std::move(first->owner)};
 }
 

@@ -140,7 +140,12 @@ class memory_store {
         if (keys[j] == keys[i]) return errc::invalid_argument;
       }
     }
-    std::vector<time_point> old(count, time_point::min());  // allocated before any change
+    // The expiries to restore should an insert throw: inline for a handful of keys, else
+    // allocated, either way before any change.
+    time_point inline_old[8];
+    std::vector<time_point> heap_old(count > 8 ? count : 0);
+    time_point* old = count > 8 ? heap_old.data() : inline_old;
+    for (std::size_t i = 0; i < count; ++i) old[i] = time_point::min();
     std::lock_guard<std::mutex> lock(mutex_);
     const time_point now = clock_.now();
     std::uint64_t fresh = 0;
@@ -162,7 +167,7 @@ class memory_store {
     }
     HOLDFAST_CATCH_ALL {
 #if HOLDFAST_HAS_EXCEPTIONS
-      undo_all(keys, done, owner, old.data(), before);
+      undo_all(keys, done, owner, old, before);
       throw;
 #endif
     }
