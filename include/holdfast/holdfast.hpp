@@ -27,6 +27,7 @@
 
 #include "holdfast/backoff.hpp"
 #include "holdfast/clock.hpp"
+#include "holdfast/deployment.hpp"
 #include "holdfast/election.hpp"
 #include "holdfast/error.hpp"
 #include "holdfast/fence.hpp"

@@ -408,8 +408,10 @@ class owned_server {
 
 /// How an owned redis-server runs.
 struct redis_server_config {
-  bool persistent = false;  ///< appendonly yes + appendfsync always; else no persistence at all
+  bool persistent = false;  ///< appendonly yes + appendfsync (below); else no persistence at all
   std::string password{};   ///< requirepass, when non-empty
+  std::string appendfsync = "always";  ///< with persistent: always, everysec or no
+  int replica_of = 0;                  ///< a port on 127.0.0.1: start as its replica (--replicaof)
 };
 
 /// A redis-server of our own: optional persistence (AOF, fsync on every write) and password.
@@ -441,21 +443,18 @@ class redis_server final : public owned_server {
     return true;
   }
   std::vector<std::string> command() override {
-    std::vector<std::string> c = {binary_,
-                                  "--port",
-                                  std::to_string(port_),
-                                  "--bind",
-                                  "127.0.0.1",
-                                  "--dir",
-                                  dir_,
-                                  "--save",
-                                  "",
-                                  "--daemonize",
-                                  "no",
-                                  "--appendonly",
-                                  cfg_.persistent ? "yes" : "no"};
+    std::vector<std::string> c = {binary_, "--port", std::to_string(port_), "--bind", "127.0.0.1",
+                                  "--dir", dir_, "--save", "", "--daemonize", "no", "--appendonly",
+                                  cfg_.persistent ? "yes" : "no",
+                                  // A replica's first sync starts at once, not after 5 s.
+                                  "--repl-diskless-sync-delay", "0"};
     if (cfg_.persistent) {
-      c.insert(c.end(), {"--appendfsync", "always"});
+      c.insert(c.end(), {"--appendfsync", cfg_.appendfsync});
+    }
+    if (cfg_.replica_of != 0) {
+      c.insert(c.end(), {"--replicaof", "127.0.0.1", std::to_string(cfg_.replica_of)});
+      // A replica Sentinel may promote: announce the address clients reach it at.
+      c.insert(c.end(), {"--replica-announce-ip", "127.0.0.1"});
     }
     if (!cfg_.password.empty()) c.insert(c.end(), {"--requirepass", cfg_.password});
     return c;
@@ -476,6 +475,53 @@ class redis_server final : public owned_server {
 
  public:
   [[nodiscard]] const config& cfg() const { return cfg_; }
+};
+
+/// A Redis Sentinel of our own (`redis-server <file> --sentinel`) monitoring the primary at
+/// 127.0.0.1:`primary_port` as "mymaster" with `quorum`, down after `down_after_ms`.
+class redis_sentinel final : public owned_server {
+ public:
+  redis_sentinel(int primary_port, int quorum, int down_after_ms = 1000)
+      : primary_(primary_port), quorum_(quorum), down_after_(down_after_ms) {
+    binary_ = find_program("HOLDFAST_REDIS_SERVER", "redis-server",
+                           {"/usr/bin/redis-server", "/usr/local/bin/redis-server"});
+    dir_ = make_temp_dir("sentinel");
+    port_ = free_port();
+  }
+  ~redis_sentinel() override { stop(); }
+
+ protected:
+  bool prepare() override {
+    if (binary_.empty() || dir_.empty() || port_ == 0) {
+      why_ = "redis-server not found, or no temporary directory or free port";
+      return false;
+    }
+    if (FILE* f = std::fopen((dir_ + "/sentinel.conf").c_str(), "w")) {
+      std::fprintf(f,
+                   "port %d\nbind 127.0.0.1\ndir %s\nsentinel announce-ip 127.0.0.1\n"
+                   "sentinel monitor mymaster 127.0.0.1 %d %d\n"
+                   "sentinel down-after-milliseconds mymaster %d\n"
+                   "sentinel failover-timeout mymaster 10000\n"
+                   "sentinel parallel-syncs mymaster 1\n",
+                   port_, dir_.c_str(), primary_, quorum_, down_after_);
+      std::fclose(f);
+      return true;
+    }
+    why_ = "cannot write sentinel.conf";
+    return false;
+  }
+  std::vector<std::string> command() override {
+    return {binary_, dir_ + "/sentinel.conf", "--sentinel"};
+  }
+  bool ready() override {
+    return tcp_exchange(port_, "*1\r\n$4\r\nPING\r\n").find("+PONG") != std::string::npos;
+  }
+
+ private:
+  int primary_;
+  int quorum_;
+  int down_after_;
+  std::string binary_;
 };
 
 /// A PostgreSQL server of our own: initdb into a temporary directory (as an unprivileged user

@@ -27,13 +27,29 @@
 // 2^53, so they are exact across the usable range, which is Redis INCR's: 1 .. 2^63-1. A counter
 // at 2^63-1 makes acquire report token_exhausted.
 //
-// Durability (T1 across restarts): the counter lives in Redis' memory. With `appendonly yes` and
-// `appendfsync always` a restart keeps it; with `everysec` a crash may lose the last second of
-// INCRs and re-issue tokens; with no persistence a restart resets it to 0. A reset counter is
-// safe for fences (they reject every token below the newest they admitted, the old holders' among
-// them) but not live: new holders are rejected too until the counter passes the fence. Recover
-// with raise_token_floor(newest token any fence admitted), or keep the counter durable. The same
-// holds for an asynchronous replica promoted by failover (see the Redlock debate, Kleppmann 2016).
+// Lost grants (DESIGN.md, "Lost grants"). The counter and the leases live in Redis' memory: with
+// no persistence a restart loses them all; with `appendfsync everysec` a machine crash loses up to
+// a second of them; a failover to an asynchronous replica loses what it had not received. A store
+// that lost grants re-issues tokens, most likely the very token a fence admitted last, so safety
+// never rests on it not happening: the fences admit by (token, owner) and refuse an equal token
+// from another owner (token_reissued). Two things make it rarer and recover from it:
+//   - wait_replicas (redis_options): a grant is reported only once that many replicas
+//     acknowledged it (WAIT, one more round trip); one not acknowledged within wait_timeout is
+//     given back and reported as grant_not_durable. With Sentinel, which promotes the most
+//     advanced replica, a failover then keeps every grant reported.
+//   - Lives: at every connect the store reads the server's life, "<run_id>/<master_replid>" (it
+//     changes on a restart and on a promotion); a new grant by a life other than the one
+//     recorded beside the counter (redis_options::life_key()) first raises the counter by 2^32,
+//     in the same script, so the new life's tokens pass every token the old one issued (unless
+//     it lost more than 2^32 grants) and the fences admit new holders again without an operator.
+//     The raise never lowers anything. A store that lost the record too (no persistence: it
+//     starts empty) cannot tell; its tokens start again at 1 and the fences refuse them until
+//     raise_token_floor(the newest token any fence admitted).
+// deployment() reports what the server runs with (deployment.hpp). Through Sentinel
+// (redis_options::sentinels) every (re)connect asks the sentinels for the primary and checks
+// ROLE; READONLY (a demoted primary) drops the connection, so the next call asks again. A primary
+// that Sentinel replaced but has not demoted yet (SENTINEL FAILOVER with it alive) keeps taking
+// this store's grants until it is demoted; those are lost, and the fences refuse their tokens.
 //
 // Expiry is judged by the Redis server's clock (T2), and a grant lasts at least its TTL in real
 // time as T2 asks: TTLs go to Redis in whole milliseconds (PX / PEXPIRE, never rounded to
@@ -42,8 +58,9 @@
 // i.e. at read + ttl + 1 ms, one whole tick later. Connection: TCP or a Unix socket, connect and
 // command timeouts, AUTH (password or ACL user + password), SELECT, CLIENT SETNAME. No TLS: the
 // hiredis 0.14 that Debian 12 ships has none; tunnel (stunnel, spiped) or use a newer hiredis with
-// a socket you secure yourself. Standalone Redis only: keys are given a `{holdfast}` hash tag so
-// they share one slot, but MOVED/ASK redirections are not followed.
+// a socket you secure yourself. Standalone Redis (or a Sentinel-managed primary) only: keys are
+// given a `{holdfast}` hash tag so they share one slot, but MOVED/ASK redirections are not
+// followed.
 //
 // Commands are written with send(MSG_NOSIGNAL), so a connection the server has closed reports an
 // error instead of raising SIGPIPE (hiredis 0.14's own write() would kill a process that does not
@@ -59,18 +76,17 @@
 // store's blocking operations wait until the split request in flight has been received.
 //
 // Failures (T4): a dropped connection, a refused connect, a timeout or a server that is not serving
-// (LOADING, BUSY, READONLY, ...) is an error, never a grant. The connection is dropped and
-// re-established by the next call; the failed call itself is never retried (its script may or may
-// not have run, so a retry could only guess). Every failure keeps the server's or hiredis' text in
-// last_error_message().//
-// Files: this header (redis_store) is the one to include; it brings redis_options.hpp
-// (redis_options, redis_max_token) and redis_fence.hpp (redis_fence). Internals:
-// detail/redis_resp.hpp (replies, tokens in replies, error replies to errc, RESP formatting),
-// detail/redis_connection.hpp (the hiredis connection: connect, setup, EVALSHA, NOSCRIPT),
-// detail/redis_link.hpp (its lock and the split send/receive path), detail/redis_scripts.hpp
-// (the Lua scripts), detail/redis_requests.hpp (each operation as a script call and the reading
-// of its reply, shared by both paths), detail/redis_waiting.hpp (the pub/sub side of
-// wait_for_release and watch_release).
+// (LOADING, BUSY, READONLY, not the primary by ROLE, ...) is an error, never a grant. The
+// connection is dropped and re-established by the next call; the failed call itself is never
+// retried (its script may or may not have run, so a retry could only guess). Every failure keeps
+// the server's or hiredis' text in last_error_message().// Files: this header (redis_store) is the
+// one to include; it brings redis_options.hpp (redis_options, redis_max_token) and redis_fence.hpp
+// (redis_fence). Internals: detail/redis_resp.hpp (replies, tokens in replies, error replies to
+// errc, RESP formatting), detail/redis_connection.hpp (the hiredis connection: connect, setup,
+// EVALSHA, NOSCRIPT), detail/redis_link.hpp (its lock and the split send/receive path),
+// detail/redis_scripts.hpp (the Lua scripts), detail/redis_requests.hpp (each operation as a script
+// call and the reading of its reply, shared by both paths), detail/redis_waiting.hpp (the pub/sub
+// side of wait_for_release and watch_release).
 #ifndef HOLDFAST_STORES_REDIS_HPP
 #define HOLDFAST_STORES_REDIS_HPP
 
@@ -88,6 +104,7 @@
 #include <thread>
 #include <utility>
 
+#include "holdfast/deployment.hpp"
 #include "holdfast/detail/config.hpp"
 #include "holdfast/error.hpp"
 #include "holdfast/fencing_token.hpp"
@@ -127,7 +144,9 @@ class redis_store : public detail::link_client<detail::redis_link> {
   /// Makes a store for the server in `opts`; connects on first use. Never throws on its own.
   explicit redis_store(const redis_options& opts = {})
       : link_client(std::in_place, opts, detail::redis_store_scripts()),
-        wait_(std::make_unique<detail::redis_waiting>(opts)) {}
+        wait_(std::make_unique<detail::redis_waiting>(opts)) {
+    link_.enable_probe();
+  }
 
   redis_store(const redis_store&) = delete;
   redis_store& operator=(const redis_store&) = delete;
@@ -139,7 +158,10 @@ class redis_store : public detail::link_client<detail::redis_link> {
   ///   errc::invalid_argument for an empty key/owner or ttl not in (0, max_ttl];
   ///   errc::token_exhausted if the counter is at 2^63-1; errc::store_unavailable or
   ///   errc::timeout if the server is unreachable, not serving, or too slow (no grant is
-  ///   reported; one may exist in Redis and simply expires); errc::protocol_error for a reply
+  ///   reported; one may exist in Redis and simply expires), also when the server is not the
+  ///   primary (ROLE, READONLY) or began a new life under the connection (the next call
+  ///   reconnects); errc::grant_not_durable if wait_replicas > 0 and fewer replicas acknowledged
+  ///   the grant within wait_timeout (it was given back); errc::protocol_error for a reply
   ///   of the wrong shape or a key holding something holdfast did not write.
   result<grant> try_acquire(std::string_view key, std::string_view owner,
                             std::chrono::milliseconds ttl) {
@@ -148,7 +170,9 @@ class redis_store : public detail::link_client<detail::redis_link> {
 
   /// Extends the lease on `key` to `ttl` (ms) from now iff `owner` holds it with `token` and it
   /// has not expired, in one round trip. \returns the grant (same token); errc::lease_lost if the
-  ///   key is free, expired or held by another owner or token; errc::invalid_argument (see
+  ///   key is free, expired or held by another owner or token; errc::grant_not_durable if
+  ///   wait_replicas > 0 and too few replicas acknowledged the extension in time (the lease
+  ///   stays, its holder trusts only the last acknowledged grant); errc::invalid_argument (see
   ///   check_renew_args); store_unavailable, timeout, protocol_error as for try_acquire.
   result<grant> renew(std::string_view key, std::string_view owner, fencing_token token,
                       std::chrono::milliseconds ttl) {
@@ -186,6 +210,17 @@ class redis_store : public detail::link_client<detail::redis_link> {
     return run({store_op::inspect, key, {}, {}, {}, {}}).record;
   }
 
+  /// Returns what this store read about its deployment at its most recent (re)connect
+  /// (deployment.hpp): the ways it can lose grants (no AOF, appendfsync not always, replicas
+  /// without wait_replicas), the facts read (ROLE, INFO, CONFIG GET appendfsync) and the
+  /// server's life "<run_id>/<master_replid>". Connects first if not connected.
+  /// \returns the report; store_unavailable (also: the server is not the primary), timeout.
+  result<deployment_report> deployment() {
+    auto guard = link_.lock();
+    if (std::error_code ec = link_.ensure_connected()) return ec;
+    return link_.report();
+  }
+
   /// Returns the newest token the counter has issued (none if it has issued none).
   /// \returns store_unavailable, timeout; protocol_error if the counter holds no token.
   result<fencing_token> last_token() {
@@ -195,8 +230,10 @@ class redis_store : public detail::link_client<detail::redis_link> {
 
   /// Raises the token counter to at least `floor` (never lowers it), atomically, so every later
   /// grant carries a token above `floor`; live leases keep theirs. Use it after a restart that
-  /// lost the counter (no persistence, or a failover to a lagging replica): pass the newest token
-  /// any fence downstream admitted, and new holders get past the fences again. It is also the
+  /// lost the counter and its life record (no persistence): pass the newest token any fence
+  /// downstream admitted, and new holders get past the fences again (a failover to a lagging
+  /// replica or a crash inside the fsync window needs no operator: the new life raises the
+  /// counter itself, see the file overview). It is also the
   /// token-floor capability quorum_store uses for recovery (see quorum.hpp).
   /// \returns success; errc::invalid_argument unless `floor` is in [1, 2^63-1];
   ///   store_unavailable, timeout, protocol_error.
@@ -232,6 +269,10 @@ class redis_store : public detail::link_client<detail::redis_link> {
     if (link_.in_flight() || !link_.connected()) return send_would_block();
     // Only what reading the reply needs: the request's key and owner may be gone by receive().
     pending_ = store_request{request.op, {}, {}, request.token, request.to, request.ttl};
+    if (link_.options().wait_replicas > 0) {  // a grant not acknowledged is given back
+      pending_key_.assign(request.key.data(), request.key.size());
+      pending_owner_.assign(request.owner.data(), request.owner.size());
+    }
     if (std::error_code bad = detail::check_redis_request(request)) {
       link_.start_failed(bad);
       return {};
@@ -270,6 +311,7 @@ class redis_store : public detail::link_client<detail::redis_link> {
       return out;
     }
     detail::read_redis_reply(link_, pending_, link_.finish(), out);
+    acknowledge(pending_.op, pending_key_, pending_owner_, out.granted);  // blocks for WAIT
     return out;
   }
 
@@ -303,10 +345,14 @@ class redis_store : public detail::link_client<detail::redis_link> {
     result<detail::redis_reply_ptr> r = [&] {
       auto guard = link_.lock();
       const redis_options& o = link_.options();
+      if (std::error_code ec = link_.ensure_connected()) {
+        return result<detail::redis_reply_ptr>(ec);  // life() is read at connect
+      }
       const std::string_view keys[] = {requests_.lease_key(o, key), o.counter_key,
-                                       requests_.queue_key(o, key)};
-      const std::string_view args[] = {owner, requests_.ttl(ttl), mine.entry, "60000"};
-      return link_.eval(detail::redis_script::acquire_queued, keys, 3, args, 4);
+                                       requests_.life_key(o), requests_.queue_key(o, key)};
+      const std::string_view args[] = {owner, requests_.ttl(ttl), link_.life(), mine.entry,
+                                       "60000"};
+      return link_.eval(detail::redis_script::acquire_queued, keys, 4, args, 5);
     }();
     if (r && (*r)->type == REDIS_REPLY_INTEGER && (*r)->integer < 0) {
       mine.pttl = -1 - (*r)->integer;
@@ -319,7 +365,9 @@ class redis_store : public detail::link_client<detail::redis_link> {
       w.retire(id);
     }
     auto guard = link_.lock();
-    return detail::read_redis_acquire(link_, std::move(r), ttl);
+    result<grant> granted = detail::read_redis_acquire(link_, std::move(r), ttl);
+    acknowledge(store_op::try_acquire, key, owner, granted);
+    return granted;
   }
 
   /// Blocks until `key` may be free, without polling (store.hpp's wait_for_release capability,
@@ -445,13 +493,44 @@ class redis_store : public detail::link_client<detail::redis_link> {
       return out;
     }
     auto guard = link_.lock();
+    // Connected before the call is prepared: an acquire carries the life read at connect.
+    if (std::error_code ec = link_.ensure_connected()) {
+      out.granted = ec;
+      out.done = ec;
+      out.record = ec;
+      return out;
+    }
     detail::read_redis_reply(link_, q, eval(prepare(q)), out);
+    acknowledge(q.op, q.key, q.owner, out.granted);
     return out;
+  }
+
+  // [link locked] With wait_replicas > 0, after an acquire or renew that granted: WAIT for the
+  // replicas. A grant fewer of them acknowledged in time is not reported: an acquired one is
+  // given back (released; if that fails too, it expires), a renewed one keeps the validity of
+  // its last acknowledged grant on the holder's side; both become grant_not_durable.
+  void acknowledge(store_op op, std::string_view key, std::string_view owner,
+                   result<grant>& granted) {
+    const redis_options& o = link_.options();
+    if (o.wait_replicas == 0 || !granted) return;
+    if (op != store_op::try_acquire && op != store_op::renew) return;
+    result<long long> acks = link_.wait_for_replicas();
+    if (acks && *acks >= o.wait_replicas) return;
+    const std::string why =
+        acks ? "redis: WAIT: " + std::to_string(*acks) + " of " + std::to_string(o.wait_replicas) +
+                   " replicas acknowledged the grant within wait_timeout; it was given back"
+             : link_.last_error() + " (WAIT for the grant's acknowledgement; it was given back)";
+    if (op == store_op::try_acquire) {
+      const store_request back{store_op::release, key, owner, granted->token, {}, {}};
+      (void)eval(prepare(back));
+    }
+    (void)link_.fail(errc::grant_not_durable, why);
+    granted = errc::grant_not_durable;
   }
 
   // [link locked] The script call that performs `q`; valid until the next prepare.
   detail::redis_call prepare(const store_request& q) {
-    return requests_.prepare(link_.options(), wait_->broadcast, q);
+    return requests_.prepare(link_.options(), wait_->broadcast, link_.life(), q);
   }
 
   // [link locked]
@@ -482,8 +561,11 @@ class redis_store : public detail::link_client<detail::redis_link> {
 
   std::unique_ptr<detail::redis_waiting> wait_;
   detail::redis_requests requests_;  // guarded by the link's mutex
-  // What receive() needs of the split request in flight (guarded by the link's mutex).
+  // What receive() needs of the split request in flight (guarded by the link's mutex); its key
+  // and owner only with wait_replicas > 0.
   store_request pending_{};
+  std::string pending_key_;
+  std::string pending_owner_;
 };
 
 HOLDFAST_ABI_NAMESPACE_END

@@ -11,6 +11,7 @@
 #include <limits>
 #include <string>
 #include <system_error>
+#include <vector>
 
 #include "holdfast/detail/config.hpp"
 #include "holdfast/error.hpp"
@@ -22,6 +23,12 @@ HOLDFAST_ABI_NAMESPACE_BEGIN
 /// The greatest token a Redis counter can issue: INCR works on signed 64-bit integers.
 inline constexpr fencing_token redis_max_token{
     static_cast<fencing_token::rep>(std::numeric_limits<std::int64_t>::max())};
+
+/// The address of a Redis Sentinel (redis_options::sentinels).
+struct redis_endpoint {
+  std::string host = "127.0.0.1";  ///< Host name or address.
+  int port = 26379;                ///< TCP port, in [1, 65535].
+};
 
 /// How to reach a Redis server and where holdfast keeps its keys there.
 struct redis_options {
@@ -50,6 +57,26 @@ struct redis_options {
   /// non-empty; neither it nor key_prefix may start with the other, and the counter key must not
   /// start with it. Keep the same hash tag as key_prefix (the release script touches both).
   std::string wait_prefix = "{holdfast}:wait:";
+  /// Sentinels to ask for the primary (Redis Sentinel). When non-empty, host/port/unix_socket are
+  /// not used: every (re)connect asks the sentinels in turn `SENTINEL get-master-addr-by-name
+  /// sentinel_master`, connects to the address the first one that knows names, and checks with
+  /// ROLE that it is the primary (a sentinel may not have noticed a failover yet: then the next
+  /// sentinel is asked). Sentinels get connect_timeout and command_timeout, and no AUTH.
+  std::vector<redis_endpoint> sentinels{};
+  /// The name the sentinels monitor the primary under (`sentinel monitor <name> ...`); required
+  /// when sentinels is non-empty.
+  std::string sentinel_master{};
+  /// Replicas that must acknowledge a grant before redis_store reports it, >= 0 (0, the default:
+  /// none asked). After an acquire or renew that changed something, redis_store sends `WAIT
+  /// wait_replicas wait_timeout` in the same round trip; a grant fewer replicas acknowledged in
+  /// time is given back (released) and reported as errc::grant_not_durable, never as a grant a
+  /// failover can lose. Redis' WAIT makes no grant durable on its own (an acknowledged write lives
+  /// in the replicas' memory; Sentinel promotes the most advanced replica): with failover by
+  /// Sentinel and wait_replicas >= 1 a failover keeps every grant reported, unless the primary and
+  /// every acknowledging replica are lost at once.
+  int wait_replicas = 0;
+  /// How long WAIT waits for the acknowledgements, in ms, > 0. Default 1000.
+  std::chrono::milliseconds wait_timeout{1000};
   /// Bound on establishing a connection (and its AUTH/SELECT/SCRIPT LOAD round trip), in ms, > 0.
   std::chrono::milliseconds connect_timeout{2000};
   /// Bound on each command's send and receive, in ms, > 0. A timeout reports errc::timeout and
@@ -58,7 +85,23 @@ struct redis_options {
   /// Returns errc::invalid_argument if an option is out of range (see each field); a zero error
   /// code otherwise.
   [[nodiscard]] std::error_code check() const noexcept {
-    if (unix_socket.empty() && (host.empty() || port < 1 || port > 65535)) {
+    if (sentinels.empty() && unix_socket.empty() && (host.empty() || port < 1 || port > 65535)) {
+      return errc::invalid_argument;
+    }
+    for (const redis_endpoint& e : sentinels) {
+      if (e.host.empty() || e.port < 1 || e.port > 65535 ||
+          e.host.find('\0') != std::string::npos) {
+        return errc::invalid_argument;
+      }
+    }
+    if (!sentinels.empty() && sentinel_master.empty()) return errc::invalid_argument;
+    if (wait_replicas < 0 || wait_timeout <= std::chrono::milliseconds::zero()) {
+      return errc::invalid_argument;
+    }
+    // The life record (life_key()) must not be a lease's key or a wait queue's.
+    const std::string life = life_key();
+    if (life.compare(0, key_prefix.size(), key_prefix) == 0 ||
+        life.compare(0, wait_prefix.size(), wait_prefix) == 0) {
       return errc::invalid_argument;
     }
     if (database < 0 || key_prefix.empty() || counter_key.empty()) return errc::invalid_argument;
@@ -78,6 +121,12 @@ struct redis_options {
     }
     return {};
   }
+
+  /// The key of the counter's life record: counter_key + ":life". redis_store keeps there the
+  /// identity of the server life (run_id and replication id) that last issued tokens from the
+  /// counter; a grant by a new life first raises the counter by 2^32 (see stores/redis.hpp,
+  /// "Lost grants"). Must not start with key_prefix or wait_prefix.
+  [[nodiscard]] std::string life_key() const { return counter_key + ":life"; }
 };
 
 HOLDFAST_ABI_NAMESPACE_END

@@ -26,6 +26,7 @@
 #include <cerrno>
 #include <chrono>
 #include <cstddef>
+#include <cstdlib>
 #include <cstring>
 #include <initializer_list>
 #include <memory>
@@ -36,10 +37,12 @@
 #include <utility>
 #include <vector>
 
+#include "holdfast/deployment.hpp"
 #include "holdfast/detail/config.hpp"
 #include "holdfast/error.hpp"
 #include "holdfast/fencing_token.hpp"
 #include "holdfast/result.hpp"
+#include "holdfast/stores/detail/redis_deployment.hpp"
 #include "holdfast/stores/detail/redis_resp.hpp"
 #include "holdfast/stores/redis_options.hpp"
 
@@ -89,25 +92,46 @@ class redis_connection {
   void disconnect() noexcept { ctx_.reset(); }
 
   /// Connects if not connected: TCP/Unix connect within connect_timeout, then one pipelined round
-  /// trip of AUTH, SELECT, CLIENT SETNAME and SCRIPT LOAD of every script.
+  /// trip of AUTH, SELECT, CLIENT SETNAME and SCRIPT LOAD of every script (and, for a store's
+  /// link or through Sentinel, ROLE and the deployment probe). Through Sentinel: asks each
+  /// sentinel in turn for the primary's address and keeps the first that ROLE confirms.
   std::error_code ensure_connected() {
     if (ctx_) return {};
     if (std::error_code ec = opts_.check()) {
       return fail(errc::invalid_argument, "invalid redis_options");
     }
-    context_ptr c;
-    if (std::error_code ec = open(c)) return ec;
-    // One pipelined round trip: every setup command is formatted into one buffer and sent.
-    std::string pipeline;
-    const std::size_t setup = format_setup(pipeline);
-    if (std::error_code ec = send_all(c.get(), pipeline.data(), pipeline.size())) return ec;
-    if (std::error_code ec = read_setup(c.get(), setup)) return ec;
-    const struct timeval tv = to_timeval(opts_.command_timeout);
-    if (redisSetTimeout(c.get(), tv) != REDIS_OK) {
-      return fail(errc::store_unavailable, std::string("redis: set timeout: ") + c->errstr);
+    if (opts_.sentinels.empty()) return connect_to(opts_.host, opts_.port, opts_.unix_socket);
+    std::error_code last{};
+    for (const redis_endpoint& sentinel : opts_.sentinels) {
+      std::string host;
+      int port = 0;
+      last = ask_sentinel(sentinel, host, port);
+      if (!last) last = connect_to(host, port, {});
+      if (!last) return {};
     }
-    ctx_ = std::move(c);
-    return {};
+    return last;
+  }
+
+  /// Makes every (re)connect also read the deployment (ROLE, INFO server, replication and
+  /// persistence, CONFIG GET appendfsync) into report() and the server's life into life(), and
+  /// refuse a server that is not the primary. redis_store's own link does; fences do not.
+  void enable_probe() noexcept { probe_ = true; }
+  /// The deployment read at the last connect (probe only).
+  [[nodiscard]] const deployment_report& report() const noexcept { return report_; }
+  /// The server's life read at the last connect, "<run_id>/<master_replid>" (probe only; empty
+  /// if INFO was refused).
+  [[nodiscard]] const std::string& life() const noexcept { return report_.life; }
+
+  /// Sends WAIT `wait_replicas` `wait_timeout` on the open connection: the number of replicas
+  /// that acknowledged every write of this connection so far.
+  result<long long> wait_for_replicas() {
+    const std::string n = std::to_string(opts_.wait_replicas);
+    const std::string t = std::to_string(opts_.wait_timeout.count());
+    result<redis_reply_ptr> r = command({"WAIT", n, t});
+    if (!r) return r.error();
+    if ((*r)->type != REDIS_REPLY_INTEGER)
+      return fail(errc::protocol_error, "redis: WAIT: unexpected reply");
+    return (*r)->integer;
   }
 
   /// Runs script `index` by EVALSHA with the given keys and arguments (binary-safe), loading it
@@ -136,7 +160,7 @@ class redis_connection {
         lens_[1] = shas_[index].size();
         continue;
       }
-      return fail(classify_redis_error(reply->str, reply->len), "redis: " + text_of(reply));
+      return error_reply(reply);
     }
   }
 
@@ -148,10 +172,23 @@ class redis_connection {
     for (std::string_view a : args) push(a);
     result<redis_reply_ptr> r = command_locked();
     if (!r) return r.error();
-    if ((*r)->type == REDIS_REPLY_ERROR) {
-      return fail(classify_redis_error((*r)->str, (*r)->len), "redis: " + text_of(r->get()));
-    }
+    if ((*r)->type == REDIS_REPLY_ERROR) return error_reply(r->get());
     return r;
+  }
+
+  /// Classifies an error reply and keeps its text. READONLY (a replica: a failover demoted this
+  /// server) and HOLDFAST_LIFE (the server began a new life under this connection) also drop the
+  /// connection, so the next call connects afresh: through Sentinel to the new primary, and with
+  /// the new life read.
+  std::error_code error_reply(const redisReply* reply) {
+    const errc code = classify_redis_error(reply->str, reply->len);
+    if (starts_with(reply->str, reply->len, "READONLY") ||
+        starts_with(reply->str, reply->len, "HOLDFAST_LIFE")) {
+      disconnect();
+      return fail(code,
+                  "redis: " + text_of(reply) + " (not the primary, or a new life: reconnecting)");
+    }
+    return fail(code, "redis: " + text_of(reply));
   }
 
   /// Waits at most `timeout` for one reply nobody asked for (a message on a subscribed
@@ -195,11 +232,11 @@ class redis_connection {
 
   // ensure_connected, step 1: the TCP or Unix connection, made within connect_timeout, which
   // also bounds the setup round trip (commands after it get command_timeout).
-  std::error_code open(context_ptr& c) {
+  std::error_code open(context_ptr& c, const std::string& host, int port,
+                       const std::string& unix_socket) {
     const struct timeval ctv = to_timeval(opts_.connect_timeout);
-    c.reset(opts_.unix_socket.empty()
-                ? redisConnectWithTimeout(opts_.host.c_str(), opts_.port, ctv)
-                : redisConnectUnixWithTimeout(opts_.unix_socket.c_str(), ctv));
+    c.reset(unix_socket.empty() ? redisConnectWithTimeout(host.c_str(), port, ctv)
+                                : redisConnectUnixWithTimeout(unix_socket.c_str(), ctv));
     if (!c) return fail(errc::store_unavailable, "redis: cannot allocate a connection context");
     if (c->err != 0) {
       return fail(errc::store_unavailable, std::string("redis: connect: ") + c->errstr);
@@ -211,6 +248,89 @@ class redis_connection {
     if (redisSetTimeout(c.get(), ctv) != REDIS_OK) {
       return fail(errc::store_unavailable, std::string("redis: set timeout: ") + c->errstr);
     }
+    return {};
+  }
+
+  // ensure_connected for one address: open, one pipelined setup round trip, the ROLE check and
+  // the probe's reading.
+  std::error_code connect_to(const std::string& host, int port, const std::string& unix_socket) {
+    context_ptr c;
+    if (std::error_code ec = open(c, host, port, unix_socket)) return ec;
+    std::string pipeline;
+    const std::size_t setup = format_setup(pipeline);
+    const bool probing = probe_ || !opts_.sentinels.empty();
+    if (probing) {
+      resp_append_command(pipeline, {"ROLE"});
+      resp_append_command(pipeline, {"INFO", "server"});
+      resp_append_command(pipeline, {"INFO", "replication"});
+      resp_append_command(pipeline, {"INFO", "persistence"});
+      resp_append_command(pipeline, {"CONFIG", "GET", "appendfsync"});
+    }
+    if (std::error_code ec = send_all(c.get(), pipeline.data(), pipeline.size())) return ec;
+    if (std::error_code ec = read_setup(c.get(), setup)) return ec;
+    if (probing) {
+      if (std::error_code ec = read_probe(c.get(), host, port)) return ec;
+    }
+    const struct timeval tv = to_timeval(opts_.command_timeout);
+    if (redisSetTimeout(c.get(), tv) != REDIS_OK) {
+      return fail(errc::store_unavailable, std::string("redis: set timeout: ") + c->errstr);
+    }
+    ctx_ = std::move(c);
+    return {};
+  }
+
+  // Asks one sentinel for the primary's address (SENTINEL get-master-addr-by-name).
+  std::error_code ask_sentinel(const redis_endpoint& sentinel, std::string& host, int& port) {
+    context_ptr c;
+    if (std::error_code ec = open(c, sentinel.host, sentinel.port, {})) return ec;
+    std::string cmd;
+    resp_append_command(cmd, {"SENTINEL", "get-master-addr-by-name", opts_.sentinel_master});
+    if (std::error_code ec = send_all(c.get(), cmd.data(), cmd.size())) return ec;
+    void* raw = nullptr;
+    const std::string where = sentinel.host + ":" + std::to_string(sentinel.port);
+    if (redisGetReply(c.get(), &raw) != REDIS_OK || raw == nullptr) {
+      return fail(transport_code(c.get()), "redis: sentinel " + where + ": " + c->errstr);
+    }
+    redis_reply_ptr r(static_cast<redisReply*>(raw));
+    if (r->type == REDIS_REPLY_ARRAY && r->elements == 2 &&
+        r->element[0]->type == REDIS_REPLY_STRING && r->element[1]->type == REDIS_REPLY_STRING) {
+      host.assign(r->element[0]->str, r->element[0]->len);
+      port = std::atoi(std::string(r->element[1]->str, r->element[1]->len).c_str());
+      if (!host.empty() && port > 0 && port <= 65535) return {};
+    }
+    if (r->type == REDIS_REPLY_ERROR) {
+      return fail(classify_redis_error(r->str, r->len),
+                  "redis: sentinel " + where + ": " + text_of(r.get()));
+    }
+    return fail(errc::store_unavailable, "redis: sentinel " + where + " knows no primary named '" +
+                                             opts_.sentinel_master + "'");
+  }
+
+  // Reads the probe's five replies (ROLE, INFO server/replication/persistence, CONFIG GET
+  // appendfsync) into report_. A server whose ROLE is not "master" is refused (store_unavailable):
+  // a replica answers every write with READONLY. INFO and CONFIG may be refused (renamed commands,
+  // ACLs): the report then says what it could not read.
+  std::error_code read_probe(redisContext* c, const std::string& host, int port) {
+    redis_reply_ptr replies[5];
+    for (redis_reply_ptr& r : replies) {
+      void* raw = nullptr;
+      if (redisGetReply(c, &raw) != REDIS_OK || raw == nullptr) {
+        return fail(transport_code(c), std::string("redis: setup: ") + c->errstr);
+      }
+      r.reset(static_cast<redisReply*>(raw));
+    }
+    const redisReply* role = replies[0].get();
+    if (role->type == REDIS_REPLY_ARRAY && role->elements >= 1 &&
+        role->element[0]->type == REDIS_REPLY_STRING) {
+      const std::string name(role->element[0]->str, role->element[0]->len);
+      if (name != "master") {
+        return fail(errc::store_unavailable, "redis: " + host + ":" + std::to_string(port) +
+                                                 " is not the primary (ROLE: " + name + ")");
+      }
+    }
+    report_ = redis_deployment(replies[1].get(), replies[2].get(), replies[3].get(),
+                               replies[4].get(), opts_.wait_replicas);
+    report_.facts = "address=" + host + ":" + std::to_string(port) + " " + report_.facts;
     return {};
   }
 
@@ -368,6 +488,8 @@ class redis_connection {
   std::vector<std::size_t> lens_;
   std::string numkeys_;
   std::string last_error_;
+  bool probe_ = false;
+  deployment_report report_;
 };
 
 /// Reads a script's yes/no answer: true for integer 1, false for integer 0; an error as `r`

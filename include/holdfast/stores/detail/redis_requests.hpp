@@ -36,9 +36,9 @@ namespace detail {
 /// arguments: views into the request and into the redis_requests that prepared it.
 struct redis_call {
   std::size_t script = 0;
-  std::string_view keys[3]{};
+  std::string_view keys[4]{};
   std::size_t nkeys = 0;
-  std::string_view args[4]{};
+  std::string_view args[5]{};
   std::size_t nargs = 0;
 };
 
@@ -73,17 +73,19 @@ inline std::error_code check_redis_request(const store_request& q) noexcept {
 class redis_requests {
  public:
   /// The call that performs `q` (checked by check_redis_request) on a store with options `o`
-  /// whose release broadcast channel is `broadcast`.
-  redis_call prepare(const redis_options& o, std::string_view broadcast, const store_request& q) {
+  /// whose release broadcast channel is `broadcast`, over a connection that read the server's
+  /// life `life` (redis_life_check).
+  redis_call prepare(const redis_options& o, std::string_view broadcast, std::string_view life,
+                     const store_request& q) {
     redis_call c;
     token_text_ = std::to_string(q.token.value());
     switch (q.op) {
       case store_op::try_acquire:
         c = {redis_script::acquire,
-             {lease_key(o, q.key), o.counter_key},
-             2,
-             {q.owner, ttl(q.ttl)},
-             2};
+             {lease_key(o, q.key), o.counter_key, life_key(o)},
+             3,
+             {q.owner, ttl(q.ttl), life},
+             3};
         break;
       case store_op::renew:
         c = {redis_script::renew, {lease_key(o, q.key)}, 1, {q.owner, token_text_, ttl(q.ttl)}, 3};
@@ -119,6 +121,11 @@ class redis_requests {
     key_.append(key.data(), key.size());
     return key_;
   }
+  /// The counter's life record (redis_options::life_key()).
+  std::string_view life_key(const redis_options& o) {
+    if (life_key_.empty()) life_key_ = o.life_key();
+    return life_key_;
+  }
   /// The wait queue of lease `key`: wait_prefix + key.
   std::string_view queue_key(const redis_options& o, std::string_view key) {
     queue_.assign(o.wait_prefix);
@@ -134,6 +141,7 @@ class redis_requests {
  private:
   std::string key_;
   std::string queue_;
+  std::string life_key_;  // options never change, so computed once
   std::string ttl_text_;
   std::string token_text_;
   std::string to_text_;

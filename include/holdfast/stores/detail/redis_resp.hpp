@@ -59,6 +59,7 @@ inline bool starts_with(const char* s, std::size_t n, std::string_view prefix) n
 inline errc classify_redis_error(const char* s, std::size_t n) noexcept {
   if (starts_with(s, n, "HOLDFAST_EXHAUSTED")) return errc::token_exhausted;
   if (starts_with(s, n, "HOLDFAST_CORRUPT")) return errc::protocol_error;
+  if (starts_with(s, n, "HOLDFAST_LIFE")) return errc::store_unavailable;
   if (starts_with(s, n, "HOLDFAST_COMMAND")) {
     // The caller's own command failed inside a fence script: their mistake, unless the server
     // was simply not serving.

@@ -28,37 +28,73 @@ inline constexpr const char* redis_older_fn =
     "  return false\n"
     "end\n";
 
-// KEYS[1] lease key, KEYS[2] counter; ARGV[1] owner, ARGV[2] ttl (ms).
-// Returns the token (a bulk string) on a grant, integer 0 when busy.
-inline constexpr const char* redis_acquire_script =
-    "local v = redis.call('GET', KEYS[1])\n"
-    "if v then\n"
-    "  local p = string.find(v, ':', 1, true)\n"
-    "  if not p or p == 1 then\n"
-    "    return redis.error_reply('HOLDFAST_CORRUPT lease record is not <token>:<owner>')\n"
+// The life check of a new grant (KEYS[2] counter, KEYS[3] its life record; ARGV[3] the life the
+// client read at connect, "<run_id>/<master_replid>", or "" to skip). When the record names
+// another life (a restart, a promoted replica, a restored file), the counter may be behind tokens
+// the old life issued and lost: it is raised by 2^32 before this grant takes its token, and the
+// new life recorded, in this same script. A counter without a record (a new store, or one made
+// before records were kept) only gets its record: its life is this one. If the server's life is
+// not the client's (it changed under an open connection), nothing is done and the client
+// reconnects (HOLDFAST_LIFE). Tokens are compared as strings, the counter raised by INCRBY.
+inline constexpr const char* redis_life_check =
+    "if ARGV[3] ~= '' then\n"
+    "  local life = redis.call('GET', KEYS[3])\n"
+    "  if life ~= ARGV[3] then\n"
+    "    local i = redis.call('INFO', 'server') .. redis.call('INFO', 'replication')\n"
+    "    local now = (string.match(i, 'run_id:(%w+)') or '') .. '/' ..\n"
+    "                (string.match(i, 'master_replid:(%w+)') or '')\n"
+    "    if now ~= ARGV[3] then\n"
+    "      return redis.error_reply('HOLDFAST_LIFE the server began a new life: ' .. now)\n"
+    "    end\n"
+    "    if life then\n"
+    "      local r = redis.pcall('INCRBY', KEYS[2], '4294967296')\n"
+    "      if type(r) == 'table' and r.err then\n"
+    "        if string.find(r.err, 'overflow', 1, true) then\n"
+    "          return redis.error_reply('HOLDFAST_EXHAUSTED the token counter is near 2^63-1')\n"
+    "        end\n"
+    "        return redis.error_reply('HOLDFAST_CORRUPT token counter: ' .. r.err)\n"
+    "      end\n"
+    "    end\n"
+    "    redis.call('SET', KEYS[3], ARGV[3])\n"
     "  end\n"
-    "  if string.sub(v, p + 1) ~= ARGV[1] then return 0 end\n"
-    "  if redis.call('PTTL', KEYS[1]) < tonumber(ARGV[2]) then\n"
-    "    redis.call('PEXPIRE', KEYS[1], ARGV[2])\n"
-    "  end\n"
-    "  return string.sub(v, 1, p - 1)\n"
-    "end\n"
-    "local n = redis.pcall('INCR', KEYS[2])\n"
-    "if type(n) == 'table' and n.err then\n"
-    "  if string.find(n.err, 'overflow', 1, true) then\n"
-    "    return redis.error_reply('HOLDFAST_EXHAUSTED the token counter is at 2^63-1')\n"
-    "  end\n"
-    "  return redis.error_reply('HOLDFAST_CORRUPT token counter: ' .. n.err)\n"
-    "end\n"
-    "if n < 1 then\n"
-    "  return redis.error_reply('HOLDFAST_CORRUPT token counter is not positive')\n"
-    "end\n"
-    // Below 2^53 the Lua number is exact; above, the counter is read back as a string.
-    "local t\n"
-    "if n < 9007199254740992 then t = string.format('%d', n)\n"
-    "else t = redis.call('GET', KEYS[2]) end\n"
-    "redis.call('SET', KEYS[1], t .. ':' .. ARGV[1], 'PX', ARGV[2])\n"
-    "return t\n";
+    "end\n";
+
+// KEYS[1] lease key, KEYS[2] counter, KEYS[3] the counter's life record; ARGV[1] owner, ARGV[2]
+// ttl (ms), ARGV[3] the client's life (redis_life_check). Returns the token (a bulk string) on a
+// grant, integer 0 when busy.
+inline std::string redis_acquire_script() {
+  return std::string(
+             "local v = redis.call('GET', KEYS[1])\n"
+             "if v then\n"
+             "  local p = string.find(v, ':', 1, true)\n"
+             "  if not p or p == 1 then\n"
+             "    return redis.error_reply('HOLDFAST_CORRUPT lease record is not "
+             "<token>:<owner>')\n"
+             "  end\n"
+             "  if string.sub(v, p + 1) ~= ARGV[1] then return 0 end\n"
+             "  if redis.call('PTTL', KEYS[1]) < tonumber(ARGV[2]) then\n"
+             "    redis.call('PEXPIRE', KEYS[1], ARGV[2])\n"
+             "  end\n"
+             "  return string.sub(v, 1, p - 1)\n"
+             "end\n") +
+         redis_life_check +
+         "local n = redis.pcall('INCR', KEYS[2])\n"
+         "if type(n) == 'table' and n.err then\n"
+         "  if string.find(n.err, 'overflow', 1, true) then\n"
+         "    return redis.error_reply('HOLDFAST_EXHAUSTED the token counter is at 2^63-1')\n"
+         "  end\n"
+         "  return redis.error_reply('HOLDFAST_CORRUPT token counter: ' .. n.err)\n"
+         "end\n"
+         "if n < 1 then\n"
+         "  return redis.error_reply('HOLDFAST_CORRUPT token counter is not positive')\n"
+         "end\n"
+         // Below 2^53 the Lua number is exact; above, the counter is read back as a string.
+         "local t\n"
+         "if n < 9007199254740992 then t = string.format('%d', n)\n"
+         "else t = redis.call('GET', KEYS[2]) end\n"
+         "redis.call('SET', KEYS[1], t .. ':' .. ARGV[1], 'PX', ARGV[2])\n"
+         "return t\n";
+}
 
 // KEYS[1] lease key; ARGV[1] owner, ARGV[2] token, ARGV[3] ttl (ms). 1 renewed, 0 lost.
 inline constexpr const char* redis_renew_script =
@@ -110,19 +146,19 @@ inline constexpr const char* redis_wait_script =
     "end\n"
     "return t\n";
 
-// The acquire script whose busy answer also queues the caller, in the same step: KEYS[3] wait
-// queue; ARGV[3] "<channel> <wait id>", ARGV[4] grace (ms). Busy and queued: -1 - holder's PTTL
+// The acquire script whose busy answer also queues the caller, in the same step: KEYS[4] wait
+// queue; ARGV[4] "<channel> <wait id>", ARGV[5] grace (ms). Busy and queued: -1 - holder's PTTL
 // (<= -1); busy and not queued (a record without TTL): 0; a grant: the token, as acquire's.
 inline std::string redis_acquire_queued_script() {
-  std::string s = redis_acquire_script;
+  std::string s = redis_acquire_script();
   const std::string busy = "  if string.sub(v, p + 1) ~= ARGV[1] then return 0 end\n";
   const std::string queued =
       "  if string.sub(v, p + 1) ~= ARGV[1] then\n"
       "    local t = redis.call('PTTL', KEYS[1])\n"
       "    if t < 0 then return 0 end\n"
-      "    redis.call('RPUSH', KEYS[3], ARGV[3])\n"
-      "    if redis.call('PTTL', KEYS[3]) < t + tonumber(ARGV[4]) then\n"
-      "      redis.call('PEXPIRE', KEYS[3], t + tonumber(ARGV[4]))\n"
+      "    redis.call('RPUSH', KEYS[4], ARGV[4])\n"
+      "    if redis.call('PTTL', KEYS[4]) < t + tonumber(ARGV[5]) then\n"
+      "      redis.call('PEXPIRE', KEYS[4], t + tonumber(ARGV[5]))\n"
       "    end\n"
       "    return -1 - t\n"
       "  end\n";
@@ -228,9 +264,9 @@ struct redis_script {
 
 /// redis_store's scripts, at the indices redis_script names.
 inline std::vector<std::string> redis_store_scripts() {
-  return {redis_acquire_script, redis_renew_script,     redis_release_script(),
-          redis_inspect_script, redis_advance_script(), redis_raise_script(),
-          redis_wait_script,    redis_unwait_script(),  redis_acquire_queued_script()};
+  return {redis_acquire_script(), redis_renew_script,     redis_release_script(),
+          redis_inspect_script,   redis_advance_script(), redis_raise_script(),
+          redis_wait_script,      redis_unwait_script(),  redis_acquire_queued_script()};
 }
 
 }  // namespace detail

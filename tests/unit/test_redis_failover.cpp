@@ -1,0 +1,324 @@
+// Tests of redis_store when its deployment loses grants (issue #20), against real redis-server
+// processes the tests own: a replica promoted before it received the newest grant (the issue's
+// five-step story), a crash inside the appendfsync everysec window, grants acknowledged by a
+// replica (wait_replicas) and refused when none acknowledges, the deployment report, and
+// following Sentinel to a new primary. Each case states its expected outcome; costs are in the
+// test names' comments (seconds on the 2-core CI machine).
+#include <hiredis/hiredis.h>
+#include <signal.h>
+#include <catch2/catch.hpp>
+
+#include <chrono>
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "../support/real_servers.hpp"
+#include "holdfast/lease.hpp"
+#include "holdfast/stores/redis.hpp"
+
+using holdfast::errc;
+using holdfast::fencing_token;
+using holdfast::redis_options;
+using holdfast::redis_store;
+using std::chrono::milliseconds;
+using namespace std::chrono_literals;
+
+namespace {
+
+constexpr std::uint64_t life_gap = std::uint64_t{1} << 32;  // a new life's raise of the counter
+
+/// One command on 127.0.0.1:`port`, behind the store's back; nullptr if it fails (Sentinel kills
+/// clients' connections while it reconfigures a server).
+holdfast::detail::redis_reply_ptr try_cmd(int port, std::initializer_list<std::string> args) {
+  const struct timeval tv { 5, 0 };
+  redisContext* c = redisConnectWithTimeout("127.0.0.1", port, tv);
+  if (c == nullptr || c->err != 0) {
+    redisFree(c);
+    return nullptr;
+  }
+  std::vector<const char*> argv;
+  std::vector<std::size_t> lens;
+  for (const std::string& a : args) {
+    argv.push_back(a.data());
+    lens.push_back(a.size());
+  }
+  void* r = redisCommandArgv(c, static_cast<int>(argv.size()), argv.data(), lens.data());
+  redisFree(c);
+  return holdfast::detail::redis_reply_ptr(static_cast<redisReply*>(r));
+}
+
+/// One command on 127.0.0.1:`port`, behind the store's back.
+holdfast::detail::redis_reply_ptr redis_cmd(int port, std::initializer_list<std::string> args) {
+  holdfast::detail::redis_reply_ptr r = try_cmd(port, args);
+  REQUIRE(r != nullptr);
+  return r;
+}
+
+std::string redis_str(int port, std::initializer_list<std::string> args) {
+  auto r = redis_cmd(port, args);
+  return r->str ? std::string(r->str, r->len) : std::string();
+}
+
+std::unique_ptr<hf_test::redis_server> own(hf_test::redis_server::config cfg = {}) {
+  auto s = std::make_unique<hf_test::redis_server>(cfg);
+  if (!s->start()) {
+    const std::string why = "cannot start redis-server: " + s->why();
+    if (hf_test::in_ci() || s->available()) FAIL(why);
+    hf_test::loud_skip(why);
+    return nullptr;
+  }
+  return s;
+}
+
+/// A replica of `primary`, its link up (bounded: 10 s).
+std::unique_ptr<hf_test::redis_server> replica_of(const hf_test::redis_server& primary) {
+  hf_test::redis_server::config cfg;
+  cfg.replica_of = primary.port();
+  auto r = own(cfg);
+  if (!r) return r;
+  REQUIRE(hf_test::wait_until(
+      [&] {
+        return redis_str(r->port(), {"INFO", "replication"}).find("master_link_status:up") !=
+               std::string::npos;
+      },
+      10s));
+  return r;
+}
+
+redis_options at(int port) {
+  redis_options o;
+  o.port = port;
+  return o;
+}
+
+/// Waits (bounded) until `n` replicas acknowledged everything written to `primary` so far.
+void replicate(int primary, int n = 1) {
+  REQUIRE(redis_cmd(primary, {"WAIT", std::to_string(n), "5000"})->integer >= n);
+}
+
+bool mentions(const holdfast::deployment_report& r, const std::string& what) {
+  for (const std::string& risk : r.risks) {
+    if (risk.find(what) != std::string::npos) return true;
+  }
+  return false;
+}
+
+}  // namespace
+
+// ~0.4 s. The issue's five steps. Expected: B's token is the promoted replica's counter raised by
+// one life gap (1 + 2^32, then + 1), above A's #2, so the fence admits B and refuses A's second
+// write with stale_token. Two holders are never let through.
+TEST_CASE("redis failover: a replica promoted before it saw the newest grant; the fence refuses A",
+          "[redis][failover]") {
+  auto p = own();
+  if (!p) return;
+  auto r = replica_of(*p);
+  auto f = own();  // the resource: a Redis of its own that does not fail over
+  if (!r || !f) return;
+  redis_store on_p(at(p->port()));
+  holdfast::redis_fence fence(at(f->port()));
+
+  // The deployment says it can lose grants: no AOF, and an asynchronous replica without acks.
+  auto report = on_p.deployment();
+  REQUIRE(report);
+  INFO(report->facts);
+  CHECK(report->can_lose_grants());
+  CHECK(mentions(*report, "appendonly no"));
+  CHECK(mentions(*report, "asynchronous replica"));
+  CHECK(report->life.size() > 40);
+
+  // 1. A warm-up grant on P (token #1) replicates to R.
+  auto warm = on_p.try_acquire("warm-up", "w", 10s);
+  REQUIRE(warm);
+  CHECK(warm->token == fencing_token(1));
+  replicate(p->port());
+  // 2. R is promoted (what Sentinel does) before it receives the next write.
+  CHECK(redis_str(r->port(), {"REPLICAOF", "NO", "ONE"}) == "OK");
+  // 3. A acquires "k" on P: token #2, and writes with it: admitted.
+  auto a = on_p.try_acquire("k", "A", 10s);
+  REQUIRE(a);
+  CHECK(a->token == fencing_token(2));
+  REQUIRE(fence.write("fence", a->token, "A", "data", "A-1"));
+
+  SECTION("the promoted replica's new life raises its counter: B is admitted, A refused") {
+    // 4. Clients move to R. B acquires "k" there: R's counter was 1; R is a new life, so it is
+    // raised by 2^32 before B's token is taken.
+    redis_store on_r(at(r->port()));
+    auto b = on_r.try_acquire("k", "B", 10s);
+    INFO(on_r.last_error_message());
+    REQUIRE(b);
+    CHECK(b->token == fencing_token(1 + life_gap + 1));
+    CHECK(b->token > a->token);
+    REQUIRE(fence.write("fence", b->token, "B", "data", "B-1"));
+    // 5. A, whose lease is still valid by its own clock, writes again with #2: refused.
+    CHECK(fence.write("fence", a->token, "A", "data", "A-2").error() == errc::stale_token);
+    CHECK(redis_str(f->port(), {"GET", "data"}) == "B-1");
+    // The raise happens once per life: B's next grant is the next token.
+    auto b2 = on_r.try_acquire("k2", "B", 10s);
+    REQUIRE(b2);
+    CHECK(b2->token == fencing_token(b->token.value() + 1));
+  }
+  SECTION("a store that lost its life record too: the fence alone refuses the second holder") {
+    // As if the promoted copy had lost the record (or came from a version without it): no
+    // raise, B gets #2 again, and the fence refuses B, not A (A's #2 came first).
+    REQUIRE(redis_cmd(r->port(), {"DEL", "{holdfast}:token:life"})->integer == 1);
+    redis_store on_r(at(r->port()));
+    auto b = on_r.try_acquire("k", "B", 10s);
+    REQUIRE(b);
+    CHECK(b->token == fencing_token(2));
+    CHECK(fence.write("fence", b->token, "B", "data", "B-1").error() == errc::token_reissued);
+    CHECK(fence.write("fence", a->token, "A", "data", "A-2"));
+    CHECK(redis_str(f->port(), {"GET", "data"}) == "A-2");
+  }
+}
+
+// ~1.5 s. A crash inside appendfsync everysec's window. kill -9 keeps the OS page cache (the AOF
+// is written at every event loop), so the test restores the AOF as it was before A's grant, which
+// is what a machine crash inside the window leaves. Expected: the restarted server is a new life
+// (a new run_id), the counter is raised past A's #2, the fence admits B and refuses A.
+TEST_CASE("redis failover: a crash inside the fsync window; the next life's tokens pass the fence",
+          "[redis][failover]") {
+  hf_test::redis_server::config cfg;
+  cfg.persistent = true;
+  cfg.appendfsync = "everysec";
+  auto p = own(cfg);
+  auto f = own();
+  if (!p || !f) return;
+  holdfast::redis_fence fence(at(f->port()));
+  std::string life_before;
+  fencing_token a_token;
+  {
+    redis_store s(at(p->port()));
+    auto report = s.deployment();
+    REQUIRE(report);
+    INFO(report->facts);
+    CHECK(mentions(*report, "appendfsync everysec"));
+    CHECK_FALSE(mentions(*report, "appendonly no"));
+    life_before = report->life;
+    REQUIRE(s.try_acquire("warm-up", "w", 10s));
+    // What the disk holds at the last fsync: the AOF directory now.
+    REQUIRE(hf_test::run_program(
+        {"/bin/cp", "-a", p->dir() + "/appendonlydir", p->dir() + "/fsynced"}, "/dev/null"));
+    auto a = s.try_acquire("k", "A", 10s);
+    REQUIRE(a);
+    a_token = a->token;
+    CHECK(a_token == fencing_token(2));
+    REQUIRE(fence.write("fence", a_token, "A", "data", "A-1"));
+  }
+  p->kill9();
+  REQUIRE(hf_test::run_program({"/bin/rm", "-rf", p->dir() + "/appendonlydir"}, "/dev/null"));
+  REQUIRE(hf_test::run_program({"/bin/mv", p->dir() + "/fsynced", p->dir() + "/appendonlydir"},
+                               "/dev/null"));
+  REQUIRE(p->start());
+  redis_store s(at(p->port()));
+  auto report = s.deployment();
+  REQUIRE(report);
+  CHECK(report->life != life_before);
+  auto b = s.try_acquire("k", "B", 10s);  // the restored copy has no grant on "k"
+  REQUIRE(b);
+  CHECK(b->token == fencing_token(1 + life_gap + 1));
+  REQUIRE(fence.write("fence", b->token, "B", "data", "B-1"));
+  CHECK(fence.write("fence", a_token, "A", "data", "A-2").error() == errc::stale_token);
+}
+
+// ~0.6 s. wait_replicas = 1: a grant is reported only once the replica acknowledged it, so the
+// replica promoted right after holds it. Expected: with the replica frozen (SIGSTOP), the acquire
+// is grant_not_durable after wait_timeout, and the primary holds nothing (given back).
+TEST_CASE("redis failover: wait_replicas reports only acknowledged grants; others are given back",
+          "[redis][failover]") {
+  auto p = own();
+  if (!p) return;
+  auto r = replica_of(*p);
+  if (!r) return;
+  redis_options o = at(p->port());
+  o.wait_replicas = 1;
+  o.wait_timeout = 300ms;
+  redis_store s(o);
+  auto report = s.deployment();
+  REQUIRE(report);
+  INFO(report->facts);
+  CHECK_FALSE(mentions(*report, "asynchronous replica"));
+
+  auto g = s.try_acquire("k", "A", 10s);
+  INFO(s.last_error_message());
+  REQUIRE(g);
+  auto renewed = s.renew("k", "A", g->token, 10s);
+  REQUIRE(renewed);
+  // Promoted now, the replica holds the acknowledged grant.
+  CHECK(redis_str(r->port(), {"GET", "{holdfast}:lease:k"}) ==
+        std::to_string(g->token.value()) + ":A");
+
+  r->pause();
+  auto lost = s.try_acquire("k2", "B", 10s);
+  r->resume();
+  REQUIRE_FALSE(lost);
+  CHECK(lost.error() == errc::grant_not_durable);
+  CHECK(s.last_error_message().find("0 of 1 replicas") != std::string::npos);
+  CHECK(redis_cmd(p->port(), {"EXISTS", "{holdfast}:lease:k2"})->integer == 0);  // given back
+  // The replica is back: grants are acknowledged again.
+  REQUIRE(
+      hf_test::wait_until([&] { return static_cast<bool>(s.try_acquire("k3", "B", 10s)); }, 10s));
+}
+
+// ~4 s (Sentinel's failover). redis_store follows Sentinel: asks it for the primary and checks
+// ROLE at every (re)connect. The primary is killed (-9); until the sentinels promote the replica
+// (down after 1 s, then their election) every call is an error, never a grant. Expected: a grant
+// on the new primary within 15 s, its token above the old life's (a new life raised the
+// counter). (SENTINEL FAILOVER with the old primary alive is slower to show: the old primary
+// keeps answering until Sentinel demotes it, up to ~10 s later, and is then READONLY, which drops
+// the connection so the next call asks the sentinels again.)
+TEST_CASE("redis failover: redis_store follows Sentinel to the new primary",
+          "[redis][failover][sentinel]") {
+  auto p = own();
+  if (!p) return;
+  auto r = replica_of(*p);
+  if (!r) return;
+  std::vector<std::unique_ptr<hf_test::redis_sentinel>> sentinels;
+  redis_options o;
+  o.sentinel_master = "mymaster";
+  o.connect_timeout = 500ms;
+  o.command_timeout = 1000ms;
+  for (int i = 0; i < 3; ++i) {
+    sentinels.push_back(std::make_unique<hf_test::redis_sentinel>(p->port(), 2));
+    REQUIRE(sentinels.back()->start());
+    o.sentinels.push_back({"127.0.0.1", sentinels.back()->port()});
+  }
+  redis_store s(o);
+  auto first = s.try_acquire("k", "A", 10s);
+  INFO(s.last_error_message());
+  REQUIRE(first);
+  auto report = s.deployment();
+  REQUIRE(report);
+  CHECK(report->facts.find("address=127.0.0.1:" + std::to_string(p->port())) != std::string::npos);
+  replicate(p->port());
+  // The sentinels must know the replica before they can fail over to it.
+  REQUIRE(hf_test::wait_until(
+      [&] {
+        auto rep = try_cmd(sentinels[0]->port(), {"SENTINEL", "REPLICAS", "mymaster"});
+        return rep && rep->type == REDIS_REPLY_ARRAY && rep->elements == 1;
+      },
+      10s));
+  // The primary dies (kill -9); the sentinels see it down after 1 s and promote the replica.
+  const auto t0 = std::chrono::steady_clock::now();
+  p->kill9();
+  std::optional<holdfast::grant> next;
+  REQUIRE(hf_test::wait_until(
+      [&] {
+        auto g = s.try_acquire("k2", "B", 10s);
+        if (g) next = *g;
+        return static_cast<bool>(g);
+      },
+      15s));
+  INFO("granted after "
+       << std::chrono::duration_cast<milliseconds>(std::chrono::steady_clock::now() - t0).count()
+       << " ms");
+  report = s.deployment();
+  REQUIRE(report);
+  INFO(report->facts);
+  CHECK(report->facts.find("address=127.0.0.1:" + std::to_string(r->port())) != std::string::npos);
+  CHECK(next->token.value() > life_gap);  // the promoted replica's new life raised the counter
+}
