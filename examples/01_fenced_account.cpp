@@ -26,6 +26,7 @@
 #include <cstdio>
 #include <mutex>
 #include <string>
+#include <string_view>
 #include <thread>
 #include <vector>
 
@@ -51,26 +52,27 @@ class account {
  public:
   explicit account(bool fenced) : fenced_(fenced), value_(std::in_place, kOpening) {}
 
-  /// Reads the balance as the holder of `token`. For the fenced account the read also goes
-  /// through the gate: a read that a later write depends on must raise the gate, or an older
-  /// holder's write could land between this read and this holder's write and be overwritten.
-  holdfast::result<long> read(holdfast::fencing_token token) {
+  /// Reads the balance as the holder of `token` (owner id `owner`). For the fenced account the read
+  /// also goes through the gate: a read that a later write depends on must raise the gate, or an
+  /// older holder's write could land between this read and this holder's write and be overwritten.
+  holdfast::result<long> read(holdfast::fencing_token token, std::string_view owner) {
     if (!fenced_) {
       std::lock_guard<std::mutex> lock(plain_mutex_);
       return plain_;
     }
-    return value_.write(token, [](long& v) { return v; });
+    return value_.write(token, owner, [](long& v) { return v; });
   }
 
-  /// Writes the balance as the holder of `token`: stale_token if the fenced account has seen a
-  /// newer token; the unfenced account takes anything.
-  holdfast::result<void> write(holdfast::fencing_token token, long balance) {
+  /// Writes the balance as the holder of `token` (owner id `owner`): stale_token if the fenced
+  /// account has seen a newer token; the unfenced account takes anything.
+  holdfast::result<void> write(holdfast::fencing_token token, std::string_view owner,
+                               long balance) {
     if (!fenced_) {
       std::lock_guard<std::mutex> lock(plain_mutex_);
       plain_ = balance;
       return {};
     }
-    return value_.write(token, [balance](long& v) { v = balance; });
+    return value_.write(token, owner, [balance](long& v) { v = balance; });
   }
 
   /// Returns the balance now.
@@ -192,7 +194,7 @@ outcome run(bool fenced) {
       }
       const holdfast::fencing_token token = lease->token();
       const std::string tok = std::to_string(token.value());
-      const holdfast::result<long> seen = acct.read(token);
+      const holdfast::result<long> seen = acct.read(token, lease->owner());
       if (!seen) {  // a newer holder has been here: redo the deposit under a new lease
         std::lock_guard<std::mutex> lock(m);
         ++rejected;
@@ -204,7 +206,7 @@ outcome run(bool fenced) {
         stall_pending = false;
         stall(*lease, *seen);
       }
-      const holdfast::result<void> w = acct.write(token, balance);
+      const holdfast::result<void> w = acct.write(token, lease->owner(), balance);
       const clock_type::time_point wrote = clock_type{}.now();
 
       std::lock_guard<std::mutex> lock(m);

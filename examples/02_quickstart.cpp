@@ -11,7 +11,7 @@ int main() {
   holdfast::fenced<long> balance;  // a resource that refuses stale fencing tokens
   auto lease = holdfast::acquire(store, "account", 10s, 1s);  // TTL 10 s, wait at most 1 s
   if (!lease) return 1;  // lease.error() says why: timeout, store_unavailable, ...
-  auto w = balance.write(lease->token(), [](long& b) { b += 10; });  // admit + apply, atomically
+  auto w = balance.write(*lease, [](long& b) { b += 10; });  // admit token+owner, apply: atomic
   std::printf("token %s, write %s\n", to_string(lease->token()).c_str(), w ? "ok" : "stale");
   return w ? 0 : 1;
 }  // the lease is released here

@@ -103,7 +103,7 @@ int main() {
         if (lost) break;
       }
       if (!lease->valid()) break;  // the holder's own clock says stop (belt and braces)
-      const auto w = journal.write(lease->token(), [&](std::vector<entry>& j) {
+      const auto w = journal.write(*lease, [&](std::vector<entry>& j) {
         j.push_back({lease->token(), "A step " + std::to_string(step)});
       });
       if (!w) ++refused_during_run;
@@ -132,14 +132,12 @@ int main() {
   auto b = holdfast::acquire(store, "report", 300ms, 2s, b_opts);
   if (b) {
     std::printf("B: acquired %s\n", holdfast::to_string(b->token()).c_str());
-    (void)journal.write(b->token(), [&](std::vector<entry>& j) {
-      j.push_back({b->token(), "B step 0"});
-    });
+    (void)journal.write(*b, [&](std::vector<entry>& j) { j.push_back({b->token(), "B step 0"}); });
   }
 
   // What the fence would have done had A not noticed: A's next write, with its old token.
   const holdfast::fencing_token stale_token(1);
-  const auto stale = journal.write(stale_token, [](std::vector<entry>& j) {
+  const auto stale = journal.write(stale_token, "worker-A", [](std::vector<entry>& j) {
     j.push_back({holdfast::fencing_token(1), "A, stale"});
   });
   std::printf("A's write with %s after B's: %s\n", holdfast::to_string(stale_token).c_str(),

@@ -4,10 +4,10 @@
 // Two accounts, each guarded by a distributed mutex on its own key of one memory_store. Four
 // threads move money between them, in both directions, taking both locks with std::scoped_lock
 // (which orders nothing itself: std::lock's try-and-back-off algorithm avoids the deadlock).
-// Every write carries the lock's fencing token into a fenced<long>, because a lock is a lease and
-// could be lost while held: the fence, not the lock, is what keeps a stale holder's write out.
-// Finally std::unique_lock with a timeout shows the TimedLockable side: it gives up while another
-// holder has the key, and succeeds once that holder's lease has expired.
+// Every write carries the lock's fencing token and owner into a fenced<long>, because a lock is a
+// lease and could be lost while held: the fence, not the lock, is what keeps a stale holder's write
+// out. Finally std::unique_lock with a timeout shows the TimedLockable side: it gives up while
+// another holder has the key, and succeeds once that holder's lease has expired.
 //
 // Exits 0 iff the total is conserved, every fenced write was admitted, and the timed lock behaved.
 #include <atomic>
@@ -51,8 +51,8 @@ int main() {
         std::scoped_lock both =
             t % 2 == 0 ? std::scoped_lock(lock_a, lock_b) : std::scoped_lock(lock_b, lock_a);
         const long amount = t % 2 == 0 ? 7 : -3;
-        if (!a.write(lock_a.token(), [&](long& v) { v -= amount; })) ++refused;
-        if (!b.write(lock_b.token(), [&](long& v) { v += amount; })) ++refused;
+        if (!a.write(lock_a, [&](long& v) { v -= amount; })) ++refused;  // its token and owner
+        if (!b.write(lock_b, [&](long& v) { v += amount; })) ++refused;
       }
     });
   }

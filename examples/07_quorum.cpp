@@ -78,7 +78,7 @@ int hand_around(holdfast::quorum_token_mode mode) {
     for (std::size_t i = 0; i < m.size(); ++i) m[i].down = pattern[i];
     auto l = holdfast::try_acquire(quorum, "jobs", 10s);
     if (!l) return 100;
-    const bool admitted = static_cast<bool>(gate.admit(l->token()));
+    const bool admitted = static_cast<bool>(gate.admit(*l));
     std::printf("  %-9s grant %-5s %s\n",
                 mode == holdfast::quorum_token_mode::floor ? "floor" : "naive max",
                 to_string(l->token()).c_str(),
@@ -100,7 +100,7 @@ int main() {
   holdfast::fenced<long> balance;
   auto lease = holdfast::acquire(quorum, "account", 10s, 1s);
   if (!lease) return 1;
-  if (!balance.write(lease->token(), [](long& b) { b += 10; })) return 2;
+  if (!balance.write(*lease, [](long& b) { b += 10; })) return 2;
   m[1].down = m[3].down = true;
   if (!lease->renew()) return 3;  // three of five renew it
   std::printf("lease %s held by a majority, renewed with two members down\n",

@@ -33,7 +33,7 @@ int main() {
     std::cerr << "acquire failed: " << lease.error().message() << "\n";
     return 1;
   }
-  const bool wrote = static_cast<bool>(balance.write(lease->token(), [](long& b) { b += 10; }));
+  const bool wrote = static_cast<bool>(balance.write(*lease, [](long& b) { b += 10; }));
   std::cout << "production: token " << to_string(lease->token()) << ", write "
             << (wrote ? "admitted" : "rejected") << "\n";
 

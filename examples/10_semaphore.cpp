@@ -55,6 +55,7 @@ int main() {
   std::atomic<bool> ok{true};
   std::string dead_slot;
   holdfast::fencing_token dead_token;
+  std::string dead_owner;
   std::mutex dead_mu;
   // Where the dead worker's permit lies while it is dead: nothing releases or renews it until the
   // program ends (a crashed process's lease, as the store sees it).
@@ -78,11 +79,12 @@ int main() {
     }
     say("worker %d: permit %s, token %llu (%d of %u held)", id, permit->key().c_str(),
         static_cast<unsigned long long>(permit->token().value()), now_held, kPermits);
-    if (!slots.admit(permit->key(), permit->token())) ok = false;
+    if (!slots.admit(permit->key(), *permit)) ok = false;
     if (dies) {
       std::lock_guard<std::mutex> lock(dead_mu);
       dead_slot = permit->key();
       dead_token = permit->token();
+      dead_owner = permit->owner();
       say("worker %d: dies holding %s (no release, no renewal)", id, dead_slot.c_str());
       corpse.emplace(std::move(*permit));
       return;
@@ -115,10 +117,11 @@ int main() {
   holdfast::fencing_token retaken;
   for (auto& p : every) {
     if (p.key() == dead_slot) retaken = p.token();
-    (void)slots.admit(p.key(), p.token());
+    (void)slots.admit(p.key(), p);
   }
   const bool taken_over = every.size() == kPermits && retaken > dead_token;
-  const bool refused = slots.admit(dead_slot, dead_token).error() == holdfast::errc::stale_token;
+  const bool refused =
+      slots.admit(dead_slot, dead_token, dead_owner).error() == holdfast::errc::stale_token;
   say("all %zu permits taken at once; slot %s retaken with token %llu > the dead worker's %llu: "
       "%s; its late write refused: %s",
       every.size(), dead_slot.c_str(), static_cast<unsigned long long>(retaken.value()),

@@ -3,7 +3,7 @@
 //
 //   holdfast::election<holdfast::redis_store> job(store, "nightly-report", 10s, opts);
 //   auto term = job.campaign(std::chrono::minutes(5));   // blocks until leader (or timeout)
-//   while (job.is_leader()) db.write(job.term(), ...);   // every write fenced by the term
+//   while (job.is_leader()) db.write(job.term(), job.owner(), ...);   // fenced by the term
 //
 // Leadership is a lease on the election's name. Campaigning acquires it (with a fresh owner id
 // `<identity>/<32 random hex digits>`, so the readable identity shows in the store), a keepalive
@@ -301,15 +301,15 @@ class election : public detail::lease_recipe<Store, Clock, election_options<Cloc
     return lease_->valid();
   }
 
-  /// Returns this candidate's term while it leads (the fencing token to pass with every write),
-  /// or the none token, which every fence refuses.
+  /// Returns this candidate's term while it leads (the fencing token to pass, with owner(), with
+  /// every write), or the none token, which every fence refuses.
   [[nodiscard]] fencing_token term() const {
     std::lock_guard<std::recursive_mutex> state(cb_mu_);
     return leading_ ? term_ : fencing_token{};
   }
 
   /// Returns the owner id of this candidate's leadership lease (`<identity>/<random>`, new for
-  /// every campaign), or an empty string if it holds none.
+  /// every campaign), or an empty string if it holds none. Fences admit (term(), owner()).
   [[nodiscard]] std::string owner() const {
     std::lock_guard<std::mutex> op(op_mu_);
     return lease_ ? lease_->owner() : std::string();

@@ -4,7 +4,7 @@
 //   holdfast::memory_store<> store;
 //   auto l = holdfast::try_acquire(store, "orders", std::chrono::seconds(10));
 //   if (!l) return l.error();                 // errc::busy is contention, not a failure
-//   db.write(l->token(), ...);                // downstream checks the fencing token
+//   db.write(l->token(), l->owner(), ...);    // downstream fences token and owner (fence.hpp)
 //   // l releases the key when it goes out of scope
 //
 // A lease handle moves through these states (state()):

@@ -4,15 +4,16 @@
 //   holdfast::distributed_mutex<holdfast::memory_store<>> m(store, "orders", 10s);
 //   {
 //     std::unique_lock<decltype(m)> lock(m);        // blocks, with backoff, until acquired
-//     db.write(m.token(), ...);                     // ALWAYS pass the fencing token downstream
+//     db.write(m.token(), m.owner(), ...);          // ALWAYS pass token and owner downstream
 //   }                                               // unlock(): releases the lease
 //
 // A lock is a lease, and a lease can be lost while you hold it: a pause longer than its TTL (GC,
 // swap, a stopped VM), a partition, a store failover. Nothing in std::unique_lock can tell you;
 // std::mutex has no such failure. So (Kleppmann 2016; Hazelcast FencedLock and Redisson's RLock
 // make the same point):
-//   - pass token() with every write the lock protects and have the resource fence it
-//     (fence.hpp): that is what makes a lost lock harmless;
+//   - pass token() and owner() with every write the lock protects and have the resource fence
+//     them (fence.hpp; a fenced<T> takes the mutex itself: value.write(m, fn)): that is what
+//     makes a lost lock harmless;
 //   - check valid() before starting a step of work, or subscribe with acquire.on_lost (set a
 //     cancellation flag), and stop when it is false;
 //   - for work longer than the TTL, give the mutex a keepalive (keepalive.hpp) so the lease is
@@ -201,11 +202,19 @@ class distributed_mutex : public detail::lease_recipe<Store, Clock, mutex_option
     // `mine` is destroyed here: if its release failed, its destructor tries once more.
   }
 
-  /// Returns the calling thread's fencing token, or the none token if it holds no lock. Pass it
-  /// with every write the lock protects.
+  /// Returns the calling thread's fencing token, or the none token if it holds no lock. Pass it,
+  /// with owner(), with every write the lock protects.
   [[nodiscard]] fencing_token token() const {
     const lease_type* l = mine();
     return l != nullptr ? l->token() : fencing_token{};
+  }
+
+  /// Returns the owner id of the calling thread's lease (fresh for every lock(), the identity the
+  /// store and every fence know this holder by), or an empty string if it holds no lock. With
+  /// token() it makes the mutex a fence_holder (fence.hpp) on the thread that locked it.
+  [[nodiscard]] std::string owner() const {
+    const lease_type* l = mine();
+    return l != nullptr ? l->owner() : std::string();
   }
 
   /// Returns true iff the calling thread holds the lock and its lease is still valid on the

@@ -4,7 +4,7 @@
 //   holdfast::semaphore<holdfast::redis_store> pool(store, "gpu", 4, 30s);  // 4 permits
 //   auto permit = pool.acquire(10s);            // blocks until one of the 4 is free (or timeout)
 //   if (!permit) return permit.error();
-//   run_job(permit->key(), permit->token());    // fence what the permit guards by its token
+//   run_job(permit->key(), *permit);            // fence what it guards by token and owner
 //   // the permit is released when it goes out of scope; a crashed holder's permit expires alone
 //
 // A permit is a `lease` on one of N slot keys, `<name>#0` .. `<name>#<N-1>`. Acquiring tries the

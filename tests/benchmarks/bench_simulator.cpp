@@ -102,7 +102,7 @@ struct direct_workload {
     for (int i = 0; i < 16; ++i) {
       auto l = holdfast::try_acquire(store, "orders", std::chrono::milliseconds(1000), opts);
       if (!l) return false;
-      if (l->valid()) ok = ok && resource.write(l->token(), [](std::uint64_t& v) { ++v; });
+      if (l->valid()) ok = ok && resource.write(*l, [](std::uint64_t& v) { ++v; });
       ok = ok && l->release();
       clock.advance(std::chrono::milliseconds(10));
     }

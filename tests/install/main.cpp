@@ -1,5 +1,5 @@
 // The smallest real use of an installed holdfast: acquire a lease from the in-process store and
-// have a fence admit its token. Exits non-zero if either fails.
+// have a fence admit its token and owner. Exits non-zero if either fails.
 #include <chrono>
 #include <holdfast/holdfast.hpp>
 
@@ -8,5 +8,5 @@ int main() {
   auto lease = holdfast::try_acquire(store, "orders", std::chrono::seconds(10));
   if (!lease) return 1;
   holdfast::fence_gate gate;
-  return gate.admit(lease.value().token()) ? 0 : 2;
+  return gate.admit(lease.value()) ? 0 : 2;
 }

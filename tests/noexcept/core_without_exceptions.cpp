@@ -39,11 +39,15 @@ int main() {
   check(static_cast<bool>(l.renew()), "the holder renews");
 
   holdfast::fenced<int> balance(std::in_place, 100);
-  auto written = balance.write(l.token(), [](int& b) { return b -= 30; });
+  auto written = balance.write(l, [](int& b) { return b -= 30; });
   check(written.has_value() && written.value() == 70, "fenced write admits the holder's token");
 
   holdfast::keyed_fence_gate gates;
-  check(static_cast<bool>(gates.admit("db", l.token())), "keyed gate admits the token");
+  check(static_cast<bool>(gates.admit("db", l.token(), l.owner())), "keyed gate admits the token");
+  check(gates.admit("db", l.token(), "someone else").error() == holdfast::errc::token_reissued,
+        "keyed gate refuses the token from another owner");
+  holdfast::fence_gate gate;
+  check(static_cast<bool>(gate.admit(l)), "gate admits the holder");
   check(static_cast<bool>(l.release()), "the holder releases");
   return failures == 0 ? 0 : 1;
 }

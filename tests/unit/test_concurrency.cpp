@@ -263,7 +263,7 @@ TEST_CASE("leases serialise real threads: every fenced write is admitted, none l
         auto l = holdfast::try_acquire(store, "account", 10s, options(clock));
         if (!l) continue;  // busy: try again (bounded by the others' progress)
         const long seen = account.snapshot();
-        auto w = account.write(l->token(), [&](long& v) { v = seen + 1; });
+        auto w = account.write(*l, [&](long& v) { v = seen + 1; });
         if (!w) ++stale;
         ++done;
       }  // release on scope exit
@@ -294,12 +294,13 @@ TEST_CASE("fence_gate hammered by threads stays a linearizable maximum", "[fence
   };
   std::vector<std::future<tally>> workers;
   for (int t = 0; t < kThreads; ++t) {
-    workers.push_back(std::async(std::launch::async, [&] {
+    workers.push_back(std::async(std::launch::async, [&, t] {
       tally out;
       fencing_token last_seen{};
+      const std::string owner = "thread-" + std::to_string(t);
       for (int i = 0; i < kAdmits; ++i) {
         const fencing_token mine(issuer.fetch_add(1) + 1);
-        auto r = gate.admit(mine);
+        auto r = gate.admit(mine, owner);
         const fencing_token now = gate.newest();
         if (r) {
           ++out.admitted;
@@ -339,8 +340,9 @@ TEST_CASE("fenced<T> hammered by threads admits writes in non-decreasing token o
   for (int t = 0; t < kThreads; ++t) {
     workers.push_back(std::async(std::launch::async, [&] {
       for (int i = 0; i < kWrites; ++i) {
-        const std::uint64_t mine = issuer.fetch_add(1) / 2 + 1;  // each token used twice
-        auto r = log.write(fencing_token(mine),
+        const std::uint64_t mine = issuer.fetch_add(1) / 2 + 1;      // each token used twice ...
+        const std::string owner = "holder-" + std::to_string(mine);  // ... by its one holder
+        auto r = log.write(fencing_token(mine), owner,
                            [&](std::vector<std::uint64_t>& v) { v.push_back(mine); });
         if (!r) ++rejected;
       }
@@ -372,7 +374,7 @@ TEST_CASE("keyed_fence_gate hammered by threads on a few resources", "[fence][co
         const int res = (i + t) % kResources;
         const std::string name = "resource" + std::to_string(res);
         const fencing_token mine(issuer[res].fetch_add(1) + 1);
-        auto r = gate.admit(name, mine);
+        auto r = gate.admit(name, mine, "thread-" + std::to_string(t));
         const fencing_token now = gate.newest(name);
         consistent =
             consistent && (r ? now >= mine : (r.error() == errc::stale_token && now > mine));

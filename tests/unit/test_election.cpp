@@ -113,14 +113,15 @@ TEST_CASE("election: a deposed leader's writes are refused by the term", "[elect
   holdfast::fence_gate gate;
 
   const fencing_token old_term = a.campaign(0s).value();
-  REQUIRE(gate.admit(old_term).has_value());
+  const std::string old_owner = a.owner();
+  REQUIRE(gate.admit(old_term, old_owner).has_value());
   // a stalls (no renewal: the keepalive is never polled) past its TTL; b takes
   // over.
   clock.advance(1s);
   const fencing_token new_term = b.campaign(0s).value();
   CHECK(new_term > old_term);
-  REQUIRE(gate.admit(new_term).has_value());
-  CHECK(gate.admit(old_term).error() == errc::stale_token);  // a's late write
+  REQUIRE(gate.admit(new_term, b.owner()).has_value());
+  CHECK(gate.admit(old_term, old_owner).error() == errc::stale_token);  // a's late write
   // a notices on its own clock, once.
   CHECK_FALSE(a.is_leader());
   CHECK(a_ev.stopped == std::vector<stop_cause>{stop_cause::validity_passed});

@@ -362,7 +362,7 @@ TEST_CASE(
   auto write = [&](const char* owner) -> std::pair<fencing_token, std::error_code> {
     auto g = s.try_acquire("orders", owner, 3s);
     if (!g) return {fencing_token{}, g.error()};
-    auto admitted = gate.admit(g->token);
+    auto admitted = gate.admit(g->token, owner);
     (void)s.release("orders", owner, g->token);
     return {g->token, admitted ? std::error_code{} : admitted.error()};
   };
@@ -402,7 +402,7 @@ TEST_CASE(
   auto bare = raw.try_acquire("orders", "e", 3s);
   REQUIRE(bare);
   CHECK(bare->token < newest);
-  CHECK(gate.admit(bare->token).error() == errc::stale_token);
+  CHECK(gate.admit(bare->token, "e").error() == errc::stale_token);
   REQUIRE(raw.release("orders", "e", bare->token));
   // Recovery: lift the revision past the newest token any fence admitted.
   REQUIRE(raw.raise_token_floor(newest));

@@ -240,7 +240,34 @@ TEST_CASE("empty keys and owners are invalid_argument everywhere", "[hostile]") 
   rows.push_back({"keyed_fence_gate::admit resource=''",
                   [](world&) {
                     holdfast::keyed_fence_gate g;
-                    return code_of(g.admit("", fencing_token(1)));
+                    return code_of(g.admit("", fencing_token(1), "holder"));
+                  },
+                  errc::invalid_argument});
+  rows.push_back({"keyed_fence_gate::admit owner=''",
+                  [](world&) {
+                    holdfast::keyed_fence_gate g;
+                    std::error_code ec = g.admit("r", fencing_token(1), "").error();
+                    CHECK(g.newest("r").is_none());
+                    return ec;
+                  },
+                  errc::invalid_argument});
+  rows.push_back({"fence_gate::admit owner=''",
+                  [](world&) {
+                    holdfast::fence_gate g;
+                    std::error_code ec = g.admit(fencing_token(1), "").error();
+                    CHECK(g.newest().is_none());
+                    return ec;
+                  },
+                  errc::invalid_argument});
+  rows.push_back({"fenced::write owner=''",
+                  [](world&) {
+                    holdfast::fenced<int> v;
+                    bool called = false;
+                    std::error_code ec =
+                        v.write(fencing_token(1), "", [&](int&) { called = true; }).error();
+                    CHECK_FALSE(called);
+                    CHECK(v.newest().is_none());
+                    return ec;
                   },
                   errc::invalid_argument});
   run_table(rows);
@@ -271,8 +298,8 @@ TEST_CASE("tokens 0 and UINT64_MAX are invalid_argument everywhere", "[hostile]"
                     errc::invalid_argument});
     rows.push_back({"fence_gate::admit " + label,
                     [t](world&) {
-                      holdfast::fence_gate g(fencing_token(5));
-                      std::error_code ec = g.admit(t).error();
+                      holdfast::fence_gate g(fencing_token(5), "holder");
+                      std::error_code ec = g.admit(t, "holder").error();
                       CHECK(g.newest() == fencing_token(5));
                       return ec;
                     },
@@ -280,7 +307,7 @@ TEST_CASE("tokens 0 and UINT64_MAX are invalid_argument everywhere", "[hostile]"
     rows.push_back({"keyed_fence_gate::admit " + label,
                     [t](world&) {
                       holdfast::keyed_fence_gate g;
-                      std::error_code ec = g.admit("r", t).error();
+                      std::error_code ec = g.admit("r", t, "holder").error();
                       CHECK(g.newest("r").is_none());
                       return ec;
                     },
@@ -289,7 +316,8 @@ TEST_CASE("tokens 0 and UINT64_MAX are invalid_argument everywhere", "[hostile]"
                     [t](world&) {
                       holdfast::fenced<int> v;
                       bool called = false;
-                      std::error_code ec = v.write(t, [&](int&) { called = true; }).error();
+                      std::error_code ec =
+                          v.write(t, "holder", [&](int&) { called = true; }).error();
                       CHECK_FALSE(called);
                       CHECK(v.newest().is_none());
                       return ec;
@@ -320,8 +348,13 @@ TEST_CASE("1 MiB and binary keys and owners work, byte for byte", "[hostile]") {
       REQUIRE(c);
       CHECK(w.cas.release(key, owner, c->token));
       holdfast::keyed_fence_gate gate;
-      CHECK(gate.admit(key, l->token()));
+      CHECK(gate.admit(key, *l));  // a 1 MiB or binary owner id, compared in full
+      CHECK(gate.admit(key, *l));
+      CHECK(gate.admit(key, l->token(), owner + "x").error() == errc::token_reissued);
       CHECK(gate.newest(key) == l->token());
+      holdfast::fence_gate one;
+      CHECK(one.admit(*l));
+      CHECK(one.admit(*l));
       holdfast::distributed_mutex<fstore, manual_clock> m(w.store, key + "/m", 10s);
       CHECK(m.try_lock());
       m.unlock();

@@ -57,7 +57,7 @@ TEST_CASE("threads sharing one distributed_mutex exclude each other", "[mutex][c
       for (int i = 0; i < kRounds; ++i) {
         std::unique_lock<mutex_t> lock(m);
         probe.enter();
-        const auto r = counter.write(m.token(), [](int& v) { ++v; });
+        const auto r = counter.write(m, [](int& v) { ++v; });  // this thread's token, owner
         if (!r) ++probe.violations;  // a fence refusal would mean two holders overlapped
         probe.leave();
       }

@@ -380,7 +380,7 @@ TEST_CASE("naive max goes backwards across majorities; the token floor does not"
     c[2].down = true;  // grant 1 on {A, B}
     const grant g1 = q.try_acquire("k", "alice", 1000ms).value();
     CHECK(g1.token == fencing_token(101));
-    REQUIRE(db.write(g1.token, [](int& v) { v = 1; }));
+    REQUIRE(db.write(g1.token, "alice", [](int& v) { v = 1; }));
     REQUIRE(q.release("k", "alice", g1.token));
     c[2].down = false;
     c[1].down = true;  // grant 2 on {A, C}
@@ -389,11 +389,11 @@ TEST_CASE("naive max goes backwards across majorities; the token floor does not"
       CHECK(g2.token == fencing_token(2));  // A issues 2, C issues 1: backwards
       CHECK(g2.token < g1.token);
       // The gate still refuses it (S1), at the cost of bob's progress.
-      CHECK(db.write(g2.token, [](int& v) { v = 2; }).error() == errc::stale_token);
+      CHECK(db.write(g2.token, "bob", [](int& v) { v = 2; }).error() == errc::stale_token);
     } else {
       CHECK(g2.token == fencing_token(102));  // A was raised to 101 by grant 1
       CHECK(g2.token > g1.token);
-      CHECK(db.write(g2.token, [](int& v) { v = 2; }));
+      CHECK(db.write(g2.token, "bob", [](int& v) { v = 2; }));
     }
     // Renew and release work in both modes (the negative control differs only in its tokens).
     CHECK(q.renew("k", "bob", g2.token, 1000ms));
@@ -447,20 +447,20 @@ TEST_CASE("a member restarted empty makes tokens regress; the fence gate still h
   c[2].down = true;  // grant 1 on {A, B}: T1 = 101, A raised to 101
   const grant g1 = q.try_acquire("k", "alice", 1000ms).value();
   CHECK(g1.token == fencing_token(101));
-  REQUIRE(gate.admit(g1.token));
+  REQUIRE(gate.admit(g1.token, "alice"));
   c.clock.advance(1000ms);  // alice's lease expires (she crashed)
   c[0].restart_empty();     // A restarts without its counter
   c[2].down = false;
   c[1].down = true;  // grant 2 on {A, C}: they intersect grant 1 only in the restarted A
   const grant g2 = q.try_acquire("k", "bob", 1000ms).value();
   CHECK(g2.token < g1.token);  // S2 is lost with W = majority and an empty restart
-  CHECK(gate.admit(g2.token).error() == errc::stale_token);  // S1 holds: bob is fenced off
+  CHECK(gate.admit(g2.token, "bob").error() == errc::stale_token);  // S1 holds: bob is fenced off
   // The liveness cost and its cure: lift the floor to the gate's newest, acquire again.
   REQUIRE(q.release("k", "bob", g2.token));
   REQUIRE(q.raise_token_floor(gate.newest()));
   const grant g3 = q.try_acquire("k", "bob", 1000ms).value();
   CHECK(g3.token > g1.token);
-  CHECK(gate.admit(g3.token));
+  CHECK(gate.admit(g3.token, "bob"));
 }
 
 TEST_CASE("members that keep their counter, or empty_restarts = f, keep tokens monotonic",
@@ -586,7 +586,7 @@ TEST_CASE("lease<quorum_store> works unchanged: acquire, renew, fenced writes, R
     auto l = holdfast::try_acquire(q, "k", 1000ms, opts);
     REQUIRE(l);
     CHECK(l->valid());
-    CHECK(db.write(l->token(), [](int& v) { ++v; }));
+    CHECK(db.write(*l, [](int& v) { ++v; }));
     c[1].down = true;
     c.clock.advance(500ms);
     REQUIRE(l->renew());

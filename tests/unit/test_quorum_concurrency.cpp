@@ -186,7 +186,7 @@ TEST_CASE("threaded quorum: concurrent holders are exclusive and tokens increase
           std::lock_guard<std::mutex> lock(order_mutex);
           order.push_back(l->token());
         }
-        (void)db.write(l->token(), [](int& v) { ++v; });
+        (void)db.write(*l, [](int& v) { ++v; });
         inside.fetch_sub(1);
         (void)l->release();
       }

@@ -105,7 +105,7 @@ TEST_CASE("quorum of five Redis servers: two killed mid-run, leases go on; a thi
         std::lock_guard<std::mutex> lock(order_mutex);
         order.push_back(l->token());
       }
-      (void)account.write(l->token(), [](long& v) { ++v; });
+      (void)account.write(*l, [](long& v) { ++v; });
       ++grants;
       inside.fetch_sub(1);
       (void)l->release();
@@ -207,7 +207,7 @@ TEST_CASE("quorum of five Redis servers without persistence: a token regresses, 
   const auto g1 = q.try_acquire("job", "alice", 10000ms);
   REQUIRE(g1);
   CHECK(g1->token == fencing_token(101));
-  REQUIRE(gate.admit(g1->token));
+  REQUIRE(gate.admit(g1->token, "alice"));
   REQUIRE(q.release("job", "alice", g1->token));
   // Members 0 and 1 restart empty; 3 and 4 come back empty; 2, the one member that still knows
   // 101, is down. Grant 2's majority {0, 1, 3, 4} has forgotten grant 1.
@@ -218,8 +218,8 @@ TEST_CASE("quorum of five Redis servers without persistence: a token regresses, 
   c.servers[2]->kill9();
   auto g2 = acquire("bob");
   REQUIRE(g2);
-  CHECK(g2->token() < g1->token);                               // S2 lost: Kleppmann's limit
-  CHECK(gate.admit(g2->token()).error() == errc::stale_token);  // S1 kept: the fence refuses it
+  CHECK(g2->token() < g1->token);                       // S2 lost: Kleppmann's limit
+  CHECK(gate.admit(*g2).error() == errc::stale_token);  // S1 kept: the fence refuses it
   // The liveness cost: bob cannot write until some grant passes 101. The cure: lift the floor
   // to the newest token the fence admitted, then acquire again.
   REQUIRE(g2->release());
@@ -227,7 +227,7 @@ TEST_CASE("quorum of five Redis servers without persistence: a token regresses, 
   auto g3 = acquire("bob");
   REQUIRE(g3);
   CHECK(g3->token() > g1->token);
-  CHECK(gate.admit(g3->token()));
+  CHECK(gate.admit(*g3));
 }
 
 TEST_CASE("quorum of five Redis servers, empty_restarts = 2: two empty restarts keep the order",

@@ -688,7 +688,7 @@ TEST_CASE("redis_store: restart without persistence resets the counter; fences s
   for (int i = 0; i < 10; ++i) {
     auto g = s.try_acquire("job", "holder-" + std::to_string(i), milliseconds(60000));
     REQUIRE(g);
-    REQUIRE(gate.admit(g->token));
+    REQUIRE(gate.admit(g->token, "holder-" + std::to_string(i)));
     old_holder = newest;
     newest = g->token;
     REQUIRE(s.release("job", "holder-" + std::to_string(i), g->token));
@@ -701,16 +701,16 @@ TEST_CASE("redis_store: restart without persistence resets the counter; fences s
   REQUIRE(g);
   CHECK(g->token <= old_holder);  // the counter started again from zero
   // Safety holds: the gate refuses every pre-restart token below its newest ...
-  CHECK(gate.admit(old_holder).error() == errc::stale_token);
+  CHECK(gate.admit(old_holder, "holder-8").error() == errc::stale_token);
   // ... but liveness does not: the new, legitimate holder is refused as well.
-  CHECK(gate.admit(g->token).error() == errc::stale_token);
+  CHECK(gate.admit(g->token, "new-holder").error() == errc::stale_token);
   REQUIRE(s.release("job", "new-holder", g->token));
   // The remedy: raise the counter past the newest token the fence admitted.
   REQUIRE(s.raise_token_floor(gate.newest()));
   auto g2 = s.try_acquire("job", "new-holder", milliseconds(60000));
   REQUIRE(g2);
   CHECK(newest < g2->token);
-  CHECK(gate.admit(g2->token));
+  CHECK(gate.admit(g2->token, "new-holder"));
 }
 
 TEST_CASE("redis_store: a frozen server times out, and the store recovers after",

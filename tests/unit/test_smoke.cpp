@@ -21,14 +21,14 @@ TEST_CASE("a lease round trip admits its token downstream", "[smoke]") {
   REQUIRE_FALSE(holdfast::try_acquire(store, "orders", 10s, opts));  // a second owner: busy
 
   holdfast::fence_gate gate;
-  REQUIRE(gate.admit(first.value().token()));
+  REQUIRE(gate.admit(first.value()));
   REQUIRE(first.value().release());
 
   auto second = holdfast::try_acquire(store, "orders", 10s, opts);
   REQUIRE(second);
   REQUIRE(first.value().token() < second.value().token());
-  REQUIRE(gate.admit(second.value().token()));
-  REQUIRE_FALSE(gate.admit(first.value().token()));  // the old holder is fenced off
+  REQUIRE(gate.admit(second.value()));
+  REQUIRE_FALSE(gate.admit(first.value()));  // the old holder is fenced off
 }
 
 // Gives the TSan job (ctest -L concurrency) real threads to watch from the first commit on. The

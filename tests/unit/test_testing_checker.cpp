@@ -119,6 +119,28 @@ TEST_CASE("checker: equal tokens are admitted many times", "[testing/checker]") 
   REQUIRE(check(x.h).ok());
 }
 
+TEST_CASE("checker: S1 catches two holders admitted under one token", "[testing/checker]") {
+  // Issue 20: the store lost A's grant (#5) and re-issued #5 to B. The fence must admit only
+  // one of them; a resource that admits both breaks S1. Refusing B (token_reissued) keeps it.
+  for (bool b_admitted : {false, true}) {
+    builder x;
+    x.grant(x.a, "A", 0, 5);
+    x.write(x.a, "A", 1 * ms, 5);
+    x.write(x.b, "B", 2 * ms, 5, b_admitted);
+    x.write(x.a, "A", 3 * ms, 5);  // A is the one holder admitted under #5: it keeps writing
+    const verdict v = check(x.h);
+    INFO(v.report());
+    if (!b_admitted) {
+      REQUIRE(v.ok());
+      continue;
+    }
+    REQUIRE(v.violated == invariant::s1_fenced_writes);
+    REQUIRE(v.at == 2);
+    REQUIRE_THAT(v.what, Catch::Contains("B's write with #5") &&
+                             Catch::Contains("two holders under one token"));
+  }
+}
+
 TEST_CASE("checker: S2 catches a token that does not grow", "[testing/checker]") {
   builder ok;
   ok.grant(ok.a, "A", 0, 1);

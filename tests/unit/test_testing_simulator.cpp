@@ -412,7 +412,7 @@ TEST_CASE("simulator: a store's exception reaches run() after every client finis
 TEST_CASE("sim_resource: the shipped fences reject stale tokens; the mutants do not",
           "[testing/simulator]") {
   for (resource_mode mode : {resource_mode::fenced, resource_mode::gate, resource_mode::unfenced,
-                             resource_mode::check_then_write}) {
+                             resource_mode::check_then_write, resource_mode::token_only}) {
     seeded_source src(1);
     simulator sim(src, no_faults());
     sim_resource res(sim, 0, mode);

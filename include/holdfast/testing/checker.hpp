@@ -5,7 +5,9 @@
 //   invariant              | checked at                 | violated when
 //   -----------------------+----------------------------+-------------------------------------------
 //   S1 fenced writes       | each admitted write        | its token is older than one the resource
-//                          |                            | already admitted
+//                          |                            | already admitted, or equal to the newest
+//                          |                            | one admitted there for another owner (two
+//                          |                            | holders under one token)
 //   S2 token order         | each new grant by a store  | its token is not greater than every token
 //                          |                            | granted before on that key (or is 0/max)
 //   S3 exclusive grants    | each new grant by a store  | another owner's lease on the key is still
@@ -102,7 +104,7 @@ class checker {
 
   struct resource_state {
     std::uint64_t max = 0;
-    std::size_t event = npos;
+    std::size_t event = npos;  // the first admitted write under `max` (its owner is max's holder)
   };
 
   // The expiry a grant or renewal sets, as an interval on the store's clock (the file comment).
@@ -430,6 +432,21 @@ class checker {
                " had been admitted at the resource of \"" + key_name(e.key) + "\"",
            ctx);
       return;
+    }
+    if (r.event != npos && e.token == r.max && !e.owner.empty()) {
+      const event& first = h_.events[r.event];
+      if (!first.owner.empty() && first.owner != e.owner) {
+        std::vector<std::size_t> ctx = leases_.events(h_.primary_store, e.key, e.token);
+        ctx.push_back(r.event);
+        ctx.push_back(last_check(e.node, i));
+        ctx.push_back(i);
+        fail(invariant::s1_fenced_writes, i,
+             who(e) + "'s write with " + fmt_token(e.token) + " was admitted after " + first.owner +
+                 "'s write with the same token at the resource of \"" + key_name(e.key) +
+                 "\": two holders under one token (the store re-issued it)",
+             ctx);
+        return;
+      }
     }
     if (r.event == npos || e.token > r.max) {
       r.max = e.token;

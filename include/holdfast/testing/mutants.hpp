@@ -6,6 +6,11 @@
 //   no_fence                     | resource | admits every write, no token check        | S1
 //   check_then_write             | resource | reads the newest token, then writes in a  | S1
 //                                |          | second step (a newer write slips between) |
+//   token_only_fence             | resource | admits an equal token from any owner (the | S1 (with
+//                                |          | rule before issue 20): a store that lost  | a store
+//                                |          | its newest grant re-issues the token to a | that
+//                                loses |          | second holder, and both are admitted      |
+//                                grants)
 //   token_after_grant            | store    | SET NX, then INCR: grants first, assigns  | S2
 //                                |          | the token in a later step                 |
 //   release_without_owner_check  | store    | releases whoever holds the key            | S5
@@ -78,9 +83,12 @@ enum class mutant : std::uint8_t {
   ignores_clock_tick,
   keepalive_sleeps_through_regression,
   holder_ignores_clock_tick,
+  token_only_fence,
 };
 
-/// Every mutant except none, in table order.
+/// Every mutant except none, in table order. token_only_fence is not in it yet: it bites only
+/// where a store loses its newest grants, which the simulator's lagging restart produces (issue
+/// 20, part 4); it joins the list with that fault.
 inline constexpr mutant all_mutants[] = {
     mutant::no_fence,
     mutant::check_then_write,
@@ -134,6 +142,8 @@ inline const char* to_string(mutant m) noexcept {
       return "keepalive_sleeps_through_regression";
     case mutant::holder_ignores_clock_tick:
       return "holder_ignores_clock_tick";
+    case mutant::token_only_fence:
+      return "token_only_fence";
   }
   return "?";
 }
@@ -141,6 +151,7 @@ inline const char* to_string(mutant m) noexcept {
 /// Parses a mutant's name (as to_string prints it); nullopt for an unknown name.
 inline std::optional<mutant> mutant_from_string(std::string_view name) noexcept {
   if (name == "none") return mutant::none;
+  if (name == "token_only_fence") return mutant::token_only_fence;  // not in all_mutants yet
   for (mutant m : all_mutants) {
     if (name == to_string(m)) return m;
   }
@@ -156,6 +167,7 @@ inline invariant expected_violation(mutant m) noexcept {
       return invariant::none;
     case mutant::no_fence:
     case mutant::check_then_write:
+    case mutant::token_only_fence:
       return invariant::s1_fenced_writes;
     case mutant::token_after_grant:
     case mutant::counter_reset_on_release:

@@ -3,17 +3,23 @@
 //
 // A client's write first reaches an interposition point (the client may stall there, between
 // its validity check and the write: the README timeline's "A stalls"), then the resource admits or
-// rejects it by token and records the outcome in the history. The mode says which guard runs:
+// rejects it by (token, owner) and records the outcome in the history. The mode says which guard
+// runs:
 //
-//   mode               | guard                                               | shipped?
-//   -------------------+-----------------------------------------------------+------------------
-//   fenced             | fenced<T>::write(token, fn): admit + apply, one lock | yes (fence.hpp)
-//   gate               | fence_gate::admit(token): one compare-exchange       | yes (fence.hpp)
+//   mode               | guard                                                | shipped?
+//   -------------------+------------------------------------------------------+-----------------
+//   fenced             | fenced<T>::write(token, owner, fn): admit + apply,    | yes (fence.hpp)
+//                      | one lock                                             |
+//   gate               | fence_gate::admit(token, owner): a seqlock           | yes (fence.hpp)
 //   unfenced           | admits every write (no token check)                  | no: a mutant
 //   check_then_write   | reads the newest token, then writes in a second step | no: a mutant
 //                      | (the interposition point falls between the two)      |
+//   token_only         | admits iff token >= the newest, whoever the owner:   | no: a mutant
+//                      | the rule before issue 20, which lets a second holder |
+//                      | of a re-issued token through                         |
 //
-// The last two are negative controls (testing/mutants.hpp): the checker must catch them (S1).
+// The last three are negative controls (testing/mutants.hpp): the checker must catch them (S1;
+// token_only only where a store loses grants and re-issues a token, e.g. a lagging restart).
 //
 // Thread-safety: the simulator's thread only.
 #ifndef HOLDFAST_TESTING_RESOURCE_HPP
@@ -40,6 +46,7 @@ enum class resource_mode : std::uint8_t {
   gate,              ///< fence_gate::admit (shipped).
   unfenced,          ///< Mutant: no token check at all.
   check_then_write,  ///< Mutant: "read the last fence, then write", in two steps.
+  token_only,        ///< Mutant: equal tokens admitted from any owner (the old rule).
 };
 
 /// Returns the mode's name, e.g. "fenced".
@@ -53,6 +60,8 @@ inline const char* to_string(resource_mode m) noexcept {
       return "unfenced";
     case resource_mode::check_then_write:
       return "check_then_write";
+    case resource_mode::token_only:
+      return "token_only";
   }
   return "?";
 }
@@ -67,12 +76,13 @@ class sim_resource {
   sim_resource(const sim_resource&) = delete;
   sim_resource& operator=(const sim_resource&) = delete;
 
-  /// Writes on behalf of the running client with `token` (its lease's owner id `owner` goes into
-  /// the history): an interposition point, then the guard. Records a `write` event. \returns
-  /// success if admitted; errc::stale_token if a newer token was admitted before;
-  /// errc::invalid_argument for an unissuable token; errc::store_unavailable if the client has
-  /// crashed (nothing is written or recorded).
-  result<void> write(fencing_token token, std::string_view owner = {}) {
+  /// Writes on behalf of the running client with `token` and its lease's owner id `owner` (both
+  /// go to the guard and into the history): an interposition point, then the guard. Records a
+  /// `write` event. \returns success if admitted; errc::stale_token if a newer token was
+  /// admitted before; errc::token_reissued if `token` was admitted for another owner;
+  /// errc::invalid_argument for an unissuable token or an empty owner; errc::store_unavailable
+  /// if the client has crashed (nothing is written or recorded).
+  result<void> write(fencing_token token, std::string_view owner) {
     sim_.point(simulator::point_kind::resource_write);
     if (sim_.current_crashed()) return errc::store_unavailable;
     std::uint64_t before = newest_.value();
@@ -80,11 +90,20 @@ class sim_resource {
     switch (mode_) {
       case resource_mode::fenced:
         before = value_.newest().value();
-        r = value_.write(token, [](std::uint64_t& writes) { ++writes; });
+        r = value_.write(token, owner, [](std::uint64_t& writes) { ++writes; });
         break;
       case resource_mode::gate:
         before = gate_.newest().value();
-        r = gate_.admit(token);
+        r = gate_.admit(token, owner);
+        break;
+      case resource_mode::token_only:
+        if (!token.is_issuable() || owner.empty()) break;  // invalid_argument, as the fences
+        if (token < newest_) {
+          r = errc::stale_token;
+          break;
+        }
+        newest_ = token;  // equal: admitted whoever wrote under it before
+        r = result<void>{};
         break;
       case resource_mode::unfenced:
         r = result<void>{};

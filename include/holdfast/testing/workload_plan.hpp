@@ -163,6 +163,8 @@ inline workload generate_workload(decision_source& src, const run_options& o) {
     w.resource = resource_mode::unfenced;
   } else if (o.mutation == mutant::check_then_write) {
     w.resource = resource_mode::check_then_write;
+  } else if (o.mutation == mutant::token_only_fence) {
+    w.resource = resource_mode::token_only;
   } else {
     w.resource = src.choose(2) == 0 ? resource_mode::fenced : resource_mode::gate;
   }
