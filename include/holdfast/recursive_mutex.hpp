@@ -4,7 +4,7 @@
 //
 //   holdfast::recursive_distributed_mutex<holdfast::memory_store<>> m(store, "orders", 10s);
 //   void transfer() { std::lock_guard<decltype(m)> g(m); debit(); credit(); }
-//   void debit()    { std::lock_guard<decltype(m)> g(m); db.write(m.token(), ...); }  // re-entry
+//   void debit()    { std::lock_guard<decltype(m)> g(m); db.write(m, ...); }  // re-entry
 //
 // The first lock() of a thread acquires a lease, as distributed_mutex does (one store call, a
 // fresh owner id per hold); every further lock(), try_lock() or try_lock_for() by that thread is a
@@ -19,7 +19,7 @@
 // (resource_unavailable_try_again) and try_lock() returns false. Unlocking a mutex the calling
 // thread does not own is undefined for std::recursive_mutex; here it does nothing and
 // last_error() is errc::not_holder. A lease can be lost while held (mutex.hpp's overview): a
-// re-entry checks nothing in the store, so check valid() and fence with token().
+// re-entry checks nothing in the store, so check valid() and fence with token() and owner().
 #ifndef HOLDFAST_RECURSIVE_MUTEX_HPP
 #define HOLDFAST_RECURSIVE_MUTEX_HPP
 
@@ -135,6 +135,9 @@ class recursive_distributed_mutex {
 
   /// Returns the calling thread's fencing token (one for its whole hold), or the none token.
   [[nodiscard]] fencing_token token() const { return m_.token(); }
+  /// Returns the owner id of the calling thread's lease, or an empty string. With token() it
+  /// makes the mutex a fence_holder (fence.hpp) on the thread that holds it.
+  [[nodiscard]] std::string owner() const { return m_.owner(); }
   /// Returns true iff the calling thread holds the mutex and its lease is valid.
   [[nodiscard]] bool valid() { return m_.valid(); }
   /// Returns true iff the calling thread holds the mutex.
