@@ -4,8 +4,9 @@
 // keys at once with acquire_all(). Half the tellers name the accounts (from, to) and half (to,
 // from): taken in the caller's order, two such transfers could each hold one key and wait for the
 // other; acquire_all takes keys in one sorted order, so they never do. Each account is a
-// fenced<long> admitting writes by the token of its own key. At the end a transfer that finds one
-// of its keys held by someone else fails at once with try_acquire_all() and holds neither key.
+// fenced<long> admitting writes by the token of its own key and the set's owner id. At the end a
+// transfer that finds one of its keys held by someone else fails at once with try_acquire_all() and
+// holds neither key.
 //
 // It prints what happens and checks: the total stays 300, every transfer was made, and the failed
 // attempt kept nothing. Exit status 0 iff all of that holds. Runs in well under a second.
@@ -48,9 +49,13 @@ int main() {
           continue;
         }
         const bool out =
-            accounts[from]->write(both->token(names[from]), [](long& v) { v -= 1; }).has_value();
+            accounts[from]
+                ->write(both->token(names[from]), both->owner(), [](long& v) { v -= 1; })
+                .has_value();
         const bool in =
-            out && accounts[to]->write(both->token(names[to]), [](long& v) { v += 1; }).has_value();
+            out && accounts[to]
+                       ->write(both->token(names[to]), both->owner(), [](long& v) { v += 1; })
+                       .has_value();
         if (in) ++made[t];
         // both goes out of scope: both keys are released together
       }

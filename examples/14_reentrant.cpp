@@ -33,11 +33,11 @@ int main() {
   bool same_token = true;
   auto debit = [&](long n) {
     std::lock_guard<decltype(ledger)> g(ledger);  // a re-entry: count 2
-    return balance.write(ledger.token(), [n](long& v) { v -= n; }).has_value();
+    return balance.write(ledger, [n](long& v) { v -= n; }).has_value();
   };
   auto credit = [&](long n) {
     std::unique_lock<decltype(ledger)> g(ledger);  // a re-entry: count 2
-    return balance.write(ledger.token(), [n](long& v) { v += n; }).has_value();
+    return balance.write(ledger, [n](long& v) { v += n; }).has_value();
   };
   bool wrote = false;
   {
