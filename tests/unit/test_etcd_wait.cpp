@@ -295,3 +295,141 @@ TEST_CASE("etcd_store: blocking acquire() across a restart of the only member",
   WARN("etcd watch: across a member restart, acquired " << latency << " ms after release");
   CHECK(latency < 2500);  // a wait or one backoff step, not the holder's 30 s
 }
+
+namespace {
+
+/// Queue entries under lease "k" of options `o` (the wait queue, detail/etcd_queue.hpp).
+std::size_t queue_length(const etcd_options& o) {
+  std::string k = o.key_prefix;
+  holdfast::detail::etcd_key_name("k", k);
+  const std::string prefix = holdfast::detail::etcd_queue_prefix(o.key_prefix, k);
+  std::string end = prefix;
+  end.back() = static_cast<char>(end.back() + 1);
+  std::string body = R"({"key":")";
+  holdfast::detail::base64_append(prefix, body);
+  body += R"(","range_end":")";
+  holdfast::detail::base64_append(end, body);
+  body += R"(","count_only":true})";
+  holdfast::detail::etcd_link adm(o);
+  auto guard = adm.lock();
+  auto r = adm.post("/kv/range", body);
+  REQUIRE(r);
+  std::int64_t n = 0;
+  REQUIRE(holdfast::detail::json_int64(*r, "count", n));
+  return static_cast<std::size_t>(n);
+}
+
+}  // namespace
+
+TEST_CASE("etcd_store try_acquire_queued: a release wakes the first waiter only, in FIFO order",
+          "[etcd][wait]") {
+  std::optional<etcd_options> o = shared("HOLDFAST_ETCD_ENDPOINTS");
+  if (!o) return;
+  static_assert(holdfast::has_try_acquire_queued_v<etcd_store>);
+  etcd_store holder(*o);
+  auto h = holder.try_acquire("k", "holder", 30s);
+  REQUIRE(h);
+  // Three waiters queue in order A, B, C (each its own store, as processes would).
+  std::vector<std::unique_ptr<etcd_store>> w;
+  const std::vector<std::string> names = {"A", "B", "C"};
+  std::vector<std::future<holdfast::grant>> granted;
+  std::vector<std::promise<void>> queued(3);
+  for (std::size_t i = 0; i < 3; ++i) {
+    w.push_back(std::make_unique<etcd_store>(*o));
+    granted.push_back(std::async(std::launch::async, [&, i] {
+      etcd_store& s = *w[i];
+      auto busy = s.try_acquire_queued("k", names[i], 30s);
+      REQUIRE(busy.error() == errc::busy);
+      queued[i].set_value();
+      for (;;) {  // as acquire() does: wait, then try (queued) again
+        REQUIRE(s.wait_for_release("k", steady::now() + 10s));
+        auto g = s.try_acquire_queued("k", names[i], 30s);
+        if (g) return *g;
+        REQUIRE(g.error() == errc::busy);
+      }
+    }));
+    queued[i].get_future().wait();
+  }
+  CHECK(queue_length(*o) == 3);
+  std::this_thread::sleep_for(300ms);
+  holdfast::fencing_token last = h->token;
+  REQUIRE(holder.release("k", "holder", h->token));
+  for (std::size_t i = 0; i < 3; ++i) {
+    const auto t = steady::now();
+    holdfast::grant g = granted[i].get();  // A first, then B, then C
+    CHECK(ms_since(t) < 1500);
+    CHECK(g.token > last);
+    CHECK(g.ttl == 30s);  // the queued lease, refreshed to its full TTL by the grant
+    last = g.token;
+    for (std::size_t j = i + 1; j < 3; ++j) {
+      CHECK(granted[j].wait_for(0s) == std::future_status::timeout);  // no one else woke
+    }
+    CHECK(queue_length(*o) == 2 - i);  // the grant deleted its queue entry
+    auto info = w[i]->inspect("k");
+    REQUIRE(info);
+    REQUIRE(*info);
+    CHECK((*info)->owner == names[i]);
+    CHECK(w[i]->renew("k", names[i], g.token, 30s));
+    std::this_thread::sleep_for(200ms);
+    REQUIRE(w[i]->release("k", names[i], g.token));
+  }
+  CHECK(queue_length(*o) == 0);
+}
+
+TEST_CASE("etcd_store try_acquire_queued: leaving the queue takes the entry along",
+          "[etcd][wait]") {
+  std::optional<etcd_options> o = shared("HOLDFAST_ETCD_ENDPOINTS");
+  if (!o) return;
+  etcd_store holder(*o);
+  etcd_store waiter(*o);
+  auto h = holder.try_acquire("k", "holder", 30s);
+  REQUIRE(h);
+  REQUIRE(waiter.try_acquire_queued("k", "waiter", 30s).error() == errc::busy);
+  REQUIRE(queue_length(*o) == 1);
+  REQUIRE(waiter.try_acquire_queued("k", "waiter", 30s).error() == errc::busy);  // same place
+  CHECK(queue_length(*o) == 1);
+  // A plain attempt (acquire()'s last one, at its deadline) gives the queued lease back.
+  REQUIRE(waiter.try_acquire("k", "waiter", 30s).error() == errc::busy);
+  CHECK(queue_length(*o) == 0);
+  // So does an attempt on another key, and a different TTL (another lease).
+  REQUIRE(waiter.try_acquire_queued("k", "waiter", 30s).error() == errc::busy);
+  REQUIRE(waiter.try_acquire("other", "waiter", 30s));
+  CHECK(queue_length(*o) == 0);
+  REQUIRE(waiter.try_acquire_queued("k", "waiter", 30s).error() == errc::busy);
+  REQUIRE(waiter.try_acquire_queued("k", "waiter", 40s).error() == errc::busy);
+  CHECK(queue_length(*o) == 1);
+  REQUIRE(waiter.try_acquire("k", "waiter", 40s).error() == errc::busy);
+  CHECK(queue_length(*o) == 0);
+}
+
+TEST_CASE(
+    "etcd_store wait_for_release: a waiter ahead that vanished costs its lease's TTL, no more",
+    "[etcd][wait]") {
+  // A queues and is never heard of again (a crashed process): its entry lives until its 2 s
+  // lease expires. B, behind it, watches A's entry, so the release does not wake B; A's expiry
+  // does, and B finds the key free. The ghost costs at most its TTL (+ etcd's granularity).
+  std::optional<etcd_options> o = shared("HOLDFAST_ETCD_ENDPOINTS");
+  if (!o) return;
+  etcd_store holder(*o);
+  auto h = holder.try_acquire("k", "holder", 30s);
+  REQUIRE(h);
+  const auto queued_at = steady::now();
+  {
+    etcd_store ghost(*o);
+    REQUIRE(ghost.try_acquire_queued("k", "ghost", 2s).error() == errc::busy);
+  }
+  etcd_store b(*o);
+  auto w = std::async(std::launch::async, [&] {
+    REQUIRE(b.try_acquire_queued("k", "B", 30s).error() == errc::busy);
+    REQUIRE(b.wait_for_release("k", steady::now() + 10s));
+    return b.try_acquire_queued("k", "B", 30s).has_value();
+  });
+  std::this_thread::sleep_for(300ms);
+  REQUIRE(w.wait_for(0s) == std::future_status::timeout);
+  REQUIRE(holder.release("k", "holder", h->token));
+  CHECK(w.wait_for(500ms) == std::future_status::timeout);  // the release woke the ghost only
+  CHECK(w.get());
+  const double waited = ms_since(queued_at);
+  WARN("etcd queue: behind a vanished waiter (2 s lease), granted after " << waited << " ms");
+  CHECK(waited < 3500);  // the ghost's TTL and etcd's granularity, never B's 10 s deadline
+}

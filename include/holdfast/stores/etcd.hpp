@@ -76,12 +76,11 @@
 // starting with "#sha256/" live at key_prefix + "#sha256/" + hex(SHA-256(key)). Any bytes, NUL
 // included. Owners are stored as the value, any bytes, up to etcd's request limit (~1.4 MiB).
 //
-// Waiting (wait_for_release, watch_release; detail/etcd_watch.hpp): a waiter watches the key for
-// its deletion from the revision its busy answer saw, through the gateway's /v3/watch stream on a
-// connection of its own, as etcd's own lock waits on the key ahead of it. A release and an expiry
-// both delete the key in one Raft entry, which the watch announces, so a waiter tries again a
-// moment after either, without polling. A watch is a broadcast (every waiter wakes; no hand-off
-// queue), and a hint: a lost stream falls back to re-reading the key and the holder's time left.
+// Waiting (wait_for_release, try_acquire_queued; detail/etcd_queue.hpp), as etcd's own lock: a
+// busy attempt of blocking acquire() keeps its lease as a queue entry, and the waiter watches
+// (/v3/watch, a connection of its own) the deletion of the entry ahead, or of the key once first.
+// A release or an expiry wakes the first waiter only; its grant deletes its entry, waking the
+// next. Notifications are hints: a lost stream re-reads; the holder's time left bounds a sleep.
 //
 // Never an implicit lease: every grant has its own lease with the caller's TTL (no TTL, no grant;
 // etcd's own lock service once made a 60 s lease for callers that passed none, and locks vanished
@@ -100,7 +99,8 @@
 // (etcd_options, etcd_max_token) and etcd_fence.hpp (etcd_fence, etcd_write). Internals:
 // detail/etcd_link.hpp (the libcurl transport, endpoint failover, auth, error mapping),
 // detail/etcd_json.hpp (the gateway's answers, shape-checked), detail/etcd_encoding.hpp (base64,
-// SHA-256, key names), detail/etcd_watch.hpp (the watch stream waits sleep on).
+// SHA-256, key names), detail/etcd_calls.hpp (single requests), detail/etcd_watch.hpp and
+// detail/etcd_queue.hpp (waiting).
 #ifndef HOLDFAST_STORES_ETCD_HPP
 #define HOLDFAST_STORES_ETCD_HPP
 
@@ -112,6 +112,7 @@
 #include <string>
 #include <string_view>
 #include <system_error>
+#include <tuple>
 #include <unordered_map>
 #include <utility>
 
@@ -120,9 +121,11 @@
 #include "holdfast/fencing_token.hpp"
 #include "holdfast/result.hpp"
 #include "holdfast/store.hpp"
+#include "holdfast/stores/detail/etcd_calls.hpp"
 #include "holdfast/stores/detail/etcd_encoding.hpp"
 #include "holdfast/stores/detail/etcd_json.hpp"
 #include "holdfast/stores/detail/etcd_link.hpp"
+#include "holdfast/stores/detail/etcd_queue.hpp"
 #include "holdfast/stores/detail/etcd_watch.hpp"
 #include "holdfast/stores/detail/link_client.hpp"
 #include "holdfast/stores/etcd_fence.hpp"
@@ -169,74 +172,19 @@ class etcd_store : public detail::link_client<detail::etcd_link> {
   ///   an answer that is not the gateway's JSON, or a key holdfast did not write.
   result<grant> try_acquire(std::string_view key, std::string_view owner,
                             std::chrono::milliseconds ttl) {
-    if (std::error_code ec = check_acquire_args(key, owner, ttl)) return ec;
-    auto guard = link_.lock();
-    const std::int64_t seconds = (ttl.count() + 999) / 1000;
-    result<std::pair<std::int64_t, std::int64_t>> lease = grant_lease(seconds);
-    if (!lease) return lease.error();
-    const auto [id, applied_s] = *lease;
-    const std::string& k = lease_key(key);
-    body_.assign(R"({"compare":[{"key":")");
-    b64_append(k);
-    body_ +=
-        R"(","target":"CREATE","result":"EQUAL","create_revision":"0"}],"success":[{"request_put":{"key":")";
-    b64_append(k);
-    body_ += R"(","value":")";
-    detail::base64_append(owner, body_);
-    body_ += R"(","lease":")";
-    body_ += std::to_string(id);
-    body_ += R"("}}],"failure":[{"request_range":{"key":")";
-    b64_append(k);
-    body_ += R"("}}]})";
-    result<nlohmann::json> r = link_.post("/kv/txn", body_);
-    if (!r) {
-      // Nobody was told of a grant, so the lease goes back at once (with the key, if the
-      // transaction did apply) rather than holding the key for its TTL; one attempt, on the next
-      // member, and the transaction's failure is what the caller hears about.
-      std::string why = link_.last_error();
-      (void)revoke(id, nullptr);
-      link_.fail(errc::store_unavailable, std::move(why));
-      return r.error();
-    }
-    bool succeeded = false;
-    if (!detail::json_bool(*r, "succeeded", succeeded)) return shape("acquire");
-    const std::chrono::milliseconds reported = detail::etcd_ttl_capped(applied_s, ttl);
-    if (succeeded) {
-      // One put in the transaction: the key's create_revision is the transaction's revision.
-      const std::optional<std::int64_t> rev = detail::etcd_revision(*r);
-      if (!rev) return shape("acquire");
-      remember(k, owner, *rev, id);
-      return grant{fencing_token(static_cast<std::uint64_t>(*rev)), reported};
-    }
-    std::optional<detail::etcd_kv> kv;
-    if (!failed_range(*r, kv)) return shape("acquire");
-    // A busy answer is where this thread's next wait_for_release starts watching from.
-    if (kv && kv->lease != id) sightings_.note(k, detail::etcd_revision(*r).value_or(0), kv->lease);
-    if (kv && kv->lease == id) {
-      // Our own transaction, repeated by the transport: the grant is ours.
-      remember(k, owner, kv->create_revision, id);
-      return grant{fencing_token(static_cast<std::uint64_t>(kv->create_revision)), reported};
-    }
-    if (kv && kv->lease == 0) {
-      (void)revoke(id, nullptr);
-      return link_.fail(errc::protocol_error,
-                        "etcd: acquire: the key has no lease (not written by holdfast)");
-    }
-    if (kv && kv->value == owner) {
-      // The holder itself asks again (a retry after a lost reply): same token, its own lease
-      // refreshed, and the lease granted above given back.
-      result<std::int64_t> left = keepalive(kv->lease);
-      (void)revoke(id, nullptr);
-      if (!left) return left.error();
-      if (*left <= 0) return errc::busy;  // expired, not yet deleted: etcd still has the key
-      remember(k, owner, kv->create_revision, kv->lease);
-      return grant{fencing_token(static_cast<std::uint64_t>(kv->create_revision)),
-                   detail::etcd_ttl_capped(*left, ttl)};
-    }
-    // Another owner holds it (or it vanished between the compare and the range: impossible in
-    // one transaction, treated as busy all the same). Give the unused lease back.
-    (void)revoke(id, nullptr);
-    return errc::busy;
+    return acquire_as(key, owner, ttl, false);
+  }
+
+  /// try_acquire that, when `key` is busy, also queues the calling thread for its next
+  /// wait_for_release on `key` (store.hpp's try_acquire_queued, used by blocking acquire()) at no
+  /// extra request: the attempt's lease is kept, bound to a queue entry put in the same
+  /// transaction (detail/etcd_queue.hpp). The thread's next attempt on `key` reuses that lease
+  /// (a keepalive instead of a grant); a grant deletes the entry, a busy attempt that is not
+  /// queued revokes it. An entry never tried again lasts until its lease expires. \returns as
+  /// try_acquire.
+  result<grant> try_acquire_queued(std::string_view key, std::string_view owner,
+                                   std::chrono::milliseconds ttl) {
+    return acquire_as(key, owner, ttl, true);
   }
 
   /// Keeps the lease on `key` alive iff `owner` holds it with `token`: one keepalive of the
@@ -297,17 +245,13 @@ class etcd_store : public detail::link_client<detail::etcd_link> {
     if ((*kv)->lease == 0) {
       return link_.fail(errc::protocol_error, "etcd: inspect: the key has no lease");
     }
-    number_body("ID", (*kv)->lease);
-    result<nlohmann::json> r = link_.post("/lease/timetolive", body_);
-    if (!r) return r.error();
-    std::int64_t left = 0;
-    if (!detail::json_int64(*r, "TTL", left) || left < -1 || left > max_ttl.count() / 1000) {
-      return shape("inspect");
-    }
-    if (left < 0) return std::optional<lease_record>{};  // revoked since: the key went with it
+    result<std::int64_t> left =
+        detail::etcd_time_to_live(link_, body_, (*kv)->lease, max_ttl.count() / 1000);
+    if (!left) return left.error();
+    if (*left < 0) return std::optional<lease_record>{};  // revoked since: the key went with it
     return std::optional<lease_record>{lease_record{
         std::move((*kv)->value), fencing_token(static_cast<std::uint64_t>((*kv)->create_revision)),
-        std::chrono::milliseconds(left * 1000)}};
+        std::chrono::milliseconds(*left * 1000)}};
   }
 
   /// Returns etcd's current revision: every token issued so far is at most this. One round trip.
@@ -359,17 +303,16 @@ class etcd_store : public detail::link_client<detail::etcd_link> {
   }
 
   /// Blocks until `key` may be free, without polling (store.hpp's wait_for_release capability,
-  /// used by blocking acquire()): watches the key for its deletion after the revision this
-  /// thread's last busy try_acquire on `key` saw (else a kv/range read now), on a /v3/watch stream
-  /// of its own (see the overview). Wakes when etcd deletes the key (a release, or the holder's
-  /// lease expired), when the holder's lease can have expired (lease/timetolive's whole seconds
-  /// left, from before that read left; 1 s if it said 0), or at `deadline`, whichever is first;
-  /// returns at once if the key is free or `deadline` has passed. A dropped stream or a compacted
-  /// revision re-reads the key: a new holder returns, the same one is watched again (at most four
-  /// watches a call); never a sleep past the holder's expiry. Every waiter of the key wakes on
-  /// its release. Requests: timetolive and the watch, plus kv/range without a busy answer to start
-  /// from or after a drop. Thread-safety: any number of threads may wait on one store at once,
-  /// each on its own watch; the store's connection is held for the reads, never while asleep.
+  /// used by blocking acquire()), on a /v3/watch stream of its own from the revision this thread's
+  /// last busy attempt on `key` saw (else a read now). Queued by try_acquire_queued, it watches the
+  /// entry ahead, then the key once first; else the key (every such waiter wakes). Returns when
+  /// the key is deleted (released, or the holder's lease expired), when the holder's lease can
+  /// have expired (lease/timetolive's whole seconds left, from before that read; 1 s if 0), or at
+  /// `deadline`; at once if the key is free or `deadline` has passed. A dropped stream or a
+  /// compacted revision re-reads (once more on the next member): never a sleep past the holder's
+  /// expiry. Requests: timetolive and the watch; a two-range read when the entry ahead leaves or
+  /// the stream drops. Thread-safety: any number of threads may wait on one store at once, each
+  /// on its own watch; the store's connection is held for the reads, never while asleep.
   /// \returns success (woken for any reason above); errc::invalid_argument for an empty key;
   ///   store_unavailable, timeout, protocol_error if a read fails or the watch is refused (the
   ///   caller falls back to backoff), with the text in last_error_message().
@@ -379,9 +322,8 @@ class etcd_store : public detail::link_client<detail::etcd_link> {
     return wait_deleted(key, deadline, true);
   }
 
-  /// For observers (election::next_leader): the same wait as wait_for_release, which here takes
-  /// no place in any hand-off (every watcher of a key wakes on its release), starting from a
-  /// kv/range read (an observer has no busy answer). \returns as wait_for_release.
+  /// For observers (election::next_leader): wait_for_release's wait on the key, in no queue:
+  /// every watcher wakes on a release. \returns as wait_for_release.
   result<void> watch_release(std::string_view key,
                              const std::chrono::steady_clock::time_point& deadline) {
     if (key.empty()) return errc::invalid_argument;
@@ -389,6 +331,119 @@ class etcd_store : public detail::link_client<detail::etcd_link> {
   }
 
  private:
+  // try_acquire (see there), queued (try_acquire_queued) or not.
+  result<grant> acquire_as(std::string_view key, std::string_view owner,
+                           std::chrono::milliseconds ttl, bool queue) {
+    if (std::error_code ec = check_acquire_args(key, owner, ttl)) return ec;
+    auto guard = link_.lock();
+    const std::int64_t seconds = (ttl.count() + 999) / 1000;
+    const std::string k = lease_key(key);
+    std::optional<detail::etcd_ticket> t = tickets_.take();
+    if (t && (t->key != k || t->seconds != seconds)) {  // a place in another queue: left
+      (void)revoke(t->lease, nullptr);
+      t.reset();
+    }
+    std::int64_t id = 0;
+    std::int64_t applied_s = 0;
+    if (t) {  // the lease of this thread's queue entry, refreshed to its full TTL
+      result<std::int64_t> left = keepalive(t->lease);
+      if (!left) {
+        tickets_.put(std::move(*t));  // kept: the next attempt reuses or revokes it
+        return left.error();
+      }
+      if (*left > 0) {
+        id = t->lease;
+        applied_s = *left;
+      } else {
+        t.reset();  // expired while queued, and the entry with it
+      }
+    }
+    if (!t) {
+      result<std::pair<std::int64_t, std::int64_t>> lease = grant_lease(seconds);
+      if (!lease) return lease.error();
+      std::tie(id, applied_s) = *lease;
+    }
+    std::string entry;
+    if (t) {
+      entry = std::move(t->entry);
+    } else if (queue) {
+      entry =
+          detail::etcd_queue_entry(detail::etcd_queue_prefix(link_.options().key_prefix, k), id);
+    }
+    detail::etcd_acquire_body(body_, k, owner, id, t ? t->entry_revision : -1, entry, queue);
+    result<nlohmann::json> r = link_.post("/kv/txn", body_);
+    if (!r) {
+      // Nobody was told of a grant, so the lease goes back at once (with the key, if the
+      // transaction applied); one attempt, on the next member; the caller hears of the failure.
+      std::string why = link_.last_error();
+      (void)revoke(id, nullptr);
+      link_.fail(errc::store_unavailable, std::move(why));
+      return r.error();
+    }
+    detail::etcd_ticket next =
+        detail::etcd_ticket::of(k, std::move(entry), id, seconds, t ? t->entry_revision : 0);
+    return acquire_answer(*r, k, owner, ttl, applied_s, queue, std::move(next));
+  }
+
+  // Judges an attempt's transaction answer; `next` is the thread's ticket if it stays queued.
+  result<grant> acquire_answer(const nlohmann::json& r, const std::string& k,
+                               std::string_view owner, std::chrono::milliseconds ttl,
+                               std::int64_t applied_s, bool queue, detail::etcd_ticket next) {
+    const std::int64_t id = next.lease;
+    bool succeeded = false;
+    if (!detail::json_bool(r, "succeeded", succeeded)) return shape("acquire");
+    const std::chrono::milliseconds reported = detail::etcd_ttl_capped(applied_s, ttl);
+    const std::optional<std::int64_t> rev = detail::etcd_revision(r);
+    if (succeeded) {
+      // The transaction's revision is the key's create_revision (its one put of the key).
+      if (!rev) return shape("acquire");
+      remember(k, owner, *rev, id);
+      return grant{fencing_token(static_cast<std::uint64_t>(*rev)), reported};
+    }
+    const bool queued_before = next.entry_revision > 0;
+    const std::size_t n = !queue ? 1 : queued_before ? 2 : 3;
+    std::optional<detail::etcd_kv> kv;
+    if (!failed_range(r, kv, n)) return shape("acquire");
+    if (kv && kv->lease == id) {
+      // Our own transaction, repeated by the transport: the grant is ours.
+      remember(k, owner, kv->create_revision, id);
+      return grant{fencing_token(static_cast<std::uint64_t>(kv->create_revision)), reported};
+    }
+    if (kv && kv->lease == 0) {
+      (void)revoke(id, nullptr);
+      return link_.fail(errc::protocol_error,
+                        "etcd: acquire: the key has no lease (not written by holdfast)");
+    }
+    if (kv && kv->value == owner) {
+      // The holder itself asks again (a retry after a lost reply): same token, its own lease
+      // refreshed, and the lease granted above (and any queue entry on it) given back.
+      result<std::int64_t> left = keepalive(kv->lease);
+      (void)revoke(id, nullptr);
+      if (!left) return left.error();
+      if (*left <= 0) return errc::busy;  // expired, not yet deleted: etcd still has the key
+      remember(k, owner, kv->create_revision, kv->lease);
+      return grant{fencing_token(static_cast<std::uint64_t>(kv->create_revision)),
+                   detail::etcd_ttl_capped(*left, ttl)};
+    }
+    // Another owner holds it (a vanished key is impossible in one transaction: busy too): the
+    // thread stays queued on the lease, or gives it back; its wait starts from this answer.
+    if (!queue) {
+      (void)revoke(id, nullptr);
+      if (kv) sightings_.note(k, rev.value_or(0), kv->lease);
+      return errc::busy;
+    }
+    const nlohmann::json* ahead = detail::etcd_txn_range(r, n - 1, n);
+    if (!rev || ahead == nullptr || !detail::etcd_read_ahead(*ahead, next.entry, next.ahead)) {
+      (void)revoke(id, nullptr);
+      return shape("acquire");
+    }
+    if (!queued_before) next.entry_revision = *rev;  // the entry was put by this transaction
+    next.seen_revision = kv ? *rev : 0;
+    next.holder_lease = kv ? kv->lease : 0;
+    tickets_.put(std::move(next));
+    return errc::busy;
+  }
+
   struct remembered {
     std::string owner;
     std::int64_t token = 0;
@@ -404,71 +459,20 @@ class etcd_store : public detail::link_client<detail::etcd_link> {
 
   void b64_append(std::string_view bytes) { detail::base64_append(bytes, body_); }
 
-  // Sets body_ to {"<field>":"<n>"}: the gateway takes 64-bit numbers as JSON strings.
-  void number_body(const char* field, std::int64_t n) {
-    body_.assign(R"({")");
-    body_ += field;
-    body_ += R"(":")";
-    body_ += std::to_string(n);
-    body_ += R"("})";
-  }
-
-  std::error_code shape(const char* op) {
-    return link_.fail(
-        errc::protocol_error,
-        std::string("etcd: ") + op + ": an answer of unexpected shape from " + link_.endpoint());
-  }
-
-  // lease/grant: {id, applied TTL in seconds}.
+  void number_body(const char* field, std::int64_t n) { detail::etcd_number_body(body_, field, n); }
+  std::error_code shape(const char* op) { return detail::etcd_shape(link_, op); }
   result<std::pair<std::int64_t, std::int64_t>> grant_lease(std::int64_t seconds) {
-    number_body("TTL", seconds);
-    result<nlohmann::json> r = link_.post("/lease/grant", body_);
-    if (!r) return r.error();
-    std::int64_t id = 0;
-    std::int64_t applied = 0;
-    if (!detail::json_int64(*r, "ID", id) || !detail::json_int64(*r, "TTL", applied) || id == 0 ||
-        applied <= 0) {
-      const auto e = r->find("error");  // LeaseGrantResponse has an "error" text field
-      if (e != r->end() && e->is_string() && !e->get_ref<const std::string&>().empty()) {
-        return link_.fail(errc::store_unavailable, "etcd: lease grant: " + e->get<std::string>());
-      }
-      return shape("lease grant");
-    }
-    return std::make_pair(id, applied);
+    return detail::etcd_grant_lease(link_, body_, seconds);
   }
-
-  // lease/keepalive: the TTL etcd restarted (<= 0: the lease is gone).
   result<std::int64_t> keepalive(std::int64_t id) {
-    number_body("ID", id);
-    result<nlohmann::json> r = link_.post("/lease/keepalive", body_);
-    if (!r) return r.error();
-    std::int64_t left = 0;
-    if (!detail::json_int64(*r, "TTL", left)) return shape("keepalive");
-    return left;
+    return detail::etcd_keepalive(link_, body_, id);
   }
-
-  // lease/revoke; *found is false if etcd no longer had the lease.
   std::error_code revoke(std::int64_t id, bool* found) {
-    number_body("ID", id);
-    detail::etcd_failure missing;
-    result<nlohmann::json> r = link_.post("/lease/revoke", body_, 5 /* NotFound */, &missing);
-    if (!r) return r.error();
-    if (found != nullptr) *found = missing.code != 5;
-    return {};
+    return detail::etcd_revoke(link_, body_, id, found);
   }
-
-  // kv/range of `k`; *revision (if given) is the answer's.
   result<std::optional<detail::etcd_kv>> range(const std::string& k,
                                                std::int64_t* revision = nullptr) {
-    body_.assign(R"({"key":")");
-    b64_append(k);
-    body_ += R"("})";
-    result<nlohmann::json> r = link_.post("/kv/range", body_);
-    if (!r) return r.error();
-    std::optional<detail::etcd_kv> kv;
-    if (!detail::etcd_first_kv(*r, kv)) return shape("range");
-    if (revision != nullptr) *revision = detail::etcd_revision(*r).value_or(0);
-    return kv;
+    return detail::etcd_range(link_, body_, k, revision);
   }
 
   result<fencing_token> current_revision() {
@@ -482,13 +486,9 @@ class etcd_store : public detail::link_client<detail::etcd_link> {
     return fencing_token(static_cast<std::uint64_t>(*rev));
   }
 
-  static bool failed_range(const nlohmann::json& txn, std::optional<detail::etcd_kv>& kv) {
-    const auto responses = txn.find("responses");
-    if (responses == txn.end() || !responses->is_array() || responses->size() != 1 ||
-        !(*responses)[0].is_object()) {
-      return false;
-    }
-    const nlohmann::json* range = detail::json_object((*responses)[0], "response_range");
+  static bool failed_range(const nlohmann::json& txn, std::optional<detail::etcd_kv>& kv,
+                           std::size_t n = 1) {
+    const nlohmann::json* range = detail::etcd_txn_range(txn, 0, n);
     return range != nullptr && detail::etcd_first_kv(*range, kv);
   }
 
@@ -505,51 +505,62 @@ class etcd_store : public detail::link_client<detail::etcd_link> {
     return (*kv)->lease;
   }
 
-  // The wait of wait_for_release and watch_release (see there): one watch per round, re-reading
-  // the key after a dropped or compacted watch.
+  // The wait of wait_for_release and watch_release (see there). Queued (this thread's ticket from
+  // try_acquire_queued), it watches the entry ahead, or the key once none is; else the key. One
+  // watch per round; a dropped or compacted watch, or the entry ahead leaving, re-reads.
   result<void> wait_deleted(std::string_view key, std::chrono::steady_clock::time_point deadline,
                             bool from_busy) {
     std::optional<detail::etcd_sighting> seen;
     std::string k;
+    detail::etcd_ticket q;  // entry_revision 0: not queued
     {
       auto guard = link_.lock();
       k = lease_key(key);
-      if (from_busy) seen = sightings_.take(k);
+      if (detail::etcd_ticket* t = from_busy ? tickets_.find(k) : nullptr) {
+        q = *t;
+        if (t->seen_revision > 0)
+          seen = detail::etcd_sighting{k, t->seen_revision, t->holder_lease};
+        t->seen_revision = 0;  // used up
+      } else if (from_busy) {
+        seen = sightings_.take(k);
+      }
     }
     detail::etcd_watch watch;
-    for (int round = 0; round < 4 && std::chrono::steady_clock::now() < deadline; ++round) {
+    using end = detail::etcd_watch::end;
+    for (int round = 0, drops = 0; round < 64 && drops < 4; ++round) {
+      if (std::chrono::steady_clock::now() >= deadline) return {};
       auto guard = link_.lock();
       const std::int64_t before = seen ? seen->lease : -1;
       if (!seen || seen->revision <= 0) {
-        std::int64_t rev = 0;
-        result<std::optional<detail::etcd_kv>> kv = range(k, &rev);
-        if (!kv) return kv.error();
-        if (!*kv || (before >= 0 && (*kv)->lease != before)) return {};  // free, or changed
-        seen = detail::etcd_sighting{k, rev, (*kv)->lease};
+        // After a drop, once more if it fails: the next request goes to the next member.
+        result<std::optional<detail::etcd_sighting>> now = detail::etcd_read_queue(
+            link_, body_, k, q.entry_revision, q.entry, q.ahead, drops > 0 ? 2 : 1);
+        if (!now) return now.error();
+        if (!*now) return {};  // free
+        if (q.entry_revision == 0 && before >= 0 && (*now)->lease != before)
+          return {};  // new holder
+        seen = std::move(*now);
       }
-      if (!watch.open(link_.options(), link_.endpoint(), link_.auth_token(), k,
-                      seen->revision + 1)) {
+      if (!watch.open(link_.options(), link_.endpoint(), link_.auth_token(),
+                      q.ahead.empty() ? k : q.ahead, seen->revision + 1)) {
         return link_.fail(errc::store_unavailable, watch.why());
       }
       const auto start = std::chrono::steady_clock::now();  // before the read leaves
-      number_body("ID", seen->lease);
-      result<nlohmann::json> r = link_.post("/lease/timetolive", body_);
-      if (!r) return r.error();
-      std::int64_t left = 0;
-      if (!detail::json_int64(*r, "TTL", left)) return shape("timetolive");
-      if (left < 0) return {};  // the lease is gone, and the key with it
+      result<std::int64_t> left =
+          detail::etcd_time_to_live(link_, body_, seen->lease, max_ttl.count() / 1000);
+      if (!left) return left.error();
+      if (*left < 0) return {};  // the holder's lease is gone, and the key with it
       guard.unlock();
-      auto wake = start + std::chrono::seconds(left > 0 ? left : 1);
+      auto wake = start + std::chrono::seconds(*left > 0 ? *left : 1);
       if (deadline < wake) wake = deadline;
-      const detail::etcd_watch::end e = watch.wait(wake);
-      if (e == detail::etcd_watch::end::refused) {
+      const end e = watch.wait(wake);
+      if (e == end::refused) {
         guard.lock();
         return link_.fail(errc::store_unavailable, watch.why());
       }
-      if (e != detail::etcd_watch::end::dropped && e != detail::etcd_watch::end::compacted) {
-        return {};
-      }
-      seen->revision = 0;  // re-read: the same holder is watched again, a new one returns
+      if (e == end::quiet || (e == end::changed && q.ahead.empty())) return {};
+      if (e != end::changed) ++drops;
+      seen->revision = 0;  // re-read: who holds it, and who is ahead now
     }
     return {};
   }
@@ -577,6 +588,7 @@ class etcd_store : public detail::link_client<detail::etcd_link> {
 
   std::unordered_map<std::string, remembered> remembered_;  // guarded by the link's mutex
   detail::etcd_sightings sightings_;                        // guarded by the link's mutex
+  detail::etcd_tickets tickets_;                            // guarded by the link's mutex
   std::uint64_t clock_ = 0;
   std::string key_;  // scratch buffers, guarded by the link's mutex
   std::string body_;
