@@ -4,6 +4,7 @@
 // mutex rules and works with std::lock_guard / std::unique_lock. Cost: well under a second.
 #include <catch2/catch.hpp>
 
+#include <algorithm>
 #include <chrono>
 #include <mutex>
 #include <string>
@@ -151,4 +152,30 @@ TEST_CASE("recursive_distributed_mutex re-enters with std::lock_guard and std::u
   CHECK(free_key(s, "k"));
   m.unlock();  // not held: nothing happens
   CHECK(m.last_error() == errc::not_holder);
+}
+
+TEST_CASE("recursive_distributed_mutex excludes other threads while re-entered",
+          "[reentrant][concurrency]") {
+  holdfast::memory_store<> s;
+  holdfast::recursive_distributed_mutex<holdfast::memory_store<>> m(s, "k", 10s);
+  int inside = 0;
+  int most = 0;
+  long total = 0;
+  auto work = [&] {
+    for (int i = 0; i < 50; ++i) {
+      std::lock_guard<decltype(m)> outer(m);
+      std::lock_guard<decltype(m)> inner(m);  // a re-entry: no store call
+      most = std::max(most, ++inside);
+      ++total;
+      --inside;
+    }
+  };
+  std::thread a(work);
+  std::thread b(work);
+  a.join();
+  b.join();
+  CHECK(most == 1);
+  CHECK(total == 100);
+  auto r = s.inspect("k");
+  CHECK((r && !*r));
 }
