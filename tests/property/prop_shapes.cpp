@@ -1,7 +1,7 @@
 // rapidcheck over the lock shapes' simulation (testing/shapes_workload.hpp): a generated decision
 // tape is one schedule of acquire_all() and reentrant_holder; the shipped code keeps every
 // property, and each negative control is caught within rapidcheck's default case count (100), by
-// the property it breaks. Cost: ~1 s (Debug).
+// the property it breaks. Cost: ~2 s (Debug, load 8).
 #include <rapidcheck.h>
 #include <rapidcheck/catch.h>
 #include <catch2/catch.hpp>
