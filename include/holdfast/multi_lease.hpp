@@ -34,9 +34,10 @@
 //     so two MultiLocks over {a, b} and {b, a} can each hold one lock until their wait times out.
 //   - Curator's InterProcessMultiLock acquires its locks in list order and releases the acquired
 //     ones in reverse on failure; ordering is the caller's too.
-//   - madelson/DistributedLock's TryAcquireAllLocks (Postgres, SQL Server, MySQL and Redis
-//     providers) takes all or none, and for Redis in one script; its docs advise a consistent
-//     order across callers.
+//   - madelson/DistributedLock's TryAcquireAllLocks / AcquireAllLocks (provider extensions, issue
+//     #236, PR #248) take the names in list order with the remaining timeout and release what
+//     they took if one fails; ordering is left to the caller on purpose (lock types disagree on
+//     name equality).
 // Here the order is the library's (callers cannot disagree), the atomic step is a store
 // capability (has_try_acquire_all_v in store.hpp) rather than a special store, and each key keeps
 // its own fencing token, so each resource fences with the token of the key it belongs to.
