@@ -252,3 +252,49 @@ TEST_CASE("a multi_lease is kept alive by a keepalive and released together", "[
   CHECK(free_key(s, "a"));
   CHECK(free_key(s, "b"));
 }
+
+#if HOLDFAST_HAS_EXCEPTIONS
+TEST_CASE("a store's exception reaches the caller unchanged, after what was taken is given back",
+          "[multi_lease]") {
+  manual_clock clock;
+  scripted_store s(clock);
+  s.on_acquire = [&](std::string_view key, std::string_view owner, ms ttl) {
+    if (key == "b") throw holdfast_test::store_failure("store down", 7);
+    return s.inner.try_acquire(key, owner, ttl);
+  };
+  int code = 0;
+  try {
+    (void)holdfast::try_acquire_all(s, {"a", "b"}, 1000ms, options(clock, "me"));
+  } catch (const holdfast_test::store_failure& e) {
+    code = e.code;
+  }
+  CHECK(code == 7);
+  CHECK(free_key(s.inner, "a"));  // the lease on "a" released itself while unwinding
+}
+#endif
+
+TEST_CASE("the negative controls of acquire_all differ by their one bug", "[multi_lease]") {
+  using holdfast::detail::multi_mutation;
+  manual_clock clock;
+  scripted_store s(clock);
+  std::vector<std::string> order;
+  s.on_acquire = [&](std::string_view key, std::string_view owner, ms ttl) {
+    order.emplace_back(key);
+    return s.inner.try_acquire(key, owner, ttl);
+  };
+  REQUIRE(s.inner.try_acquire("c", "other", 1000ms));
+  const auto o = options(clock, "me");
+  holdfast::detail::multi_control<scripted_store, manual_clock> unordered;
+  unordered.mutation = multi_mutation::unordered;
+  auto req = holdfast::detail::prepare_multi({"b", "a"}, 1000ms, o, unordered.mutation);
+  REQUIRE(req);
+  REQUIRE(holdfast::detail::take_all(s, *req, o, &unordered));
+  CHECK(order == std::vector<std::string>{"b", "a"});  // the caller's order, not sorted
+  holdfast::detail::multi_control<scripted_store, manual_clock> keeps;
+  keeps.mutation = multi_mutation::keeps_partial;
+  auto req2 = holdfast::detail::prepare_multi({"c", "b2"}, 1000ms, options(clock, "you"));
+  REQUIRE(req2);
+  CHECK(holdfast::detail::take_all(s, *req2, o, &keeps).error() == errc::busy);
+  CHECK(keeps.kept.size() == 1);  // "b2" kept after the failure on "c"
+  CHECK(held_by(s.inner, "b2", "you"));
+}
