@@ -55,7 +55,7 @@
 // (election::next_leader): it takes no place in the hand-off, and every watcher of the key wakes
 // on its release. try_acquire_queued (optional, with wait_for_release) is try_acquire that, when
 // the key is busy, also queues the calling thread for its next wait_for_release in the same
-// request, so that joining the queue costs nothing extra (Redis).
+// request, so that joining the queue costs nothing extra (Redis, etcd).
 //
 // `testing/` holds the conformance kit that checks a store against all of this at run time.
 #ifndef HOLDFAST_STORE_HPP

@@ -1,9 +1,13 @@
-// Tests of etcd_store's wait_for_release and watch_release (stores/detail/etcd_watch.hpp) against
-// real etcd: the shared member and three-member cluster .ci/servers starts for the wake-ups
-// (a release, an expiry, a release before the wait began, a compacted revision), and members of
+// Tests of etcd_store's wait_for_release, watch_release and try_acquire_queued (detail/
+// etcd_watch.hpp, etcd_queue.hpp) against real etcd: the shared member and three-member cluster
+// .ci/servers starts for the wake-ups (a release, an expiry, a release before the wait began, a
+// compacted revision) and the wait queue (FIFO, one wake-up per release, leaving it, a vanished
+// waiter ahead), and members of
 // our own for the faults (the watched member killed in a cluster; a single member restarted
 // under a blocking acquire()). Every wait is bounded; the holders' TTLs are far longer than the
-// bounds, so a waiter that slept to the holder's expiry instead fails the test. ~8 s in all.
+// bounds, so a waiter that slept to the holder's expiry instead fails the test. ~14 s in all
+// (the two fault tests ~6 s, the expiry and vanished-waiter tests ~2 s each); two [concurrency]
+// cases (threads sharing a store, and queued waiters) also run under TSan.
 #include <catch2/catch.hpp>
 
 #include <chrono>
@@ -183,7 +187,7 @@ TEST_CASE("etcd_store wait_for_release: a compacted revision falls back to re-re
 }
 
 TEST_CASE("etcd_store watch_release: every watcher wakes on a release (next_leader)",
-          "[etcd][wait]") {
+          "[etcd][wait][concurrency]") {
   std::optional<etcd_options> o = shared("HOLDFAST_ETCD_ENDPOINTS");
   if (!o) return;
   etcd_store holder(*o);
@@ -322,7 +326,7 @@ std::size_t queue_length(const etcd_options& o) {
 }  // namespace
 
 TEST_CASE("etcd_store try_acquire_queued: a release wakes the first waiter only, in FIFO order",
-          "[etcd][wait]") {
+          "[etcd][wait][concurrency]") {
   std::optional<etcd_options> o = shared("HOLDFAST_ETCD_ENDPOINTS");
   if (!o) return;
   static_assert(holdfast::has_try_acquire_queued_v<etcd_store>);
