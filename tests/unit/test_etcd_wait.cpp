@@ -325,11 +325,10 @@ std::size_t queue_length(const etcd_options& o) {
 
 }  // namespace
 
-TEST_CASE("etcd_store try_acquire_queued: a release wakes the first waiter only, in FIFO order",
-          "[etcd][wait][concurrency]") {
-  std::optional<etcd_options> o = shared("HOLDFAST_ETCD_ENDPOINTS");
-  if (!o) return;
-  static_assert(holdfast::has_try_acquire_queued_v<etcd_store>);
+namespace {
+
+/// Three waiters queue behind a holder in order A, B, C; each release wakes the next only.
+void check_fifo(const std::optional<etcd_options>& o) {
   etcd_store holder(*o);
   auto h = holder.try_acquire("k", "holder", 30s);
   REQUIRE(h);
@@ -378,6 +377,21 @@ TEST_CASE("etcd_store try_acquire_queued: a release wakes the first waiter only,
     REQUIRE(w[i]->release("k", names[i], g.token));
   }
   CHECK(queue_length(*o) == 0);
+}
+
+}  // namespace
+
+TEST_CASE(
+    "etcd_store try_acquire_queued: a release wakes the first waiter only, in FIFO order "
+    "(one member, three members)",
+    "[etcd][wait][concurrency]") {
+  static_assert(holdfast::has_try_acquire_queued_v<etcd_store>);
+  for (const char* var : {"HOLDFAST_ETCD_ENDPOINTS", "HOLDFAST_ETCD_CLUSTER_ENDPOINTS"}) {
+    std::optional<etcd_options> o = shared(var);
+    if (!o) return;
+    INFO(var);
+    check_fifo(o);
+  }
 }
 
 TEST_CASE("etcd_store try_acquire_queued: leaving the queue takes the entry along",
