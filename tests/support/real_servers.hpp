@@ -530,7 +530,12 @@ class redis_sentinel final : public owned_server {
 /// a committed statement survives a kill -9 of every server process).
 class postgres_server final : public owned_server {
  public:
-  postgres_server() {
+  /// A primary (standby_of == 0) or a streaming standby of the primary on 127.0.0.1:standby_of,
+  /// made by pg_basebackup -R (its primary_conninfo names application_name `name`), with
+  /// `settings` ("name=value") passed as -c options.
+  explicit postgres_server(int standby_of = 0, std::vector<std::string> settings = {},
+                           std::string name = "s1")
+      : standby_of_(standby_of), settings_(std::move(settings)), name_(std::move(name)) {
     bindir_ = env("HOLDFAST_PG_BINDIR").value_or(newest_pg_bindir());
     dir_ = make_temp_dir("pg");
     port_ = free_port();
@@ -560,6 +565,18 @@ class postgres_server final : public owned_server {
       why_ = "cannot chown the data directory to the unprivileged user";
       return false;
     }
+    if (standby_of_ != 0) {
+      if (!run_program(
+              {bindir_ + "/pg_basebackup", "-h", "127.0.0.1", "-p", std::to_string(standby_of_),
+               "-U", "holdfast", "-D", dir_ + "/data", "-R", "-X", "stream", "--no-sync",
+               "--checkpoint=fast", "-d", "application_name=" + name_ + " user=holdfast"},
+              dir_ + "/basebackup.log", u, dir_)) {
+        why_ = "pg_basebackup failed; log:\n" + read_file(dir_ + "/basebackup.log");
+        return false;
+      }
+      initialized_ = true;
+      return true;
+    }
     if (!run_program({bindir_ + "/initdb", "-D", dir_ + "/data", "-U", "holdfast", "--auth=trust",
                       "-E", "UTF8", "--locale=C", "--no-sync"},
                      dir_ + "/initdb.log", u, dir_)) {
@@ -570,23 +587,25 @@ class postgres_server final : public owned_server {
     return true;
   }
   std::vector<std::string> command() override {
-    return {bindir_ + "/postgres",
-            "-D",
-            dir_ + "/data",
-            "-p",
-            std::to_string(port_),
-            "-k",
-            "",
-            "-c",
-            "listen_addresses=127.0.0.1",
-            "-c",
-            "fsync=off",
-            "-c",
-            "full_page_writes=off",
-            "-c",
-            "max_connections=50",
-            "-c",
-            "shared_buffers=16MB"};
+    std::vector<std::string> c = {bindir_ + "/postgres",
+                                  "-D",
+                                  dir_ + "/data",
+                                  "-p",
+                                  std::to_string(port_),
+                                  "-k",
+                                  "",
+                                  "-c",
+                                  "listen_addresses=127.0.0.1",
+                                  "-c",
+                                  "fsync=off",
+                                  "-c",
+                                  "full_page_writes=off",
+                                  "-c",
+                                  "max_connections=50",
+                                  "-c",
+                                  "shared_buffers=16MB"};
+    for (const std::string& setting : settings_) c.insert(c.end(), {"-c", setting});
+    return c;
   }
   bool ready() override {
     return run_program({bindir_ + "/pg_isready", "-q", "-h", "127.0.0.1", "-p",
@@ -615,6 +634,9 @@ class postgres_server final : public owned_server {
 
   std::string bindir_;
   bool initialized_ = false;
+  int standby_of_ = 0;
+  std::vector<std::string> settings_;
+  std::string name_;
 };
 
 }  // namespace hf_test

@@ -73,12 +73,14 @@
 #include <utility>
 #include <vector>
 
+#include "holdfast/deployment.hpp"
 #include "holdfast/detail/config.hpp"
 #include "holdfast/error.hpp"
 #include "holdfast/fencing_token.hpp"
 #include "holdfast/result.hpp"
 #include "holdfast/store.hpp"
 #include "holdfast/stores/detail/link_client.hpp"
+#include "holdfast/stores/detail/postgres_deployment.hpp"
 #include "holdfast/stores/detail/postgres_link.hpp"
 #include "holdfast/stores/detail/postgres_sql.hpp"
 #include "holdfast/stores/postgres_fence.hpp"
@@ -238,6 +240,17 @@ class postgres_store : public detail::link_client<detail::pg_link> {
       }
     }
     return link_.fail(errc::protocol_error, "postgres: inspect: unexpected result shape");
+  }
+
+  /// Returns what this store reads about its deployment now, in one query on its connection
+  /// (deployment.hpp): fsync, synchronous_commit, synchronous_standby_names, the streaming
+  /// standbys and which are synchronous (pg_stat_replication; its sync_state needs superuser or
+  /// pg_read_all_stats), whether the server is in recovery, and its life
+  /// "<system_identifier>/<timeline>". \returns the report; store_unavailable, timeout,
+  ///   protocol_error.
+  result<deployment_report> deployment() {
+    auto guard = link_.lock();
+    return detail::read_postgres_deployment(link_);
   }
 
   /// Returns the newest token the sequence has issued (none if it has issued none). Values drawn

@@ -1,0 +1,190 @@
+// Tests of postgres_store over a primary and a streaming standby the tests own (pg_basebackup
+// -R), the standby promoted after the primary is killed -9 (issue #20): with an asynchronous
+// standby the grants it had not received are lost and their tokens come again; with a
+// synchronous one (synchronous_standby_names = '*', synchronous_commit = on) nothing reported is
+// lost. And deployment() says which of the two it is. Each case ~3 s (two servers, a base backup,
+// a promotion).
+#include <catch2/catch.hpp>
+
+#include <chrono>
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "../support/real_servers.hpp"
+#include "holdfast/stores/postgres.hpp"
+
+using holdfast::errc;
+using holdfast::fencing_token;
+using holdfast::postgres_options;
+using holdfast::postgres_store;
+using namespace std::chrono_literals;
+
+namespace {
+
+struct pair_of_servers {
+  std::unique_ptr<hf_test::postgres_server> primary;
+  std::unique_ptr<hf_test::postgres_server> standby;
+};
+
+/// A primary (with `settings`) and its standby, both serving; nullptr members after a loud skip
+/// outside CI.
+pair_of_servers start_pair(std::vector<std::string> settings) {
+  pair_of_servers out;
+  out.primary = std::make_unique<hf_test::postgres_server>(0, std::move(settings));
+  if (!out.primary->start()) {
+    const std::string why = "cannot start postgres: " + out.primary->why();
+    if (hf_test::in_ci() || out.primary->available()) FAIL(why);
+    hf_test::loud_skip(why);
+    return {};
+  }
+  out.standby = std::make_unique<hf_test::postgres_server>(out.primary->port());
+  if (!out.standby->start()) FAIL("cannot start the standby: " + out.standby->why());
+  // Streaming before the first write (with a synchronous standby a commit would wait for it).
+  REQUIRE(hf_test::wait_until(
+      [&] {
+        return hf_test::run_program(
+            {"/usr/bin/psql", "-q", "-X", "-d", out.primary->conninfo(), "-c",
+             "DO $$BEGIN IF (SELECT count(*) FROM pg_stat_replication WHERE state = 'streaming') "
+             "= 0 THEN RAISE EXCEPTION 'not yet'; END IF; END$$"},
+            "/dev/null");
+      },
+      10s));
+  return out;
+}
+
+postgres_options options_for(const hf_test::postgres_server& s) {
+  postgres_options o;
+  o.conninfo = s.conninfo();
+  o.connect_timeout = 3s;
+  o.command_timeout = 3s;
+  return o;
+}
+
+bool mentions(const holdfast::deployment_report& r, const std::string& what) {
+  for (const std::string& risk : r.risks) {
+    if (risk.find(what) != std::string::npos) return true;
+  }
+  return false;
+}
+
+/// Waits (bounded: 10 s) until the standby is streaming from `primary`.
+void wait_streaming(postgres_store& primary) {
+  REQUIRE(hf_test::wait_until(
+      [&] {
+        auto r = primary.deployment();
+        return r && r->facts.find("standbys=1") != std::string::npos;
+      },
+      10s));
+}
+
+/// Promotes the standby (SELECT pg_promote(), which waits until it is done) and returns a store
+/// on it that grants (bounded: 20 s). A store cannot connect to a standby at all: its session
+/// setup creates its table, which a server in recovery refuses.
+std::unique_ptr<postgres_store> promote(const hf_test::postgres_server& standby) {
+  REQUIRE(hf_test::run_program(
+      {"/usr/bin/psql", "-q", "-X", "-d", standby.conninfo(), "-c", "SELECT pg_promote(true, 30)"},
+      "/dev/null"));
+  auto s = std::make_unique<postgres_store>(options_for(standby));
+  REQUIRE(hf_test::wait_until(
+      [&] {
+        auto r = s->deployment();
+        return r && !mentions(*r, "is a standby");
+      },
+      20s));
+  return s;
+}
+
+}  // namespace
+
+// Expected: the standby, its WAL receiver stopped while A takes 40 grants on the primary, misses
+// them; the primary dies; the promoted standby's sequence is behind A's newest token (its 32-value
+// WAL prefetch covers fewer grants than A took), so B's token is one A already had and the fence,
+// which admitted A's newest, refuses B: stale_token if B's token is older, token_reissued if it is
+// A's newest itself. No second holder is admitted; raising the sequence to A's newest (setval)
+// restores liveness: B's next token passes it.
+TEST_CASE("postgres standby: an asynchronous standby promoted loses grants; tokens come again",
+          "[postgres][failover]") {
+  pair_of_servers pg = start_pair({});
+  if (!pg.primary) return;
+  postgres_store on_primary(options_for(*pg.primary));
+  REQUIRE(on_primary.try_acquire("warm-up", "w", 30s));
+  wait_streaming(on_primary);
+  auto report = on_primary.deployment();
+  REQUIRE(report);
+  INFO(report->facts);
+  CHECK(mentions(*report, "asynchronous standby"));
+  CHECK(report->life.size() > 10);
+
+  REQUIRE(hf_test::wait_until(  // the standby replayed the table and the warm-up grant
+      [&] {
+        return hf_test::run_program({"/usr/bin/psql", "-q", "-X", "-d", pg.standby->conninfo(),
+                                     "-c", "SELECT 1 FROM holdfast_leases LIMIT 1"},
+                                    "/dev/null");
+      },
+      10s));
+  // The standby falls behind: its WAL receiver is stopped (a SIGSTOP would not do: the WAL
+  // already in its socket buffer would still be replayed after SIGCONT).
+  REQUIRE(hf_test::run_program(
+      {"/usr/bin/psql", "-q", "-X", "-d", pg.standby->conninfo(), "-c",
+       "ALTER SYSTEM SET primary_conninfo TO ''", "-c", "SELECT pg_reload_conf()"},
+      "/dev/null"));
+  REQUIRE(hf_test::wait_until(
+      [&] {
+        auto r = on_primary.deployment();
+        return r && r->facts.find("standbys=0") != std::string::npos;
+      },
+      10s));
+  fencing_token newest_a;
+  for (int i = 0; i < 40; ++i) {
+    auto a = on_primary.try_acquire("k" + std::to_string(i), "A", 30s);
+    REQUIRE(a);
+    newest_a = a->token;  // the fence admits each: newest is A's last
+  }
+  pg.primary->kill9();
+  std::unique_ptr<postgres_store> on_standby = promote(*pg.standby);
+  auto b = on_standby->try_acquire("k39", "B", 30s);  // A's grant of k39 was lost with it
+  INFO(on_standby->last_error_message());
+  REQUIRE(b);
+  CHECK(b->token <= newest_a);  // re-issued: the fence refuses it (stale_token / token_reissued)
+  // postgres_store has no raise_token_floor: the operator's step is one setval (never lower).
+  REQUIRE(hf_test::run_program(
+      {"/usr/bin/psql", "-q", "-X", "-d", pg.standby->conninfo(), "-c",
+       "SELECT setval('holdfast_leases_token_seq', greatest(" + std::to_string(newest_a.value()) +
+           ", (SELECT last_value FROM holdfast_leases_token_seq)))"},
+      "/dev/null"));
+  auto b2 = on_standby->try_acquire("k-after", "B", 30s);
+  REQUIRE(b2);
+  CHECK(b2->token > newest_a);  // admitted by the fence: liveness is back
+}
+
+// Expected: with a synchronous standby every grant reported was flushed on it before the commit
+// returned, so the promoted standby still holds A's lease on "k" (B is busy) and its tokens pass
+// A's newest.
+TEST_CASE("postgres standby: a synchronous standby promoted keeps every grant reported",
+          "[postgres][failover]") {
+  pair_of_servers pg = start_pair({"synchronous_standby_names=*", "synchronous_commit=on"});
+  if (!pg.primary) return;
+  postgres_store on_primary(options_for(*pg.primary));
+  wait_streaming(on_primary);
+  REQUIRE(hf_test::wait_until(
+      [&] { return static_cast<bool>(on_primary.try_acquire("warm-up", "w", 30s)); }, 10s));
+  auto report = on_primary.deployment();
+  REQUIRE(report);
+  INFO(report->facts);
+  CHECK(report->facts.find("synchronous_standbys=1") != std::string::npos);
+  CHECK_FALSE(mentions(*report, "asynchronous standby"));
+  fencing_token newest_a;
+  for (int i = 0; i < 40; ++i) {
+    auto a = on_primary.try_acquire("k" + std::to_string(i), "A", 30s);
+    REQUIRE(a);
+    newest_a = a->token;
+  }
+  pg.primary->kill9();
+  std::unique_ptr<postgres_store> on_standby = promote(*pg.standby);
+  CHECK(on_standby->try_acquire("k39", "B", 30s).error() == errc::busy);  // A's lease survived
+  auto b = on_standby->try_acquire("k-new", "B", 30s);
+  REQUIRE(b);
+  CHECK(b->token > newest_a);
+}
