@@ -755,3 +755,28 @@ TEST_CASE("etcd_store: raise_token_floor lifts the revision; revision() reports 
   CHECK(s.raise_token_floor(fencing_token{}).error() == errc::invalid_argument);
   REQUIRE(s.release("after-floor", "a", g->token));
 }
+
+TEST_CASE("etcd_store: raise_token_floor leaves a live lease named like its scratch key alone",
+          "[etcd]") {
+  // The scratch key it writes once per skipped revision was key_prefix + "#floor", the very
+  // etcd key of a user lease named "#floor": overwritten (its lease detached) and then deleted.
+  std::optional<etcd_options> base = shared_etcd();
+  if (!base) return;
+  const etcd_options o = isolated(*base);
+  etcd_store s(o);
+  for (const char* key : {"#floor", "#sha256/floor"}) {
+    INFO(key);
+    auto g = s.try_acquire(key, "holder", 5s);
+    REQUIRE(g);
+    auto now = s.revision();
+    REQUIRE(now);
+    REQUIRE(s.raise_token_floor(fencing_token(now->value() + 3)));
+    auto seen = s.inspect(key);
+    REQUIRE(seen);
+    REQUIRE(seen->has_value());
+    CHECK((*seen)->owner == "holder");
+    CHECK((*seen)->token == g->token);
+    CHECK(s.try_acquire(key, "other", 5s).error() == errc::busy);
+    CHECK(s.release(key, "holder", g->token));
+  }
+}
