@@ -331,7 +331,7 @@ class lease {
   template <class S, class C>
   friend result<lease<S, C>> detail::acquire_once(S&, std::string_view, std::chrono::milliseconds,
                                                   const acquire_options<C>&, const std::string&,
-                                                  bool);
+                                                  bool, bool*);
   friend struct detail::lease_access;
 
   lease(Store& store, Clock clock, std::string key, std::string owner, grant g,
@@ -406,7 +406,10 @@ result<void> keep_alive(lease_renewer<Clock>& renewer, lease<Store, Clock>& l) {
 }  // namespace detail
 
 /// Tries once to acquire `key` in `store` for `ttl` (ms, or any duration; truncated to whole
-/// milliseconds) as `opts.owner` (a fresh random id by default).
+/// milliseconds) as `opts.owner` (a fresh random id by default). One store request, two when the
+/// first answer is a transient error other than busy (timeout, store_unavailable, a foreign
+/// error): its reply may have been lost after the store granted, so the same owner asks once
+/// more, which returns that very grant (T1) instead of leaving it held, unheard, for its TTL.
 ///
 /// \returns the lease (state held, valid());
 ///   errc::busy if another owner holds a live lease (contention: retry later, or use acquire());
@@ -432,7 +435,11 @@ auto try_acquire(Store& store, std::string_view key, std::chrono::duration<Rep, 
   result<detail::acquire_request> req = detail::prepare_acquire(key, ttl, opts);
   if (opts.observer != nullptr) return detail::observed_try_acquire(store, key, req, opts);
   if (!req) return lease_result(req.error());
-  return detail::acquire_once(store, key, req->ttl, opts, req->owner);
+  // A transient error may hide a grant (the reply was lost after the store applied it), under
+  // an owner id nobody would use again: it asks once more with the same owner, which returns
+  // that very grant (T1), so a failed try leaves nothing behind (detail/give_back.hpp).
+  lease_result l = detail::attempt_asking_again(store, key, req->ttl, opts, req->owner, 1);
+  return l;
 }
 
 /// Acquires `key`, retrying contention (busy) and transient store errors with exponential backoff

@@ -45,17 +45,21 @@
 #ifndef HOLDFAST_SEMAPHORE_HPP
 #define HOLDFAST_SEMAPHORE_HPP
 
+#include <algorithm>
 #include <chrono>
+#include <cstddef>
 #include <cstdint>
 #include <optional>
 #include <string>
 #include <string_view>
 #include <system_error>
 #include <utility>
+#include <vector>
 
 #include "holdfast/backoff.hpp"
 #include "holdfast/clock.hpp"
 #include "holdfast/detail/config.hpp"
+#include "holdfast/detail/give_back.hpp"
 #include "holdfast/detail/lease_recipe.hpp"
 #include "holdfast/detail/random.hpp"
 #include "holdfast/detail/saturating.hpp"
@@ -129,13 +133,18 @@ class semaphore : public detail::lease_recipe<Store, Clock, semaphore_options<Cl
   ///   errc::invalid_argument for bad constructor arguments;
   ///   if no slot was granted and a slot failed otherwise (store_unavailable, timeout, ...), that
   ///     error instead of busy, so a caller can tell a full pool from a failing store. A slot
-  ///     whose grant was made but whose reply was lost stays held until its TTL runs out (the
-  ///     next acquire() retry with the same owner gets it back).
+  ///     whose call failed may have been granted without the reply arriving (a lost reply): it
+  ///     is asked again with the same owner (which returns that grant) and released, before
+  ///     this returns a permit on another slot or an error. Nothing is kept from a failed try:
+  ///     only a slot whose store still fails when asked again is left to its TTL.
   /// Exceptions from the store or clock propagate.
   result<permit> try_acquire() {
     if (this->config_error_) return this->config_error_;
     const acquire_options<Clock> o = attempt_options();
-    return pass(o, first_slot(o.owner));
+    std::vector<std::uint32_t> unsure;
+    result<permit> p = pass(o, first_slot(o.owner), unsure);
+    if (!p) give_back(o, unsure);
+    return p;
   }
 
   /// Takes a permit, retrying with exponential backoff and full jitter (acquire.backoff) while
@@ -143,9 +152,11 @@ class semaphore : public detail::lease_recipe<Store, Clock, semaphore_options<Cl
   /// (<= 0: one pass). Where the store can wait for a release (store.hpp's wait_for_release), the
   /// pause between passes is spent waiting there for this acquirer's first slot, so its release
   /// (or its holder's expiry) ends the pause at once; the backoff delay still bounds it, since
-  /// another slot may free first. Every pass uses the same owner id, so a pass after a lost reply
-  /// gets its own grant back instead of taking a second slot. \returns the permit; errc::timeout if
-  /// the deadline passed with no slot granted;
+  /// another slot may free first. Every pass uses the same owner id and asks first the slots whose
+  /// calls failed before (their replies may have been lost), so a pass after a lost reply gets
+  /// its own grant back instead of taking a second slot; a pass that wins another slot, and an
+  /// acquire that ends without a permit, give such slots back (ask again, release). \returns the
+  /// permit; errc::timeout if the deadline passed with no slot granted;
   ///   errc::busy (or the last transient error) if acquire.backoff.max_attempts ran out;
   ///   at once, any non-transient error (invalid_argument, protocol_error, token_exhausted).
   /// Exceptions from the store or clock propagate.
@@ -159,12 +170,20 @@ class semaphore : public detail::lease_recipe<Store, Clock, semaphore_options<Cl
     backoff delays(o.backoff);
     // Start every pass at the same slot: a retry after a lost reply asks its own slot first.
     const std::uint32_t start = first_slot(o.owner);
+    // Slots whose grant may have been made without this acquirer hearing of it (a lost reply):
+    // asked first by the next pass (the same owner gets its own grant back) and given back when
+    // the acquire ends without them.
+    std::vector<std::uint32_t> unsure;
+    const auto fail = [&](std::error_code ec) -> result<permit> {
+      give_back(o, unsure);
+      return ec;
+    };
     for (std::uint32_t made = 1;; ++made) {
-      result<permit> p = pass(o, start);
-      if (p || !is_transient(p.error())) return p;
-      if (delays.exhausted(made)) return p.error();
+      result<permit> p = pass(o, start, unsure);
+      if (p) return p;
+      if (!is_transient(p.error()) || delays.exhausted(made)) return fail(p.error());
       const typename Clock::time_point now = clock.now();
-      if (!(now < deadline)) return errc::timeout;
+      if (!(now < deadline)) return fail(errc::timeout);
       typename Clock::time_point wake = detail::saturating_add(now, delays.next_delay());
       if (deadline < wake) wake = deadline;
       if constexpr (can_wait_for_release_v<Store, Clock>) {
@@ -226,24 +245,58 @@ class semaphore : public detail::lease_recipe<Store, Clock, semaphore_options<Cl
     return static_cast<std::uint32_t>(h % permits_);
   }
 
-  // One pass over the slots from `start`: the first grant wins. Busy slots are skipped; a failing
-  // slot is remembered (reported if no slot is granted) and skipped; a non-transient error ends
-  // the pass at once.
-  result<permit> pass(const acquire_options<Clock>& o, std::uint32_t start) {
+  // One pass over the slots: first those in `unsure` (whose earlier call may have granted
+  // them to this owner: asking again returns that grant), then the others from `start`; the
+  // first grant wins and every other unsure slot is given back. Busy slots are skipped; a failing
+  // slot is remembered (reported if no slot is granted) and added to `unsure`, since its call
+  // may have applied; a non-transient error ends the pass at once.
+  result<permit> pass(const acquire_options<Clock>& o, std::uint32_t start,
+                      std::vector<std::uint32_t>& unsure) {
     std::error_code failure{};
-    for (std::uint32_t k = 0; k < permits_; ++k) {
-      const std::uint32_t slot = (start + k) % permits_;
-      result<permit> p = holdfast::try_acquire(this->store_, slot_key(slot), this->ttl_, o);
+    const std::vector<std::uint32_t> first = unsure;  // (no allocation while nothing failed)
+    for (std::size_t k = 0; k < first.size() + permits_; ++k) {
+      std::uint32_t slot = 0;
+      if (k < first.size()) {
+        slot = first[k];
+      } else {
+        slot = static_cast<std::uint32_t>((start + (k - first.size())) % permits_);
+        if (std::find(first.begin(), first.end(), slot) != first.end()) continue;  // asked
+      }
+      bool maybe = false;  // the slot's last answer may hide a grant (two lost replies)
+      result<permit> p = detail::attempt_asking_again(this->store_, slot_key(slot), this->ttl_, o,
+                                                      o.owner, 1, &maybe);
       if (p) {
+        forget(unsure, slot);
+        give_back(o, unsure);
         if (this->opts_.keepalive != nullptr) (void)this->opts_.keepalive->add(*p);
         return p;
       }
-      if (p.error() == errc::busy) continue;
+      if (p.error() == errc::busy) {
+        forget(unsure, slot);  // held by another: nothing of this owner's is there
+        continue;
+      }
+      if (maybe && std::find(unsure.begin(), unsure.end(), slot) == unsure.end()) {
+        unsure.push_back(slot);
+      }
       if (!is_transient(p.error())) return p.error();
       if (!failure) failure = p.error();
     }
     if (failure) return failure;
     return errc::busy;
+  }
+
+  static void forget(std::vector<std::uint32_t>& unsure, std::uint32_t slot) {
+    unsure.erase(std::remove(unsure.begin(), unsure.end(), slot), unsure.end());
+  }
+
+  // Gives back whatever this owner may hold on the `unsure` slots: asks each again with the same
+  // owner (a store returns a live lease's own grant, T1) and releases what it grants. Best
+  // effort: a slot whose store keeps failing is left to its TTL (it is not kept alive).
+  void give_back(const acquire_options<Clock>& o, std::vector<std::uint32_t>& unsure) {
+    for (const std::uint32_t slot : unsure) {
+      (void)detail::give_back(this->store_, slot_key(slot), o.owner, this->ttl_);
+    }
+    unsure.clear();
   }
 
   std::uint32_t permits_;

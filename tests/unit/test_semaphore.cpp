@@ -185,3 +185,84 @@ TEST_CASE("semaphore: blocking acquire on memory_store waits for a release, not 
   REQUIRE(got.has_value());
   CHECK(std::chrono::steady_clock::now() - start < 4s);
 }
+
+// Timeline 1 of issue 22 (the kind of Curator #835): N = 2, the acquirer's start slot is busy, the
+// other slot grants but its reply is lost (a transient timeout), so pass 1 fails. The holder of
+// the start slot then releases. Before the fix pass 2 took the start slot and the first grant
+// (same owner, a token the caller never saw) stayed held and unrenewed for its TTL: one permit in
+// use, none free. Expected now: the same owner asks the slot whose reply was lost once more and
+// gets that very grant back (the other slot, the token the lost reply carried, one request
+// more); the start slot stays free for others.
+TEST_CASE("semaphore: a retry after a lost reply gets its own grant back, no orphaned slot",
+          "[semaphore]") {
+  jump_clock clock;
+  holdfast_test::scripted_store store(clock.manual());
+  holdfast::semaphore_options<jump_clock> o;
+  o.acquire.clock = clock;
+  o.acquire.owner = "w";
+  o.unique_owner = false;  // a fixed owner: the start slot is the one "w" hashes to
+  o.acquire.backoff.initial = 10ms;
+  o.acquire.backoff.max_delay = 10ms;
+  holdfast::semaphore<holdfast_test::scripted_store, jump_clock> pool(store, "s", 2, 1s, o);
+  REQUIRE_FALSE(pool.error());
+  // Whichever slot "w" starts at, the other one is where the reply gets lost.
+  std::string start_key;
+  {
+    auto probe = pool.try_acquire();
+    REQUIRE(probe.has_value());
+    start_key = probe->key();
+    REQUIRE(probe->release().has_value());
+  }
+  const std::string other_key = start_key == "s#0" ? "s#1" : "s#0";
+  auto held = store.inner.try_acquire(start_key, "other", 1s);
+  REQUIRE(held.has_value());
+  holdfast::fencing_token lost_token{};
+  int lost = 0;
+  store.on_acquire = [&](std::string_view key, std::string_view owner,
+                         holdfast_test::ms ttl) -> holdfast::result<holdfast::grant> {
+    auto g = store.inner.try_acquire(key, owner, ttl);
+    if (key == other_key && lost == 0 && g) {
+      ++lost;  // applied at the store, the reply lost
+      lost_token = g->token;
+      REQUIRE(store.inner.release(start_key, "other", held->token).has_value());
+      return errc::timeout;
+    }
+    return g;
+  };
+  auto p = pool.acquire(500ms);
+  REQUIRE(p.has_value());
+  CHECK(lost == 1);
+  CHECK(p->key() == other_key);  // its own grant back, not a second slot
+  CHECK(p->token() == lost_token);
+  CHECK_FALSE(holdfast_test::record_of(store.inner, start_key).has_value());  // s#start free
+  auto other = store.inner.try_acquire(start_key, "someone", 1s);
+  CHECK(other.has_value());
+}
+
+// The same lost reply, and the same owner's second ask (try_acquire asks once more after a
+// transient error) fails before reaching the store: the try ends without a permit. Expected:
+// store_unavailable (the last answer), and the slot whose reply was lost asked a third time and
+// released, so the failed try leaves nothing behind (3 acquires of s#1, 1 release, s#1 free).
+TEST_CASE("semaphore: a failed try gives back the slot whose reply was lost", "[semaphore]") {
+  manual_clock clock;
+  holdfast_test::scripted_store store(clock);
+  holdfast::semaphore_options<manual_clock> o;
+  o.acquire.clock = clock;
+  holdfast::semaphore<holdfast_test::scripted_store, manual_clock> pool(store, "s", 2, 1s, o);
+  REQUIRE(store.inner.try_acquire("s#0", "other", 1s).has_value());
+  int calls = 0;
+  store.on_acquire = [&](std::string_view key, std::string_view owner,
+                         holdfast_test::ms ttl) -> holdfast::result<holdfast::grant> {
+    if (key != "s#1") return store.inner.try_acquire(key, owner, ttl);
+    ++calls;
+    if (calls == 2) return errc::store_unavailable;  // not applied
+    auto g = store.inner.try_acquire(key, owner, ttl);
+    if (calls == 1 && g) return errc::timeout;  // applied, the reply lost
+    return g;
+  };
+  auto p = pool.try_acquire();
+  CHECK(p.error() == errc::store_unavailable);
+  CHECK(calls == 3);
+  CHECK(store.releases == 1);
+  CHECK_FALSE(holdfast_test::record_of(store.inner, "s#1").has_value());
+}

@@ -18,6 +18,7 @@
 #include "holdfast/backoff.hpp"
 #include "holdfast/clock.hpp"
 #include "holdfast/detail/config.hpp"
+#include "holdfast/detail/give_back.hpp"
 #include "holdfast/detail/saturating.hpp"
 #include "holdfast/error.hpp"
 #include "holdfast/observer.hpp"
@@ -37,7 +38,8 @@ template <class Store, class Clock>
 result<lease<Store, Clock>> acquire_once(Store& store, std::string_view key,
                                          std::chrono::milliseconds ttl,
                                          const acquire_options<Clock>& opts,
-                                         const std::string& owner, bool queue_if_busy = false) {
+                                         const std::string& owner, bool queue_if_busy = false,
+                                         bool* unsure = nullptr) {
   const typename Clock::time_point start = opts.clock.now();  // before the request leaves
   result<grant> g = [&] {
     if constexpr (has_try_acquire_queued_v<Store>) {
@@ -46,7 +48,12 @@ result<lease<Store, Clock>> acquire_once(Store& store, std::string_view key,
     (void)queue_if_busy;
     return store.try_acquire(key, owner, ttl);
   }();
-  if (!g) return g.error();
+  if (!g) {
+    // The store's error may hide a grant (a lost reply): the caller should go back for it.
+    if (unsure != nullptr) *unsure = may_hide_grant(g.error());
+    return g.error();
+  }
+  if (unsure != nullptr) *unsure = false;
   if (!g->token.is_issuable() || g->ttl <= std::chrono::milliseconds::zero()) {
     // A grant we cannot use: give it back if the store will take it, and report the store.
     if (g->token.is_issuable()) (void)store.release(key, owner, g->token);
@@ -89,14 +96,34 @@ template <class Store, class Clock>
 result<lease<Store, Clock>> attempt(Store& store, std::string_view key,
                                     std::chrono::milliseconds ttl,
                                     const acquire_options<Clock>& opts, const std::string& owner,
-                                    std::uint32_t n, bool queue_if_busy = false) {
-  if (opts.observer == nullptr) return acquire_once(store, key, ttl, opts, owner, queue_if_busy);
+                                    std::uint32_t n, bool queue_if_busy = false,
+                                    bool* unsure = nullptr) {
+  if (opts.observer == nullptr) {
+    return acquire_once(store, key, ttl, opts, owner, queue_if_busy, unsure);
+  }
   const typename Clock::time_point t0 = opts.clock.now();
-  result<lease<Store, Clock>> l = acquire_once(store, key, ttl, opts, owner, queue_if_busy);
+  result<lease<Store, Clock>> l = acquire_once(store, key, ttl, opts, owner, queue_if_busy, unsure);
   lease_event e = outcome_event(lease_event_kind::acquire_attempt, key, owner, l);
   e.store_latency = elapsed_ns(t0, opts.clock.now());
   e.attempt = n;
   notify(opts.observer, e);
+  return l;
+}
+
+// One try as try_acquire() makes it: an attempt, and when its error may hide a grant (a lost
+// reply), one more with the same owner, which returns that very grant (store.hpp, T1) instead of
+// leaving it held, unheard, for its TTL. `unsure` (if given) tells whether the last answer may
+// still hide one. Attempts are numbered from `n` for an observer.
+template <class Store, class Clock>
+result<lease<Store, Clock>> attempt_asking_again(Store& store, std::string_view key,
+                                                 std::chrono::milliseconds ttl,
+                                                 const acquire_options<Clock>& opts,
+                                                 const std::string& owner, std::uint32_t n,
+                                                 bool* unsure = nullptr) {
+  bool maybe = false;
+  result<lease<Store, Clock>> l = attempt(store, key, ttl, opts, owner, n, false, &maybe);
+  if (maybe) l = attempt(store, key, ttl, opts, owner, n + 1, false, &maybe);
+  if (unsure != nullptr) *unsure = maybe;
   return l;
 }
 
@@ -119,8 +146,9 @@ result<lease<Store, Clock>> observed_try_acquire(Store& store, std::string_view 
                                                  const result<acquire_request>& req,
                                                  const acquire_options<Clock>& opts) {
   const typename Clock::time_point t0 = opts.clock.now();
-  result<lease<Store, Clock>> l = req ? attempt(store, key, req->ttl, opts, req->owner, 1)
-                                      : result<lease<Store, Clock>>(req.error());
+  result<lease<Store, Clock>> l =
+      req ? attempt_asking_again(store, key, req->ttl, opts, req->owner, 1)
+          : result<lease<Store, Clock>>(req.error());
   report_acquire(l, opts, key, req ? std::string_view(req->owner) : opts.owner, t0, req ? 1 : 0);
   return l;
 }
@@ -171,25 +199,41 @@ result<lease<Store, Clock>> acquire_retrying(Store& store, std::string_view key,
     // Where the store can, an attempt that finds the key busy also joins its wait queue, so the
     // wait below costs no request of its own. Not before a backoff round (one in eight, below).
     // The last attempt (deadline reached, attempts used up) queues nothing: nobody would wait.
+    // A store that can queue but not leave its queue is not asked to queue: a caller whose
+    // budget runs out during the round trip must be able to take its place out (issue 22).
     const bool queue = can_wait_for_release_v<Store, Clock> && has_try_acquire_queued_v<Store> &&
-                       (fruitless_waits + 1) % 8 != 0 && !delays.exhausted(made) &&
-                       budget_left_at(clock.now());
+                       has_leave_queue_v<Store> && (fruitless_waits + 1) % 8 != 0 &&
+                       !delays.exhausted(made) && budget_left_at(clock.now());
+    bool unsure = false;  // the attempt's error may hide a grant (a lost reply)
     result_type l = [&]() -> result_type {
       if constexpr (Observed) {
-        return attempt(store, key, req->ttl, opts, req->owner, made, queue);
+        return attempt(store, key, req->ttl, opts, req->owner, made, queue, &unsure);
       } else {
-        return acquire_once(store, key, req->ttl, opts, req->owner, queue);
+        return acquire_once(store, key, req->ttl, opts, req->owner, queue, &unsure);
       }
     }();
     if (l || !is_transient(l.error())) return done(std::move(l));
-    if (delays.exhausted(made)) return done(result_type(l.error()));
+    // An acquire that ends without a lease gives back a grant its last attempt may have made
+    // unheard (a lost reply): the same owner asks again and releases (detail/give_back.hpp).
+    const auto give_up = [&](std::error_code ec) -> result_type {
+      if (unsure) (void)give_back(store, key, req->owner, req->ttl);
+      return done(result_type(ec));
+    };
+    if (delays.exhausted(made)) return give_up(l.error());
     const typename Clock::time_point now = clock.now();
     if (last < now) {
       const clock_duration step = saturating_sub(now, last);
       waited = budget - waited < step ? budget : waited + step;
     }
     last = now;
-    if (!(waited < budget)) return done(result_type(errc::timeout));
+    if (!(waited < budget)) {
+      // The budget ran out during the attempt: a place it took in the wait queue is left, so
+      // the next release hands the key to a waiter that is still there (Redisson #1104's kind).
+      if constexpr (has_leave_queue_v<Store>) {
+        if (queue && l.error() == errc::busy) (void)store.leave_queue(key);
+      }
+      return give_up(errc::timeout);
+    }
     const clock_duration left = budget - waited;
     const typename Clock::time_point deadline = saturating_add(now, left);
     if constexpr (can_wait_for_release_v<Store, Clock>) {
