@@ -355,7 +355,10 @@ class quorum_store {
   }
 
   /// Releases the lease on `key` held by `owner` with `token` on every member.
-  /// \returns success once W members released it (any others expire by TTL);
+  /// Once one member released it, a member that did not (not_holder, an error) is asked again
+  /// with the same owner and released, in the background: it may hold this owner's lease under a
+  /// token of its own (an acquire whose reply was lost there). \returns success once W members
+  /// released it;
   ///   errc::not_holder if it cannot be held under `owner` and `token` on W members any more (it
   ///     expired and was taken over, was released already, or never granted): the caller is not
   ///     the quorum's holder, and whatever it still had on a minority has been removed;
@@ -387,7 +390,6 @@ class quorum_store {
           for (const auto& x : on_time) released += (x && *x) ? 1 : 0;
           return released >= w;
         });
-    exec_.finalize(r.round, nullptr);
     detail::report_members(opts_.observer, lease_operation::release, *args, r.on_time);
     std::size_t released = 0, not_holder = 0;
     for (const auto& x : r.on_time) {
@@ -397,6 +399,25 @@ class quorum_store {
       } else if (x->error() == errc::not_holder) {
         ++not_holder;
       }
+    }
+    // Once some member released (owner, token), the quorum grant existed: a member that did not
+    // release it may still hold this owner's lease under a token of its own (its acquire reply
+    // was lost, its raise failed). Ask it again with the same owner and release what it holds,
+    // so that releasing leaves nothing of the caller's behind (issue 22). Not when nobody
+    // released: a release with a wrong token must change nothing (T3).
+    const detail::fan_out<Store, Clock>* exec = &exec_;  // outlives every clean-up
+    if (released > 0 && opts_.give_back_unsure) {
+      exec_.finalize(r.round, [exec, args](std::size_t i, result<void>& x) {
+        if (!x && x.error() != errc::invalid_argument) detail::reclaim(exec->member(i), *args, {});
+      });
+      for (std::size_t i = 0; i < r.on_time.size(); ++i) {
+        const auto& x = r.on_time[i];
+        if (x && !*x && x->error() != errc::invalid_argument) {
+          detail::reclaim_in_background(exec_, i, args, fencing_token{});
+        }
+      }
+    } else {
+      exec_.finalize(r.round, nullptr);
     }
     const std::size_t unknown = exec_.size() - released - not_holder;
     if (released >= w) {

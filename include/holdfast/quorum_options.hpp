@@ -120,6 +120,12 @@ struct quorum_options {
   quorum_dispatch dispatch = quorum_dispatch::automatic;
   /// floor (default) or the naive_max negative control.
   quorum_token_mode token_mode = quorum_token_mode::floor;
+  /// true (default): a member whose answer was an error that may hide a grant (a lost reply) is
+  /// asked again with the same owner and released, so a quorum operation leaves nothing of the
+  /// caller's on any member beyond what it reports (detail/give_back.hpp). NEGATIVE CONTROL ONLY
+  /// when false (testing/mutants.hpp, quorum_keeps_lost_member): such a member keeps the lease
+  /// until its TTL (the kind of redlock-rb #76), which the checker's O1 must catch.
+  bool give_back_unsure = true;
   /// Most requests a member's worker may have queued; beyond it the member counts as unavailable
   /// for that request (a member that hangs must not make memory grow). Default 1024, >= 1.
   std::size_t max_queued = 1024;

@@ -48,7 +48,13 @@ class fake_member {
                             std::chrono::milliseconds ttl) {
     ++acquires;
     if (std::error_code ec = before()) return ec;
-    return store_->try_acquire(key, owner, ttl);
+    result<grant> g = store_->try_acquire(key, owner, ttl);
+    if (lose_acquire_replies > 0) {  // applied at the store, the reply lost
+      --lose_acquire_replies;
+      if (down_after_lost_reply) down = true;
+      return errc::timeout;
+    }
+    return g;
   }
   result<grant> renew(std::string_view key, std::string_view owner, fencing_token token,
                       std::chrono::milliseconds ttl) {
@@ -90,7 +96,9 @@ class fake_member {
 
   bool down = false;
   bool throws = false;
-  std::chrono::nanoseconds delay{0};  // the shared clock moves this much (even back) per call
+  int lose_acquire_replies = 0;        // the next n acquires apply, then answer timeout
+  bool down_after_lost_reply = false;  // and the member then goes down
+  std::chrono::nanoseconds delay{0};   // the shared clock moves this much (even back) per call
   int acquires = 0, renews = 0, releases = 0, raises = 0;
 
  private:
@@ -714,4 +722,60 @@ TEST_CASE("keepalive renews a quorum lease through a minority outage, and sees a
   (void)ka.poll();
   CHECK(l->state() == holdfast::lease_state::lost);
   CHECK(!l->valid());
+}
+
+// Timeline 2 of issue 22 (the kind of redlock-rb #76): 3 members, counters 0, 5, 5. A acquires:
+// m1 grants #1 but its reply is lost (timeout); m2 and m3 grant #6, so the quorum reports #6.
+// Before the fix nothing gave m1's #1 back: A's release(#6) found not_holder there, and with m2
+// down B got busy for a whole TTL although nobody held the lock. Expected now: the acquire asks
+// m1 again with A's owner (same grant, #1 != #6) and releases it, so m1 is free at once.
+TEST_CASE("quorum: a member whose acquire reply was lost is given back (acquire)", "[quorum]") {
+  cluster c({0, 5, 5});
+  quorum q(c.pointers(), sequential());
+  c[0].lose_acquire_replies = 1;
+  auto a = q.try_acquire("k", "A", 10s);
+  REQUIRE(a.has_value());
+  CHECK(a->token == fencing_token(6));
+  CHECK_FALSE(c[0].holder("k").has_value());  // asked again (#1) and released
+  CHECK(c[0].acquires == 2);
+  CHECK(c[0].releases == 1);
+  REQUIRE(q.release("k", "A", a->token).has_value());
+  c[1].down = true;
+  auto b = q.try_acquire("k", "B", 10s);
+  REQUIRE(b.has_value());  // m1 and m3: a quorum, at once (was: busy until A's TTL ran out)
+  CHECK(b->token > a->token);
+}
+
+// The same with m1 down right after the lost reply, so the acquire cannot reclaim it; m1 then
+// comes back. Expected: A's release(#6) finds not_holder at m1, asks it again with A's owner
+// (#1) and releases it; B then gets m1 and m3 with m2 down.
+TEST_CASE("quorum: release gives back a member holding the owner's lease under its own token",
+          "[quorum]") {
+  cluster c({0, 5, 5});
+  quorum q(c.pointers(), sequential());
+  c[0].lose_acquire_replies = 1;
+  c[0].down_after_lost_reply = true;
+  auto a = q.try_acquire("k", "A", 10s);
+  REQUIRE(a.has_value());
+  CHECK(a->token == fencing_token(6));
+  c[0].down = false;
+  REQUIRE(c[0].holder("k").has_value());
+  CHECK(c[0].holder("k")->token == fencing_token(1));  // A's, under m1's own token
+  REQUIRE(q.release("k", "A", a->token).has_value());
+  CHECK_FALSE(c[0].holder("k").has_value());
+  c[1].down = true;
+  auto b = q.try_acquire("k", "B", 10s);
+  REQUIRE(b.has_value());
+}
+
+// A failed attempt with a lost reply: m1 grants (reply lost), m2 and m3 are busy. Redlock's rule
+// (nothing kept from a failed attempt) now covers m1 too. Expected: busy, and m1 free.
+TEST_CASE("quorum: a failed acquire gives back a member whose reply was lost", "[quorum]") {
+  cluster c({0, 0, 0});
+  quorum q(c.pointers(), sequential());
+  REQUIRE(c[1].store().try_acquire("k", "other", 10s).has_value());
+  REQUIRE(c[2].store().try_acquire("k", "other", 10s).has_value());
+  c[0].lose_acquire_replies = 1;
+  CHECK(q.try_acquire("k", "A", 10s).error() == errc::busy);
+  CHECK_FALSE(c[0].holder("k").has_value());
 }

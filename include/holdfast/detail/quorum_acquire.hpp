@@ -9,7 +9,9 @@
 //   refusal       | why the attempt fails if it does (busy, token_exhausted, store_unavailable)
 //   applied_ttl   | the TTL the members holding the top token applied (validity is judged by it)
 //   join_late     | after a reported grant: late grants join the lease or are given back
-//   give_back     | after a failed attempt: every grant, on time or late, is released
+//   give_back     | after a failed attempt: every grant, on time or late, is released, and
+//                 | every member whose answer was an error that may hide a grant (a lost
+//                 | reply) is asked again with the same owner and released
 //
 // The attempt holds the executor, the options and W by reference and its rounds' state, so the
 // steps pass nothing between them. Not for users.
@@ -71,6 +73,7 @@ class quorum_acquisition {
     report_members(opts_.observer, lease_operation::acquire, *args_, r1_.on_time);
     held_.resize(n);
     holds_top_.assign(n, 0);
+    unsure_.assign(n, 0);
     failed_ = r1_.unanswered;
     for (std::size_t i = 0; i < n; ++i) count(i, r1_.on_time[i]);
   }
@@ -149,25 +152,37 @@ class quorum_acquisition {
   void give_back_late_now() {
     const quorum_args_ptr args = args_;
     const fan_out<Store, Clock>* exec = &exec_;  // outlives every clean-up (quorum.hpp)
-    exec_.finalize(r1_.round, [exec, args](std::size_t i, result<grant>& r) {
-      if (r && r->token.is_issuable())
+    const bool give = opts_.give_back_unsure;
+    exec_.finalize(r1_.round, [exec, args, give](std::size_t i, result<grant>& r) {
+      if (r && r->token.is_issuable()) {
         (void)exec->member(i).release(args->key, args->owner, r->token);
+      } else if (!r && may_hide_grant(r.error()) && give) {
+        reclaim(exec->member(i), *args, fencing_token{});
+      }
     });
+    reclaim_unsure(top_);
   }
 
-  // After a reported grant: a late grant joins the lease (raised to `top`) or is given back.
+  // After a reported grant: a late grant joins the lease (raised to `top`) or is given back, and
+  // so is whatever a member whose on-time answer was an error may hold (its reply may have been
+  // lost after it granted): asked again with the same owner, kept only under `top`.
   void join_late() {
+    if (!exec_.sequential()) reclaim_unsure(top_);  // (sequential: give_back_late_now did)
     const quorum_args_ptr args = args_;
     const fan_out<Store, Clock>* exec = &exec_;  // outlives every clean-up (quorum.hpp)
     const bool floor = opts_.token_mode == quorum_token_mode::floor;
-    exec_.finalize(r1_.round, [exec, args, top = top_, floor](std::size_t i, result<grant>& r) {
-      if (!r || !r->token.is_issuable() || r->token == top) return;
-      if (floor && r->token < top) {
-        (void)exec->member(i).raise_token(args->key, args->owner, r->token, top);
-      } else {
-        (void)exec->member(i).release(args->key, args->owner, r->token);
-      }
-    });
+    const bool give = opts_.give_back_unsure;
+    exec_.finalize(r1_.round,
+                   [exec, args, top = top_, floor, give](std::size_t i, result<grant>& r) {
+                     if (!r && give && may_hide_grant(r.error()))
+                       reclaim(exec->member(i), *args, top);
+                     if (!r || !r->token.is_issuable() || r->token == top) return;
+                     if (floor && r->token < top) {
+                       (void)exec->member(i).raise_token(args->key, args->owner, r->token, top);
+                     } else {
+                       (void)exec->member(i).release(args->key, args->owner, r->token);
+                     }
+                   });
   }
 
   // After a failed attempt: gives back every grant, on time or late, under whichever token it
@@ -176,14 +191,20 @@ class quorum_acquisition {
   void give_back() {
     const quorum_args_ptr args = args_;
     const fan_out<Store, Clock>* exec = &exec_;  // outlives every clean-up (quorum.hpp)
+    const bool give = opts_.give_back_unsure;
     exec_.finalize(
         r1_.round,
-        [exec, args](std::size_t i, result<grant>& r) {
+        [exec, args, give](std::size_t i, result<grant>& r) {
           if (r && r->token.is_issuable()) {
             (void)exec->member(i).release(args->key, args->owner, r->token);
+          } else if (!r && give && may_hide_grant(r.error())) {
+            reclaim(exec->member(i), *args, fencing_token{});
           }
         },
         true);
+    // Members whose on-time answer was an error may have granted anyway (a lost reply): ask
+    // them again with the same owner and release what they hold (redlock-rb #76's kind).
+    reclaim_unsure(fencing_token{});
     std::vector<std::size_t> to_release;
     for (std::size_t i = 0; i < exec_.size(); ++i) {
       if (held_[i]) to_release.push_back(i);
@@ -207,6 +228,15 @@ class quorum_acquisition {
   }
 
  private:
+  // Asks every unsure member again with the same owner and releases what it holds unless it
+  // carries `keep` (quorum_round.hpp, reclaim), without waiting.
+  void reclaim_unsure(fencing_token keep) {
+    if (!opts_.give_back_unsure) return;  // the negative control
+    for (std::size_t i = 0; i < exec_.size(); ++i) {
+      if (unsure_[i]) reclaim_in_background(exec_, i, args_, keep);
+    }
+  }
+
   // Counts member i's round-1 answer.
   void count(std::size_t i, const std::optional<result<grant>>& r) {
     if (!r) return;
@@ -225,6 +255,7 @@ class quorum_acquisition {
       ++exhausted_;
       ++failed_;
     } else {
+      if (may_hide_grant(r->error())) unsure_[i] = 1;
       ++failed_;
     }
   }
@@ -271,8 +302,9 @@ class quorum_acquisition {
   std::size_t granted_ = 0, exhausted_ = 0, failed_ = 0;  // of round 1's replies
   fencing_token top_{};                                   // the max of the granted tokens
   std::vector<char> holds_top_;                           // members holding the lease under top_
-  std::size_t holding_ = 0;                               // how many
-  std::shared_ptr<fan_out_round<result<void>>> r2_;       // round 2 (raise), if it ran
+  std::vector<char> unsure_;  // members whose on-time error may hide a grant (a lost reply)
+  std::size_t holding_ = 0;   // how many
+  std::shared_ptr<fan_out_round<result<void>>> r2_;  // round 2 (raise), if it ran
 };
 
 }  // namespace detail

@@ -33,6 +33,7 @@
 #include "holdfast/clock.hpp"
 #include "holdfast/detail/config.hpp"
 #include "holdfast/detail/fan_out.hpp"
+#include "holdfast/detail/give_back.hpp"
 #include "holdfast/detail/saturating.hpp"
 #include "holdfast/fencing_token.hpp"
 #include "holdfast/observer.hpp"
@@ -183,6 +184,27 @@ void release_in_background(const fan_out<Store, Clock>& exec, std::size_t i,
   exec.in_member_context(i, [member, args, token] {
     HOLDFAST_TRY {
       (void)member->release(args->key, args->owner, token);
+    }
+    HOLDFAST_CATCH_ALL {}
+  });
+}
+
+// Member `m` (called where it may be: its worker, or inline) may hold args.owner's lease on
+// args.key under a token nobody heard of: detail/give_back.hpp's give_back with the operation's
+// arguments, keeping only a grant under `keep`.
+template <class Store>
+void reclaim(Store& m, const quorum_args& args, fencing_token keep) {
+  (void)give_back(m, args.key, args.owner, args.ttl, keep);
+}
+
+// reclaim() for member i, where it may be called, without waiting.
+template <class Store, class Clock>
+void reclaim_in_background(const fan_out<Store, Clock>& exec, std::size_t i,
+                           const quorum_args_ptr& args, fencing_token keep) {
+  Store* member = &exec.member(i);
+  exec.in_member_context(i, [member, args, keep] {
+    HOLDFAST_TRY {
+      reclaim(*member, *args, keep);
     }
     HOLDFAST_CATCH_ALL {}
   });
