@@ -12,6 +12,7 @@
 //   wait_for_release(key, deadline)  (optional)  | woken | error
 //   watch_release(key, deadline)     (optional)  | woken | error
 //   try_acquire_queued(key, owner, ttl) (optional)| as try_acquire; busy also queues the caller
+//   leave_queue(key)   (optional, with the above)| the caller's queued place is taken out
 //
 // with key and owner as std::string_view (binary-safe: any bytes, including NUL), ttl as
 // std::chrono::milliseconds and token as fencing_token, returning result<grant>, result<grant>,
@@ -55,7 +56,10 @@
 // (election::next_leader): it takes no place in the hand-off, and every watcher of the key wakes
 // on its release. try_acquire_queued (optional, with wait_for_release) is try_acquire that, when
 // the key is busy, also queues the calling thread for its next wait_for_release in the same
-// request, so that joining the queue costs nothing extra (Redis, etcd).
+// request, so that joining the queue costs nothing extra (Redis, etcd). leave_queue (optional, with
+// try_acquire_queued) takes that place out again for a caller that will not wait after all (its
+// budget ran out during the round trip), passing on a hand-off a release already chose it for:
+// a caller that leaves a queue leaves it (Redisson #1104's kind).
 //
 // `testing/` holds the conformance kit that checks a store against all of this at run time.
 #ifndef HOLDFAST_STORE_HPP
@@ -205,6 +209,8 @@ using try_acquire_all_call = decltype(std::declval<S&>().try_acquire_all(
     std::declval<const std::string_view*>(), std::declval<std::size_t>(),
     std::declval<std::string_view>(), std::declval<std::chrono::milliseconds>(),
     std::declval<grant*>()));
+template <class S>
+using leave_queue_call = decltype(std::declval<S&>().leave_queue(std::declval<std::string_view>()));
 
 template <class S>
 struct has_try_acquire : is_detected_convertible<result<grant>, try_acquire_call, S> {};
@@ -226,6 +232,8 @@ struct has_watch_release : is_detected_convertible<result<void>, watch_release_c
 template <class S>
 struct has_try_acquire_queued : is_detected_convertible<result<grant>, try_acquire_queued_call, S> {
 };
+template <class S>
+struct has_leave_queue : is_detected_convertible<result<void>, leave_queue_call, S> {};
 
 }  // namespace detail
 
@@ -257,6 +265,12 @@ inline constexpr bool has_try_acquire_queued_v = detail::has_try_acquire_queued<
 /// could (not yet built). multi_lease.hpp uses it when present.
 template <class S>
 inline constexpr bool has_try_acquire_all_v = detail::has_try_acquire_all<S>::value;
+
+/// True iff S offers `result<void> leave_queue(key)`: takes out the place try_acquire_queued took
+/// for the calling thread (see the overview). A store with try_acquire_queued should offer it:
+/// acquire() queues only on such stores.
+template <class S>
+inline constexpr bool has_leave_queue_v = detail::has_leave_queue<S>::value;
 
 #if HOLDFAST_HAS_CONCEPTS
 /// S provides `result<grant> try_acquire(std::string_view key, std::string_view owner,

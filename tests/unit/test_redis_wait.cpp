@@ -8,6 +8,7 @@
 
 #include <atomic>
 #include <chrono>
+#include <memory>
 #include <optional>
 #include <string>
 #include <thread>
@@ -258,4 +259,98 @@ TEST_CASE("redis wait: a busy attempt joins the queue in the same request",
   REQUIRE(got.has_value());
   CHECK(queued(*o, "q") == 0);
   CHECK(waiter_store.release("q", "me", got->token).has_value());
+}
+
+namespace {
+
+// A steady clock that reads `*offset` ahead of real time: a test moves it to make a round trip
+// "take" the rest of a caller's budget, without sleeping for it.
+struct offset_clock {
+  using rep = clk::rep;
+  using period = clk::period;
+  using duration = clk::duration;
+  using time_point = clk::time_point;
+  static constexpr bool is_steady = true;
+  std::shared_ptr<std::atomic<long long>> offset_ms = std::make_shared<std::atomic<long long>>(0);
+  [[nodiscard]] time_point now() const {
+    return clk::now() + std::chrono::milliseconds(*offset_ms);
+  }
+  void sleep_until(time_point t) const {
+    std::this_thread::sleep_until(t - std::chrono::milliseconds(*offset_ms));
+  }
+};
+
+// redis_store whose queued attempt lasts (by offset_clock) `round_trip`: the budget of an
+// acquire runs out while its busy answer, which queued it, is on the way back.
+struct slow_queue_store {
+  redis_store& inner;
+  offset_clock clock;
+  std::chrono::milliseconds round_trip;
+  holdfast::result<holdfast::grant> try_acquire(std::string_view k, std::string_view o,
+                                                std::chrono::milliseconds t) {
+    return inner.try_acquire(k, o, t);
+  }
+  holdfast::result<holdfast::grant> renew(std::string_view k, std::string_view o,
+                                          holdfast::fencing_token tok,
+                                          std::chrono::milliseconds t) {
+    return inner.renew(k, o, tok, t);
+  }
+  holdfast::result<void> release(std::string_view k, std::string_view o,
+                                 holdfast::fencing_token tok) {
+    return inner.release(k, o, tok);
+  }
+  holdfast::result<void> wait_for_release(std::string_view k, const clk::time_point& deadline) {
+    return inner.wait_for_release(k, deadline - std::chrono::milliseconds(*clock.offset_ms));
+  }
+  holdfast::result<holdfast::grant> try_acquire_queued(std::string_view k, std::string_view o,
+                                                       std::chrono::milliseconds t) {
+    holdfast::result<holdfast::grant> g = inner.try_acquire_queued(k, o, t);
+    *clock.offset_ms += round_trip.count();
+    return g;
+  }
+  holdfast::result<void> leave_queue(std::string_view k) { return inner.leave_queue(k); }
+};
+
+}  // namespace
+
+// Timeline 3 of issue 22 (the kind of Redisson #1104): acquire() decides to queue before its
+// attempt; the budget runs out during that round trip, so it returns timeout, but the busy answer
+// had queued it. Before the fix its entry stayed: the next release handed the key to nobody and
+// a live waiter behind it slept until the holder's expiry (3.0 s instead of ~0.3 s). Expected
+// now: the timed-out caller leaves the queue (LLEN 0), and the live waiter behind it is woken by
+// the release at once.
+TEST_CASE("redis wait: a waiter whose budget ran out during its queued attempt leaves the queue",
+          "[redis][wait_for_release]") {
+  const std::optional<redis_options> o = server();
+  if (!o) return;
+  redis_store holder_store(*o);
+  redis_store gone_store(*o);
+  redis_store live_store(*o);
+  auto holder = holdfast::try_acquire(holder_store, "h", 3s);
+  REQUIRE(holder.has_value());
+  slow_queue_store slow{gone_store, {}, 500ms};
+  holdfast::acquire_options<offset_clock> so;
+  so.clock = slow.clock;
+  so.backoff.initial = 5s;
+  so.backoff.max_delay = 5s;
+  auto gone = holdfast::acquire(slow, "h", 3s, 200ms, so);
+  CHECK(gone.error() == errc::timeout);
+  CHECK(queued(*o, "h") == 0);  // left (was: 1, a place held by a caller that had gone)
+  std::atomic<long long> after_release_ms{-1};
+  std::atomic<bool> released{false};
+  clk::time_point released_at{};
+  std::thread live([&] {
+    auto l = holdfast::acquire(live_store, "h", 3s, 20s, slow_polling());
+    if (l && released.load()) {
+      after_release_ms =
+          std::chrono::duration_cast<std::chrono::milliseconds>(clk::now() - released_at).count();
+    }
+  });
+  REQUIRE(await_queued(*o, "h", 1));
+  released_at = clk::now();
+  released = true;
+  REQUIRE(holder->release().has_value());
+  live.join();
+  REQUIRE(after_release_ms.load() >= 0);
+  CHECK(after_release_ms.load() < 1500);  // woken by the release, not the 3 s expiry
 }

@@ -364,10 +364,32 @@ class redis_store : public detail::link_client<detail::redis_link> {
       std::lock_guard<std::mutex> lk(w.mu);
       w.retire(id);
     }
+    // The script may have queued this thread although its reply was lost (a timeout, a dropped
+    // connection): take the entry out, so no release hands the key to a waiter that is not there.
+    if (!r) dequeue(key, mine.entry);
     auto guard = link_.lock();
     result<grant> granted = detail::read_redis_acquire(link_, std::move(r), ttl);
     acknowledge(store_op::try_acquire, key, owner, granted);
     return granted;
+  }
+
+  /// Takes the calling thread's place in a wait queue (taken by try_acquire_queued) out again,
+  /// for a caller that will not wait after all (store.hpp's leave_queue capability): one request
+  /// if it holds a place, none otherwise. If a release already chose it, that hand-off goes to
+  /// the next listening waiter. `key` names the queue the caller meant to wait in; a place in
+  /// another key's queue is left too. Best effort: the queue's TTL cleans up what a lost request
+  /// leaves. \returns success; errc::invalid_argument for an empty key.
+  result<void> leave_queue(std::string_view key) {
+    if (key.empty()) return errc::invalid_argument;
+    detail::redis_waiting& w = *wait_;
+    std::optional<detail::redis_waiting::ticket> mine;
+    {
+      std::lock_guard<std::mutex> lk(w.mu);
+      mine = w.take_ticket();
+      if (mine) w.retire(mine->id);
+    }
+    if (mine) dequeue(mine->key, mine->entry);
+    return {};
   }
 
   /// Blocks until `key` may be free, without polling (store.hpp's wait_for_release capability,
