@@ -87,6 +87,11 @@ struct store_fault_options {
   /// The store goes down for a restart and comes back with its state (durable stores only).
   /// Default off.
   bool restarts = false;
+  /// Now and then (1 call in 9) an acquire or renew is applied with a shorter TTL than asked
+  /// (half to nine tenths of it, at least 1 ms), and the grant reports the TTL applied, as a store
+  /// may (store.hpp, T2; etcd's minimum TTL, a server-side cap): a holder must trust only what
+  /// the store applied. Default off (it draws one more decision per call).
+  bool shorter_ttls = false;
   /// How often a request, and then its reply, spends time in flight when request_delays /
   /// reply_delays are on: the weight of "delayed" against 40 for "delivered at once" (and 1 or 2
   /// for each other fault). Default 10, about one stage in five (tests/unit/test_quorum_sim.cpp
@@ -136,15 +141,17 @@ class sim_store {
   /// errc::timeout (request or reply lost), errc::store_unavailable (store error or down).
   result<grant> try_acquire(std::string_view key, std::string_view owner,
                             std::chrono::milliseconds ttl) {
+    const std::chrono::milliseconds applied = applied_ttl(ttl);
     return perform<grant>(event_kind::store_acquire, key, owner, fencing_token{}, ttl,
-                          [&] { return inner_->try_acquire(key, owner, ttl); });
+                          [&] { return inner_->try_acquire(key, owner, applied); });
   }
 
   /// LeaseStore renew, through the simulated network (outcomes as try_acquire).
   result<grant> renew(std::string_view key, std::string_view owner, fencing_token token,
                       std::chrono::milliseconds ttl) {
+    const std::chrono::milliseconds applied = applied_ttl(ttl);
     return perform<grant>(event_kind::store_renew, key, owner, token, ttl,
-                          [&] { return inner_->renew(key, owner, token, ttl); });
+                          [&] { return inner_->renew(key, owner, token, applied); });
   }
 
   /// LeaseStore release, through the simulated network (outcomes as try_acquire).
@@ -301,6 +308,16 @@ class sim_store {
   static void note(event& e, fault_note n, std::int64_t d) noexcept {
     e.note = n;
     if (e.kind != event_kind::store_raise) e.value = d;
+  }
+
+  // The TTL the store applies to an acquire or renew asked for `ttl`: `ttl`, or under
+  // shorter_ttls now and then 50-90% of it (at least 1 ms).
+  std::chrono::milliseconds applied_ttl(std::chrono::milliseconds ttl) {
+    if (!faults_.shorter_ttls || sim_.current_node() == no_node || sim_.healed()) return ttl;
+    if (ttl <= std::chrono::milliseconds(1) || sim_.weighted({8, 1}) == 0) return ttl;
+    const std::int64_t tenths = 5 + static_cast<std::int64_t>(sim_.weighted({1, 1, 1, 1, 1}));
+    const std::chrono::milliseconds shorter(ttl.count() * tenths / 10);
+    return shorter > std::chrono::milliseconds::zero() ? shorter : std::chrono::milliseconds(1);
   }
 
   // One call through the network: request, apply, reply (the table at the top of the file).
