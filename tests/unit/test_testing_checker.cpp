@@ -471,6 +471,7 @@ TEST_CASE("verdict: every invariant has one tag and one name, from one table",
       {invariant::s6_permit_bound, "S6", "S6 permit bound"},
       {invariant::t4_store_answers, "T4", "T4 store answers"},
       {invariant::l2_regression, "L2", "L2 clock regression noticed"},
+      {invariant::o1_orphaned_grant, "O1", "O1 no orphaned grants"},
   };
   for (const auto& [inv, t, name] : all) {
     CAPTURE(name);
@@ -515,4 +516,87 @@ TEST_CASE("checker: a lost lease reads loss_cause's own name in the timeline, '?
     CHECK_THAT(v.timeline, Catch::Contains("A is told its lease #1 is lost") &&
                                Catch::Contains(std::string(" -> ") + name + "\n"));
   }
+}
+
+namespace {
+
+// A's attempt (owner "A1"): the store grants "orders" #5 but the reply is lost (seen timeout);
+// then `tail` happens, then A's attempt ends with acquire_failed at 10 ms.
+template <class Tail>
+verdict lost_reply_attempt(Tail tail) {
+  builder x;
+  x.h.keys = {"orders", "other"};
+  event& g = x.grant(x.a, "A1", 1 * ms, 5);
+  g.seen = static_cast<outcome_code>(holdfast::errc::timeout);
+  g.note = fault_note::reply_lost;
+  tail(x);
+  event& end = x.add(event_kind::acquire_failed, x.a, 10 * ms);
+  end.owner = "A1";
+  end.outcome = static_cast<outcome_code>(holdfast::errc::timeout);
+  return check(x.h);
+}
+
+}  // namespace
+
+TEST_CASE("checker: O1 catches an attempt that walked away from a lost reply's grant",
+          "[testing/checker]") {
+  const verdict v = lost_reply_attempt([](builder&) {});
+  INFO(v.report());
+  REQUIRE(v.violated == invariant::o1_orphaned_grant);
+  CHECK(v.at == 1);
+  CHECK_THAT(v.what, Catch::Contains("#5") && Catch::Contains("\"orders\"") &&
+                         Catch::Contains("told timeout"));
+  CHECK_THAT(v.report(), Catch::StartsWith("O1 no orphaned grants violated: "));
+}
+
+TEST_CASE("checker: O1 holds when the attempt went back (asked again, or released)",
+          "[testing/checker]") {
+  // Asked again with the same owner (the same grant back), then released.
+  CHECK(lost_reply_attempt([](builder& x) {
+          x.grant(x.a, "A1", 2 * ms, 5);
+          x.release(x.a, "A1", 3 * ms, 5);
+        }).ok());
+  // Asked again, but that request was lost: the attempt did what it could.
+  CHECK(lost_reply_attempt([](builder& x) {
+          event& e = x.grant(x.a, "A1", 2 * ms, 0);
+          e.outcome = not_applied;
+          e.seen = static_cast<outcome_code>(holdfast::errc::timeout);
+        }).ok());
+  // The grant expired (TTL 1 s) before the attempt ended: nothing is left behind.
+  builder x;
+  event& g = x.grant(x.a, "A1", 1 * ms, 5, 5);
+  g.seen = static_cast<outcome_code>(holdfast::errc::timeout);
+  x.add(event_kind::acquire_failed, x.a, 100 * ms).owner = "A1";
+  CHECK(check(x.h).ok());
+  // Another client's end of attempt, or another owner's: not this attempt's grant.
+  builder y;
+  event& h = y.grant(y.a, "A1", 1 * ms, 5);
+  h.seen = static_cast<outcome_code>(holdfast::errc::timeout);
+  y.add(event_kind::acquire_failed, y.b, 2 * ms).owner = "B1";
+  CHECK(check(y.h).ok());
+}
+
+TEST_CASE("checker: O1 judges an acquired attempt by the lease it reported", "[testing/checker]") {
+  // A semaphore's pass: "other" granted with its reply lost, then "orders" granted and
+  // reported. The first grant is orphaned (the kind of Curator #835).
+  builder x;
+  x.h.keys = {"orders", "other"};
+  event& lost = x.grant(x.a, "A1", 1 * ms, 5);
+  lost.key = 1;
+  lost.seen = static_cast<outcome_code>(holdfast::errc::timeout);
+  x.grant(x.a, "A1", 2 * ms, 6);
+  event& got = x.add(event_kind::acquired, x.a, 3 * ms);
+  got.owner = "A1";
+  got.token = 6;
+  const verdict v = check(x.h);
+  INFO(v.report());
+  REQUIRE(v.violated == invariant::o1_orphaned_grant);
+  CHECK_THAT(v.what, Catch::Contains("\"other\""));
+  // The reported lease alone: fine.
+  builder y;
+  y.grant(y.a, "A1", 2 * ms, 6);
+  event& ok = y.add(event_kind::acquired, y.a, 3 * ms);
+  ok.owner = "A1";
+  ok.token = 6;
+  CHECK(check(y.h).ok());
 }

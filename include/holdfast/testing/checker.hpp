@@ -28,6 +28,10 @@
 //                          | bound                      | that bound, its own stalls not counted
 //   T4 store answers       | each grant or renewal a    | its TTL is <= 0 or > max_ttl: garbage,
 //                          | store reported             | not a grant
+//   O1 no orphaned grants  | each acquired or           | a store still holds a live grant the
+//                          | acquire_failed event       | attempt made to its owner, neither
+//                          |                            | reported nor gone back for (asked
+//                          |                            | again, released): orphan_watch.hpp
 //
 // The checker replays the store events in order, keeping per (store, key) the record the store
 // must have by the contract (store.hpp): holder, token, and expiry on the store's clock. Expiry is
@@ -59,6 +63,7 @@
 #include "holdfast/store.hpp"
 #include "holdfast/testing/detail/event_text.hpp"
 #include "holdfast/testing/detail/lease_book.hpp"
+#include "holdfast/testing/detail/orphan_watch.hpp"
 #include "holdfast/testing/detail/regression_watch.hpp"
 #include "holdfast/testing/detail/timeline.hpp"
 #include "holdfast/testing/history.hpp"
@@ -154,6 +159,9 @@ class checker {
   void step(std::size_t i) {
     const event& e = h_.events[i];
     watch_.observe(h_, i, e);
+    if (e.kind == event_kind::acquired || e.kind == event_kind::acquire_failed) orphaned(i, e);
+    if (!result_.ok()) return;
+    orphans_.observe(h_, i, e);
     switch (e.kind) {
       case event_kind::store_acquire:
       case event_kind::store_renew:
@@ -483,6 +491,19 @@ class checker {
          ctx);
   }
 
+  // O1: the attempt ending at `e` left no grant behind (detail/orphan_watch.hpp).
+  void orphaned(std::size_t i, const event& e) {
+    const std::size_t g = orphans_.orphan(h_, e);
+    if (g == npos) return;
+    const event& o = h_.events[g];
+    fail(invariant::o1_orphaned_grant, i,
+         who(e) + "'s attempt ended (" + outcome_name(e.outcome) + ") while " +
+             h_.node_name(o.node) + " still held the grant " + fmt_token(o.token) + " of \"" +
+             key_name(o.key) + "\" it had made to " + o.owner + " (the client was told " +
+             outcome_name(o.seen) + "), neither reported nor asked again nor released",
+         {g, i});
+  }
+
   std::vector<std::size_t> liveness_context(std::size_t i) const {
     std::vector<std::size_t> ctx;
     if (heal_ != npos) ctx.push_back(heal_);
@@ -539,6 +560,7 @@ class checker {
   lease_book leases_;
   std::size_t heal_ = npos;
   regression_watch watch_;  // L2
+  orphan_watch orphans_;    // O1
   bool live_seen_ = false;
 };
 

@@ -38,6 +38,7 @@ enum class invariant : std::uint8_t {
   s6_permit_bound,
   t4_store_answers,  ///< The store reported a grant no store can make (TTL <= 0 or > max_ttl).
   l2_regression,  ///< A kept-alive holder whose clock went back heard nothing in a renew interval.
+  o1_orphaned_grant,  ///< An attempt ended leaving a grant it neither reported nor went back for.
 };
 
 namespace detail {
@@ -70,14 +71,16 @@ inline invariant_text text_of(invariant i) noexcept {
       return {"T4", "T4 store answers"};
     case invariant::l2_regression:
       return {"L2", "L2 clock regression noticed"};
+    case invariant::o1_orphaned_grant:
+      return {"O1", "O1 no orphaned grants"};
   }
   return {"?", "?"};
 }
 
 }  // namespace detail
 
-/// Returns the invariant's tag: "S1" .. "S6", "L1", "L2", "T4", or "-" for none ("?" for a value
-/// outside the enumeration).
+/// Returns the invariant's tag: "S1" .. "S6", "L1", "L2", "T4", "O1", or "-" for none ("?" for a
+/// value outside the enumeration).
 inline const char* tag(invariant i) noexcept {
   return detail::text_of(i).tag;
 }

@@ -1,0 +1,179 @@
+// holdfast/testing/detail/orphan_watch.hpp - the checker's bookkeeping for O1, orphaned grants
+// (checker.hpp; DESIGN.md, "Leave nothing behind"): when an acquire attempt ends (acquired or
+// acquire_failed), no store may still hold a live grant to the attempt's owner that the caller
+// neither reported nor went back for. A grant is *reported* if it is the lease the attempt
+// returned (its key and token), or if the client saw it granted on the reported key (the members
+// of a quorum grant); the caller *went back* if it made any later call on that store and key
+// with that owner (asked again, released, raised, renewed), whatever became of that call: a
+// protocol that tries to give back cannot do more against a store that keeps failing, and one
+// that never tries is what O1 catches (a lost reply that the caller walked away from). A grant
+// made by a call that itself followed a transient error on the same store and key (the caller
+// asking again after a lost request) is the protocol going back, not walking away.
+//
+//   event                               | what the watch does
+//   ------------------------------------+-------------------------------------------------------
+//   store_acquire applied, a new grant  | the (store, key) is held by its owner, not gone back to
+//   any store call by the holder's owner| the holder went back (re-ask, renew, release, raise)
+//   store_release applied by the holder | the (store, key) is free
+//   store_down / store_up               | the store's holdings are forgotten (it may lose them)
+//   acquired / acquire_failed           | O1 is judged (orphan())
+//
+// "Live" is judged by the store's clock with an upper bound on its reading at the client's event
+// (its last reading plus twice the true time since, plus its tick), so a contract-abiding
+// protocol is never reported because of clock rates. Not a public header.
+#ifndef HOLDFAST_TESTING_DETAIL_ORPHAN_WATCH_HPP
+#define HOLDFAST_TESTING_DETAIL_ORPHAN_WATCH_HPP
+
+#include <cstddef>
+#include <cstdint>
+#include <map>
+#include <string>
+#include <tuple>
+#include <utility>
+
+#include "holdfast/detail/config.hpp"
+#include "holdfast/error.hpp"
+#include "holdfast/testing/detail/regression_watch.hpp"
+#include "holdfast/testing/history.hpp"
+
+namespace holdfast {
+HOLDFAST_ABI_NAMESPACE_BEGIN
+namespace testing {
+namespace detail {
+
+class orphan_watch {
+ public:
+  /// Follows event i (every event, in order).
+  void observe(const history& h, std::size_t i, const event& e) {
+    switch (e.kind) {
+      case event_kind::store_acquire:
+      case event_kind::store_renew:
+      case event_kind::store_release:
+      case event_kind::store_raise:
+        store_event(h, i, e);
+        return;
+      case event_kind::store_down:
+      case event_kind::store_up:
+        forget(e.node);
+        return;
+      case event_kind::pause:  // faults inside a client's call: no bound of an attempt
+      case event_kind::clock_jump:
+      case event_kind::clock_regress:
+      case event_kind::heal:
+        return;
+      default:
+        if (e.node != no_node) last_[e.node] = i;  // a client's own outcome: an attempt's bound
+        return;
+    }
+  }
+
+  /// At an acquired/acquire_failed event `e` (asked before observe() sees it): the index of a
+  /// grant to e.owner made during the attempt, by a call of e's node since its previous event of
+  /// its own, that is orphaned (see the file comment), or no_event.
+  [[nodiscard]] std::size_t orphan(const history& h, const event& e) const {
+    if (e.owner.empty()) return no_event;
+    auto prev = last_.find(e.node);
+    const std::size_t since = prev == last_.end() ? 0 : prev->second + 1;
+    for (const auto& kv : held_) {
+      const holding& s = kv.second;
+      if (s.owner != e.owner || s.went_back || s.grant < since) continue;
+      if (s.after_error != no_event && s.after_error >= since) continue;  // a re-ask itself
+      if (h.events[s.grant].peer != e.node) continue;
+      if (e.kind == event_kind::acquired && kv.first.second == e.key) {
+        if (s.token == e.token || h.events[s.grant].seen == 0) continue;  // reported
+      }
+      if (!live_at(h, kv.first.first, s, e.true_ns)) continue;
+      return s.grant;
+    }
+    return no_event;
+  }
+
+ private:
+  struct holding {
+    std::string owner;
+    std::uint64_t token = 0;
+    std::size_t grant = no_event;  // the store_acquire event that made it
+    std::int64_t lo = 0;           // the earliest expiry, on the store's clock
+    bool went_back = false;
+    // The same owner's previous call on this store and key, if the client was told a transient
+    // error there (no_event otherwise): the grant came from asking again, going back itself.
+    std::size_t after_error = no_event;
+  };
+  struct last_call {
+    std::size_t index = no_event;
+    outcome_code seen = 0;
+  };
+  struct reading {
+    std::int64_t true_ns = 0;
+    std::int64_t local_ns = 0;
+  };
+
+  void store_event(const history& h, std::size_t i, const event& e) {
+    clocks_[e.node] = reading{e.true_ns, e.local_ns};
+    const auto at = std::make_pair(e.node, e.key);
+    last_call& prev = calls_[std::make_tuple(e.node, e.key, e.owner)];
+    const bool after_error =
+        prev.index != no_event && prev.seen != 0 && is_transient_seen(prev.seen);
+    const std::size_t prev_index = prev.index;
+    prev = last_call{i, e.seen};
+    auto it = held_.find(at);
+    const bool holder = it != held_.end() && it->second.owner == e.owner;
+    if (e.outcome != 0) {  // refused or never applied: still, the caller went back
+      if (holder) it->second.went_back = true;
+      return;
+    }
+    if (e.kind == event_kind::store_acquire && !(holder && it->second.token == e.token)) {
+      const std::int64_t begin =
+          e.begin_local_ns != 0 && e.begin_local_ns < e.local_ns ? e.begin_local_ns : e.local_ns;
+      held_[at] = holding{e.owner, e.token,
+                          i,       sat_add(begin, e.ttl_ms * 1000000),
+                          false,   after_error ? prev_index : no_event};
+      return;
+    }
+    if (!holder) return;
+    holding& s = it->second;
+    s.went_back = true;
+    if (e.kind == event_kind::store_release && e.token == s.token) {
+      held_.erase(it);
+    } else if (e.kind == event_kind::store_raise && e.token == s.token) {
+      s.token = static_cast<std::uint64_t>(e.value);
+    }
+    (void)h;
+  }
+
+  // Whether a client told `seen` was told a transient error other than busy (its call may have
+  // been applied: the protocol should go back).
+  static bool is_transient_seen(outcome_code seen) noexcept {
+    if (seen == foreign_error) return true;
+    const auto c = static_cast<errc>(seen);
+    return c == errc::timeout || c == errc::store_unavailable;
+  }
+
+  void forget(node_id store) {
+    for (auto it = held_.begin(); it != held_.end();) {
+      it = it->first.first == store ? held_.erase(it) : std::next(it);
+    }
+  }
+
+  // Whether `s` is live by `store`'s clock at true time `t` for certain.
+  bool live_at(const history& h, node_id store, const holding& s, std::int64_t t) const {
+    auto c = clocks_.find(store);
+    if (c == clocks_.end()) return false;
+    const std::int64_t since = t > c->second.true_ns ? t - c->second.true_ns : 0;
+    const std::int64_t upper =
+        sat_add(sat_add(c->second.local_ns, sat_add(since, since)), h.tick_of(store));
+    return upper < s.lo;
+  }
+
+  std::map<std::pair<node_id, std::uint8_t>, holding> held_;
+  std::map<node_id, reading> clocks_;
+  std::map<node_id, std::size_t> last_;  // each client's latest event of its own
+  std::map<std::tuple<node_id, std::uint8_t, std::string>, last_call> calls_;  // (store,key,owner)
+};
+
+}  // namespace detail
+}  // namespace testing
+HOLDFAST_ABI_NAMESPACE_END
+}  // namespace holdfast
+
+#endif  // HOLDFAST_TESTING_DETAIL_ORPHAN_WATCH_HPP
