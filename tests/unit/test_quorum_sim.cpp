@@ -266,6 +266,10 @@ struct quorum_sim_options {
   std::size_t empty_restarts_tolerated = 0;  // quorum_options::empty_restarts
   restart_mode restarts = restart_mode::none;
   int empty_restart_budget = 0;  // members that may restart empty, per run
+  // Record the members' own operations too (each member a store node the checker judges), so
+  // O1 sees a member left holding a lease the quorum did not report (issue 22).
+  bool record_members = false;
+  bool give_back_unsure = true;  // quorum_options::give_back_unsure (false: the control)
 };
 
 struct quorum_run {
@@ -295,7 +299,7 @@ quorum_run run_quorum_schedule(decision_source& src, const quorum_sim_options& q
           sim, "m" + std::to_string(i + 1), [](sim_clock c) { return std::make_unique<mem>(c); },
           member_faults(q.restarts)));
       sim_member& m = *members.back();
-      m.record(false);  // the quorum-level operations are what the checker judges
+      m.record(q.record_members);  // by default the quorum-level operations alone are judged
       if (q.restarts == restart_mode::empty) {
         m.on_restart(
             [&m, &out](std::unique_ptr<mem>& s) {
@@ -312,6 +316,7 @@ quorum_run run_quorum_schedule(decision_source& src, const quorum_sim_options& q
     qo.empty_restarts = q.empty_restarts_tolerated;
     qo.member_timeout = o.ttl;  // the share (10% of the TTL) decides
     qo.validity = o.validity;
+    qo.give_back_unsure = q.give_back_unsure;
     t::store_fault_options quiet;
     quiet.request_delays = quiet.lost_requests = quiet.reply_delays = quiet.lost_replies = false;
     quiet.errors = quiet.restarts = false;
@@ -386,6 +391,38 @@ TEST_CASE("simulated quorums of 3 and 5 members keep S1-S5 and L1 under member f
       REQUIRE(r.run.result.ok());
     }
   }
+}
+
+TEST_CASE("simulated quorum with its members judged too: nothing is left behind (O1)", "[quorum]") {
+  for (std::uint64_t seed = 1; seed <= 150; ++seed) {
+    quorum_sim_options q;
+    q.members = 3;
+    q.record_members = true;
+    seeded_source src(seed);
+    const quorum_run r = run_quorum_schedule(src, q);
+    INFO("seed " << seed << "\n" << r.run.result.report());
+    REQUIRE(r.run.result.ok());
+  }
+}
+
+// The control (the kind of redlock-rb #76): a quorum that never asks a member whose reply was
+// lost again keeps the owner's lease there until its TTL; O1 catches it at the attempt's end.
+TEST_CASE("simulated quorum: a member whose reply was lost, kept, is caught by O1 (control)",
+          "[quorum]") {
+  std::optional<holdfast::testing::verdict> caught;
+  std::uint64_t seed = 1;
+  for (; seed <= 300 && !caught; ++seed) {
+    quorum_sim_options q;
+    q.members = 3;
+    q.record_members = true;
+    q.give_back_unsure = false;
+    seeded_source src(seed);
+    quorum_run r = run_quorum_schedule(src, q);
+    if (!r.run.result.ok()) caught = std::move(r.run.result);
+  }
+  REQUIRE(caught);
+  INFO("seed " << seed - 1 << "\n" << caught->report());
+  CHECK(caught->violated == invariant::o1_orphaned_grant);
 }
 
 TEST_CASE("simulated quorum: the naive max token is caught going backwards (S2)", "[quorum]") {
@@ -550,19 +587,20 @@ constexpr auto unavailable = static_cast<std::int16_t>(errc::store_unavailable);
 // counted by inspect) report S5 and S3 against a quorum that did nothing wrong.
 TEST_CASE("quorum recorder: a release cut short while the leases expired stays unapplied",
           "[quorum]") {
-  // 3 members, seed 54: B#3 is granted #14 (m1, m2 raised to it, m3 issued it) and releases it;
-  // m1 fails before applying it, B pauses 1.1 s, m2 releases, m3 loses the request: the quorum
-  // reports store_unavailable. By then the leases had expired on m1 and m3, but their records
-  // are still there, and B#3's second release of #14 succeeds on m1 and m3. So the first one
-  // did not take effect at the quorum level (two members could still release) and stays
-  // unapplied; recorded as applied, the second release was an S5 violation.
+  // 3 members, seed 54 before issue 22 (B#3's release of #14): m1 fails before applying the
+  // release, the holder pauses, m2 releases, m3 loses the request: the quorum reports
+  // store_unavailable. By then the leases had expired on m1 and m3, but their records are still
+  // there, and the holder's second release succeeds on them. So the first one did not take effect
+  // at the quorum level (two members could still release) and stays unapplied; recorded as
+  // applied, the second release was an S5 violation. Issue 22's give-backs (a member asked again
+  // after a lost reply) changed the schedules: seed 163 now shows the same (A's #1).
   quorum_sim_options q;
   q.members = 3;
-  seeded_source src(54);
+  seeded_source src(163);
   const quorum_run r = run_quorum_schedule(src, q);
   INFO(r.run.result.report());
   CHECK(r.run.result.ok());
-  const auto releases = recorded_releases(r.run.log, "B#3", 14);
+  const auto releases = recorded_releases(r.run.log, "A", 1);
   REQUIRE(releases.size() == 2);
   CHECK(releases[0].outcome == unavailable);  // not amended
   CHECK(releases[0].seen == unavailable);
@@ -572,12 +610,12 @@ TEST_CASE("quorum recorder: a release cut short while the leases expired stays u
 
 TEST_CASE("quorum recorder: a release that freed members holding their own tokens is applied",
           "[quorum]") {
-  // 3 members, naive_max, seed 0: C is granted #7 with member tokens #5, #7, #5 and releases
-  // it; m1 loses the request, m2 and m3 release, C stalls 2 s after m3 (a late reply on its
-  // clock): the quorum reports store_unavailable, yet only m1 still carries C's record: the
-  // release took effect, and A#2 is granted the key while C's grant would still be live. The old
-  // recorder compared every member's record with #7, counted one holder before the release, did
-  // not amend it and reported S3. The schedule's tokens happen not to go backwards: no violation.
+  // 3 members, naive_max, seed 0 before issue 22: C was granted #7 with member tokens #5, #7,
+  // #5 and released it; m1 lost the request, m2 and m3 released, C stalled after m3: the quorum
+  // reported store_unavailable, yet only m1 still carried C's record: the release took effect,
+  // and another owner was granted the key while C's grant would still be live. The old recorder
+  // compared every member's record with #7, did not amend the release and reported S3. Issue
+  // 22's give-backs changed the schedules: seed 0 now shows the same with A#3's #15.
   quorum_sim_options q;
   q.members = 3;
   q.mode = quorum_token_mode::naive_max;
@@ -585,7 +623,7 @@ TEST_CASE("quorum recorder: a release that freed members holding their own token
   const quorum_run r = run_quorum_schedule(src, q);
   INFO(r.run.result.report());
   CHECK(r.run.result.ok());
-  const auto releases = recorded_releases(r.run.log, "C", 7);
+  const auto releases = recorded_releases(r.run.log, "A#3", 15);
   REQUIRE(releases.size() == 2);
   CHECK(releases[0].outcome == 0);  // amended: applied
   CHECK(releases[0].seen == unavailable);

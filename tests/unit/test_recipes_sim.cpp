@@ -11,6 +11,9 @@
 //     hold, S6 being "never more than N live permits". Control: a semaphore that counts the live
 //     permits (inspect) and then grants a fresh key in a second step, the check-then-act race of a
 //     semaphore built without an atomic store step, which S6 catches.
+//     A second control: the semaphore as it was before issue 22, whose pass forgets a slot whose
+//     reply was lost (granted, unheard: an orphaned permit, the kind of Curator #835), which the
+//     checker's O1 catches. The store applies a shorter TTL than asked now and then.
 //   - waiting without polling (store.hpp's wait_for_release): three processes take turns on a key
 //     with blocking acquire() sleeping in the store, whose every release notification is lost (the
 //     waiters live on the holder's expiry alone), with crashes, pauses and store faults; then the
@@ -24,8 +27,10 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <system_error>
 #include <vector>
 
+#include "holdfast/backoff.hpp"
 #include "holdfast/election.hpp"
 #include "holdfast/keepalive.hpp"
 #include "holdfast/lease.hpp"
@@ -66,9 +71,12 @@ struct process {
 // One simulated world with `n` processes, each with a keepalive it polls itself.
 struct world {
   world(std::uint64_t seed, std::size_t n, std::vector<std::string> keys)
-      : src(seed), sim(src, faults()), store(sim, "store", [](sim_clock c) {
-          return std::make_unique<holdfast::memory_store<sim_clock>>(c);
-        }) {
+      : src(seed),
+        sim(src, faults()),
+        store(
+            sim, "store",
+            [](sim_clock c) { return std::make_unique<holdfast::memory_store<sim_clock>>(c); },
+            store_faults()) {
     for (std::string& k : keys) sim.log().keys.push_back(std::move(k));
     sim.log().primary_store = store.node();
     sim.log().tolerance_ns = std::chrono::nanoseconds(1ms).count();
@@ -84,6 +92,14 @@ struct world {
       ko.retry.seed = seed * 31 + i;
       p.keepalive = std::make_unique<holdfast::keepalive<sim_clock>>(sim.clock(p.node), ko);
     }
+  }
+
+  // Every store fault, and now and then a TTL shorter than asked (issue 22: a holder trusts
+  // only what the store applied).
+  static ht::store_fault_options store_faults() {
+    ht::store_fault_options f;
+    f.shorter_ttls = true;
+    return f;
   }
 
   static ht::fault_options faults() {
@@ -188,8 +204,9 @@ constexpr std::uint32_t kPermits = 2;
 constexpr std::uint32_t kKeys = 2 * kPermits;  // the control may use more keys than permits
 
 enum class semaphore_kind {
-  shipped,           ///< holdfast::semaphore.
-  count_then_grant,  ///< Control: counts live permits, then grants a fresh key in a second step.
+  shipped,            ///< holdfast::semaphore.
+  count_then_grant,   ///< Control: counts live permits, then grants a fresh key in a second step.
+  forgets_lost_slot,  ///< Control: the semaphore before issue 22 (a lost reply's slot orphaned).
 };
 
 holdfast::result<holdfast::lease<store_t, sim_clock>> errc_busy() {
@@ -224,6 +241,33 @@ holdfast::result<holdfast::lease<store_t, sim_clock>> count_then_grant(
   }
 }
 
+// The control for O1 (the kind of Curator #835): the semaphore's passes as they were before issue
+// 22. A slot whose call failed transiently (perhaps a lost reply: granted, unheard) is neither
+// asked again nor given back; every pass starts again at the first slot.
+holdfast::result<holdfast::lease<store_t, sim_clock>> forgetful_acquire(
+    store_t& store, const holdfast::acquire_options<sim_clock>& o, std::uint32_t start) {
+  const sim_clock clock = o.clock;
+  const auto deadline = clock.now() + 3 * kTtl;
+  holdfast::backoff delays(o.backoff);
+  for (std::uint32_t made = 1;; ++made) {
+    std::error_code failure{};
+    for (std::uint32_t k = 0; k < kPermits; ++k) {
+      const std::string key = "pool#" + std::to_string((start + k) % kPermits);
+      auto l = holdfast::detail::acquire_once(store, key, kTtl, o, o.owner);
+      if (l) return l;
+      if (l.error() == holdfast::errc::busy) continue;
+      if (!holdfast::is_transient(l.error())) return l.error();
+      if (!failure) failure = l.error();
+    }
+    if (delays.exhausted(made)) return failure ? failure : holdfast::errc::busy;
+    const auto now = clock.now();
+    if (!(now < deadline)) return holdfast::errc::timeout;
+    auto wake = now + delays.next_delay();
+    if (deadline < wake) wake = deadline;
+    clock.sleep_until(wake);
+  }
+}
+
 ht::verdict run_semaphore_schedule(std::uint64_t seed, semaphore_kind kind) {
   using permit_t = holdfast::lease<store_t, sim_clock>;
   ht::history log;
@@ -250,6 +294,8 @@ ht::verdict run_semaphore_schedule(std::uint64_t seed, semaphore_kind kind) {
           if (kind == semaphore_kind::shipped) {
             holdfast::semaphore<store_t, sim_clock> pool(w.store, "pool", kPermits, kTtl, so);
             permit = pool.acquire(3 * kTtl);
+          } else if (kind == semaphore_kind::forgets_lost_slot) {
+            permit = forgetful_acquire(w.store, so.acquire, static_cast<std::uint32_t>(i + round));
           } else {
             permit = count_then_grant(w, so.acquire, i + static_cast<std::size_t>(round));
           }
@@ -443,6 +489,19 @@ TEST_CASE("a count-then-grant semaphore is caught exceeding N live permits (cont
   INFO("seed " << seed - 1 << "\n" << caught->report());
   CHECK(caught->violated == ht::invariant::s6_permit_bound);
   CHECK_THAT(caught->report(), Catch::Contains("the bound is 2"));
+}
+
+TEST_CASE("a semaphore that forgets a slot whose reply was lost is caught by O1 (control)",
+          "[semaphore][testing]") {
+  std::optional<ht::verdict> caught;
+  std::uint64_t seed = 1;
+  for (; seed <= 300 && !caught; ++seed) {
+    ht::verdict v = run_semaphore_schedule(seed, semaphore_kind::forgets_lost_slot);
+    if (!v.ok()) caught = std::move(v);
+  }
+  REQUIRE(caught);
+  INFO("seed " << seed - 1 << "\n" << caught->report());
+  CHECK(caught->violated == ht::invariant::o1_orphaned_grant);
 }
 
 TEST_CASE("waiting schedules keep S1-S5 and L1 with every release notification lost",

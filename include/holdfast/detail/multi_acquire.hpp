@@ -24,6 +24,7 @@
 #include "holdfast/clock.hpp"
 #include "holdfast/detail/acquire.hpp"
 #include "holdfast/detail/config.hpp"
+#include "holdfast/detail/give_back.hpp"
 #include "holdfast/detail/saturating.hpp"
 #include "holdfast/error.hpp"
 #include "holdfast/lease.hpp"
@@ -79,15 +80,9 @@ result<multi_request> prepare_multi(std::vector<std::string> keys,
                        first->ttl, std::move(first->owner)};
 }
 
-// Leave nothing behind for one key whose last call may have applied: ask once more as the same
-// owner (T1: the same grant if the first one landed) and release what that gives. A failure here
-// is left to the key's TTL, since nothing renews it.
-template <class Store>
-void give_back(Store& store, std::string_view key, const std::string& owner,
-               std::chrono::milliseconds ttl) {
-  result<grant> g = store.try_acquire(key, owner, ttl);
-  if (g && g->token.is_issuable()) (void)store.release(key, owner, g->token);
-}
+// Leave nothing behind for one key whose last call may have applied: detail/give_back.hpp's
+// give_back (ask once more as the same owner, release what that gives; a failure is left to the
+// key's TTL, since nothing renews it).
 
 // Releases `held`, last key first (or, under keeps_partial, keeps them in the control).
 template <class Store, class Clock>

@@ -1,9 +1,9 @@
 // holdfast/testing/detail/orphan_watch.hpp - the checker's bookkeeping for O1, orphaned grants
 // (checker.hpp; DESIGN.md, "Leave nothing behind"): when an acquire attempt ends (acquired or
 // acquire_failed), no store may still hold a live grant to the attempt's owner that the caller
-// neither reported nor went back for. A grant is *reported* if it is the lease the attempt
-// returned (its key and token), or if the client saw it granted on the reported key (the members
-// of a quorum grant); the caller *went back* if it made any later call on that store and key
+// neither reported nor went back for. A grant is *reported* if the attempt returned a lease and
+// the client saw that grant (the lease itself, a quorum's members, a multi-key lease's keys), or
+// it is the returned lease's key and token; the caller *went back* if it made any later call on that store and key
 // with that owner (asked again, released, raised, renewed), whatever became of that call: a
 // protocol that tries to give back cannot do more against a store that keeps failing, and one
 // that never tries is what O1 catches (a lost reply that the caller walked away from). A grant
@@ -79,8 +79,11 @@ class orphan_watch {
       if (s.owner != e.owner || s.went_back || s.grant < since) continue;
       if (s.after_error != no_event && s.after_error >= since) continue;  // a re-ask itself
       if (h.events[s.grant].peer != e.node) continue;
-      if (e.kind == event_kind::acquired && kv.first.second == e.key) {
-        if (s.token == e.token || h.events[s.grant].seen == 0) continue;  // reported
+      // An attempt that returned a lease reports what it saw granted (the lease's key, a
+      // quorum's members, a multi-key lease's other keys); a failed one reports nothing.
+      if (e.kind == event_kind::acquired) {
+        if (h.events[s.grant].seen == 0) continue;
+        if (kv.first.second == e.key && s.token == e.token) continue;
       }
       if (!live_at(h, kv.first.first, s, e.true_ns)) continue;
       return s.grant;
