@@ -275,8 +275,10 @@ class postgres_store : public detail::link_client<detail::pg_link> {
   /// (that time, rounded up, after the request left, on this process's steady clock), or until
   /// `deadline`, whichever comes first. Returns at once if the key is free.
   ///
-  /// Notifications are hints: one that is lost (the listening session dropped, a release written
-  /// by hand) costs the wait until the holder's expiry, never more; the store stays the judge.
+  /// Notifications are hints: one that is lost (a release written by hand) costs the wait until
+  /// the holder's expiry, never more; the store stays the judge. A listening session that dies
+  /// ends the wait at once (success, unwoken): the caller asks again and its next wait LISTENs on
+  /// a fresh session, so the next release still wakes it.
   /// PostgreSQL delivers a notification to every listener, so every waiter of the key wakes on a
   /// release (one of them gets it; the others find it busy and wait again), unlike Redis' queue.
   ///
@@ -340,9 +342,10 @@ class postgres_store : public detail::link_client<detail::pg_link> {
           if (it != l.seen.end()) it->second.first += g.second;
         }
         l.cv.notify_all();
-        if (!alive) {  // notifications lost until the next wait reconnects: sleep it out
-          l.cv.wait_until(lk, wake, [&] { return l.seen[hash].first != base; });
-        }
+        // The session died: notifications may have been lost (a release while it was down).
+        // Return at once rather than sleep until the holder's expiry: the caller asks again, and
+        // its next wait LISTENs on a fresh session, so the next release still wakes it (issue 22).
+        if (!alive) break;
       } else {
         l.cv.wait_until(lk, wake);
       }

@@ -400,9 +400,11 @@ class redis_store : public detail::link_client<detail::redis_link> {
   /// can have expired (PTTL + 1 ms after the request left, by this process's steady clock), or
   /// until `deadline`, whichever comes first. Returns at once if the key is free.
   ///
-  /// Notifications are hints: a lost message (a dropped notification connection, an expiry, a
-  /// release by a script that does not notify) costs the wait until the holder's expiry, never
-  /// more; the store stays the judge (the waiter asks try_acquire next). A waiter that leaves
+  /// Notifications are hints: a lost message (an expiry, a release by a script that does not
+  /// notify) costs the wait until the holder's expiry, never more; the store stays the judge (the
+  /// waiter asks try_acquire next). A notification connection that dies under a waiter ends its
+  /// wait at once (it returns success, unwoken): its caller asks again and queues on a fresh
+  /// subscription, so the next release still wakes it. A waiter that leaves
   /// without its notification takes its entry out of the queue, and if a release had already
   /// chosen it, passes that hand-off on to the next waiter. Requests: one to queue, none while
   /// asleep, and one more only when leaving unwoken. The queue key expires 60 s after the
@@ -454,7 +456,9 @@ class redis_store : public detail::link_client<detail::redis_link> {
       auto wake = start + std::chrono::milliseconds(*pttl + 1);
       if (deadline < wake) wake = deadline;
       std::unique_lock<std::mutex> lk(w.mu);
-      w.sleep_on(lk, wake, [&] { return woken = w.arrived.erase(id) != 0; });
+      // A dead notification connection ends the wait early (false): the caller asks again and
+      // queues on a fresh subscription, so the next release still wakes it at once.
+      (void)w.sleep_on(lk, wake, [&] { return woken = w.arrived.erase(id) != 0; });
     }
     {
       std::lock_guard<std::mutex> lk(w.mu);
@@ -495,7 +499,7 @@ class redis_store : public detail::link_client<detail::redis_link> {
     if (held && *held) {
       auto wake = start + (*held)->remaining + std::chrono::milliseconds(1);
       if (deadline < wake) wake = deadline;
-      w.sleep_on(lk, wake, [&] { return it->second.first != base; });
+      (void)w.sleep_on(lk, wake, [&] { return it->second.first != base; });
     }
     if (--it->second.second == 0) w.watched.erase(it);
     if (!held) return held.error();

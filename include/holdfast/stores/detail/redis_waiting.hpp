@@ -52,6 +52,10 @@ struct redis_waiting {
   std::string broadcast;  // every release of every key with this wait_prefix, for watchers
   bool reading = false;
   bool subscribed = false;
+  // How many times the notification connection died under a reader: a waiter that sees it
+  // change returns early (its queue entry's hand-off may have gone to nobody), so its caller asks
+  // again and queues anew on a fresh subscription, instead of sleeping until the holder's expiry.
+  std::uint64_t dropped = 0;
   std::uint64_t seq = 0;
   std::set<std::uint64_t> active;   // wait ids of threads waiting now
   std::set<std::uint64_t> arrived;  // of those, the ones a release woke
@@ -123,13 +127,18 @@ struct redis_waiting {
 
   /// [lk holds mu] Sleeps until done() or `wake`, reading the notification connection whenever
   /// no other thread does, and filing what arrives for everyone.
+  /// Returns early, false, if the notification connection dies meanwhile (or is dead and nobody
+  /// reads it): notifications may have been lost, so the caller should ask again rather than
+  /// sleep until `wake` (issue 22). true otherwise.
   template <class Done>
-  void sleep_on(std::unique_lock<std::mutex>& lk, std::chrono::steady_clock::time_point wake,
+  bool sleep_on(std::unique_lock<std::mutex>& lk, std::chrono::steady_clock::time_point wake,
                 Done done) {
+    const std::uint64_t seen_dropped = dropped;
     for (;;) {
-      if (done()) return;
+      if (done()) return true;
+      if (dropped != seen_dropped || (!reading && !subscribed)) return false;
       const auto now = std::chrono::steady_clock::now();
-      if (!(now < wake)) return;
+      if (!(now < wake)) return true;
       if (!reading && subscribed) {
         reading = true;
         lk.unlock();
@@ -139,7 +148,10 @@ struct redis_waiting {
             read_one(std::chrono::ceil<std::chrono::milliseconds>(wake - now), ids, keys);
         lk.lock();
         reading = false;
-        if (!alive) subscribed = false;
+        if (!alive) {
+          subscribed = false;
+          ++dropped;
+        }
         for (std::uint64_t g : ids) {
           if (active.count(g) != 0) arrived.insert(g);
         }
