@@ -119,11 +119,17 @@ result<lease<Store, Clock>> attempt_asking_again(Store& store, std::string_view 
                                                  std::chrono::milliseconds ttl,
                                                  const acquire_options<Clock>& opts,
                                                  const std::string& owner, std::uint32_t n,
-                                                 bool* unsure = nullptr) {
+                                                 bool* unsure = nullptr,
+                                                 std::uint32_t* attempts = nullptr) {
   bool maybe = false;
   result<lease<Store, Clock>> l = attempt(store, key, ttl, opts, owner, n, false, &maybe);
-  if (maybe) l = attempt(store, key, ttl, opts, owner, n + 1, false, &maybe);
+  std::uint32_t made = 1;
+  if (maybe) {
+    l = attempt(store, key, ttl, opts, owner, n + 1, false, &maybe);
+    ++made;
+  }
   if (unsure != nullptr) *unsure = maybe;
+  if (attempts != nullptr) *attempts = made;
   return l;
 }
 
@@ -146,10 +152,11 @@ result<lease<Store, Clock>> observed_try_acquire(Store& store, std::string_view 
                                                  const result<acquire_request>& req,
                                                  const acquire_options<Clock>& opts) {
   const typename Clock::time_point t0 = opts.clock.now();
+  std::uint32_t made = 0;
   result<lease<Store, Clock>> l =
-      req ? attempt_asking_again(store, key, req->ttl, opts, req->owner, 1)
+      req ? attempt_asking_again(store, key, req->ttl, opts, req->owner, 1, nullptr, &made)
           : result<lease<Store, Clock>>(req.error());
-  report_acquire(l, opts, key, req ? std::string_view(req->owner) : opts.owner, t0, req ? 1 : 0);
+  report_acquire(l, opts, key, req ? std::string_view(req->owner) : opts.owner, t0, made);
   return l;
 }
 
