@@ -265,7 +265,7 @@ result<std::vector<lease<Store, Clock>>> wait_in_order_once(Store& store, const 
     for (bool first = true;; first = false) {
       typename Clock::duration wait = b.left();
       if (!first && wait <= Clock::duration::zero()) {
-        return fail_all(store, held, key, req, make_error_code(errc::timeout), ctl);
+        return fail_all(store, held, {}, req, make_error_code(errc::timeout), ctl);
       }
       // At least the backoff's first delay, so a renewal that keeps failing is not retried in a
       // busy loop (the lease stays valid until valid_until(), well after its renew instant).
@@ -280,9 +280,11 @@ result<std::vector<lease<Store, Clock>>> wait_in_order_once(Store& store, const 
         held.push_back(std::move(*l));
         break;
       }
-      if (l.error() != errc::timeout) return fail_all(store, held, key, req, l.error(), ctl);
+      // (acquire() gave back what its last attempt may have made: no key to give back here;
+      // asking again would make a fresh grant whose own reply may be lost.)
+      if (l.error() != errc::timeout) return fail_all(store, held, {}, req, l.error(), ctl);
       if (std::error_code ec = renew_due(held, clock)) {
-        return fail_all(store, held, key, req, ec, ctl);
+        return fail_all(store, held, {}, req, ec, ctl);
       }
     }
   }

@@ -501,7 +501,17 @@ class checker {
              h_.node_name(o.node) + " still held the grant " + fmt_token(o.token) + " of \"" +
              key_name(o.key) + "\" it had made to " + o.owner + " (the client was told " +
              outcome_name(o.seen) + "), neither reported nor asked again nor released",
-         {g, i});
+         attempt_context(g, i, e));
+  }
+
+  // The events of e's node (its own and its store calls) from event g to i.
+  std::vector<std::size_t> attempt_context(std::size_t g, std::size_t i, const event& e) const {
+    std::vector<std::size_t> ctx;
+    for (std::size_t j = g; j <= i; ++j) {
+      const event& x = h_.events[j];
+      if (x.node == e.node || x.peer == e.node) ctx.push_back(j);
+    }
+    return ctx;
   }
 
   std::vector<std::size_t> liveness_context(std::size_t i) const {

@@ -3,11 +3,11 @@
 // acquire_failed), no store may still hold a live grant to the attempt's owner that the caller
 // neither reported nor went back for. A grant is *reported* if the attempt returned a lease and
 // the client saw that grant (the lease itself, a quorum's members, a multi-key lease's keys), or
-// it is the returned lease's key and token; the caller *went back* if it made any later call on that store and key
-// with that owner (asked again, released, raised, renewed), whatever became of that call: a
-// protocol that tries to give back cannot do more against a store that keeps failing, and one
-// that never tries is what O1 catches (a lost reply that the caller walked away from). A grant
-// made by a call that itself followed a transient error on the same store and key (the caller
+// it is the returned lease's key and token; the caller *went back* if it made any later call on
+// that store and key with that owner (asked again, released, raised, renewed), whatever became of
+// that call: a protocol that tries to give back cannot do more against a store that keeps failing,
+// and one that never tries is what O1 catches (a lost reply that the caller walked away from). A
+// grant made by a call that itself followed a transient error on the same store and key (the caller
 // asking again after a lost request) is the protocol going back, not walking away.
 //
 //   event                               | what the watch does
@@ -62,17 +62,18 @@ class orphan_watch {
       case event_kind::heal:
         return;
       default:
-        if (e.node != no_node) last_[e.node] = i;  // a client's own outcome: an attempt's bound
+        // A client's own outcome bounds the attempts of its owner (one node may run several).
+        if (e.node != no_node) last_[std::make_pair(e.node, e.owner)] = i;
         return;
     }
   }
 
   /// At an acquired/acquire_failed event `e` (asked before observe() sees it): the index of a
   /// grant to e.owner made during the attempt, by a call of e's node since its previous event of
-  /// its own, that is orphaned (see the file comment), or no_event.
+  /// its own for that owner, that is orphaned (see the file comment), or no_event.
   [[nodiscard]] std::size_t orphan(const history& h, const event& e) const {
     if (e.owner.empty()) return no_event;
-    auto prev = last_.find(e.node);
+    auto prev = last_.find(std::make_pair(e.node, e.owner));
     const std::size_t since = prev == last_.end() ? 0 : prev->second + 1;
     for (const auto& kv : held_) {
       const holding& s = kv.second;
@@ -170,7 +171,7 @@ class orphan_watch {
 
   std::map<std::pair<node_id, std::uint8_t>, holding> held_;
   std::map<node_id, reading> clocks_;
-  std::map<node_id, std::size_t> last_;  // each client's latest event of its own
+  std::map<std::pair<node_id, std::string>, std::size_t> last_;  // (client, owner): latest event
   std::map<std::tuple<node_id, std::uint8_t, std::string>, last_call> calls_;  // (store,key,owner)
 };
 
