@@ -268,7 +268,7 @@ inline constexpr bool has_try_acquire_all_v = detail::has_try_acquire_all<S>::va
 
 /// True iff S offers `result<void> leave_queue(key)`: takes out the place try_acquire_queued took
 /// for the calling thread (see the overview). A store with try_acquire_queued should offer it:
-/// acquire() queues only on such stores.
+/// acquire() calls it when its budget ran out during a queued attempt.
 template <class S>
 inline constexpr bool has_leave_queue_v = detail::has_leave_queue<S>::value;
 

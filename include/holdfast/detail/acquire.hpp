@@ -206,11 +206,11 @@ result<lease<Store, Clock>> acquire_retrying(Store& store, std::string_view key,
     // Where the store can, an attempt that finds the key busy also joins its wait queue, so the
     // wait below costs no request of its own. Not before a backoff round (one in eight, below).
     // The last attempt (deadline reached, attempts used up) queues nothing: nobody would wait.
-    // A store that can queue but not leave its queue is not asked to queue: a caller whose
-    // budget runs out during the round trip must be able to take its place out (issue 22).
+    // A caller whose budget runs out during that round trip takes its place out again where the
+    // store can (leave_queue; issue 22).
     const bool queue = can_wait_for_release_v<Store, Clock> && has_try_acquire_queued_v<Store> &&
-                       has_leave_queue_v<Store> && (fruitless_waits + 1) % 8 != 0 &&
-                       !delays.exhausted(made) && budget_left_at(clock.now());
+                       (fruitless_waits + 1) % 8 != 0 && !delays.exhausted(made) &&
+                       budget_left_at(clock.now());
     bool unsure = false;  // the attempt's error may hide a grant (a lost reply)
     result_type l = [&]() -> result_type {
       if constexpr (Observed) {
