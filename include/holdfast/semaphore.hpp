@@ -54,6 +54,7 @@
 #include <utility>
 
 #include "holdfast/backoff.hpp"
+#include "holdfast/cancel.hpp"
 #include "holdfast/clock.hpp"
 #include "holdfast/detail/config.hpp"
 #include "holdfast/detail/lease_recipe.hpp"
@@ -147,7 +148,11 @@ class semaphore : public detail::lease_recipe<Store, Clock, semaphore_options<Cl
   /// gets its own grant back instead of taking a second slot. \returns the permit; errc::timeout if
   /// the deadline passed with no slot granted;
   ///   errc::busy (or the last transient error) if acquire.backoff.max_attempts ran out;
-  ///   at once, any non-transient error (invalid_argument, protocol_error, token_exhausted).
+  ///   at once, any non-transient error (invalid_argument, protocol_error, token_exhausted,
+  ///     misconfigured, permission_denied);
+  ///   errc::cancelled within one store round trip of acquire.cancel's stop (cancel.hpp), with no
+  ///     permit held (a grant whose round trip saw the stop is given back).
+  /// acquire.report, if set, gets every slot's attempt and the last store error with its text.
   /// Exceptions from the store or clock propagate.
   template <class Rep, class Period>
   result<permit> acquire(std::chrono::duration<Rep, Period> timeout) {
@@ -161,7 +166,7 @@ class semaphore : public detail::lease_recipe<Store, Clock, semaphore_options<Cl
     const std::uint32_t start = first_slot(o.owner);
     for (std::uint32_t made = 1;; ++made) {
       result<permit> p = pass(o, start);
-      if (p || !is_transient(p.error())) return p;
+      if (p || !is_transient(p.error())) return p;  // errc::cancelled too (not transient)
       if (delays.exhausted(made)) return p.error();
       const typename Clock::time_point now = clock.now();
       if (!(now < deadline)) return errc::timeout;
@@ -171,11 +176,12 @@ class semaphore : public detail::lease_recipe<Store, Clock, semaphore_options<Cl
         // Waiting without polling, for one slot: sleep in the store until this acquirer's first
         // slot is released or its holder's permit can have expired, or the backoff delay ends
         // (another slot may free first), whichever comes first.
-        if (p.error() == errc::busy && this->store_.wait_for_release(slot_key(start), wake)) {
+        const auto until = detail::cancellable_wait_end(o.cancel, now, wake);
+        if (p.error() == errc::busy && this->store_.wait_for_release(slot_key(start), until)) {
           continue;
         }
       }
-      clock.sleep_until(wake);
+      if (!detail::sleep_until_or_cancelled(clock, wake, o.cancel)) return errc::cancelled;
     }
   }
 
@@ -232,8 +238,13 @@ class semaphore : public detail::lease_recipe<Store, Clock, semaphore_options<Cl
   result<permit> pass(const acquire_options<Clock>& o, std::uint32_t start) {
     std::error_code failure{};
     for (std::uint32_t k = 0; k < permits_; ++k) {
+      if (o.cancel.stop_requested()) return errc::cancelled;  // before each round trip
       const std::uint32_t slot = (start + k) % permits_;
       result<permit> p = holdfast::try_acquire(this->store_, slot_key(slot), this->ttl_, o);
+      if (p && o.cancel.stop_requested()) {
+        (void)p->release();  // the stop came while the grant was on its way: hold nothing
+        return errc::cancelled;
+      }
       if (p) {
         if (this->opts_.keepalive != nullptr) (void)this->opts_.keepalive->add(*p);
         return p;

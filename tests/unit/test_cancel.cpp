@@ -3,7 +3,8 @@
 // round trip that grants), the interruptible sleep on manual_clock and steady_clock, a permanent
 // store error answered after one attempt, and the last store cause kept beside a timeout
 // (acquire_report). All on manual_clock and a scripted store, except one real-thread test
-// ([concurrency], for TSan) that cancels a waiting acquire from another thread.
+// ([concurrency], for TSan) that cancels a waiting acquire from another thread; the semaphore's
+// and the election's blocking calls too.
 #include <catch2/catch.hpp>
 
 #include <atomic>
@@ -12,7 +13,9 @@
 #include <thread>
 
 #include "holdfast/cancel.hpp"
+#include "holdfast/election.hpp"
 #include "holdfast/lease.hpp"
+#include "holdfast/semaphore.hpp"
 #include "holdfast/stores/memory.hpp"
 #include "test_support.hpp"
 
@@ -236,4 +239,58 @@ TEST_CASE("acquire on steady_clock: cancelled from another thread while it waits
   CHECK(l.error() == errc::cancelled);
   CHECK(took < 2s);  // within a wait slice (100 ms) plus a round trip, on a loaded machine
   CHECK(store.inspect("k").value()->owner == "holder");
+}
+
+TEST_CASE("semaphore::acquire: cancelled between slots, and a grant that saw the stop given back",
+          "[cancel][semaphore]") {
+  manual_clock clock;
+  scripted_store store(clock);
+  holdfast::cancel_source src;
+  holdfast::semaphore_options<manual_clock> so;
+  so.acquire.clock = clock;
+  so.acquire.cancel = src.token();
+  holdfast::semaphore<scripted_store, manual_clock> pool(store, "jobs", 3, 1000ms, so);
+  REQUIRE_FALSE(pool.error());
+  SECTION("every slot busy: the stop during the 2nd slot's round trip ends the pass there") {
+    for (int i = 0; i < 3; ++i) {
+      REQUIRE(store.inner.try_acquire("jobs#" + std::to_string(i), "other", 60000ms));
+    }
+    store.on_acquire = [&](std::string_view k, std::string_view o, std::chrono::milliseconds t) {
+      if (store.acquires == 2) src.request_stop();
+      return store.inner.try_acquire(k, o, t);
+    };
+    CHECK(pool.acquire(1h).error() == errc::cancelled);  // no other thread: a sleep would hang
+    CHECK(store.acquires == 2);
+  }
+  SECTION("granted while the stop came: released, nothing held") {
+    store.on_acquire = [&](std::string_view k, std::string_view o, std::chrono::milliseconds t) {
+      src.request_stop();
+      return store.inner.try_acquire(k, o, t);
+    };
+    CHECK(pool.acquire(1h).error() == errc::cancelled);
+    CHECK(store.acquires == 1);
+    CHECK(store.releases == 1);
+    for (int i = 0; i < 3; ++i) {
+      CHECK_FALSE(store.inner.inspect("jobs#" + std::to_string(i)).value().has_value());
+    }
+  }
+}
+
+TEST_CASE("election: campaign and next_leader answer cancelled once the token is stopped",
+          "[cancel][election]") {
+  manual_clock clock;
+  holdfast::memory_store<manual_clock> store(clock);
+  REQUIRE(store.try_acquire("job", "someone/1", 60000ms));
+  holdfast::cancel_source src;
+  holdfast::election_options<manual_clock> eo;
+  eo.acquire.clock = clock;
+  eo.acquire.cancel = src.token();
+  holdfast::election<holdfast::memory_store<manual_clock>, manual_clock> e(store, "job", 1000ms,
+                                                                           eo);
+  src.request_stop();
+  CHECK(e.campaign(1h).error() == errc::cancelled);
+  auto now = e.leader();
+  REQUIRE(now);
+  CHECK(e.next_leader(*now, 1h).error() == errc::cancelled);
+  CHECK(store.inspect("job").value()->owner == "someone/1");
 }
