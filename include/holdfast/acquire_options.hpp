@@ -7,6 +7,7 @@
 #define HOLDFAST_ACQUIRE_OPTIONS_HPP
 
 #include <chrono>
+#include <cstdint>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -14,6 +15,7 @@
 #include <utility>
 
 #include "holdfast/backoff.hpp"
+#include "holdfast/cancel.hpp"
 #include "holdfast/clock.hpp"
 #include "holdfast/detail/config.hpp"
 #include "holdfast/detail/lease_shared.hpp"
@@ -27,6 +29,24 @@
 
 namespace holdfast {
 HOLDFAST_ABI_NAMESPACE_BEGIN
+
+/// What a blocking call met on its way to its result: filled in by acquire(), try_acquire(), the
+/// locks of distributed_mutex, election::campaign and semaphore::acquire when
+/// acquire_options::report points at one. It is how a caller whose call ended in errc::timeout
+/// learns the store's cause: a timeout after a run of store errors keeps the last of them here,
+/// with the store's own text, so a store that kept failing until the deadline is never only
+/// "timeout".
+/// (Permanent errors, is_permanent(), are not retried: they are the call's own result.)
+struct acquire_report {
+  /// Store calls made to acquire (attempts; a semaphore counts one per slot asked).
+  std::uint32_t attempts = 0;
+  /// The last error other than busy that an attempt met (a store error, or errc::timeout for a
+  /// grant that arrived after the validity it gives); zero if none.
+  std::error_code last_store_error{};
+  /// The text of last_store_error: the store's last_error_message() when the store has one (the
+  /// server's text), else holdfast's note; empty if none.
+  std::string last_store_message{};
+};
 
 /// Options for try_acquire() and acquire().
 template <class Clock = steady_clock>
@@ -54,6 +74,13 @@ struct acquire_options {
   /// Told of every acquire attempt and its outcome, and then of the acquired lease's renewals,
   /// loss and release (observer.hpp). Must outlive the lease. Default: none (no cost).
   lease_observer* observer = nullptr;
+  /// Cancels a blocking acquire (and the recipes' blocking calls made with these options) from
+  /// another thread: it returns errc::cancelled within one store round trip, holding nothing
+  /// (cancel.hpp). Under C++20 a std::stop_token converts to it. Default: never cancelled.
+  cancel_token cancel{};
+  /// Filled in with what the call met (acquire_report), if set. Must outlive the call; one call
+  /// at a time. Default: none.
+  acquire_report* report = nullptr;
 };
 
 namespace detail {

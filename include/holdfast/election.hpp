@@ -54,6 +54,7 @@
 #include <system_error>
 #include <utility>
 
+#include "holdfast/cancel.hpp"
 #include "holdfast/clock.hpp"
 #include "holdfast/detail/config.hpp"
 #include "holdfast/detail/lease_recipe.hpp"
@@ -241,6 +242,9 @@ class election : public detail::lease_recipe<Store, Clock, election_options<Cloc
   ///   errc::timeout if someone else led until the deadline (or the store kept failing);
   ///   errc::lease_lost if the lease was lost before leadership could start;
   ///   errc::invalid_argument for bad constructor arguments, or a keepalive that was stopped;
+  ///   errc::cancelled within one store round trip of a stop of acquire.cancel (cancel.hpp),
+  ///     leading nothing (a grant whose round trip saw the stop is given back);
+  ///   errc::misconfigured, errc::permission_denied at once (the store's configuration);
   ///   any non-transient error acquire() reports (protocol_error, token_exhausted, ...).
   /// Exceptions from the store, clock or on_started_leading propagate. If on_started_leading
   /// throws, this candidate still leads (is_leader() is true, the keepalive renews, a later loss
@@ -343,7 +347,8 @@ class election : public detail::lease_recipe<Store, Clock, election_options<Cloc
   /// most observe_interval, in the store's watch_release() where the store has it (woken by the
   /// leader's release; a watcher never takes a release away from a campaigning candidate, see
   /// store.hpp), on the clock otherwise; while nobody leads, it asks every observe_interval.
-  /// \returns the new answer; errc::timeout if it did not change in time; errors of inspect().
+  /// \returns the new answer; errc::timeout if it did not change in time; errc::cancelled within
+  ///   one store round trip of a stop of acquire.cancel (cancel.hpp); errors of inspect().
   /// Exceptions from the store or clock propagate.
   template <class Rep, class Period, class S = Store, class = std::enable_if_t<has_inspect_v<S>>>
   result<std::optional<leader_info>> next_leader(const std::optional<leader_info>& known,
@@ -352,7 +357,9 @@ class election : public detail::lease_recipe<Store, Clock, election_options<Cloc
     Clock clock = this->opts_.acquire.clock;
     const time_point deadline = detail::saturating_add(
         clock.now(), timeout > decltype(timeout)::zero() ? timeout : decltype(timeout)::zero());
+    const cancel_token& cancel = this->opts_.acquire.cancel;
     for (;;) {
+      if (cancel.stop_requested()) return errc::cancelled;
       result<std::optional<leader_info>> now_leads = leader();
       if (!now_leads) return now_leads;
       if (now_leads->has_value() != known.has_value() || (known && **now_leads != *known)) {
@@ -369,11 +376,14 @@ class election : public detail::lease_recipe<Store, Clock, election_options<Cloc
             detail::saturating_add(now, (**now_leads).remaining + std::chrono::milliseconds(1));
         if (expiry < wake) wake = expiry;
         if constexpr (can_watch_release_v<Store, Clock>) {
-          if (this->store_.watch_release(this->key_, wake)) continue;
+          if (this->store_.watch_release(this->key_,
+                                         detail::cancellable_wait_end(cancel, now, wake))) {
+            continue;
+          }
           // A failed watch is only a lost hint: fall back to sleeping out the interval.
         }
       }
-      clock.sleep_until(wake);
+      if (!detail::sleep_until_or_cancelled(clock, wake, cancel)) return errc::cancelled;
     }
   }
 

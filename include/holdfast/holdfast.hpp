@@ -12,7 +12,7 @@
 //   lease.hpp                 lease handles: try_acquire, acquire, renew, release, RAII, loss
 //   keepalive.hpp             keepalive: one background thread renews many leases
 //   mutex.hpp                 distributed_mutex: a lease as a std Lockable/TimedLockable
-//   fence.hpp                 fence_gate, keyed_fence_gate, fenced<T>: admission by token
+//   fence.hpp                 fence_gate, keyed_fence_gate, fenced<T>: admission by (token, owner)
 //   quorum.hpp                quorum_store: one lease over N stores, monotonic quorum tokens
 //   election.hpp              election: leader election, the term is the lease's fencing token
 //   semaphore.hpp             semaphore: N permits, each a lease with its own token and TTL

@@ -114,7 +114,9 @@ class distributed_mutex : public detail::lease_recipe<Store, Clock, mutex_option
   /// errors with exponential backoff and full jitter (acquire.backoff), sleeping on the clock.
   /// Fails, rather than block forever, on an error retrying cannot cure: bad arguments (error()),
   /// the calling thread already holding the lock (std::errc::resource_deadlock_would_occur, as
-  /// std::mutex may), or a non-transient store error (protocol_error, token_exhausted, ...). Like
+  /// std::mutex may), a non-transient store error (protocol_error, token_exhausted,
+  /// misconfigured, permission_denied, ...), or errc::cancelled when acquire.cancel is stopped
+  /// (cancel.hpp; within one store round trip, holding nothing). Like
   /// std::mutex::lock it reports that by throwing std::system_error carrying the error code; in a
   /// build without exceptions, where that is impossible, it is a violated precondition
   /// (HOLDFAST_ASSERT): check error() first and use try_lock_for() there.

@@ -57,6 +57,7 @@
 #include <vector>
 
 #include "holdfast/backoff.hpp"
+#include "holdfast/cancel.hpp"
 #include "holdfast/clock.hpp"
 #include "holdfast/detail/config.hpp"
 #include "holdfast/detail/give_back.hpp"
@@ -158,7 +159,11 @@ class semaphore : public detail::lease_recipe<Store, Clock, semaphore_options<Cl
   /// acquire that ends without a permit, give such slots back (ask again, release). \returns the
   /// permit; errc::timeout if the deadline passed with no slot granted;
   ///   errc::busy (or the last transient error) if acquire.backoff.max_attempts ran out;
-  ///   at once, any non-transient error (invalid_argument, protocol_error, token_exhausted).
+  ///   at once, any non-transient error (invalid_argument, protocol_error, token_exhausted,
+  ///     misconfigured, permission_denied);
+  ///   errc::cancelled within one store round trip of acquire.cancel's stop (cancel.hpp), with no
+  ///     permit held (a grant whose round trip saw the stop is given back).
+  /// acquire.report, if set, gets every slot's attempt and the last store error with its text.
   /// Exceptions from the store or clock propagate.
   template <class Rep, class Period>
   result<permit> acquire(std::chrono::duration<Rep, Period> timeout) {
@@ -181,6 +186,7 @@ class semaphore : public detail::lease_recipe<Store, Clock, semaphore_options<Cl
     for (std::uint32_t made = 1;; ++made) {
       result<permit> p = pass(o, start, unsure);
       if (p) return p;
+      // errc::cancelled too (not transient)
       if (!is_transient(p.error()) || delays.exhausted(made)) return fail(p.error());
       const typename Clock::time_point now = clock.now();
       if (!(now < deadline)) return fail(errc::timeout);
@@ -190,11 +196,12 @@ class semaphore : public detail::lease_recipe<Store, Clock, semaphore_options<Cl
         // Waiting without polling, for one slot: sleep in the store until this acquirer's first
         // slot is released or its holder's permit can have expired, or the backoff delay ends
         // (another slot may free first), whichever comes first.
-        if (p.error() == errc::busy && this->store_.wait_for_release(slot_key(start), wake)) {
+        const auto until = detail::cancellable_wait_end(o.cancel, now, wake);
+        if (p.error() == errc::busy && this->store_.wait_for_release(slot_key(start), until)) {
           continue;
         }
       }
-      clock.sleep_until(wake);
+      if (!detail::sleep_until_or_cancelled(clock, wake, o.cancel)) return errc::cancelled;
     }
   }
 
@@ -255,6 +262,7 @@ class semaphore : public detail::lease_recipe<Store, Clock, semaphore_options<Cl
     std::error_code failure{};
     const std::vector<std::uint32_t> first = unsure;  // (no allocation while nothing failed)
     for (std::size_t k = 0; k < first.size() + permits_; ++k) {
+      if (o.cancel.stop_requested()) return errc::cancelled;  // before each round trip
       std::uint32_t slot = 0;
       if (k < first.size()) {
         slot = first[k];
@@ -265,6 +273,10 @@ class semaphore : public detail::lease_recipe<Store, Clock, semaphore_options<Cl
       bool maybe = false;  // the slot's last answer may hide a grant (two lost replies)
       result<permit> p = detail::attempt_asking_again(this->store_, slot_key(slot), this->ttl_, o,
                                                       o.owner, 1, &maybe);
+      if (p && o.cancel.stop_requested()) {
+        (void)p->release();  // the stop came while the grant was on its way: hold nothing
+        return errc::cancelled;
+      }
       if (p) {
         forget(unsure, slot);
         give_back(o, unsure);

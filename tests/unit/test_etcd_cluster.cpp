@@ -26,6 +26,7 @@
 #include <vector>
 
 #include "../support/etcd_servers.hpp"
+#include "../support/fail_fast.hpp"
 #include "../support/real_servers.hpp"
 #include "holdfast/fence.hpp"
 #include "holdfast/stores/checked.hpp"
@@ -435,9 +436,8 @@ TEST_CASE(
   etcd_options o;
   o.endpoints = cluster.endpoints();
   {
-    etcd_store anonymous(o);  // no credentials: refused, with etcd's reason
-    auto g = anonymous.try_acquire("k", "a", 3s);
-    CHECK(g.error() == errc::store_unavailable);
+    etcd_store anonymous(o);  // no credentials: refused, with etcd's reason, not retried
+    hf_test::check_fails_fast(anonymous, errc::permission_denied);
     CHECK(anonymous.last_error_message().find("user name is empty") != std::string::npos);
   }
   {
@@ -445,9 +445,19 @@ TEST_CASE(
     wrong.username = "root";
     wrong.password = "nope";
     etcd_store s(wrong);
-    auto g = s.try_acquire("k", "a", 3s);
-    CHECK(g.error() == errc::store_unavailable);
+    hf_test::check_fails_fast(s, errc::permission_denied);
     CHECK(s.last_error_message().find("authentication failed") != std::string::npos);
+  }
+  {
+    // A user with no role: authenticated, but etcd refuses the key (gRPC PermissionDenied).
+    REQUIRE(hf_test::run_program(
+        {etcdctl, "--endpoints", url, "--user", "root:pw", "user", "add", "norole:pw"}, log));
+    etcd_options limited = o;
+    limited.username = "norole";
+    limited.password = "pw";
+    etcd_store s(limited);
+    hf_test::check_fails_fast(s, errc::permission_denied);
+    CHECK(s.last_error_message().find("permission denied") != std::string::npos);
   }
   o.username = "root";
   o.password = "pw";

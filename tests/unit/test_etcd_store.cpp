@@ -19,6 +19,7 @@
 #include <vector>
 
 #include "../support/etcd_servers.hpp"
+#include "../support/fail_fast.hpp"
 #include "../support/real_servers.hpp"
 #include "holdfast/lease.hpp"
 #include "holdfast/stores/checked.hpp"
@@ -182,6 +183,36 @@ TEST_CASE("etcd encodings: SHA-256 and base64 against known vectors", "[etcd]") 
   CHECK(etcd_ttl_capped(3, 3000ms) == 3000ms);
   CHECK(etcd_ttl_capped(INT64_MAX, 3000ms) == 3000ms);
   CHECK(etcd_ttl_capped(INT64_MAX, holdfast::max_ttl) == holdfast::max_ttl);
+}
+
+TEST_CASE("etcd_store: a malformed or wrong endpoint is misconfigured, answered at once",
+          "[etcd][errors]") {
+  std::optional<etcd_options> base = shared_etcd();
+  if (!base) return;
+  SECTION("a host name that resolves nowhere") {
+    etcd_options o = isolated(*base);
+    o.endpoints = {"http://no-such-host.invalid:2379"};
+    etcd_store s(o);
+    hf_test::check_fails_fast(s, errc::misconfigured);
+    CHECK(s.last_error_message().find("etcd_options::endpoints") != std::string::npos);
+  }
+  SECTION("a gateway path that is not there (HTTP 404)") {
+    etcd_options o = isolated(*base);
+    o.api_path = "/v3nope";
+    etcd_store s(o);
+    hf_test::check_fails_fast(s, errc::misconfigured);
+    CHECK(s.last_error_message().find("HTTP 404") != std::string::npos);
+    CHECK(s.last_error_message().find("api_path") != std::string::npos);
+  }
+  SECTION("an endpoint without a scheme names it") {
+    etcd_options o = isolated(*base);
+    o.endpoints = {"127.0.0.1:2379"};
+    etcd_store s(o);
+    hf_test::check_fails_fast(s, errc::invalid_argument);
+    CHECK(s.last_error_message() ==
+          "etcd: invalid etcd_options: endpoints[0] \"127.0.0.1:2379\" does not start with "
+          "http:// or https://");
+  }
 }
 
 TEST_CASE("etcd_store meets the LeaseStore contract", "[etcd][contract]") {
@@ -593,7 +624,8 @@ TEST_CASE("etcd_store: a slow, garbled or failing gateway is an error with its t
        errc::timeout, "context deadline exceeded"},
       {"a proxy's HTML page", fake_gateway::http(502, "<html>Bad Gateway</html>"),
        errc::store_unavailable, "Bad Gateway"},
-      {"an empty 404", fake_gateway::http(404, ""), errc::protocol_error, "HTTP 404"},
+      {"an empty 404 (no gateway at that path)", fake_gateway::http(404, ""), errc::misconfigured,
+       "HTTP 404"},
       {"closed without an answer", "X", errc::store_unavailable, "etcd:"},
       {"never answers", "", errc::timeout, "etcd:"},
   };

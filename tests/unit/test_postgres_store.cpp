@@ -12,6 +12,7 @@
 #include <thread>
 #include <vector>
 
+#include "../support/fail_fast.hpp"
 #include "../support/real_servers.hpp"
 #include "../support/store_faults.hpp"
 #include "holdfast/clock.hpp"
@@ -381,6 +382,55 @@ TEST_CASE("postgres_store: a missing or foreign table is an error with the serve
     postgres_store s(iso.opts);
     CHECK(s.try_acquire("k", "me", milliseconds(1000)).error() == errc::misconfigured);
     CHECK(s.last_error_message().find("42703") != std::string::npos);  // undefined_column
+  }
+}
+
+TEST_CASE("postgres_store: refused roles, missing databases and bad conninfo fail at once",
+          "[postgres][errors]") {
+  std::optional<std::string> ci = shared_pg();
+  if (!ci) return;
+  SECTION("no such role (28000): permission_denied") {
+    isolated iso(*ci);
+    iso.opts.conninfo = *ci + " user=hf_no_such_role";
+    postgres_store s(iso.opts);
+    hf_test::check_fails_fast(s, errc::permission_denied);
+    CHECK(s.last_error_message().find("hf_no_such_role") != std::string::npos);
+    CHECK(s.last_error_message().find("postgres_options::conninfo") != std::string::npos);
+  }
+  SECTION("no such database (3D000): misconfigured") {
+    isolated iso(*ci);
+    iso.opts.conninfo = *ci + " dbname=hf_no_such_db";
+    postgres_store s(iso.opts);
+    hf_test::check_fails_fast(s, errc::misconfigured);
+    CHECK(s.last_error_message().find("database \"hf_no_such_db\" does not exist") !=
+          std::string::npos);
+  }
+  SECTION("port=abc: misconfigured") {
+    isolated iso(*ci);
+    iso.opts.conninfo = *ci + " port=abc";
+    postgres_store s(iso.opts);
+    hf_test::check_fails_fast(s, errc::misconfigured);
+    CHECK(s.last_error_message().find("abc") != std::string::npos);
+  }
+  SECTION("a malformed URI: misconfigured, naming conninfo") {
+    isolated iso(*ci);
+    iso.opts.conninfo = "postgresql://[::1";
+    postgres_store s(iso.opts);
+    hf_test::check_fails_fast(s, errc::misconfigured);
+    CHECK(s.last_error_message().find("postgres_options::conninfo") != std::string::npos);
+  }
+  SECTION("no privilege on the schema (42501): permission_denied") {
+    admin adm(*ci);
+    const std::string role = "hf_weak_" + hf_test::random_tag(6);
+    adm.exec("CREATE ROLE " + role + " LOGIN");
+    {
+      isolated iso(*ci);
+      iso.opts.conninfo = *ci + " user=" + role;
+      postgres_store s(iso.opts);  // creating its table needs CREATE on public
+      hf_test::check_fails_fast(s, errc::permission_denied);
+      CHECK(s.last_error_message().find("42501") != std::string::npos);
+    }
+    adm.exec("DROP ROLE " + role);
   }
 }
 

@@ -12,6 +12,7 @@
 #include <thread>
 #include <vector>
 
+#include "../support/fail_fast.hpp"
 #include "../support/real_servers.hpp"
 #include "../support/store_faults.hpp"
 #include "holdfast/clock.hpp"
@@ -608,8 +609,8 @@ TEST_CASE("redis_fence: racing writers, the newest token wins and stays",
 // Faults on servers the tests own.
 // ------------------------------------------------------------------------------------------------
 
-TEST_CASE("redis_store: AUTH is passed through; a refused AUTH is an error with its reason",
-          "[redis][faults]") {
+TEST_CASE("redis_store: refused credentials and ACLs are permission_denied, answered at once",
+          "[redis][faults][errors]") {
   auto srv = own_redis({false, "s3cret pass"});
   if (!srv) return;
   redis_options o = options_for(*srv);
@@ -618,17 +619,75 @@ TEST_CASE("redis_store: AUTH is passed through; a refused AUTH is an error with 
     auto g = s.try_acquire("k", "me", milliseconds(1000));
     CHECK(g);
   }
-  SECTION("no password") {
+  SECTION("no password: NOAUTH, naming the option") {
     o.password.clear();
     redis_store s(o);
-    CHECK(s.try_acquire("k", "me", milliseconds(1000)).error() == errc::store_unavailable);
+    hf_test::check_fails_fast(s, errc::permission_denied);
     CHECK(s.last_error_message().find("NOAUTH") != std::string::npos);
+    CHECK(s.last_error_message().find("redis_options::password") != std::string::npos);
   }
-  SECTION("wrong password") {
+  SECTION("wrong password: WRONGPASS, naming the options") {
     o.password = "wrong";
     redis_store s(o);
-    CHECK(s.try_acquire("k", "me", milliseconds(1000)).error() == errc::store_unavailable);
+    hf_test::check_fails_fast(s, errc::permission_denied);
     CHECK(s.last_error_message().find("WRONGPASS") != std::string::npos);
+    CHECK(s.last_error_message().find("redis_options::username/password") != std::string::npos);
+  }
+  SECTION("an ACL user that may not run scripts: NOPERM") {
+    redis_store admin_store(o);
+    REQUIRE(admin_store.connect());
+    redisContext* c = redisConnect("127.0.0.1", srv->port());
+    REQUIRE(c != nullptr);
+    auto run = [&](std::vector<std::string> argv) {
+      std::vector<const char*> a;
+      std::vector<std::size_t> n;
+      for (const std::string& x : argv) {
+        a.push_back(x.c_str());
+        n.push_back(x.size());
+      }
+      auto* r = static_cast<redisReply*>(
+          redisCommandArgv(c, static_cast<int>(a.size()), a.data(), n.data()));
+      REQUIRE(r != nullptr);
+      INFO(argv[0] << ": " << (r->str != nullptr ? r->str : ""));
+      CHECK(r->type != REDIS_REPLY_ERROR);
+      freeReplyObject(r);
+    };
+    run({"AUTH", "s3cret pass"});
+    run({"ACL", "SETUSER", "hf_limited", "on", ">pw", "~*", "-@all", "+auth", "+ping"});
+    redisFree(c);
+    o.username = "hf_limited";
+    o.password = "pw";
+    redis_store s(o);
+    hf_test::check_fails_fast(s, errc::permission_denied);
+    CHECK(s.last_error_message().find("NOPERM") != std::string::npos);
+  }
+}
+
+TEST_CASE("redis_store: an out-of-range database or unknown host is misconfigured, at once",
+          "[redis][errors]") {
+  std::optional<redis_options> base = shared_redis();
+  if (!base) return;
+  SECTION("SELECT 99") {
+    redis_options o = isolated(*base);
+    o.database = 99;
+    redis_store s(o);
+    hf_test::check_fails_fast(s, errc::misconfigured);
+    CHECK(s.last_error_message().find("redis_options::database 99") != std::string::npos);
+    CHECK(s.last_error_message().find("DB index is out of range") != std::string::npos);
+  }
+  SECTION("a host name that resolves nowhere") {
+    redis_options o = isolated(*base);
+    o.host = "no-such-host.invalid";
+    redis_store s(o);
+    hf_test::check_fails_fast(s, errc::misconfigured);
+    CHECK(s.last_error_message().find("redis_options::host") != std::string::npos);
+  }
+  SECTION("a port out of range names it") {
+    redis_options o = isolated(*base);
+    o.port = 70000;
+    redis_store s(o);
+    hf_test::check_fails_fast(s, errc::invalid_argument);
+    CHECK(s.last_error_message() == "invalid redis_options: port 70000 is out of range 1 .. 65535");
   }
 }
 

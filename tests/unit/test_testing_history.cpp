@@ -25,6 +25,11 @@ TEST_CASE("history: every errc outcome prints under its enumerator's name", "[te
       {errc::protocol_error, "protocol_error"},
       {errc::token_exhausted, "token_exhausted"},
       {errc::caught_exception, "caught_exception"},
+      {errc::token_reissued, "token_reissued"},
+      {errc::misconfigured, "misconfigured"},
+      {errc::permission_denied, "permission_denied"},
+      {errc::cancelled, "cancelled"},
+      {errc::grant_not_durable, "grant_not_durable"},
   };
   int expected_value = 1;  // the enumerators are contiguous from 1
   for (const auto& [e, name] : names) {

@@ -16,8 +16,10 @@
 
 #include "holdfast/acquire_options.hpp"
 #include "holdfast/backoff.hpp"
+#include "holdfast/cancel.hpp"
 #include "holdfast/clock.hpp"
 #include "holdfast/detail/config.hpp"
+#include "holdfast/detail/detect.hpp"
 #include "holdfast/detail/give_back.hpp"
 #include "holdfast/detail/saturating.hpp"
 #include "holdfast/error.hpp"
@@ -34,6 +36,26 @@ class lease;
 
 namespace detail {
 
+template <class S>
+using last_error_message_call =
+    decltype(std::string(std::declval<const S&>().last_error_message()));
+
+// Notes an attempt's error in opts.report (busy is contention, not an error): the store's own
+// text where the store keeps one (the real stores' last_error_message()), else `note`.
+template <class Store, class Clock>
+void note_failure(const Store& store, const acquire_options<Clock>& opts, std::error_code ec,
+                  const char* note) {
+  if (opts.report == nullptr || ec == errc::busy) return;
+  opts.report->last_store_error = ec;
+  if constexpr (is_detected<last_error_message_call, Store>::value) {
+    if (note == nullptr) {
+      opts.report->last_store_message = store.last_error_message();
+      return;
+    }
+  }
+  opts.report->last_store_message = note != nullptr ? note : ec.message();
+}
+
 template <class Store, class Clock>
 result<lease<Store, Clock>> acquire_once(Store& store, std::string_view key,
                                          std::chrono::milliseconds ttl,
@@ -48,15 +70,19 @@ result<lease<Store, Clock>> acquire_once(Store& store, std::string_view key,
     (void)queue_if_busy;
     return store.try_acquire(key, owner, ttl);
   }();
+  if (opts.report != nullptr) ++opts.report->attempts;
   if (!g) {
     // The store's error may hide a grant (a lost reply): the caller should go back for it.
     if (unsure != nullptr) *unsure = may_hide_grant(g.error());
+    note_failure(store, opts, g.error(), nullptr);
     return g.error();
   }
   if (unsure != nullptr) *unsure = false;
   if (!g->token.is_issuable() || g->ttl <= std::chrono::milliseconds::zero()) {
     // A grant we cannot use: give it back if the store will take it, and report the store.
     if (g->token.is_issuable()) (void)store.release(key, owner, g->token);
+    note_failure(store, opts, errc::protocol_error,
+                 "the store granted no token or a TTL <= 0 (a contract violation)");
     return errc::protocol_error;
   }
   grant applied = *g;
@@ -67,6 +93,9 @@ result<lease<Store, Clock>> acquire_once(Store& store, std::string_view key,
   // yet, so the caller hears of it only through the error.
   if (!l.valid()) {
     (void)l.release();
+    note_failure(store, opts, errc::timeout,
+                 "the grant arrived after the validity it gives had passed: the round trip took "
+                 "longer than the TTL leaves after drift and margin (a longer TTL is needed)");
     return errc::timeout;
   }
   if (opts.on_lost) l.inline_.on_lost = opts.on_lost;
@@ -160,6 +189,15 @@ result<lease<Store, Clock>> observed_try_acquire(Store& store, std::string_view 
   return l;
 }
 
+// The end of one wait inside the store: `deadline`, or with a token that can be cancelled at
+// most cancel_wait_slice after `now` (the store's wait cannot be interrupted; cancel.hpp).
+template <class TimePoint>
+TimePoint cancellable_wait_end(const cancel_token& cancel, TimePoint now, TimePoint deadline) {
+  if (!cancel.stop_possible()) return deadline;
+  const TimePoint slice = saturating_add(now, cancel_wait_slice);
+  return slice < deadline ? slice : deadline;
+}
+
 // acquire()'s loop (see acquire()); Observed adds the reports: every attempt, then the outcome
 // with its wait.
 template <bool Observed, class Store, class Rep, class Period, class TRep, class TPeriod,
@@ -202,7 +240,9 @@ result<lease<Store, Clock>> acquire_retrying(Store& store, std::string_view key,
     if constexpr (Observed) report_acquire(r, opts, key, req->owner, started, made);
     return std::move(r);
   };
+  const cancel_token& cancel = opts.cancel;
   for (;; ++made) {
+    if (cancel.stop_requested()) return done(result_type(errc::cancelled));
     // Where the store can, an attempt that finds the key busy also joins its wait queue, so the
     // wait below costs no request of its own. Not before a backoff round (one in eight, below).
     // The last attempt (deadline reached, attempts used up) queues nothing: nobody would wait.
@@ -219,6 +259,11 @@ result<lease<Store, Clock>> acquire_retrying(Store& store, std::string_view key,
         return acquire_once(store, key, req->ttl, opts, req->owner, queue, &unsure);
       }
     }();
+    if (l && cancel.stop_requested()) {
+      // The stop came while the grant was on its way: give it back, hold nothing.
+      (void)l->release();
+      return done(result_type(errc::cancelled));
+    }
     if (l || !is_transient(l.error())) return done(std::move(l));
     // An acquire that ends without a lease gives back a grant its last attempt may have made
     // unheard (a lost reply): the same owner asks again and releases (detail/give_back.hpp).
@@ -249,14 +294,17 @@ result<lease<Store, Clock>> acquire_retrying(Store& store, std::string_view key,
       // wake-ups that keep finding the key taken, falls back to one backoff sleep below, so a
       // store whose hints are wrong costs latency, never a busy loop.
       if (l.error() == errc::busy && (++fruitless_waits % 8) != 0) {
-        if (store.wait_for_release(key, deadline)) continue;
+        if (store.wait_for_release(key, cancellable_wait_end(cancel, now, deadline))) continue;
+        if (cancel.stop_requested()) return done(result_type(errc::cancelled));
       }
     }
     const std::optional<clock_duration> next =
         checked_duration_cast<clock_duration>(delays.next_delay());
     // One last attempt when the budget runs out (at the deadline itself).
     const clock_duration pause = next && *next < left ? *next : left;
-    clock.sleep_until(saturating_add(now, pause));
+    if (!sleep_until_or_cancelled(clock, saturating_add(now, pause), cancel)) {
+      return done(result_type(errc::cancelled));
+    }
   }
 }
 

@@ -264,8 +264,7 @@ class etcd_store : public detail::link_client<detail::etcd_link> {
   /// Raises etcd's revision to at least `floor`, so that every later grant carries a token above
   /// `floor`; live leases keep theirs. For recovery after a snapshot restore rewound the revision
   /// (see the overview): pass the newest token any fence admitted. etcd 3.4 has no way to set a
-  /// revision, so this writes one small key (key_prefix + "#sha256/floor", no lease, deleted at the
-  /// end: a name no lease key maps to, since every key starting "#sha256/" is stored hashed)
+  /// revision, so this writes one small key (key_prefix + "#sha256/floor", no lease key's name)
   /// once per revision to skip: it refuses gaps above `max_steps`. Also the token-floor
   /// capability quorum_store uses (see quorum.hpp).
   /// \returns success; errc::invalid_argument unless `floor` is in [1, 2^63-1] and within
@@ -281,11 +280,7 @@ class etcd_store : public detail::link_client<detail::etcd_link> {
                         "etcd: raise_token_floor: " + std::to_string(floor.value() - now->value()) +
                             " revisions to skip is more than max_steps");
     }
-    // Inside the hashed namespace, never a lease's key: a user lease named "#floor" once met
-    // this key, was overwritten and then deleted while live.
-    std::string k = link_.options().key_prefix;
-    k += detail::etcd_hashed_marker;
-    k += "floor";
+    std::string k = link_.options().key_prefix + std::string(detail::etcd_hashed_marker) + "floor";
     body_.assign(R"({"key":")");
     b64_append(k);
     body_ += R"(","value":"")";

@@ -56,23 +56,37 @@ struct etcd_options {
   std::size_t remembered_grants = 4096;
 
   /// Returns errc::invalid_argument if an option is out of range (see each field); a zero error
-  /// code otherwise.
-  [[nodiscard]] std::error_code check() const noexcept {
-    if (endpoints.empty() || key_prefix.empty()) return errc::invalid_argument;
-    for (const std::string& e : endpoints) {
-      if (e.empty() || e.find('\0') != std::string::npos) return errc::invalid_argument;
+  /// code otherwise. `why`, if given, gets what is wrong, naming the field: "invalid
+  /// etcd_options: endpoints[0] \"127.0.0.1:2379\" does not start with http:// or https://".
+  [[nodiscard]] std::error_code check(std::string* why = nullptr) const {
+    auto bad = [&](const std::string& what) -> std::error_code {
+      if (why != nullptr) *why = "invalid etcd_options: " + what;
+      return errc::invalid_argument;
+    };
+    if (endpoints.empty()) return bad("endpoints is empty");
+    if (key_prefix.empty()) return bad("key_prefix is empty");
+    for (std::size_t i = 0; i < endpoints.size(); ++i) {
+      const std::string& e = endpoints[i];
+      const std::string name = "endpoints[" + std::to_string(i) + "]";
+      if (e.empty()) return bad(name + " is empty");
+      if (e.find('\0') != std::string::npos) return bad(name + " contains NUL");
       if (e.rfind("http://", 0) != 0 && e.rfind("https://", 0) != 0) {
-        return errc::invalid_argument;
+        return bad(name + " \"" + e + "\" does not start with http:// or https://");
       }
     }
-    for (const std::string* s : {&api_path, &ca_file, &cert_file, &key_file}) {
-      if (s->find('\0') != std::string::npos) return errc::invalid_argument;
+    if (api_path.find('\0') != std::string::npos) return bad("api_path contains NUL");
+    if (ca_file.find('\0') != std::string::npos) return bad("ca_file contains NUL");
+    if (cert_file.find('\0') != std::string::npos) return bad("cert_file contains NUL");
+    if (key_file.find('\0') != std::string::npos) return bad("key_file contains NUL");
+    if (cert_file.empty() != key_file.empty()) {
+      return bad("cert_file and key_file must be given together");
     }
-    if (cert_file.empty() != key_file.empty()) return errc::invalid_argument;
-    if (username.empty() && !password.empty()) return errc::invalid_argument;
-    if (connect_timeout <= std::chrono::milliseconds::zero() ||
-        command_timeout <= std::chrono::milliseconds::zero()) {
-      return errc::invalid_argument;
+    if (username.empty() && !password.empty()) return bad("password is set but username is empty");
+    if (connect_timeout <= std::chrono::milliseconds::zero()) {
+      return bad("connect_timeout " + std::to_string(connect_timeout.count()) + " ms is not > 0");
+    }
+    if (command_timeout <= std::chrono::milliseconds::zero()) {
+      return bad("command_timeout " + std::to_string(command_timeout.count()) + " ms is not > 0");
     }
     return {};
   }

@@ -83,42 +83,68 @@ struct redis_options {
   /// drops the connection (its reply could otherwise be mistaken for the next command's).
   std::chrono::milliseconds command_timeout{2000};
   /// Returns errc::invalid_argument if an option is out of range (see each field); a zero error
-  /// code otherwise.
-  [[nodiscard]] std::error_code check() const noexcept {
-    if (sentinels.empty() && unix_socket.empty() && (host.empty() || port < 1 || port > 65535)) {
+  /// code otherwise. `why`, if given, gets what is wrong, naming the field: "invalid
+  /// redis_options: port 70000 is out of range 1 .. 65535".
+  [[nodiscard]] std::error_code check(std::string* why = nullptr) const {
+    auto bad = [&](const std::string& what) -> std::error_code {
+      if (why != nullptr) *why = "invalid redis_options: " + what;
       return errc::invalid_argument;
+    };
+    auto starts = [](const std::string& s, const std::string& p) {
+      return s.compare(0, p.size(), p) == 0;
+    };
+    const bool direct = sentinels.empty() && unix_socket.empty();
+    if (direct && host.empty()) return bad("host is empty (and no unix_socket or sentinels)");
+    if (direct && (port < 1 || port > 65535)) {
+      return bad("port " + std::to_string(port) + " is out of range 1 .. 65535");
     }
-    for (const redis_endpoint& e : sentinels) {
-      if (e.host.empty() || e.port < 1 || e.port > 65535 ||
-          e.host.find('\0') != std::string::npos) {
-        return errc::invalid_argument;
+    for (std::size_t i = 0; i < sentinels.size(); ++i) {
+      const redis_endpoint& e = sentinels[i];
+      const std::string name = "sentinels[" + std::to_string(i) + "]";
+      if (e.host.empty() || e.host.find('\0') != std::string::npos) {
+        return bad(name + ".host is empty or contains NUL");
+      }
+      if (e.port < 1 || e.port > 65535) {
+        return bad(name + ".port " + std::to_string(e.port) + " is out of range 1 .. 65535");
       }
     }
-    if (!sentinels.empty() && sentinel_master.empty()) return errc::invalid_argument;
-    if (wait_replicas < 0 || wait_timeout <= std::chrono::milliseconds::zero()) {
-      return errc::invalid_argument;
+    if (!sentinels.empty() && sentinel_master.empty()) {
+      return bad("sentinel_master is empty (sentinels are set)");
     }
+    if (wait_replicas < 0) return bad("wait_replicas " + std::to_string(wait_replicas) + " < 0");
+    if (wait_timeout <= std::chrono::milliseconds::zero()) {
+      return bad("wait_timeout " + std::to_string(wait_timeout.count()) + " ms is not > 0");
+    }
+    if (database < 0) return bad("database " + std::to_string(database) + " is negative");
+    if (key_prefix.empty()) return bad("key_prefix is empty");
+    if (counter_key.empty()) return bad("counter_key is empty");
+    if (wait_prefix.empty()) return bad("wait_prefix is empty");
     // The life record (life_key()) must not be a lease's key or a wait queue's.
-    const std::string life = life_key();
-    if (life.compare(0, key_prefix.size(), key_prefix) == 0 ||
-        life.compare(0, wait_prefix.size(), wait_prefix) == 0) {
-      return errc::invalid_argument;
+    if (starts(life_key(), key_prefix) || starts(life_key(), wait_prefix)) {
+      return bad("counter_key \"" + counter_key +
+                 "\" + \":life\" starts with key_prefix or "
+                 "wait_prefix");
     }
-    if (database < 0 || key_prefix.empty() || counter_key.empty()) return errc::invalid_argument;
-    if (counter_key.compare(0, key_prefix.size(), key_prefix) == 0) return errc::invalid_argument;
-    if (wait_prefix.empty() || wait_prefix.compare(0, key_prefix.size(), key_prefix) == 0 ||
-        key_prefix.compare(0, wait_prefix.size(), wait_prefix) == 0 ||
-        counter_key.compare(0, wait_prefix.size(), wait_prefix) == 0) {
-      return errc::invalid_argument;
+    if (starts(counter_key, key_prefix)) {
+      return bad("counter_key \"" + counter_key + "\" starts with key_prefix");
     }
-    if (connect_timeout <= std::chrono::milliseconds::zero() ||
-        command_timeout <= std::chrono::milliseconds::zero()) {
-      return errc::invalid_argument;
+    if (starts(wait_prefix, key_prefix) || starts(key_prefix, wait_prefix)) {
+      return bad("wait_prefix and key_prefix start with one another");
     }
-    if (client_name.find_first_of(" \n\r\t") != std::string::npos) return errc::invalid_argument;
-    for (const std::string* s : {&host, &unix_socket}) {
-      if (s->find('\0') != std::string::npos) return errc::invalid_argument;
+    if (starts(counter_key, wait_prefix)) {
+      return bad("counter_key \"" + counter_key + "\" starts with wait_prefix");
     }
+    if (connect_timeout <= std::chrono::milliseconds::zero()) {
+      return bad("connect_timeout " + std::to_string(connect_timeout.count()) + " ms is not > 0");
+    }
+    if (command_timeout <= std::chrono::milliseconds::zero()) {
+      return bad("command_timeout " + std::to_string(command_timeout.count()) + " ms is not > 0");
+    }
+    if (client_name.find_first_of(" \n\r\t") != std::string::npos) {
+      return bad("client_name contains a space (Redis refuses it)");
+    }
+    if (host.find('\0') != std::string::npos) return bad("host contains NUL");
+    if (unix_socket.find('\0') != std::string::npos) return bad("unix_socket contains NUL");
     return {};
   }
 

@@ -39,14 +39,15 @@ inline errc classify_etcd_code(std::int64_t code) noexcept {
     case 3:   // InvalidArgument: e.g. "etcdserver: request is too large"
     case 11:  // OutOfRange: e.g. "etcdserver: too large lease TTL"
       return errc::invalid_argument;
+    case 7:   // PermissionDenied: "etcdserver: permission denied" (the user's role)
+    case 16:  // Unauthenticated (after holdfast asked for a new token once)
+      return errc::permission_denied;
     case 1:   // Canceled
     case 2:   // Unknown (a member losing its leader, a proxy in the way)
-    case 7:   // PermissionDenied
     case 8:   // ResourceExhausted: "etcdserver: too many requests"
     case 10:  // Aborted
     case 13:  // Internal
     case 14:  // Unavailable: "etcdserver: no leader", "request timed out", "leader changed"
-    case 16:  // Unauthenticated
       return errc::store_unavailable;
     default:  // NotFound, AlreadyExists, FailedPrecondition, Unimplemented, ...: not expected here
       return errc::protocol_error;
@@ -105,7 +106,8 @@ class etcd_link {
   /// code and a null document. A refused connection tries the next endpoint at once.
   result<nlohmann::json> post(std::string_view path, const std::string& body,
                               std::int64_t expected = -1, etcd_failure* failure = nullptr) {
-    if (opts_.check()) return fail(errc::invalid_argument, "etcd: invalid etcd_options");
+    std::string why;
+    if (opts_.check(&why)) return fail(errc::invalid_argument, "etcd: " + why);
     if (std::error_code ec = ensure_handle()) return ec;
     const bool auth = !opts_.username.empty() && !auth_disabled_;
     if (auth && token_.empty()) {
@@ -196,11 +198,16 @@ class etcd_link {
     if (err == nullptr) {
       // Not the gateway's error shape: judge by the HTTP status alone.
       ++current_;
-      const errc code = status >= 500 || status == 429 ? errc::store_unavailable
-                        : status == 408                ? errc::timeout
-                                                       : errc::protocol_error;
-      return fail(code,
-                  "etcd: " + url_ + " answered HTTP " + std::to_string(status) + ": " + excerpt());
+      const errc code = status >= 500 || status == 429   ? errc::store_unavailable
+                        : status == 408                  ? errc::timeout
+                        : status == 401 || status == 403 ? errc::permission_denied
+                        : status == 404 || status == 405 ? errc::misconfigured
+                                                         : errc::protocol_error;
+      const char* field = code == errc::permission_denied ? " (etcd_options::username/password)"
+                          : code == errc::misconfigured   ? " (etcd_options::endpoints, api_path)"
+                                                          : "";
+      return fail(code, "etcd: " + url_ + " answered HTTP " + std::to_string(status) + field +
+                            ": " + excerpt());
     }
     return error_answer(*err, status, expected, failure, auth_rejected);
   }
@@ -224,8 +231,12 @@ class etcd_link {
       std::string what = "etcd: " + url_ + ": ";
       what += error_buffer_[0] != '\0' ? error_buffer_ : curl_easy_strerror(rc);
       ++current_;  // whatever failed, the next request goes to the next member
-      if (rc == CURLE_COULDNT_CONNECT && attempt + 1 < n) continue;  // nothing was sent
+      const bool unsent = rc == CURLE_COULDNT_CONNECT || rc == CURLE_COULDNT_RESOLVE_HOST;
+      if (unsent && attempt + 1 < n) continue;  // nothing was sent
       if (rc == CURLE_OPERATION_TIMEDOUT) return fail(errc::timeout, std::move(what));
+      if (const char* field = misconfigured_field(rc)) {
+        return fail(errc::misconfigured, what + " (etcd_options::" + field + ")");
+      }
       if (rc == CURLE_WRITE_ERROR) {
         return fail(errc::protocol_error, "etcd: answer larger than 256 MiB from " + url_);
       }
@@ -268,11 +279,30 @@ class etcd_link {
     }
     if (code == 3 && (f.message.find("authentication failed") != std::string::npos ||
                       f.message.find("user name is empty") != std::string::npos)) {
-      e = errc::store_unavailable;  // credentials refused or missing: as Redis' NOAUTH
+      e = errc::permission_denied;  // credentials refused or missing: as Redis' WRONGPASS
     }
+    if (status == 401 || status == 403) e = errc::permission_denied;
     if (e == errc::store_unavailable || e == errc::timeout) ++current_;
     return fail(e, "etcd: " + url_ + ": " + f.message + " (HTTP " + std::to_string(status) +
                        ", gRPC code " + std::to_string(code) + ")");
+  }
+
+  // The option behind a libcurl failure that is the configuration's, never the network's: a
+  // malformed URL, a host name that resolves nowhere (after every endpoint was
+  // tried), TLS files that cannot be read or certificates that do not verify. nullptr otherwise.
+  static const char* misconfigured_field(CURLcode rc) noexcept {
+    switch (rc) {
+      case CURLE_URL_MALFORMAT:         // (not UNSUPPORTED_PROTOCOL: libcurl also says it of a
+      case CURLE_COULDNT_RESOLVE_HOST:  // peer that answers no HTTP, e.g. a closed connection)
+        return "endpoints";
+      case CURLE_SSL_CACERT_BADFILE:
+      case CURLE_PEER_FAILED_VERIFICATION:
+        return "ca_file";
+      case CURLE_SSL_CERTPROBLEM:
+        return "cert_file/key_file";
+      default:
+        return nullptr;
+    }
   }
 
   std::string excerpt() const {

@@ -97,9 +97,8 @@ class redis_connection {
   /// sentinel in turn for the primary's address and keeps the first that ROLE confirms.
   std::error_code ensure_connected() {
     if (ctx_) return {};
-    if (std::error_code ec = opts_.check()) {
-      return fail(errc::invalid_argument, "invalid redis_options");
-    }
+    std::string why;
+    if (std::error_code ec = opts_.check(&why)) return fail(errc::invalid_argument, why);
     if (opts_.sentinels.empty()) return connect_to(opts_.host, opts_.port, opts_.unix_socket);
     std::error_code last{};
     for (const redis_endpoint& sentinel : opts_.sentinels) {
@@ -239,6 +238,15 @@ class redis_connection {
                                 : redisConnectUnixWithTimeout(unix_socket.c_str(), ctv));
     if (!c) return fail(errc::store_unavailable, "redis: cannot allocate a connection context");
     if (c->err != 0) {
+      // A name that does not resolve is the configuration (misconfigured, not retried); a
+      // refused or unreachable server is not.
+      const bool unknown_host = std::strstr(c->errstr, "Name or service not known") != nullptr ||
+                                std::strstr(c->errstr, "nodename nor servname") != nullptr;
+      if (unknown_host) {
+        const char* field = opts_.sentinels.empty() ? "redis_options::host" : "a sentinel's host";
+        return fail(errc::misconfigured,
+                    "redis: connect: " + std::string(field) + " \"" + host + "\": " + c->errstr);
+      }
       return fail(errc::store_unavailable, std::string("redis: connect: ") + c->errstr);
     }
 #if !defined(MSG_NOSIGNAL) && defined(SO_NOSIGPIPE)
@@ -337,24 +345,25 @@ class redis_connection {
   // ensure_connected, step 2: AUTH, SELECT and CLIENT SETNAME as the options ask, then SCRIPT
   // LOAD of every script, appended to `pipeline`. Returns how many commands come before the
   // scripts.
-  std::size_t format_setup(std::string& pipeline) const {
-    std::size_t setup = 0;
+  std::size_t format_setup(std::string& pipeline) {
+    setup_fields_.clear();
     if (!opts_.password.empty()) {
       if (opts_.username.empty()) {
         resp_append_command(pipeline, {"AUTH", opts_.password});
       } else {
         resp_append_command(pipeline, {"AUTH", opts_.username, opts_.password});
       }
-      ++setup;
+      setup_fields_.push_back(setup_field::auth);
     }
     if (opts_.database != 0) {
       resp_append_command(pipeline, {"SELECT", std::to_string(opts_.database)});
-      ++setup;
+      setup_fields_.push_back(setup_field::database);
     }
     if (!opts_.client_name.empty()) {
       resp_append_command(pipeline, {"CLIENT", "SETNAME", opts_.client_name});
-      ++setup;
+      setup_fields_.push_back(setup_field::client_name);
     }
+    const std::size_t setup = setup_fields_.size();
     for (const std::string& script : scripts_) {
       resp_append_command(pipeline, {"SCRIPT", "LOAD", script});
     }
@@ -374,10 +383,8 @@ class redis_connection {
       }
       redis_reply_ptr r(static_cast<redisReply*>(raw));
       if (r->type == REDIS_REPLY_ERROR) {
-        if (!first_error) {
-          first_error =
-              fail(classify_redis_error(r->str, r->len), "redis: setup: " + text_of(r.get()));
-        }
+        if (!first_error)
+          first_error = setup_failed(i < setup ? setup_fields_[i] : setup_field::script, r.get());
         continue;
       }
       if (i >= setup) {
@@ -391,6 +398,36 @@ class redis_connection {
       }
     }
     return first_error;
+  }
+
+  // Which option a setup command comes from, so that its error names that option.
+  enum class setup_field { auth, database, client_name, script };
+
+  // A setup command's error reply: the option it names, the server's text, and its code. Every
+  // answer to AUTH is about the credentials (permission_denied), to SELECT about the database
+  // number (misconfigured: out of range), to CLIENT SETNAME about the name; a script load that
+  // meets NOAUTH means a password is needed and none was given.
+  std::error_code setup_failed(setup_field f, const redisReply* r) {
+    const std::string text = text_of(r);
+    switch (f) {
+      case setup_field::auth:
+        return fail(errc::permission_denied,
+                    "redis: setup: AUTH with redis_options::username/password refused: " + text);
+      case setup_field::database:
+        return fail(errc::misconfigured, "redis: setup: SELECT redis_options::database " +
+                                             std::to_string(opts_.database) + ": " + text);
+      case setup_field::client_name:
+        return fail(errc::misconfigured,
+                    "redis: setup: CLIENT SETNAME redis_options::client_name: " + text);
+      case setup_field::script:
+        break;
+    }
+    const errc e = classify_redis_error(r->str, r->len);
+    if (e == errc::permission_denied && opts_.password.empty()) {
+      return fail(
+          e, "redis: setup: the server needs AUTH and redis_options::password is empty: " + text);
+    }
+    return fail(e, "redis: setup: " + text);
   }
 
   void push(std::string_view s) {
@@ -490,6 +527,7 @@ class redis_connection {
   std::string last_error_;
   bool probe_ = false;
   deployment_report report_;
+  std::vector<setup_field> setup_fields_;
 };
 
 /// Reads a script's yes/no answer: true for integer 1, false for integer 0; an error as `r`

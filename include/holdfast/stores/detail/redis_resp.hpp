@@ -66,16 +66,24 @@ inline errc classify_redis_error(const char* s, std::size_t n) noexcept {
     constexpr std::string_view tag = "HOLDFAST_COMMAND ";
     const std::size_t skip = n >= tag.size() ? tag.size() : n;
     const errc inner = classify_redis_error(s + skip, n - skip);
-    return inner == errc::store_unavailable ? inner : errc::invalid_argument;
+    return inner == errc::store_unavailable || inner == errc::permission_denied
+               ? inner
+               : errc::invalid_argument;
+  }
+  auto is = [&](std::string_view code) {
+    return starts_with(s, n, code) && (n == code.size() || s[code.size()] == ' ');
+  };
+  // Credentials and ACLs: permanent, never retried (is_permanent). NOAUTH: a password is needed
+  // and none was sent; WRONGPASS: the user or password is wrong; NOPERM: the ACL user may not
+  // run a command or touch a key.
+  for (std::string_view code : {"NOAUTH", "WRONGPASS", "NOPERM"}) {
+    if (is(code)) return errc::permission_denied;
   }
   // The server is up but not serving this request now: loading, busy with a script, a replica,
-  // out of memory, failing over, or not accepting our credentials.
-  for (std::string_view code :
-       {"LOADING", "BUSY", "MASTERDOWN", "TRYAGAIN", "CLUSTERDOWN", "READONLY", "NOREPLICAS", "OOM",
-        "NOAUTH", "WRONGPASS", "NOPERM", "MISCONF", "UNBLOCKED"}) {
-    if (starts_with(s, n, code) && (n == code.size() || s[code.size()] == ' ')) {
-      return errc::store_unavailable;
-    }
+  // out of memory, failing over.
+  for (std::string_view code : {"LOADING", "BUSY", "MASTERDOWN", "TRYAGAIN", "CLUSTERDOWN",
+                                "READONLY", "NOREPLICAS", "OOM", "MISCONF", "UNBLOCKED"}) {
+    if (is(code)) return errc::store_unavailable;
   }
   // WRONGTYPE, ERR ...: the store holds something our scripts did not write, or answered
   // something we do not understand.
