@@ -5,8 +5,9 @@
 // replica or standby, a crash inside an fsync window, a restart without persistence, a restore.
 // Fences stay safe whatever is lost (they admit by token and owner), but a lost grant can give a
 // lease to a second holder while the first still believes it holds it, and it costs the fences'
-// liveness until the store's tokens pass what they admitted. Every real store says so in one
-// shape: `store.deployment()` returns the report read at its most recent (re)connect:
+// liveness until the store's tokens pass what they admitted. The real stores say so in one
+// shape, `store.deployment()`: redis_store returns the report it read at its most recent
+// (re)connect (in the setup round trip); postgres_store reads it when asked (one query):
 //
 //   store       | reads                                         | can lose grants when
 //   ------------+-----------------------------------------------+------------------------------
@@ -15,7 +16,8 @@
 //               |                                               | and wait_replicas == 0
 //   postgres    | synchronous_commit, synchronous_standby_names,| synchronous_commit off/local;
 //               | pg_stat_replication, fsync                    | standbys but none synchronous
-//   etcd_store  | /v3/maintenance/status, member list           | a single member
+//   etcd_store  | (no deployment() yet)                         | a single member; a restored
+//               |                                               | snapshot (revisions go back)
 //
 // The report is advice to an operator (log it, export it as a metric): nothing in holdfast
 // changes its behaviour because of it.
