@@ -33,6 +33,7 @@
 
 #include "holdfast/detail/config.hpp"
 #include "holdfast/error.hpp"
+#include "holdfast/store.hpp"
 #include "holdfast/testing/detail/regression_watch.hpp"
 #include "holdfast/testing/history.hpp"
 
@@ -127,6 +128,8 @@ class orphan_watch {
       return;
     }
     if (e.kind == event_kind::store_acquire && !(holder && it->second.token == e.token)) {
+      // A TTL outside (0, max_ttl] is garbage, not a grant: the checker reports it (T4).
+      if (e.ttl_ms <= 0 || e.ttl_ms > holdfast::max_ttl.count()) return;
       const std::int64_t begin =
           e.begin_local_ns != 0 && e.begin_local_ns < e.local_ns ? e.begin_local_ns : e.local_ns;
       held_[at] = holding{e.owner, e.token,
