@@ -234,8 +234,10 @@ TEST_CASE("cas_store passes the store conformance kit in the simulator", "[cas][
   const ht::conformance_report r = check_cas(kv_flaw::none, 200);
   INFO(r.summary());
   CHECK(r.ok());
-  // Only real threads are left unchecked: the factory takes a sim_clock.
-  CHECK(r.skipped.size() == 1);
+  // Left unchecked: real threads (the factory takes a sim_clock) and the counter's ends (the kit
+  // cannot start this store's counter near 2^32: conformance_counter.hpp).
+  CHECK(r.skipped.size() == 2);
+  CHECK_THAT(r.summary(), Catch::Contains("token order across 2^31"));
   CHECK_THAT(r.summary(), Catch::Contains("contention across real threads"));
   CHECK(r.schedules == 200);
 }

@@ -16,6 +16,14 @@
 //         [](sim_clock c) { return my_store<sim_clock>(c); }, data, size);
 //   }
 //
+// and for a durable store, reopened from its files at every restart:
+//
+//     return holdfast::testing::fuzz_store(
+//         [](sim_clock c, const holdfast::testing::store_env& env) {
+//           return my_store<sim_clock>(c, env.dir + "/leases.db");
+//         },
+//         data, size, holdfast::testing::durable_store_run_options());
+//
 // The factory is called as factory(sim_clock) (the store judges expiry by the simulated clock it
 // is given: every check runs), factory(sim_clock, const store_env&) (the same, plus a directory
 // for the store's files: new for each schedule, the same across its restarts), or factory() (the
@@ -39,7 +47,10 @@
 //     lost requests and replies, store errors, clock drift within the bound, and clients' clocks
 //     jumping in every other schedule (clock_jumps), checked for S1-S5 and L1;
 //   - restarts only for a store that claims durability (durable): each restart destroys the
-//     store and calls the factory again, which must reopen what the old one persisted;
+//     store (never with an operation inside it) and calls the factory again, which must reopen
+//     what the old one persisted; the store may also crash between two of its own steps (the
+//     operations inside it end there with an error), and come back from a lagging copy of its
+//     files that lacks its last operations (lagging_restarts);
 //   - fuzz_store() runs one schedule per input with the same faults (store_run_options()).
 // A test that builds a store itself (a real server's) runs the parts on it directly:
 // check_contract(store, o), check_hostile_strings(store, o), check_exclusive_grants(make, o).
@@ -54,6 +65,7 @@
 #ifndef HOLDFAST_TESTING_CONFORMANCE_HPP
 #define HOLDFAST_TESTING_CONFORMANCE_HPP
 
+#include <algorithm>
 #include <chrono>
 #include <cstddef>
 #include <cstdint>
@@ -70,6 +82,7 @@
 #include "holdfast/fencing_token.hpp"
 #include "holdfast/store.hpp"
 #include "holdfast/testing/conformance_contract.hpp"
+#include "holdfast/testing/conformance_counter.hpp"
 #include "holdfast/testing/conformance_options.hpp"
 #include "holdfast/testing/conformance_strings.hpp"
 #include "holdfast/testing/conformance_threads.hpp"
@@ -147,12 +160,68 @@ void report_schedule_failure(F& make, const conformance_options& o, const run_op
                          (picture.empty() ? "" : "picture: " + picture + "\n"));
 }
 
+/// The first event at which two histories of one schedule differ in what the store answered
+/// (kind, node, token, outcome, TTL, instant), or npos if none does.
+inline std::size_t first_difference(const history& a, const history& b) {
+  const std::size_t n = std::min(a.events.size(), b.events.size());
+  for (std::size_t i = 0; i < n; ++i) {
+    const event& x = a.events[i];
+    const event& y = b.events[i];
+    if (x.kind != y.kind || x.node != y.node || x.token != y.token || x.outcome != y.outcome ||
+        x.ttl_ms != y.ttl_ms || x.true_ns != y.true_ns) {
+      return i;
+    }
+  }
+  return a.events.size() == b.events.size() ? static_cast<std::size_t>(-1) : n;
+}
+
+/// Runs the first schedule twice: a store on the simulated clock must answer the same both
+/// times. One that does not takes its tokens or expiry from something the kit does not drive
+/// (system_clock, randomness, state kept outside the store): in production such a clock steps
+/// back (NTP, a VM restore, another host) and gives a later holder a smaller token.
+template <class F>
+bool check_determinism(F& make, const run_options& ro, std::uint64_t seed,
+                       conformance_report& rep) {
+  seeded_source a(seed);
+  seeded_source b(seed);
+  const run_result x = run_schedule(a, make, ro);
+  const run_result y = run_schedule(b, make, ro);
+  ++rep.contract_checks;
+  const std::size_t i = first_difference(x.log, y.log);
+  if (i == static_cast<std::size_t>(-1)) return true;
+  const auto describe = [i](const history& h) {
+    if (i >= h.events.size()) return std::string("(the run had ended)");
+    const event& e = h.events[i];
+    return std::string(to_string(e.kind)) + " token " + std::to_string(e.token) + " " +
+           outcome_name(e.outcome) + " at " + std::to_string(e.true_ns) + " ns";
+  };
+  rep.failures.push_back(
+      "determinism: two runs of schedule seed=" + std::to_string(seed) + " differ at event #" +
+      std::to_string(i) + " (" + describe(x.log) + ", then " + describe(y.log) +
+      "): the store's answers follow something the kit does not drive (a real clock such as "
+      "std::chrono::system_clock, randomness, state outside the store the factory made). "
+      "Tokens or expiry taken from a clock can step back (NTP, a VM restore, a second host) and "
+      "let a stale holder through a fence; take time only from the clock the factory passes, "
+      "and draw tokens from a counter\n");
+  return false;
+}
+
 /// The seeded schedules (S1-S5, L1), to the first failure.
 template <class F>
 void run_schedules(F& make, const conformance_options& o, conformance_report& rep) {
   run_options ro = o.run;
   ro.store_faults.restarts = ro.store_faults.restarts || o.durable;
   ro.reopen_on_restart = ro.reopen_on_restart || o.durable;
+  if (o.durable && o.lagging_restarts) {
+    if constexpr (factory_takes_env_v<F>) {
+      ro.store_faults.lagging_restarts = true;
+    } else {
+      rep.skipped.push_back(
+          "restarts from a lagging copy (a store that lost its last operations): the factory "
+          "takes no store_env, so the kit cannot copy the store's files (keep them in "
+          "store_env::dir)");
+    }
+  }
   if (!factory_takes_clock_v<F>) {
     rep.skipped.push_back(
         "S3, S4, expiry in S5, L1 over schedules: the store's clock is not injectable");
@@ -161,6 +230,9 @@ void run_schedules(F& make, const conformance_options& o, conformance_report& re
   stall_watchdog watchdog("check_store", o.stall_limit);
   run_options jumps = ro;
   jumps.faults.clock_jumps = true;
+  if constexpr (factory_takes_clock_v<F>) {
+    if (o.schedules != 0 && !check_determinism(make, ro, o.seed, rep)) return;
+  }
   for (std::uint32_t i = 0; i < o.schedules; ++i) {
     const run_options& ri = o.clock_jumps && i % 2 == 1 ? jumps : ro;
     seeded_source src(o.seed + i);
@@ -208,6 +280,7 @@ conformance_report check_store(Factory&& make_store, const conformance_options& 
   conformance_report rep;
   detail::run_contract_checks(make_store, o, rep);
   if constexpr (detail::factory_takes_clock_v<F>) detail::check_coarse_clock(make_store, o, rep);
+  detail::check_counter_ends(make_store, o, rep);
   detail::run_thread_checks(make_store, o, rep);
   detail::run_schedules(make_store, o, rep);
   return rep;
@@ -221,7 +294,41 @@ inline run_options store_run_options() {
   return o;
 }
 
+/// The run options for fuzz_store() on a store that claims durability: store_run_options() with
+/// restarts (each reopens the store through the factory; the store may crash between two of its
+/// steps) and, for a factory taking a store_env, restarts from a lagging copy of its files.
+inline run_options durable_store_run_options() {
+  run_options o = store_run_options();
+  o.store_faults.restarts = true;
+  o.store_faults.lagging_restarts = true;
+  o.reopen_on_restart = true;
+  return o;
+}
+
 namespace detail {
+
+// The contract checks of check_store (contract, hostile strings, TTL range, counter ends, and a
+// schedule run twice for determinism), once per process and factory type, for fuzz_store():
+// prints the report and traps if any fails.
+template <class F>
+void fuzz_contract_once(F& make, const run_options& o) {
+  static const bool checked = [&] {
+    conformance_options co;
+    co.run = o;
+    conformance_report rep;
+    run_contract_checks(make, co, rep);
+    if constexpr (factory_takes_clock_v<F>) check_coarse_clock(make, co, rep);
+    check_counter_ends(make, co, rep);
+    if constexpr (factory_takes_clock_v<F>) (void)check_determinism(make, o, 1, rep);
+    if (!rep.ok()) {
+      std::fprintf(stderr, "holdfast: %s", rep.summary().c_str());
+      std::fflush(stderr);
+      HOLDFAST_TRAP();
+    }
+    return true;
+  }();
+  (void)checked;
+}
 
 // Prints a violation found by a fuzz entry point, and its shrunk form, then traps.
 template <class Runner>
@@ -249,13 +356,18 @@ template <class Runner>
 }  // namespace detail
 
 /// Runs the schedule that `data` decodes to (one byte per decision; see byte_source) against
-/// the store made by `make_store`. If an invariant is violated it prints the report, shrinks the
+/// the store made by `make_store`. The first call in a process (per factory type) first runs
+/// the contract checks of check_store() (contract, hostile strings, TTL range, counter ends, a
+/// schedule run twice for determinism) and traps with their report if one fails. For a durable
+/// store pass durable_store_run_options() (restarts, crashes between its steps, lagging
+/// copies). If an invariant is violated it prints the report, shrinks the
 /// input (shrink.hpp) and prints the minimal timeline too, then calls __builtin_trap() so
 /// libFuzzer records the input (the crash file replays the original schedule). Returns 0. A
 /// whole fuzz target is three lines (see the top of conformance.hpp).
 template <class Factory>
 int fuzz_store(Factory&& make_store, const std::uint8_t* data, std::size_t size,
                const run_options& o = store_run_options()) {
+  detail::fuzz_contract_once(make_store, o);
   byte_source src(data, size);
   const run_result r = run_schedule(src, make_store, o);
   if (!r.result.ok()) {

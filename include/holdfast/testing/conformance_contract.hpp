@@ -77,8 +77,9 @@ inline fault_options exact_clock_faults() {
 /// store_env (removed after the store is destroyed).
 template <class F>
 struct fresh_store {
-  fresh_store(F& make, sim_clock clock) {
+  fresh_store(F& make, sim_clock clock, std::uint64_t counter_start = 0) {
     store_env env;
+    env.counter_start = counter_start;
     if constexpr (factory_takes_env_v<F>) {
       dir = std::make_unique<scratch_dir>();
       env.dir = dir->path();

@@ -45,6 +45,13 @@ struct conformance_options {
   /// store_env::dir (new for each schedule, the same across its restarts). A store that keeps
   /// its state in memory is not durable: its tokens would start over (S2). Default off.
   bool durable = false;
+  /// With durable: some restarts come back from a lagging copy of the store, one that lacks its
+  /// last k >= 1 operations (an asynchronous replica promoted, a crash inside an fsync window, a
+  /// restore from a backup): grants lost, the counter back at the copy's. The kit copies the
+  /// files of store_env::dir, so it needs a factory taking a store_env (else the report lists
+  /// the fault as not explored). The store is then judged from the copy's state on (S2, S3), and
+  /// the fences must still admit no second holder (S1). Default on.
+  bool lagging_restarts = true;
   /// For a store that keeps its own clock (a factory taking no sim_clock: Redis, PostgreSQL,
   /// etcd, a server's store): makes the lease on `key` (exactly as the kit passed it to the
   /// store, key_prefix included) expire now by the store's own clock: move a manual clock on,

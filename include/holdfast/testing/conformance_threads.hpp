@@ -1,9 +1,10 @@
 // holdfast/testing/conformance_threads.hpp - the contract under real threads:
 // check_exclusive_grants() lets threads contend for one key, each through the store a factory
-// makes for it, and checks that at most one believes it holds the key at a time and that the
-// tokens of successive grants strictly increase (store.hpp, T1 and T3; the checker's S2 and S3,
-// here on real threads instead of simulated ones). failure_log collects failures from several
-// threads, for this check and for a test's own threaded checks.
+// makes for it, holders renewing and inspecting while the others acquire and inspect, and checks
+// that at most one believes it holds the key at a time and that the tokens of successive grants
+// strictly increase (store.hpp, T1 and T3; the checker's S2 and S3, here on real threads instead of
+// simulated ones). failure_log collects failures from several threads, for this check and for a
+// test's own threaded checks.
 //
 // check_store() runs it when conformance_options::threads > 0 and the factory takes no
 // sim_clock: stores made by the factory must share their state (one server, one database file).
@@ -25,7 +26,9 @@
 
 #include "holdfast/detail/config.hpp"
 #include "holdfast/error.hpp"
+#include "holdfast/fencing_token.hpp"
 #include "holdfast/result.hpp"
+#include "holdfast/store.hpp"
 #include "holdfast/testing/conformance_options.hpp"
 
 namespace holdfast {
@@ -91,7 +94,26 @@ auto& store_of(T& made) {
   }
 }
 
-/// What one contending thread does: `grants` grants of `key`, each released at once.
+/// What a holder does before it releases: renews twice (as a keepalive does while others try to
+/// acquire and inspect) and, if the store has inspect(), sees itself as the holder.
+template <class Store>
+void holder_steps(Store& store, const std::string& key, const std::string& owner,
+                  fencing_token token, failure_log& log) {
+  const std::string rule = "contention across threads: ";
+  for (int i = 0; i < 2; ++i) {
+    const result<grant> r = store.renew(key, owner, token, std::chrono::milliseconds(60000));
+    log.expect(r && r->token == token,
+               rule + "the holder's renew while others contend: " + error_text(r.error()));
+  }
+  if constexpr (has_inspect_v<Store>) {
+    const auto seen = store.inspect(key);
+    log.expect(seen && *seen && (*seen)->owner == owner && (*seen)->token == token,
+               rule + "inspect by the holder does not show its lease");
+  }
+}
+
+/// What one contending thread does: `grants` grants of `key`, each renewed twice and inspected
+/// by its holder, then released, while the others try to acquire it and inspect it.
 template <class MakeStore>
 void contend(MakeStore& make, const std::string& key, const std::string& owner,
              std::uint32_t grants, std::atomic<int>& inside, std::mutex& order_mutex,
@@ -105,10 +127,15 @@ void contend(MakeStore& make, const std::string& key, const std::string& owner,
     const result<grant> g = store.try_acquire(key, owner, std::chrono::milliseconds(60000));
     if (!g) {
       log.expect(g.error() == errc::busy, rule + "contended acquire: " + error_text(g.error()));
+      if constexpr (has_inspect_v<std::remove_reference_t<decltype(store)>>) {
+        const auto seen = store.inspect(key);  // an observer, racing the holder's renewals
+        log.expect(bool(seen), rule + "inspect while others hold: " + error_text(seen.error()));
+      }
       std::this_thread::yield();
       continue;
     }
     log.expect(inside.fetch_add(1) == 0, rule + "two holders at once");
+    holder_steps(store, key, owner, g->token, log);
     {
       std::lock_guard<std::mutex> lock(order_mutex);
       log.expect(order.empty() || order.back() < g->token.value(),
@@ -130,11 +157,15 @@ void contend(MakeStore& make, const std::string& key, const std::string& owner,
 
 /// Lets o.threads real threads contend for the key o.key_prefix + "contended", each through the
 /// store `make()` returns for it (called once per thread, on that thread), until each has had
-/// o.grants_per_thread grants (TTL 60 s, each released at once), and checks: at most one thread
-/// believes it holds the key at a time (T3), every contended acquire that is not granted is busy
-/// (T4), the tokens of successive grants strictly increase (T1), every release of a grant
-/// succeeds, no thread starves (attempts are bounded at 2000 per grant, each bounded by the
-/// store's own timeouts). Idea: the private contention tests of this project's real stores.
+/// o.grants_per_thread grants (TTL 60 s; each renewed twice and, with inspect(), inspected by
+/// its holder, then released; the threads not holding it inspect it meanwhile: every operation
+/// races every other, so an operation that skips the store's lock is a data race that
+/// -fsanitize=thread reports), and checks: at most one thread believes it holds the key at a
+/// time (T3), every contended acquire that is not granted is busy (T4), the holder's renewals
+/// succeed with its token and inspect() shows it, the tokens of successive grants strictly increase
+/// (T1), every release of a grant succeeds, no thread starves (attempts are bounded at 2000 per
+/// grant, each bounded by the store's own timeouts). Idea: the private contention tests of this
+/// project's real stores.
 ///
 /// \param make  called as make() on each thread; returns a store (a LeaseStore), or a
 ///              std::unique_ptr / std::shared_ptr / pointer to one. Stores must share their

@@ -95,6 +95,9 @@ enum class fault_note : std::uint8_t {
   reply_delayed,    ///< The reply spent `value` ns in flight.
   reply_lost,       ///< Applied at the store; the client got an error instead of the reply.
   error_after,      ///< Applied at the store; the store then answered with an error.
+  store_crashed,    ///< The store crashed while the operation was inside it: not applied if it
+                    ///< had not taken effect (its later steps never ran), else applied and its
+                    ///< reply lost; the client got store_unavailable.
 };
 
 /// Outcome numbers: 0 success, holdfast::errc values as themselves, any other error category
@@ -187,6 +190,8 @@ inline const char* to_string(fault_note n) noexcept {
       return "reply_lost";
     case fault_note::error_after:
       return "error_after";
+    case fault_note::store_crashed:
+      return "store_crashed";
   }
   return "?";
 }

@@ -22,13 +22,16 @@
 // node, clock, faults and restarts; a quorum_store over them is itself a LeaseStore, and may in
 // turn be wrapped (with faults off) to record the quorum-level operations.
 //
-// A restart (store_fault_options::restarts) takes the store down for 0.1 to 2 scale: every
-// request in that window fails with store_unavailable. By default the state is kept (a store that
-// claims durability); on_restart(), if set, runs when it comes back and may change or replace the
-// store (restart a real server, reload a snapshot, or model a member that comes back empty:
-// `[&](auto& s) { s = std::make_unique<S>(wrapper.clock()); }`). Given a restart_budget shared by
-// several stores, it runs only for as many restarts as the budget holds ("at most N members of
-// this quorum lose their state"); the other restarts keep the state.
+// A restart (store_fault_options::restarts) takes the store down for 0.1 to 2 scale (requests
+// fail with store_unavailable), at a request or between two of the store's own steps. Operations
+// inside it that had not taken effect end at their next step point, not applied (unwound by an
+// exception of the kit's, so the store's RAII runs); those that had (step_kind::takes_effect),
+// or whose call is noexcept, run to their end and their reply is lost. It comes back once the
+// downtime is over and no operation is inside the old store: a restart never destroys a store
+// with an operation inside it. The state is kept (a durable store) unless on_restart() changes or
+// replaces it (`s = std::make_unique<S>(wrapper.clock());`: a member that comes back empty) or
+// keep_copies() restores a lagging copy (lagging_restarts). A restart_budget shared by several
+// stores bounds how many restarts lose state ("at most N members of this quorum").
 //
 // Optional capabilities are forwarded when the wrapped store has them: inspect() (no faults, not
 // recorded), and quorum.hpp's token floor, raise_token() (through the network like any operation,
@@ -84,27 +87,24 @@ struct store_fault_options {
   bool lost_replies = true;
   /// The store answers errc::store_unavailable before applying, or after applying. Default on.
   bool errors = true;
-  /// The store goes down for a restart and comes back with its state (durable stores only).
-  /// Default off.
+  /// The store goes down for a restart, at a request or between two of its own steps (the
+  /// operations inside it then end with store_unavailable), and comes back with its state
+  /// (durable stores only). Default off.
   bool restarts = false;
   /// Now and then (1 call in 9) an acquire or renew is applied with a shorter TTL than asked
   /// (half to nine tenths of it, at least 1 ms), and the grant reports the TTL applied, as a store
   /// may (store.hpp, T2; etcd's minimum TTL, a server-side cap): a holder must trust only what
   /// the store applied. Default off (it draws one more decision per call).
   bool shorter_ttls = false;
+  /// Some restarts come back from a copy lacking the store's last k >= 1 operations (a replica
+  /// promoted, an fsync window, a restore): grants lost, the counter back at the copy's. Needs
+  /// restarts and sim_store::keep_copies (run_schedule sets it up). Default off.
+  bool lagging_restarts = false;
   /// How often a request, and then its reply, spends time in flight when request_delays /
   /// reply_delays are on: the weight of "delayed" against 40 for "delivered at once" (and 1 or 2
   /// for each other fault). Default 10, about one stage in five (tests/unit/test_quorum_sim.cpp
   /// gives a quorum's members 6).
   std::uint32_t delay_weight = 10;
-};
-
-/// Restarts that may lose a store's state, shared by the stores of one run (e.g. how many members
-/// of a quorum may come back empty): see sim_store::on_restart. Not thread-safe; the simulator's
-/// thread only.
-struct restart_budget {
-  /// How many more restarts may still run their on_restart action (>= 0).
-  int left = 0;
 };
 
 /// A LeaseStore that forwards to a wrapped Store through the simulated network (see the table at
@@ -143,7 +143,9 @@ class sim_store {
                             std::chrono::milliseconds ttl) {
     const std::chrono::milliseconds applied = applied_ttl(ttl);
     return perform<grant>(event_kind::store_acquire, key, owner, fencing_token{}, ttl,
-                          [&] { return inner_->try_acquire(key, owner, applied); });
+                          [&]() noexcept(noexcept(inner_->try_acquire(key, owner, applied))) {
+                            return inner_->try_acquire(key, owner, applied);
+                          });
   }
 
   /// LeaseStore renew, through the simulated network (outcomes as try_acquire).
@@ -151,13 +153,17 @@ class sim_store {
                       std::chrono::milliseconds ttl) {
     const std::chrono::milliseconds applied = applied_ttl(ttl);
     return perform<grant>(event_kind::store_renew, key, owner, token, ttl,
-                          [&] { return inner_->renew(key, owner, token, applied); });
+                          [&]() noexcept(noexcept(inner_->renew(key, owner, token, applied))) {
+                            return inner_->renew(key, owner, token, applied);
+                          });
   }
 
   /// LeaseStore release, through the simulated network (outcomes as try_acquire).
   result<void> release(std::string_view key, std::string_view owner, fencing_token token) {
     return perform<void>(event_kind::store_release, key, owner, token, std::chrono::milliseconds{0},
-                         [&] { return inner_->release(key, owner, token); });
+                         [&]() noexcept(noexcept(inner_->release(key, owner, token))) {
+                           return inner_->release(key, owner, token);
+                         });
   }
 
   /// Forwards inspect() (when the store has it) without faults and without recording: it is an
@@ -176,7 +182,10 @@ class sim_store {
       -> decltype(std::declval<S&>().raise_token(key, owner, token, to), result<void>()) {
     return perform<void>(
         event_kind::store_raise, key, owner, token, std::chrono::milliseconds{0},
-        [&] { return inner_->raise_token(key, owner, token, to); }, to.value());
+        [&]() noexcept(noexcept(inner_->raise_token(key, owner, token, to))) {
+          return inner_->raise_token(key, owner, token, to);
+        },
+        to.value());
   }
 
   /// Forwards raise_token_floor(floor) directly: a recovery step an operator runs, not a client
@@ -197,11 +206,7 @@ class sim_store {
   /// is not their last step. Only the first call per operation counts.
   void linearized() {
     for (call* c : calls_) {
-      if (c->who == sim_.current_node() && c->index == npos) {
-        stamp(c->e);
-        if (record_) c->index = sim_.log().add(c->e);
-        return;
-      }
+      if (c->who == sim_.current_node()) return linearized(*c);
     }
   }
 
@@ -217,6 +222,16 @@ class sim_store {
     on_restart_ = std::move(fn);
     budget_ = budget;
   }
+
+  /// What a lagging restart does: replaces the store by one made from the copy it was taken from.
+  using restore_fn = std::function<void(std::unique_ptr<Store>&)>;
+
+  /// Keeps a lagging copy for lagging_restarts: after a successful operation, with no other one
+  /// inside, the copy catches up (`take(store)` copies it and returns how to restore it) or falls
+  /// one more behind. A lagging restart restores it (in place of on_restart, taking its budget);
+  /// its store_up event says how many operations were lost (value) and where the copy was taken
+  /// (token: history events before it), so the checker judges the store from the copy's state.
+  void keep_copies(std::function<restore_fn(Store&)> take) { take_copy_ = std::move(take); }
 
   /// Records this store's operations in the history (default), or not (`false`): unrecorded
   /// operations still see every fault; store_down/store_up are always recorded.
@@ -239,10 +254,33 @@ class sim_store {
   static constexpr std::size_t npos = static_cast<std::size_t>(-1);
 
   struct call {
+    sim_store* store = nullptr;
     node_id who = no_node;
     std::size_t index = npos;
+    bool killed = false;      // the store went down while this operation was inside it
+    bool may_unwind = false;  // the store's operation may throw (it is not noexcept)
     event e;
   };
+
+  void linearized(call& c) {
+    if (c.index != npos) return;
+    stamp(c.e);
+    if (record_) c.index = sim_.log().add(c.e);
+  }
+
+  // At a `between` step point, once the calling client runs again: the store may crash here
+  // (with restarts on), and an operation whose store went down ends here.
+  void between_steps(call& c) {
+    if (!c.killed && faults_.restarts && c.who != no_node && !sim_.healed() &&
+        !sim_.current_crashed() && sim_.weighted({30, 1}) == 1) {
+      go_down(c.who);
+    }
+#if HOLDFAST_HAS_EXCEPTIONS
+    // Before it took effect (step_kind::takes_effect, or its return): it never does. After, it
+    // runs to its end (the crash came after its commit) and its reply is lost.
+    if (c.killed && c.may_unwind && c.index == npos) throw detail::store_crash_unwind{};
+#endif
+  }
 
   std::int64_t delay() {
     const std::int64_t s = sim_.scale_ns();
@@ -301,7 +339,9 @@ class sim_store {
 
   // The call's event: the recorded one once it is in the history (re-taken after every wait: the
   // history grows while this client waits for its reply), else the call's own copy.
-  event& event_of(call& c) { return record_ && c.index != npos ? sim_.log().events[c.index] : c.e; }
+  event& event_of(call& c) {
+    return record_ && c.index != npos ? sim_.log().events[c.index] : c.e;
+  }
 
   // Notes a fault in the event; its duration goes into event::value, except for a raise, whose
   // value is its `to`.
@@ -326,7 +366,7 @@ class sim_store {
                     fencing_token token, std::chrono::milliseconds ttl, Apply&& apply,
                     std::uint64_t to = 0) {
     if (sim_.current_crashed()) return errc::store_unavailable;
-    if (down() && (sim_.now_ns() >= down_until_ || sim_.healed())) come_back();
+    if (down() && may_come_back()) come_back();
     const bool faulty = sim_.current_node() != no_node && !sim_.healed();
     call c;
     c.who = sim_.current_node();
@@ -337,12 +377,12 @@ class sim_store {
       if (const std::optional<errc> lost = request_stage(c)) return not_applied_(c.e, *lost);
     }
     if (down()) {
-      if (sim_.now_ns() < down_until_ && !sim_.healed()) {
-        return not_applied_(c.e, errc::store_unavailable);
-      }
+      if (!may_come_back()) return not_applied_(c.e, errc::store_unavailable);
       come_back();
     }
     result<T> seen = apply_stage<T>(c, apply);
+    if (c.killed) return crashed_inside(c);
+    copy_after_apply(static_cast<bool>(seen));
     if (faulty && !sim_.current_crashed()) {
       if (const std::optional<errc> lost = reply_stage(c)) seen = *lost;
     }
@@ -384,9 +424,18 @@ class sim_store {
     calls_.push_back(&c);
     high_water_ = std::max(high_water_, sim_.local_ns(node_));
     c.e.begin_local_ns = sim_.local_ns(node_);
+    c.store = this;
+    c.may_unwind = !noexcept(apply());
     simulator::store_call registration;
-    registration.takes_effect = [](void* self) { static_cast<sim_store*>(self)->linearized(); };
-    registration.self = this;
+    registration.takes_effect = [](void* self) {
+      call& k = *static_cast<call*>(self);
+      k.store->linearized(k);
+    };
+    registration.between = [](void* self) {
+      call& k = *static_cast<call*>(self);
+      k.store->between_steps(k);
+    };
+    registration.self = &c;
     sim_.enter_store_call(registration);
     struct unregister {
       simulator& sim;
@@ -398,11 +447,17 @@ class sim_store {
         calls.erase(std::find(calls.begin(), calls.end(), c));
       }
     } guard{sim_, registration, calls_, &c};
-    result<T> r = apply();
-    if (c.index == npos) {
-      stamp(c.e);
-      if (record_) c.index = sim_.log().add(c.e);
+#if HOLDFAST_HAS_EXCEPTIONS
+    result<T> r = errc::store_unavailable;
+    try {
+      r = apply();
+    } catch (const detail::store_crash_unwind&) {
+      return r;  // ended at a step point before taking effect: the store went down with it inside
     }
+#else
+    result<T> r = apply();
+#endif
+    linearized(c);
     event& e = event_of(c);
     e.outcome = to_outcome(r.error());
     e.end_local_ns = sim_.local_ns(node_);
@@ -439,24 +494,84 @@ class sim_store {
     }
   }
 
-  bool down() const noexcept { return down_until_ >= 0; }
+  // An operation the store went down with: the client gets store_unavailable. One that ended at
+  // a step point never took effect (recorded as not applied); one that ran to its end applied,
+  // and its reply is lost to the crash.
+  std::error_code crashed_inside(call& c) {
+    if (c.index == npos) {
+      c.e.note = fault_note::store_crashed;
+      return not_applied_(c.e, errc::store_unavailable);
+    }
+    event& e = event_of(c);
+    e.note = fault_note::store_crashed;
+    e.seen = static_cast<outcome_code>(errc::store_unavailable);
+    return errc::store_unavailable;
+  }
+
+  // After an operation that succeeded, the lagging copy catches up (1 in 2) or falls one more
+  // operation behind, decided only when no operation is inside the store (so the copy is of a
+  // state between operations).
+  void copy_after_apply(bool changed) {
+    if (!changed || !take_copy_ || !faults_.lagging_restarts || !faults_.restarts ||
+        !calls_.empty())
+      return;
+    if (sim_.current_node() == no_node || sim_.healed()) return;
+    if (restore_ && sim_.decide(2) == 0) {
+      ++copy_lags_;
+      return;
+    }
+    restore_ = take_copy_(*inner_);  // may be empty: nothing to copy
+    copy_lags_ = 0;
+    copy_at_ = sim_.log().events.size();
+  }
+
+  bool down() const noexcept {
+    return down_until_ >= 0;
+  }
+
+  // The downtime is over (or faults healed) and no operation is still inside the old store.
+  bool may_come_back() const noexcept {
+    return (sim_.now_ns() >= down_until_ || sim_.healed()) && calls_.empty();
+  }
 
   // Takes the store down for 0.1, 0.5 or 2 scale; with a restart budget, decides now whether the
-  // on_restart action runs when it comes back.
-  void go_down() {
+  // on_restart action runs when it comes back. Every operation inside the store ends at its next
+  // step point. `inside`: the client inside whose operation the store crashed (no_node: at a
+  // request), recorded as the store_down event's peer, with value 1.
+  void go_down(node_id inside = no_node) {
     if (down()) return;
     static constexpr std::int64_t tenths[] = {1, 5, 20};
     down_until_ = sim_.now_ns() + sim_.scale_ns() * tenths[sim_.decide(3)] / 10;
     restart_armed_ = budget_ == nullptr || budget_->left > 0;
-    if (budget_ != nullptr && restart_armed_) --budget_->left;
-    sim_.log().add(sim_.make_event(event_kind::store_down, node_));
+    // A lagging restart (half of those that may lose state, when the copy lags) loses the
+    // operations the copy lacks.
+    lagging_armed_ = restart_armed_ && restore_ && copy_lags_ > 0 && faults_.lagging_restarts &&
+                     sim_.decide(2) == 1;
+    if (budget_ != nullptr && restart_armed_ && (on_restart_ || lagging_armed_)) --budget_->left;
+    for (call* c : calls_) c->killed = true;
+    event e = sim_.make_event(event_kind::store_down, node_);
+    e.peer = inside;
+    e.value = inside == no_node ? 0 : 1;
+    sim_.log().add(std::move(e));
   }
 
   void come_back() {
     down_until_ = -1;
-    sim_.log().add(sim_.make_event(event_kind::store_up, node_));
-    if (on_restart_ && (budget_ == nullptr || restart_armed_)) on_restart_(inner_);
+    event up = sim_.make_event(event_kind::store_up, node_);
+    if (lagging_armed_) {
+      up.value = copy_lags_;
+      up.token = copy_at_;
+    }
+    sim_.log().add(std::move(up));
+    if (lagging_armed_) {
+      restore_(inner_);
+      restore_ = nullptr;  // the copy is the store now; the next one is taken after an operation
+      copy_lags_ = 0;
+    } else if (on_restart_ && (budget_ == nullptr || restart_armed_)) {
+      on_restart_(inner_);
+    }
     restart_armed_ = false;
+    lagging_armed_ = false;
   }
 
   simulator& sim_;
@@ -464,8 +579,13 @@ class sim_store {
   store_fault_options faults_;
   std::unique_ptr<Store> inner_;
   std::function<void(std::unique_ptr<Store>&)> on_restart_;
-  restart_budget* budget_ = nullptr;  // on_restart's budget, if any
-  bool restart_armed_ = false;        // with a budget: this restart runs on_restart
+  restart_budget* budget_ = nullptr;             // on_restart's budget, if any
+  bool restart_armed_ = false;                   // with a budget: this restart runs on_restart
+  std::function<restore_fn(Store&)> take_copy_;  // keep_copies()
+  restore_fn restore_;                           // the lagging copy's restore, if one was taken
+  std::int64_t copy_lags_ = 0;                   // operations applied since it was taken
+  std::uint64_t copy_at_ = 0;                    // history events before it
+  bool lagging_armed_ = false;                   // this restart restores the lagging copy
   bool record_ = true;
   std::int64_t down_until_ = -1;
   std::int64_t high_water_ = 0;

@@ -319,6 +319,7 @@ class simulator {
     }
     if (sched_.current() != nullptr) ++store_steps_;
     point(point_kind::store_step);
+    if (top->between != nullptr) top->between(top->self);  // may end the operation (a crash)
   }
 
   // ---- interposition (called from inside clients) --------------------------------------------

@@ -18,10 +18,14 @@
 #include <cstdint>
 #include <cstdio>
 #include <filesystem>
+#include <fstream>
+#include <iterator>
 #include <memory>
 #include <string>
 #include <system_error>
 #include <type_traits>
+#include <utility>
+#include <vector>
 
 #include "holdfast/detail/config.hpp"
 #include "holdfast/detail/random.hpp"
@@ -40,7 +44,31 @@ struct store_env {
   std::string dir;
   /// Restarts before this call: 0 for a schedule's first store, then 1, 2, ...
   std::uint32_t restarts = 0;
+  /// The machine's boot identity: 0 for the schedule's first boot, then 1, 2, ... after each
+  /// machine reboot (store_fault_options::reboots). A store that keeps leases across restarts
+  /// must drop those of an earlier boot (their holders' processes died with the machine, and the
+  /// store's clock started over) and keep its token counter.
+  std::uint64_t boot = 0;
+  /// Where a new store's token counter starts: its first token must be greater than this (0: from
+  /// the beginning). The kit starts it near the ends of the range (2^31, 2^32, 2^53, 2^63 minus a
+  /// few; conformance_options::counter_starts) to check token order across each boundary: a
+  /// store that can must honour it (as raise_token_floor() does for a store that has one).
+  std::uint64_t counter_start = 0;
 };
+
+/// Restarts that may lose a store's state, shared by the stores of one run (e.g. how many members
+/// of a quorum may come back empty): see sim_store::on_restart. Not thread-safe; the simulator's
+/// thread only.
+struct restart_budget {
+  /// How many more restarts may still run their on_restart action (>= 0).
+  int left = 0;
+};
+
+namespace detail {
+/// Thrown at a step point of an operation whose store went down with it inside (caught by
+/// sim_store).
+struct store_crash_unwind {};
+}  // namespace detail
 
 namespace detail {
 
@@ -141,6 +169,38 @@ class scratch_dir {
  private:
   std::string path_;
 };
+
+/// The files of a store's directory (store_env::dir), by name, with their contents: a lagging
+/// copy of a store that persists its state there (sim_store::keep_copies).
+using dir_copy = std::vector<std::pair<std::string, std::string>>;
+
+/// Reads every regular file directly in `dir` (a store's files; subdirectories are not read).
+inline dir_copy read_dir(const std::string& dir) {
+  dir_copy out;
+  std::error_code ec;
+  for (const auto& f : std::filesystem::directory_iterator(dir, ec)) {
+    if (!f.is_regular_file(ec)) continue;
+    std::ifstream in(f.path(), std::ios::binary);
+    std::string bytes((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+    out.emplace_back(f.path().filename().string(), std::move(bytes));
+  }
+  return out;
+}
+
+/// Makes `dir` hold exactly the files of `copy` (the others are removed), e.g. while no store has
+/// them open, before the factory reopens the store from a lagging copy.
+inline void write_dir(const std::string& dir, const dir_copy& copy) {
+  std::error_code ec;
+  std::vector<std::filesystem::path> old;
+  for (const auto& f : std::filesystem::directory_iterator(dir, ec)) {
+    if (f.is_regular_file(ec)) old.push_back(f.path());
+  }
+  for (const auto& p : old) std::filesystem::remove(p, ec);
+  for (const auto& f : copy) {
+    std::ofstream out(std::filesystem::path(dir) / f.first, std::ios::binary | std::ios::trunc);
+    out.write(f.second.data(), static_cast<std::streamsize>(f.second.size()));
+  }
+}
 
 }  // namespace detail
 

@@ -52,6 +52,49 @@ std::unique_ptr<Store> make_store_from(Factory& make, sim_clock clock, const sto
   return make_store<Store>(make, clock, env);
 }
 
+/// True for the kit's own stores whose copy is a copy of their state (mutant_store): a lagging
+/// restart can restore one from a copy without files. A user's copyable store may be a handle
+/// sharing its state (a connection), so it is not copied.
+template <class Store>
+struct copies_state : std::false_type {};
+template <class Clock>
+struct copies_state<mutant_store<Clock>> : std::true_type {};
+
+/// Keeps the lagging copies of store_fault_options::lagging_restarts (sim_store::keep_copies):
+/// the files of store_env::dir for a factory taking a store_env (the store is destroyed, its
+/// files replaced by the copy's, and the factory reopens it), or the store itself for the kit's
+/// own stores. Returns false when the store cannot be copied (the fault is then not injected).
+template <class Store, class Factory>
+bool keep_lagging_copies(sim_store<Store>& store, Factory& make, store_env& env) {
+  using restore_fn = typename sim_store<Store>::restore_fn;
+  if constexpr (factory_takes_env_v<Factory>) {
+    store.keep_copies([&make, &env, &store](Store&) -> restore_fn {
+      auto files = std::make_shared<const dir_copy>(read_dir(env.dir));
+      if (files->empty()) return nullptr;  // its state is not in its files: nothing to copy
+      return [files, &make, &env, &store](std::unique_ptr<Store>& s) {
+        s.reset();  // the old process is gone, its files closed, before they are replaced
+        write_dir(env.dir, *files);
+        ++env.restarts;
+        s = make_store_from<Store>(make, store.clock(), env);
+      };
+    });
+    return true;
+  } else if constexpr (copies_state<Store>::value) {
+    (void)make;
+    (void)env;
+    store.keep_copies([](Store& now) -> restore_fn {
+      auto copy = std::make_shared<const Store>(now);
+      return [copy](std::unique_ptr<Store>& s) { s = std::make_unique<Store>(*copy); };
+    });
+    return true;
+  } else {
+    (void)store;
+    (void)make;
+    (void)env;
+    return false;
+  }
+}
+
 template <class Factory>
 run_result run_schedule_impl(decision_source& src, Factory& make_store, const run_options& o) {
   using Store = factory_store_t<Factory>;
@@ -78,6 +121,7 @@ run_result run_schedule_impl(decision_source& src, Factory& make_store, const ru
         s = make_store_from<Store>(make_store, store.clock(), env);
       });
     }
+    if (o.store_faults.lagging_restarts) (void)keep_lagging_copies(store, make_store, env);
     if (simulated_clock) {
       sim.log().primary_store = store.node();
       sim.log().tolerance_ns = std::chrono::nanoseconds(o.tolerance).count();
@@ -121,6 +165,12 @@ inline run_result run_schedule(decision_source& src, const run_options& o = {}) 
   if (is_store_mutant(o.mutation)) {
     auto make = [m = o.mutation](sim_clock c) { return mutant_store<sim_clock>(c, m); };
     return detail::run_schedule_impl(src, make, o);
+  }
+  if (o.store_faults.lagging_restarts) {
+    // memory_store cannot be copied; the kit's reference store (mutant_store, correct with
+    // mutant::none) can, so the lagging copies of its restarts are copies of it.
+    auto copyable = [](sim_clock c) { return mutant_store<sim_clock>(c, mutant::none); };
+    return detail::run_schedule_impl(src, copyable, o);
   }
   auto make = [](sim_clock c) { return std::make_unique<memory_store<sim_clock>>(c); };
   return detail::run_schedule_impl(src, make, o);

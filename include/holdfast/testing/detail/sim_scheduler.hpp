@@ -44,8 +44,11 @@ namespace detail {
 /// innermost one is told.
 struct sim_store_call {
   void (*takes_effect)(void* self) = nullptr;  ///< Called at a takes_effect point.
-  void* self = nullptr;                        ///< Its argument.
-  sim_store_call* outer = nullptr;             ///< The registration it hides (set by enter).
+  /// Called at a between point once the client runs again; may throw to end the operation there
+  /// (sim_store: the store crashed while the operation was inside it).
+  void (*between)(void* self) = nullptr;
+  void* self = nullptr;             ///< The argument of both.
+  sim_store_call* outer = nullptr;  ///< The registration it hides (set by enter).
 };
 
 class sim_scheduler;

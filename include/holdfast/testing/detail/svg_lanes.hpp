@@ -220,9 +220,13 @@ inline void draw_fault(canvas& c, std::size_t i, int lane) {
       c.out += "</g>\n";
       return;
     case fault_note::error_after:
-      c.group("error-after", i);
+    case fault_note::store_crashed:
+      c.group(e.note == fault_note::error_after ? "error-after" : "store-crashed", i);
       c.out += "<path d=\"M" + num(cx) + " " + num(y - 5) + " l5 9 l-10 0 z\" fill=\"#e65100\"/>";
-      c.lane_label(lane, cx + 6, "error after applying", "sm");
+      c.lane_label(
+          lane, cx + 6,
+          e.note == fault_note::error_after ? "error after applying" : "store crashed inside",
+          "sm");
       c.out += "</g>\n";
       return;
   }

@@ -296,8 +296,19 @@ class timeline {
     const std::string& node = h_.node_name(e.node);
     switch (e.kind) {
       case event_kind::store_down:
+        if (e.value == 1) {
+          return {node + " crashes between two steps of " + h_.node_name(e.peer) +
+                      "'s operation and goes down (restart)",
+                  {}};
+        }
         return {node + " goes down (restart)", {}};
       case event_kind::store_up:
+        if (e.value > 0) {
+          return {node + " is back from a lagging copy: it lost its last " +
+                      std::to_string(e.value) + " operation(s) (grants, renewals, releases; " +
+                      "its token counter is the copy's)",
+                  {}};
+        }
         return {node + " is back", {}};
       case event_kind::pause:
         return {node + " pauses " + fmt_seconds(e.value) + " (GC, swap, slow disk)", {}};
@@ -360,6 +371,11 @@ class timeline {
         break;
       case fault_note::error_after:
         act += " [store errs after applying]";
+        break;
+      case fault_note::store_crashed:
+        act +=
+            " [the store crashed inside it: ended there, or, once it had taken effect, its reply "
+            "was lost]";
         break;
     }
   }
