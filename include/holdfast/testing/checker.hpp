@@ -66,6 +66,7 @@
 #include "holdfast/store.hpp"
 #include "holdfast/testing/detail/event_text.hpp"
 #include "holdfast/testing/detail/lease_book.hpp"
+#include "holdfast/testing/detail/lost_life.hpp"
 #include "holdfast/testing/detail/orphan_watch.hpp"
 #include "holdfast/testing/detail/regression_watch.hpp"
 #include "holdfast/testing/detail/timeline.hpp"
@@ -80,7 +81,7 @@ namespace detail {
 class checker {
  public:
   explicit checker(const history& h) : h_(h) {}
-
+  const auto& keys() const noexcept { return keys_; }  // per (store, key): for lost_life()
   verdict run() {
     for (std::size_t i = 0; i < h_.events.size() && result_.ok(); ++i) {
       regression_due(i, h_.events[i].true_ns);
@@ -179,7 +180,7 @@ class checker {
         if (e.value == 1) belief(i, e);
         break;
       case event_kind::store_up:
-        if (e.value > 0) lost_life(i, e);
+        if (e.value > 0) lost_life<checker>(h_, i, keys_, lost_);  // detail/lost_life.hpp
         break;
       case event_kind::heal:
         heal_ = i;
@@ -468,36 +469,9 @@ class checker {
     }
   }
 
-  // A store came back from a copy that lacks its last `value` operations (sim_store's lagging
-  // restart; the copy was taken after the first `token` events). From here on its records are
-  // the copy's: S2 and S3 are judged within each life of the store's state ("before" is what
-  // the copy holds, so a lost grant's token may be issued again), and a holder whose grant or
-  // renewal was lost may go on believing it holds (S4 is not promised for it). S1 is untouched:
-  // the resources remember what they admitted, whatever the store lost.
-  void lost_life(std::size_t i, const event& e) {
-    const std::size_t copy = std::min<std::size_t>(static_cast<std::size_t>(e.token), i);
-    history prefix = h_;
-    prefix.events.resize(copy);
-    checker before(prefix);
-    (void)before.run();
-    for (auto it = keys_.begin(); it != keys_.end();) {
-      it = it->first.first == e.node ? keys_.erase(it) : std::next(it);
-    }
-    for (const auto& kv : before.keys_) {
-      if (kv.first.first == e.node) keys_[kv.first] = kv.second;
-    }
-    for (std::size_t j = copy; j < i; ++j) {
-      const event& a = h_.events[j];
-      if (a.node != e.node || a.outcome != 0) continue;
-      if (a.kind == event_kind::store_acquire || a.kind == event_kind::store_renew) {
-        lost_.insert({a.node, a.key, a.token, a.owner});
-      }
-    }
-  }
-
   void belief(std::size_t i, const event& e) {
     if (h_.primary_store == no_node || e.true_ns >= h_.s4_until_ns) return;
-    if (lost_.count({h_.primary_store, e.key, e.token, e.owner}) != 0) return;  // lost_life()
+    if (lost_.count({h_.primary_store, e.key, e.token, e.owner}) != 0) return;  // lost in a restart
     auto it = keys_.find({h_.primary_store, e.key});
     static const key_state empty{};
     const key_state& s = it == keys_.end() ? empty : it->second;
@@ -601,8 +575,7 @@ class checker {
   verdict result_;
   std::map<std::pair<node_id, std::uint8_t>, key_state> keys_;
   std::map<std::uint8_t, resource_state> resources_;
-  // Grants and renewals a store lost in a lagging restart: (store, key, token, owner).
-  std::set<std::tuple<node_id, std::uint8_t, std::uint64_t, std::string>> lost_;
+  lost_grants lost_;  // grants and renewals a store lost in a lagging restart
   lease_book leases_;
   std::size_t heal_ = npos;
   regression_watch watch_;  // L2
