@@ -13,6 +13,12 @@
 // fence.hpp). No election can promise that two processes never *believe* they lead at once (a
 // paused leader believes until it looks); the term is what makes that harmless.
 //
+// Terms increase but are not consecutive: a store with one counter for all keys (Redis,
+// PostgreSQL's sequence, memory_store) draws a token for every attempt, also one that finds the
+// key busy, and for every other key's grants, so successive terms jump (1, then 9). etcd's term
+// is the key's create_revision, which every write to the cluster advances. Compare terms, never
+// count with them.
+//
 //   state      | entered when                                   | is_leader() | term()
 //   -----------+------------------------------------------------+-------------+---------------
 //   follower   | constructed; campaign() timed out or failed    | false       | none

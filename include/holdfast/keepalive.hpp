@@ -42,7 +42,9 @@
 // neither it is within poll_interval of real time, so a holder hears clock_regressed within one
 // renew interval instead of after the jump's length (the size of the jump no longer matters). With
 // keepalive_options::start_thread = false there is no thread at all: call poll() yourself and
-// sleep until the instant it returns (a simulator's cooperative client, an event loop). Under a
+// sleep until the instant it returns (a simulator's cooperative client, an event loop); on a clock
+// that can jump back, sleep for the duration to that instant on steady time, capped by a renew
+// interval, never until the instant on that clock (see poll()). Under a
 // cooperative scheduler (fibers, coroutines on one thread) call poll() from the task that uses
 // the leases: a renewal holds its lease's operation mutex, a real mutex, across the store call,
 // so another task of the same thread that touched the lease then would block the whole thread.
@@ -322,6 +324,23 @@ class keepalive : public detail::lease_renewer<Clock> {
   /// not read the clock since); stats().regressions counts these polls. The background
   /// thread calls it; without the thread (start_thread = false) call it yourself, sleeping until
   /// the instant it returns. Calls are serialized with each other.
+  ///
+  /// Driving it yourself on a clock that can jump back (a wall clock, a user's clock; not
+  /// steady_clock): do not sleep *until* the returned instant on that clock. After a jump back
+  /// by J, that instant is J further away, so `clock.sleep_until(*next)` sleeps for J as well,
+  /// every lease expires meanwhile, and the poll that would have seen the regression comes too
+  /// late. Sleep for a *duration* on a steady time instead, and cap it by the shortest renew
+  /// interval, so a regression is seen by the next poll:
+  ///
+  ///   while (auto next = ka.poll()) {
+  ///     auto wait = *next - clock.now();                        // a duration, not an instant
+  ///     if (wait > cap) wait = cap;                              // cap: e.g. the shortest ttl / 3
+  ///     std::this_thread::sleep_for(wait);                       // steady time: jumps do not
+  ///     matter
+  ///   }
+  ///
+  /// An event loop does the same with a relative timer. On an interruptible clock (manual_clock)
+  /// sleep_until is safe: a jump back ends the sleep (clock.hpp).
   /// Exceptions: one thrown by the clock's now() propagates, with nothing changed; store and
   /// callback exceptions are caught and reported on their lease.
   std::optional<time_point> poll() {

@@ -336,6 +336,12 @@ class etcd_store : public detail::link_client<detail::etcd_link> {
                            std::chrono::milliseconds ttl, bool queue) {
     if (std::error_code ec = check_acquire_args(key, owner, ttl)) return ec;
     auto guard = link_.lock();
+    if (owner.size() > etcd_max_owner_bytes) {
+      return link_.fail(errc::invalid_argument,
+                        "etcd: the owner of " + std::to_string(owner.size()) +
+                            " bytes is over etcd's request limit (--max-request-bytes, 1.5 MiB "
+                            "by default; an owner may have 1.4 MiB)");
+    }
     const std::int64_t seconds = (ttl.count() + 999) / 1000;
     const std::string k = lease_key(key);
     std::optional<detail::etcd_ticket> t = tickets_.take();

@@ -24,6 +24,11 @@ HOLDFAST_ABI_NAMESPACE_BEGIN
 inline constexpr fencing_token etcd_max_token{
     static_cast<fencing_token::rep>(std::numeric_limits<std::int64_t>::max())};
 
+/// The largest owner etcd_store sends: 1.4 MiB, under etcd's default request limit of 1.5 MiB
+/// (--max-request-bytes) with room for the transaction around it. Larger owners are refused with
+/// errc::invalid_argument before anything is sent.
+inline constexpr std::size_t etcd_max_owner_bytes = std::size_t{1468006};
+
 /// How to reach an etcd cluster and where holdfast keeps its keys there.
 struct etcd_options {
   /// Client URLs of the members ("http://10.0.0.5:2379", "https://..."), tried in order; a

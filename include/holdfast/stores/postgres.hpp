@@ -145,7 +145,7 @@ class postgres_store : public detail::link_client<detail::pg_link> {
     const char* values[] = {key.data(), owner.data(), ttl_text_.c_str()};
     const int lengths[] = {length(key), length(owner), 0};
     const int formats[] = {1, 1, 0};
-    if (lengths[0] < 0 || lengths[1] < 0) return errc::invalid_argument;
+    if (lengths[0] < 0 || lengths[1] < 0) return too_large();
     result<detail::pg_result_ptr> r = link_.exec(stmt_acquire, 3, values, lengths, formats);
     if (!r) return r.error();
     const PGresult* res = r->get();
@@ -171,7 +171,7 @@ class postgres_store : public detail::link_client<detail::pg_link> {
     const char* values[] = {key.data(), owner.data(), token_text_.c_str(), ttl_text_.c_str()};
     const int lengths[] = {length(key), length(owner), 0, 0};
     const int formats[] = {1, 1, 0, 0};
-    if (lengths[0] < 0 || lengths[1] < 0) return errc::invalid_argument;
+    if (lengths[0] < 0 || lengths[1] < 0) return too_large();
     result<detail::pg_result_ptr> r = link_.exec(stmt_renew, 4, values, lengths, formats);
     if (!r) return r.error();
     const PGresult* res = r->get();
@@ -196,7 +196,7 @@ class postgres_store : public detail::link_client<detail::pg_link> {
     const char* values[] = {key.data(), owner.data(), token_text_.c_str()};
     const int lengths[] = {length(key), length(owner), 0};
     const int formats[] = {1, 1, 0};
-    if (lengths[0] < 0 || lengths[1] < 0) return errc::invalid_argument;
+    if (lengths[0] < 0 || lengths[1] < 0) return too_large();
     const bool reused = link_.connection() != nullptr;
     result<detail::pg_result_ptr> r = link_.exec(stmt_release, 3, values, lengths, formats);
     if (!r && r.error() == errc::store_unavailable && reused && link_.connection() == nullptr) {
@@ -450,8 +450,15 @@ class postgres_store : public detail::link_client<detail::pg_link> {
     return true;
   }
 
+  // A bytea value is at most 1 GiB - 1 (PostgreSQL's field limit): larger is -1, refused with
+  // invalid_argument before anything is sent (too_large()).
   static int length(std::string_view s) noexcept {
-    return s.size() > static_cast<std::size_t>(INT_MAX) ? -1 : static_cast<int>(s.size());
+    return s.size() >= (std::size_t{1} << 30) ? -1 : static_cast<int>(s.size());
+  }
+  std::error_code too_large() {
+    return link_.fail(errc::invalid_argument,
+                      "postgres: a key or owner of 1 GiB or more: over PostgreSQL's 1 GiB field "
+                      "limit (bytea)");
   }
 
   static std::vector<std::string> setup_sql(const postgres_options& o) {

@@ -513,6 +513,10 @@ class redis_store : public detail::link_client<detail::redis_link> {
   store_reply run(const store_request& q) {
     store_reply out;
     if (std::error_code bad = detail::check_redis_request(q)) {
+      if (const char* why = detail::redis_size_problem(q)) {
+        auto guard = link_.lock();
+        (void)link_.fail(errc::invalid_argument, why);
+      }
       out.granted = bad;
       out.done = bad;
       out.record = bad;

@@ -42,9 +42,27 @@ struct redis_call {
   std::size_t nargs = 0;
 };
 
-/// Checks a request's arguments exactly as the blocking operation of its op does.
+/// The longest string Redis takes in one argument: 512 MiB (proto-max-bulk-len's default). A
+/// lease key (with its key_prefix, taken here as under 1 MiB) and an owner must each fit.
+inline constexpr std::size_t redis_max_bulk_bytes = std::size_t{512} << 20;
+
+/// Returns what makes `q` too large for Redis (naming the limit), or nullptr.
+inline const char* redis_size_problem(const store_request& q) noexcept {
+  if (q.key.size() > redis_max_bulk_bytes - (std::size_t{1} << 20)) {
+    return "redis: the key is over 511 MiB: with its key_prefix it would exceed Redis' 512 MiB "
+           "bulk-string limit (proto-max-bulk-len)";
+  }
+  if (q.owner.size() > redis_max_bulk_bytes) {
+    return "redis: the owner is over Redis' 512 MiB bulk-string limit (proto-max-bulk-len)";
+  }
+  return nullptr;
+}
+
+/// Checks a request's arguments exactly as the blocking operation of its op does, and their sizes
+/// against Redis' limit (redis_size_problem), before anything is sent.
 /// \returns errc::invalid_argument (see store.hpp's check_*_args) or a zero code.
 inline std::error_code check_redis_request(const store_request& q) noexcept {
+  if (redis_size_problem(q) != nullptr) return errc::invalid_argument;
   switch (q.op) {
     case store_op::try_acquire:
       return check_acquire_args(q.key, q.owner, q.ttl);
