@@ -194,11 +194,14 @@ TEST_CASE("acquire: a timeout after store errors keeps the last store cause in t
   done = true;
   mover.join();
   CHECK(l.error() == errc::timeout);
-  CHECK(report.attempts == static_cast<std::uint32_t>(store.acquires));
+  // One store call more than attempts: acquire() ends without a lease after an error that may
+  // hide a grant, so it asks once more as the same owner to give that grant back (leave nothing
+  // behind). That call is no attempt, and the cause reported is the last attempt's.
   CHECK(report.attempts >= 2);
+  CHECK(static_cast<std::uint32_t>(store.acquires) == report.attempts + 1);
   CHECK(report.last_store_error == errc::store_unavailable);
   CHECK(report.last_store_message ==
-        "connect: Connection refused (" + std::to_string(store.acquires) + ")");
+        "connect: Connection refused (" + std::to_string(report.attempts) + ")");
 }
 
 TEST_CASE("sleep_until_or_cancelled ends a steady_clock sleep at once on request_stop",
