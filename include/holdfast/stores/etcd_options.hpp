@@ -29,6 +29,13 @@ inline constexpr fencing_token etcd_max_token{
 /// errc::invalid_argument before anything is sent.
 inline constexpr std::size_t etcd_max_owner_bytes = std::size_t{1468006};
 
+/// Returns the message of an owner of `bytes` bytes over etcd_max_owner_bytes (invalid_argument).
+inline std::string etcd_owner_over_limit(std::size_t bytes) {
+  return "etcd: the owner of " + std::to_string(bytes) +
+         " bytes is over etcd's request limit (--max-request-bytes, 1.5 MiB by default; an "
+         "owner may have 1.4 MiB)";
+}
+
 /// How to reach an etcd cluster and where holdfast keeps its keys there.
 struct etcd_options {
   /// Client URLs of the members ("http://10.0.0.5:2379", "https://..."), tried in order; a
