@@ -18,14 +18,12 @@
 //            |                       |   caller's command, then SET "<token>:<owner>";
 //            |                       |   older: stale_token; equal, other owner: token_reissued
 //
-// "SET NX PX, then INCR" in two round trips is the classic bug this avoids: a stalled acquirer
-// can receive a newer token than a holder granted after it (store.hpp, T1).
+// It avoids "SET NX PX, then INCR" (two round trips: a stalled acquirer gets a newer token than
+// a holder granted after it; store.hpp, T1).
 //
-// Keys, owners and values travel as binary-safe bulk arguments (redisFormatCommandArgv with
-// lengths): any bytes, NUL included, up to Redis' 512 MB limit; nothing is ever spliced into a
-// script. Tokens travel as decimal strings and never pass through a Lua number (a double) above
-// 2^53, so they are exact across the usable range, which is Redis INCR's: 1 .. 2^63-1. A counter
-// at 2^63-1 makes acquire report token_exhausted.
+// Keys, owners and values are binary-safe bulk arguments (any bytes, NUL included, up to Redis'
+// 512 MB), never spliced into a script. Tokens are decimal strings, never a Lua double, so exact
+// over INCR's range 1 .. 2^63-1; a counter at 2^63-1 makes acquire report token_exhausted.
 //
 // Lost grants (DESIGN.md, "Lost grants"). The counter and the leases live in Redis' memory: with
 // no persistence a restart loses them all; with `appendfsync everysec` a machine crash loses up to
@@ -37,14 +35,12 @@
 //     acknowledged it (WAIT, one more round trip); one not acknowledged within wait_timeout is
 //     given back and reported as grant_not_durable. With Sentinel, which promotes the most
 //     advanced replica, a failover then keeps every grant reported.
-//   - Lives: at every connect the store reads the server's life, "<run_id>/<master_replid>" (it
-//     changes on a restart and on a promotion); a new grant by a life other than the one
-//     recorded beside the counter (redis_options::life_key()) first raises the counter by 2^32,
-//     in the same script, so the new life's tokens pass every token the old one issued (unless
-//     it lost more than 2^32 grants) and the fences admit new holders again without an operator.
-//     The raise never lowers anything. A store that lost the record too (no persistence: it
-//     starts empty) cannot tell; its tokens start again at 1 and the fences refuse them until
-//     raise_token_floor(the newest token any fence admitted).
+//   - Lives: every connect reads the server's life, "<run_id>/<master_replid>" (new on a restart
+//     or a promotion); a grant by a life other than the one recorded beside the counter
+//     (redis_options::life_key()) first raises the counter by 2^32 in the same script, so its
+//     tokens pass all the old life issued (unless it lost over 2^32 grants) and fences admit new
+//     holders without an operator. A store that lost the record too (no persistence) cannot
+//     tell: its tokens restart at 1, refused until raise_token_floor(newest token admitted).
 // deployment() reports what the server runs with (deployment.hpp). Through Sentinel
 // (redis_options::sentinels) every (re)connect asks the sentinels for the primary and checks
 // ROLE; READONLY (a demoted primary) drops the connection, so the next call asks again. A primary
