@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 # The per-store targets holdfast::redis, holdfast::postgres and holdfast::etcd: holdfast::holdfast
 # plus the client library that store's header needs (stores/redis.hpp: hiredis;
 # stores/postgres.hpp: libpq; stores/etcd.hpp: libcurl and nlohmann/json).

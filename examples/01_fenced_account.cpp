@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // examples/01_fenced_account.cpp - the demo (`bash .ci/demo`): why a lease needs a fencing token.
 //
 // Four workers, A to D, each make ten $10 deposits into one shared account. A deposit is a

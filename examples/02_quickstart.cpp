@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // examples/02_quickstart.cpp - the README's quickstart, compiled and run so it cannot rot: take a
 // lease, write to a resource with the lease's fencing token, release the lease on scope exit.
 // Keep everything from the first #include on identical to the code block in README.md.

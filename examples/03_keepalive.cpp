@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // examples/03_keepalive.cpp - a long task under a lease that a keepalive renews, until the lease
 // is lost; the task notices and stops before it could write as a stale holder.
 //

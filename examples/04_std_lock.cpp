@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // examples/04_std_lock.cpp - the standard locking vocabulary over leases: std::unique_lock,
 // std::scoped_lock and timed locking on holdfast::distributed_mutex.
 //

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // examples/05_custom_store_conformance.cpp - check your own LeaseStore with the conformance kit.
 //
 // map_store below is a lease store written the way a user would: a std::map from key to record,

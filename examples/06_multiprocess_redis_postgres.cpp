@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // examples/06_multiprocess_redis_postgres.cpp - several OS processes share a lease in Redis and
 // write to one PostgreSQL row under it; one of them is frozen (SIGSTOP) past its TTL while it
 // believes it holds the lease, and the database refuses its late write by its fencing token.

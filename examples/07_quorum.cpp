@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // examples/07_quorum.cpp - one lease over five independent stores, with a fencing token that keeps
 // increasing whichever majority grants it.
 //

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // examples/08_sqlite_store.cpp - your own store, checked: a LeaseStore over SQLite
 // (examples/sqlite_lease_store.hpp), written the way a user with a SQLite-backed service would,
 // used in production on the steady clock and checked by the conformance kit on the simulator's.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // examples/09_election_redis.cpp - leader election over Redis with three processes: a singleton
 // job whose leader is frozen (SIGSTOP) past its TTL while it believes it leads; another process
 // takes over with a higher term, and the frozen leader's write, when it wakes, is refused by the

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // examples/10_semaphore.cpp - a lease semaphore: N permits for one name, each permit a lease with
 // its own fencing token and its own TTL (semaphore.hpp).
 //

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // Example 11: lease events as Prometheus metrics, written by hand (no metrics library).
 //
 // A holdfast::lease_observer (observer.hpp) is told what leases do: every acquire attempt and its

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // examples/12_multiprocess_etcd.cpp - several OS processes share a lease in etcd and write one
 // record in etcd under it; one of them is frozen (SIGSTOP) past its TTL while it believes it holds
 // the lease, and etcd_fence refuses its late write by its fencing token (etcd's revision).

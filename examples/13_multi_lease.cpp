@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // examples/13_multi_lease.cpp - all-or-nothing leases on several keys (multi_lease.hpp).
 //
 // Four teller threads move money between three accounts, each transfer holding both accounts'

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // examples/14_reentrant.cpp - re-entry (reentrant.hpp, recursive_mutex.hpp).
 //
 // transfer() locks "ledger" and calls debit() and credit(), which lock it too: with

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // examples/sqlite_lease_store.hpp - a LeaseStore over SQLite, written the way a user with a
 // SQLite-backed service would write one, and checked by holdfast's conformance kit
 // (examples/08_sqlite_store.cpp, tests/unit/test_sqlite_store.cpp, fuzz/fuzz_sqlite_store.cpp).

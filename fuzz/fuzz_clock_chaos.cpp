@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // libFuzzer harness: like fuzz_lease_schedule, with every fault beyond the promises turned on:
 // clocks that jump forwards and backwards, clock rates beyond the drift bound, store restarts
 // (outages that keep state), and store clocks that tick coarsely (1 ms, 10 ms, 1 s; reads

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // libFuzzer harness: the input bytes are a whole schedule (workload, interleaving, faults; one
 // byte per decision, see holdfast/testing/decision.hpp) of the shipped lease stack on
 // memory_store, fenced<T> and fence_gate, with clocks within the drift bound. Any violated

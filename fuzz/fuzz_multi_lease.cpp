@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // libFuzzer harness: the input bytes are one schedule (one byte per decision, see
 // holdfast/testing/decision.hpp) of the lock shapes' simulation (holdfast/testing/
 // shapes_workload.hpp): acquire_all() on the ordered path and reentrant_holder under every fault,

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // libFuzzer harness for a store that is not ours: examples/sqlite_lease_store.hpp, a LeaseStore
 // over SQLite (one fresh in-memory database per input), checked by holdfast::testing::fuzz_store
 // exactly as a user's CI would check their own store (README, "Checking your own store").

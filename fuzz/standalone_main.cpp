@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // A main() for fuzz targets without libFuzzer: it feeds LLVMFuzzerTestOneInput every input named
 // on the command line, so any compiler and any build (gcc, Debug, ASan, TSan) re-checks the seed
 // corpus and every past crasher as an ordinary test (the idea of simdjson's standalone driver).

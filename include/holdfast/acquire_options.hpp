@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // holdfast/acquire_options.hpp - acquire_options<Clock>: how try_acquire() and acquire()
 // (lease.hpp) acquire a lease (the holder's clock, its owner id, the validity math, the backoff of
 // the blocking acquire, the on-loss callback, the observer), and the one check of what an acquire

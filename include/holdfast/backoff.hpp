@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // holdfast/backoff.hpp - exponential backoff with full jitter, for retrying a contended acquire.
 //
 // Attempt n (from 0) waits a uniformly random time in [0, min(max_delay, initial * multiplier^n)]

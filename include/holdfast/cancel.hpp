@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // holdfast/cancel.hpp - cancelling a blocking call from another thread: cancel_source (the side
 // that cancels) and cancel_token (the side that is cancelled), and the interruptible sleep every
 // blocking call of holdfast uses.

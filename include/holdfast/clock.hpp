@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // holdfast/clock.hpp - the TTL clock: where holdfast reads time and sleeps.
 //
 // All time in holdfast goes through a clock object, so a test or the simulator can make time

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // holdfast/deployment.hpp - deployment_report: what a real store found out about its deployment
 // when it connected, and whether that deployment can lose grants the store has reported.
 //

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // holdfast/election.hpp - election<Store, Clock>: leader election over any LeaseStore, where the
 // leader's *term* is the fencing token of its leadership lease.
 //

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // holdfast/error.hpp - the error codes every holdfast operation reports.
 //
 // holdfast reports outcomes through std::error_code with its own category, so they compose with

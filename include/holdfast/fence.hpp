@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // holdfast/fence.hpp - downstream admission by fencing token: the half of fencing that lives at
 // the resource, where a stale holder's write is finally refused.
 //

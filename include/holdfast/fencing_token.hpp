@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // holdfast/fencing_token.hpp - fencing_token: the number a grant carries so that downstream
 // resources can refuse a holder that lost its lease without knowing it.
 //

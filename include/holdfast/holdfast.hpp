@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // holdfast/holdfast.hpp - the umbrella header: every core public header, nothing else.
 //
 // Leases with TTLs and fencing tokens over a store of your choice:

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // holdfast/keepalive.hpp - keepalive<Clock>: one background thread that renews many leases before
 // their TTL runs out, and notices when one is lost.
 //

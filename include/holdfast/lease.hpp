@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // holdfast/lease.hpp - lease<Store, Clock>: a held grant, its validity on the holder's clock, and
 // the acquire / renew / release operations around it.
 //

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // holdfast/multi_lease.hpp - all-or-nothing leases on several keys: try_acquire_all() and
 // acquire_all() return one multi_lease holding every key, each with its own fencing token, renewed
 // and released together; a failed attempt holds none of them.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // holdfast/mutex.hpp - distributed_mutex<Store, Clock>: a lease behind the standard Lockable and
 // TimedLockable interfaces, so std::unique_lock, std::scoped_lock and std::lock work on it.
 //

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // holdfast/observer.hpp - lease events for metrics and logs: an optional observer told what the
 // leases of a process do, with timings, so that an operator can see how often locks are
 // contended, how long acquires wait, how many leases are lost and why (client-go's leader-election

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // holdfast/quorum.hpp - quorum_store<Store>: one lease over N independent stores, granted by a
 // majority of them, with a fencing token that stays strictly monotonic. Itself a LeaseStore, so
 // lease<quorum_store<...>>, fences and the conformance kit work on it unchanged.

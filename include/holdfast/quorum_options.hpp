@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // holdfast/quorum_options.hpp - how a quorum_store (quorum.hpp) is configured, and what it needs
 // of its members: the token-floor capability (raise_token, has_raise_token_v, the quorum_member
 // concept), the dispatch (quorum_dispatch), the token mode (quorum_token_mode), the write quorum

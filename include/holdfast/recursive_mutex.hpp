@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // holdfast/recursive_mutex.hpp - recursive_distributed_mutex<Store, Clock>: distributed_mutex
 // (mutex.hpp) that the thread holding it may lock again, as std::recursive_mutex and
 // std::recursive_timed_mutex may be ([thread.mutex.recursive], [thread.timedmutex.recursive]).

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // holdfast/reentrant.hpp - reentrant_holder<Store, Clock>: one owner that may acquire a key it
 // already holds. A re-entry gets the same grant and fencing token back and is counted; the lease
 // is released in the store when the count returns to zero.

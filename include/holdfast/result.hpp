@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // holdfast/result.hpp - result<T>: a value, or the std::error_code saying why there is none.
 //
 // Every holdfast operation that can fail returns a result, in the style of simdjson and

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // holdfast/semaphore.hpp - semaphore<Store, Clock>: N permits for one name over any LeaseStore,
 // each permit a lease of its own, with its own fencing token and its own TTL.
 //

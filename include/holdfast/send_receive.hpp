@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // holdfast/send_receive.hpp - the optional send/receive capability of a LeaseStore, and the
 // in-process marker: how a caller (quorum_store) can have requests to many stores in flight from
 // ONE thread and take the replies in whatever order they come, as Redlock clients do (Sanfilippo,

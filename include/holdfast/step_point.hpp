@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // holdfast/step_point.hpp - step points: how a store that takes more than one step per operation
 // tells a checker where those steps are, at no cost in production.
 //

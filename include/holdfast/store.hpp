@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // holdfast/store.hpp - the LeaseStore contract: what a store must do for leases and fencing to be
 // safe on top of it, and a compile-time check that a type provides it.
 //

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // holdfast/validity.hpp - how long a holder may trust its lease, on its own clock.
 //
 // The store judges expiry by its own clock (store.hpp, T2); the holder cannot see that clock. So

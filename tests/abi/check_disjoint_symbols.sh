@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: MIT
 # check_disjoint_symbols.sh <nm> <a.o> <b.o>
 # Fails if a symbol in namespace holdfast (demangled) is defined by both object files, or if
 # either defines none (then the test would exercise nothing).

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // What both halves of the mixed-mode link test run: a lease and a quorum over
 // memory stores, on a manual clock, with every outcome checked. Defined inline in both TUs, as
 // user code including holdfast is, so an ODR clash would show up as one TU running the other's

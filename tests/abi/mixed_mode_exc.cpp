@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // The other half of the mixed-mode link test, built with exceptions, and its main(): both halves
 // must run correctly in one program, and must have been compiled in different ABI namespaces.
 #include <cstdio>

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // Half of the mixed-mode link test (see tests/abi/CMakeLists.txt): built with -fno-exceptions
 // -fno-rtti. It instantiates the same holdfast templates as mixed_mode_exc.cpp, whose layouts
 // depend on HOLDFAST_HAS_EXCEPTIONS (the lease's shared state, the keepalive, the quorum's rounds).

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // tests/benchmarks/bench_common.hpp - what every holdfast benchmark shares: a same-run baseline,
 // the ratio to it, and the counters tests/benchmarks/report.py turns into the table.
 //

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // tests/benchmarks/bench_etcd.cpp - latency of one acquire + release against real etcd (one
 // member, and a three-member cluster): holdfast's etcd_store next to the sequence a user writes
 // by hand with the same client (libcurl to the v3 JSON gateway), interleaved in one run.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // tests/benchmarks/bench_fence.cpp - admission by (fencing token, owner), against the physical
 // limit of a token-only admission: a bare std::atomic<std::uint64_t> compare-exchange "max" loop.
 //

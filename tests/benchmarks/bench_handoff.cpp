@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // tests/benchmarks/bench_handoff.cpp - hand-off latency on memory_store: blocking acquire() that
 // waits in the store (wait_for_release: one waiter woken per release, FIFO) next to the polling
 // acquire it replaces (backoff 10 ms doubling to 1 s, full jitter), with 1 and with 16 waiters,

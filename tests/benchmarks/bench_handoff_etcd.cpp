@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // tests/benchmarks/bench_handoff_etcd.cpp - hand-off latency on etcd: blocking acquire() that
 // waits in the store (wait_for_release: a watch of the key's deletion from the revision the busy
 // answer saw) next to the polling acquire it replaces (backoff 10 ms doubling to 1 s, full

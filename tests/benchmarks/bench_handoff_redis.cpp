@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // tests/benchmarks/bench_handoff_redis.cpp - hand-off latency on Redis: blocking acquire() that
 // waits in the store (wait_for_release: the release script wakes the first queued waiter over
 // pub/sub) next to the polling acquire it replaces (backoff 10 ms doubling to 1 s, full jitter),

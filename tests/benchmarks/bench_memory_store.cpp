@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // tests/benchmarks/bench_memory_store.cpp - memory_store and the lease handle on it, against the
 // floor a thread-safe in-process store cannot go below: one std::mutex lock+unlock plus one
 // steady_clock::now() (expiry needs the time, thread safety needs the lock).

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // tests/benchmarks/bench_multi_lease.cpp - all-or-nothing leases on 4 keys (multi_lease.hpp) on
 // memory_store, against 4 single leases acquired and released one after another in the same run.
 //

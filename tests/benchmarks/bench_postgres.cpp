@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // tests/benchmarks/bench_postgres.cpp - latency of one acquire + release against a real
 // PostgreSQL: holdfast's postgres_store next to session advisory locks, in one run.
 //

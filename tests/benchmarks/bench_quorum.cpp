@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // tests/benchmarks/bench_quorum.cpp - what quorum_store adds on top of its members, with
 // in-process members (memory_store), where a member call costs ~100 ns and the quorum's own
 // machinery is all there is to see. The real-server figures (quorum of 3 and 5 Redis servers

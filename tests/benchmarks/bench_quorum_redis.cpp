@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // tests/benchmarks/bench_quorum_redis.cpp - acquire + release latency of quorum_store over 3 and
 // 5 local Redis servers against one redis_store, in one run, with today's dispatch and the
 // previous one side by side.

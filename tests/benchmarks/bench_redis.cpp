@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // tests/benchmarks/bench_redis.cpp - latency of one acquire + release against a real Redis:
 // holdfast's redis_store next to the patterns people write by hand, in one run.
 //

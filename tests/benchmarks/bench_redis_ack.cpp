@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // tests/benchmarks/bench_redis_ack.cpp - what acknowledgement by a replica costs: one acquire +
 // release on redis_store with wait_replicas = 1 (a WAIT after the granting acquire, one more
 // round trip, answered once the replica has the grant) next to the same pair without it, on the

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // tests/benchmarks/bench_simulator.cpp - how fast the deterministic simulator (holdfast/testing/)
 // explores schedules: bug-finding power is throughput.
 //

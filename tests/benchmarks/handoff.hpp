@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // tests/benchmarks/handoff.hpp - the hand-off benchmark shared by bench_handoff.cpp (memory_store)
 // and bench_handoff_redis.cpp: how fast a released lease reaches the next waiter, with blocking
 // acquire() waiting in the store (wait_for_release) or polling with backoff (today's default for a

@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: MIT
 """Prints holdfast's benchmark table from Google Benchmark JSON files.
 
     report.py [--markdown] SETTING=FILE[,FILE...] [SETTING=FILE[,FILE...] ...]

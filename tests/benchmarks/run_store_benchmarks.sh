@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: MIT
 # Builds the real-store benchmarks (Release) and runs them against local servers in three
 # placements, each with fresh servers from .ci/servers:
 #

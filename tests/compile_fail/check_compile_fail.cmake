@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 # Run as: cmake -DCOMPILER=... -DSTD_FLAG=... -DINCLUDE_DIR=... -DSOURCE=... -P check_compile_fail.cmake
 # Passes iff SOURCE fails to compile with diagnostics matching every `// expect-error:` regex, and,
 # when SOURCE has a `// holdfast: control` line, compiles with -DHOLDFAST_COMPILE_FAIL_CONTROL.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // A clock with its types and sleep_until() but no now() is not a ttl_clock: keepalive<Clock>
 // refuses it, under C++20 by the ttl_clock constraint (naming the now() requirement), under C++17
 // by the static_assert naming `time_point now() const`.

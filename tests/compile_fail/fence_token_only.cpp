@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // Token-only admission is gone (issue 20): a fence admits by (token, owner), because a token alone
 // cannot tell "its holder writes again" from "a second holder of a re-issued token". An old call
 // admit(token) is refused, under C++20 by the fence_holder constraint, under C++17 by a

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // A key-value store with get() but no compare_and_swap() cannot carry leases: cas_store<KV>
 // refuses it, under C++20 by the cas_kv constraint (naming the compare_and_swap requirement),
 // under C++17 by the static_assert naming `result<bool> compare_and_swap(...)`.

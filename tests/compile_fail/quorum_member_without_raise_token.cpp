@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // A LeaseStore without the token-floor capability cannot be a quorum member (its tokens could go
 // backwards across majorities): quorum_store<Store> refuses it, under C++20 by the quorum_member
 // constraint (naming raise_token), under C++17 by the static_assert naming

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // A type with try_acquire and release but no renew is not a LeaseStore: try_acquire() refuses it,
 // under C++20 by the lease_store constraint (naming the renew requirement), under C++17 by a
 // static_assert naming `result<grant> renew(...)`, not pages of template errors.

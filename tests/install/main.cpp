@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // The smallest real use of an installed holdfast: acquire a lease from the in-process store and
 // have a fence admit its token and owner. Exits non-zero if either fails.
 #include <chrono>

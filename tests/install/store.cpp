@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // A consumer of real stores through their targets alone (holdfast::redis, holdfast::postgres,
 // holdfast::etcd; HOLDFAST_CONSUMER_<STORE> names which, one or several): each store's header
 // compiles with the include paths its target brings, and the program links and runs against the

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // Instantiates the core with -fno-exceptions -fno-rtti (the core builds without both): a header
 // that merely parses could still hide a `throw` or a `typeid` in a template that only
 // instantiation reaches.

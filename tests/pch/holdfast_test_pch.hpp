@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // Precompiled once and force-included into every Catch2 test executable, by CMake and by Meson:
 // on a 2-core CI, parsing catch.hpp and rapidcheck in every test file would dominate the build.
 // Consequence for test authors: a CATCH_CONFIG_* macro defined in a test file has no effect, since

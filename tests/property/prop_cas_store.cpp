@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // Property tests for holdfast/stores/cas.hpp: random sequences of acquire / renew / release /
 // advance-time, issued through two cas_store adapters (two processes) sharing one KV and one
 // manual clock, checked for the store-side invariants of testing/checker.hpp:

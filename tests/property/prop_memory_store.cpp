@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // Property tests for holdfast/stores/memory.hpp: random sequences of acquire / renew / release /
 // advance-time over a few keys and owners, run against memory_store<manual_clock>, and checked
 // for the store-side safety invariants of testing/checker.hpp:

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // rapidcheck over the lock shapes' simulation (testing/shapes_workload.hpp): a generated decision
 // tape is one schedule of acquire_all() and reentrant_holder; the shipped code keeps every
 // property, and each negative control is caught within rapidcheck's default case count (100), by

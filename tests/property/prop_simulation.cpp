@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // rapidcheck properties over the deterministic simulator (holdfast/testing/): rapidcheck generates
 // a decision tape, the simulator runs the shipped lease code on memory_store through the schedule
 // it encodes, and the checker judges the history. On a violation the tape is shrunk

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // check_store on a store that holds its own mutex across a step point: the simulator's one thread
 // blocks for good as soon as a second client reaches the lock. The check must not hang silently:
 // its watchdog prints the likely cause and aborts. ctest passes this program iff that message

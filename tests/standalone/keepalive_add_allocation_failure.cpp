@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // keepalive::add under allocation failure: "std::bad_alloc may propagate, with nothing changed".
 // Fails each allocation add() makes in turn; after every failure a retried add() must schedule
 // the lease for real, so it is still renewed. Replaces the global operator new, so it needs a

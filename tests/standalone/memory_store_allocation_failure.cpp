@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // memory_store under allocation failure: an operation that throws std::bad_alloc must leave the
 // store as it was, and one that took effect must not throw. Replaces the global operator new, so
 // it needs a process of its own. Fails every allocation an operation makes, one operation at a

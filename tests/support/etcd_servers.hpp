@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // tests/support/etcd_servers.hpp - etcd members and clusters the tests own, to kill -9, freeze,
 // stop, restart from their data directories and restore from snapshots; and the shared ones
 // .ci/servers starts (HOLDFAST_ETCD_ENDPOINTS, HOLDFAST_ETCD_CLUSTER_ENDPOINTS).

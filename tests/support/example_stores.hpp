@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // tests/support/example_stores.hpp - two lease stores written the way the README ("Checking your
 // own store") tells users to, each with a switch for one realistic mistake, so that tests can
 // require the conformance kit to pass the correct ones and name every broken one:

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // tests/support/fail_fast.hpp - check_fails_fast: a blocking acquire with a 5-minute budget on a
 // misconfigured store must answer at once (one store call, well under 3 s) with the expected
 // code, and keep the store's text in its acquire_report. Shared by the real-store test files.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // tests/support/postgres_admin.hpp - what the PostgreSQL test files share: a plain libpq session
 // for looking behind a store's back (admin) and the database for tests that do not hurt the
 // server (shared_pg: HOLDFAST_PG_CONNINFO, or a server of the test's own).

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // tests/support/real_servers.hpp - real Redis and PostgreSQL servers for the store tests.
 //
 // Two ways to get a server:

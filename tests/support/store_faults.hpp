@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // tests/support/store_faults.hpp - the fault checks every real-store test suite makes the same way
 // (Redis, PostgreSQL, etcd): a server killed under a client that keeps calling, and what a store
 // and a lease over it must answer once the server is gone (T4: errors only, never a grant it did

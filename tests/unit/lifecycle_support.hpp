@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // Test doubles shared by the lease-lifecycle tests (keepalive, mutex, cas store, hostile input):
 // a LeaseStore wrapper that injects faults and counts calls, a clock that throws on demand, and a
 // bounded real-time wait for tests that run real threads.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // Unit tests for holdfast/backoff.hpp: exponential backoff with full jitter (Brooker 2015): attempt
 // n waits uniformly in [0, min(max_delay, initial * multiplier^n)], reproducibly from a seed.
 #include <catch2/catch.hpp>

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // Tests of cancel.hpp and of what blocking acquire() does with it and with permanent errors:
 // cancel_source/cancel_token, a cancelled acquire holding nothing (before, during and after the
 // round trip that grants), the interruptible sleep on manual_clock and steady_clock, a permanent

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // stores/cas.hpp: cas_store turns a compare-and-swap key-value store into a LeaseStore with no
 // shared clock. The first half runs one LeaseStore contract against memory_store and cas_store
 // alike (TEMPLATE_TEST_CASE), written so that both semantics of expiry satisfy it: a contender

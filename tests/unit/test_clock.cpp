@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // Unit tests for holdfast/clock.hpp: the ttl_clock requirements, steady_clock, and manual_clock
 // (shared virtual time, sleepers woken only by moving time, bounded waits for sleepers).
 #include <catch2/catch.hpp>

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // clock.hpp: manual_clock's interruptible sleep (sleep_until(tp, stop) + wake_sleepers()) and its
 // sleeper count, which excludes sleepers that are due or have a wake-up to answer, so that
 // `advance(); wait_for_sleepers(n)` waits for the woken thread to be asleep again.

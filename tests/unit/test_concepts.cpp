@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // The requirements (store.hpp's lease_store, clock.hpp's ttl_clock, cas.hpp's cas_kv, quorum.hpp's
 // quorum_member) have two spellings: C++20 requires-expressions that constrain the public
 // templates, and the C++17 detection traits behind the static_asserts. These checks pin both to

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // Concurrency tests of the core headers, with real threads: the cases the TSan build runs. They
 // live in one file because that build compiles only the files containing the concurrency tag
 // (tests/README.md); each case still carries its header's tag, so "[fence]" selects them too.

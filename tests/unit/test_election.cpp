@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // tests/unit/test_election.cpp - election.hpp: campaign, resign, observe,
 // callbacks, loss within validity, and the term as fencing token. Manual time,
 // keepalive polled by hand: no real sleeps.

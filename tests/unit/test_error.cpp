@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // Unit tests for holdfast/error.hpp: the errc codes, their category, and the contention/transient
 // classification that acquire()'s retry loop relies on.
 #include <catch2/catch.hpp>

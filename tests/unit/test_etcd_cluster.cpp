@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // Fault tests of stores/etcd.hpp on etcd clusters the tests own:
 //   - several processes loop acquire / renew / release (and sometimes die holding the lease) on
 //     one key of a three-member cluster while the test kill -9s the leader and restarts it from

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // Tests of stores/etcd.hpp against a real etcd member (the shared one .ci/servers starts, or one
 // of our own): the LeaseStore contract, the conformance kit, hostile keys, TTL rounding and the
 // expiry granularity (measured and printed), the fence transaction, raise_token_floor, endpoint

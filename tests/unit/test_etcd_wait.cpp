@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // Tests of etcd_store's wait_for_release, watch_release and try_acquire_queued (detail/
 // etcd_watch.hpp, etcd_queue.hpp) against real etcd: the shared member and three-member cluster
 // .ci/servers starts for the wake-ups (a release, an expiry, a release before the wait began, a

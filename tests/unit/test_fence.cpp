@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // Unit tests for holdfast/fence.hpp: admission by (fencing token, owner) at the resource.
 // fence_gate (one resource, a seqlock over token + owner digest), keyed_fence_gate (many
 // resources, owner ids in full), fenced<T> (admit + apply in one step, owner id in full). Every

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // Unit tests for holdfast/fencing_token.hpp: a strong, totally ordered, opaque 64-bit token where 0
 // means "none" and UINT64_MAX is never issued.
 #include <catch2/catch.hpp>

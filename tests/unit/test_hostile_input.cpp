@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // Hostile and bad input, table-driven, through every public entry point: try_acquire, acquire,
 // lease::renew/release, fence_gate / keyed_fence_gate admit, fenced::write, memory_store,
 // cas_store, checked_store, distributed_mutex and keepalive registration. Inputs: zero, negative,

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // keepalive.hpp: background renewal of many leases. The schedule, retries, loss detection and
 // what release()/remove()/stop() do to renewals are tested deterministically by driving poll()
 // on a manual_clock, without the thread (test_keepalive_thread.cpp tests the thread).

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // keepalive.hpp, the thread: renewal on a manual clock synchronized through wait_for_sleepers(),
 // loss reported while the holder works, release() serialized with a renewal in flight, and a
 // prompt stop() on every kind of clock. Real threads, bounded waits only; run under TSan.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // Tests of the conformance kit's store faults (sim_store.hpp, conformance.hpp) against the example
 // stores of tests/support/example_stores.hpp: a restart never destroys a store with an operation
 // inside it, and a store may crash between two of its own steps.

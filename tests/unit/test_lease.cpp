@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // Unit tests for holdfast/lease.hpp: lease handles (validity on the holder's clock, renew,
 // release, RAII), try_acquire and the blocking acquire. Every clock is virtual: manual_clock, or
 // jump_clock when a blocking acquire should run to its end on one thread.

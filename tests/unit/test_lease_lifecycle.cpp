@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // Lease life cycle (lease.hpp): loss detection on the holder's own clock, the on-loss callback,
 // release on error, destructors that never throw, and clocks that jump. Every test runs on a
 // manual_clock, single-threaded and deterministic.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // The lease-lifecycle pieces inside the simulator (testing/), judged by its S1-S5 checker:
 //
 //   - cas_store (stores/cas.hpp) over an in-memory CAS KV passes the whole store conformance kit

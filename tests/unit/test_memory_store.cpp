@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // Unit tests for holdfast/stores/memory.hpp: the in-process LeaseStore. Time is a manual_clock
 // throughout; nothing sleeps.
 #include <catch2/catch.hpp>

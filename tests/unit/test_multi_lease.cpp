@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // multi_lease.hpp: all-or-nothing leases on several keys, on the atomic path (memory_store's
 // try_acquire_all capability) and the ordered path (a store without it: scripted_store), with the
 // give-back after busy, errors and lost replies ("leave nothing behind"), the blocking form's

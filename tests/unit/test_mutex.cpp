@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // mutex.hpp: distributed_mutex models Lockable/TimedLockable over a lease. Single-threaded and
 // deterministic: blocking calls run on a jump_clock whose sleeps move virtual time themselves.
 #include <catch2/catch.hpp>

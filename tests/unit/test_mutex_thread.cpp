@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // mutex.hpp with real threads: threads of one process exclude each other through the store,
 // whether they share one distributed_mutex object or each have their own, and std::scoped_lock
 // over two mutexes taken in opposite orders does not deadlock. Backoff is kept to microseconds,

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // Tests of holdfast/observer.hpp: every event kind from a lease, a keepalive, a distributed_mutex
 // and a quorum_store, in the order they happen, with their timings on a manual clock; an observer
 // that throws changes nothing else; no observer, no events.

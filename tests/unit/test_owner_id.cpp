@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // Owner ids (detail/random.hpp): 128 random bits as 32 hex digits, unique per acquirer (T3),
 // also across fork(): a child must not replay its parent's generator and hand out the owner ids
 // the parent is about to use.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // Tests of stores/postgres_fence.hpp against a real PostgreSQL server: the fence's (token, owner)
 // rule in one statement for the fenced UPDATE, upsert and INSERT (a run log with no seeded row),
 // racing writers admitted in token order, and postgres_fence's own connection, which reconnects

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // Tests of postgres_store over a primary and a streaming standby the tests own (pg_basebackup
 // -R), the standby promoted after the primary is killed -9 (issue #20): with an asynchronous
 // standby the grants it had not received are lost and their tokens come again; with a

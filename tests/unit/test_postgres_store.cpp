@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // Tests of stores/postgres.hpp against real PostgreSQL servers: the LeaseStore contract (the same
 // checks memory_store passes), hostile keys, table naming, token exhaustion, purge, a backend
 // terminated mid-statement, statement timeouts, and faults on a server the tests own (kill -9 of

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // tests/unit/test_postgres_wait.cpp - postgres_store's wait_for_release: the release statement
 // NOTIFYs the table's channel, a waiter LISTENing on a second session wakes at once; a
 // terminated listening session ends the wait at once, so the next release still wakes the waiter.

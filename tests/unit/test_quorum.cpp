@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // Unit tests for quorum.hpp (and memory_store's token-floor capability it relies on).
 //
 // Most tests run the quorum with quorum_dispatch::sequential over fake members on one

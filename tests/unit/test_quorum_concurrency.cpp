@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // Unit tests for quorum.hpp's default dispatch: one worker thread per member. Real threads, so
 // these cases are tagged [concurrency] (the TSan build runs them) and every wait is bounded.
 #include <catch2/catch.hpp>

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // quorum_store over five real redis-server processes on 127.0.0.1 (each started by the test on a
 // free port, tests/support/real_servers.hpp): two members killed -9 while clients run (leases go
 // on), a third killed (unavailable, never a false grant), and members restarted with persistence

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // Unit tests for quorum.hpp's split dispatch (quorum_dispatch::automatic over members with the
 // send/receive capability, send_receive.hpp) and its direct calls to in-process members. The
 // members here are memory_stores behind a fake send/receive: a reply "arrives" when a byte is

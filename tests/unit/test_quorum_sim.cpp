@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // Simulator schedules for quorum.hpp: the shipped quorum_store over 3 and 5 simulated members,
 // driven by the workload generator (holdfast/testing/workload.hpp) and judged by the checker.
 //

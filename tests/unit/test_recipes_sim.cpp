@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // The coordination recipes inside the simulator (testing/), judged by its checker, with a negative
 // control each that the checker must catch:
 //

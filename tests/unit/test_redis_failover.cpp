@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // Tests of redis_store when its deployment loses grants (issue #20), against real redis-server
 // processes the tests own: a replica promoted before it received the newest grant (the issue's
 // five-step story), a crash inside the appendfsync everysec window, grants acknowledged by a

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // Tests of redis_store's send/receive capability (send_receive.hpp) against real redis-server
 // processes: the LeaseStore contract driven entirely through send/poll/receive, several requests
 // in flight from one thread with replies taken in any order, declining instead of blocking, the

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // Tests of stores/redis.hpp against real redis-server processes: the LeaseStore contract (the same
 // checks memory_store passes), hostile keys, garbage in the store, token exhaustion, NOSCRIPT,
 // dropped connections, AUTH, the fence script, and faults on servers the tests own (kill -9,

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // tests/unit/test_redis_wait.cpp - redis_store's wait_for_release: the release script wakes the
 // first queued waiter (pub/sub on a second connection), one per release, in order; a lost
 // notification (a DEL behind the store's back) costs the wait until the holder's expiry and never

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // reentrant.hpp and recursive_mutex.hpp: re-entry by a holder that already holds the key gets the
 // same grant and token, counted, released in the store when the count returns to zero; a retried
 // request id counts once (redisson #7367); the recursive mutex meets the standard's recursive

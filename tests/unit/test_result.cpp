@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // Unit tests for holdfast/result.hpp: result<T> holds a value or a non-zero error code, and
 // result<void> success or an error.
 #include <catch2/catch.hpp>

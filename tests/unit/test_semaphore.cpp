@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // tests/unit/test_semaphore.cpp - semaphore.hpp: N permits, each a lease with its own token and
 // its own expiry; try/blocking acquire, release, free count, bad input. Manual time only.
 #include <catch2/catch.hpp>

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // The lock shapes inside the simulator (testing/shapes_workload.hpp): acquire_all() on the ordered
 // path and reentrant_holder under delays, lost requests and replies, store errors, pauses and
 // drift, judged by "all or nothing", "progress", "re-entry held", "re-entry freed" and S1-S5; the

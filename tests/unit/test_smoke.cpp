@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // Smoke test of the build: the umbrella header links into a Catch2 suite, and one lease round
 // trip works. The real per-header suites live beside this file ([lease], [fence], ...).
 #include <algorithm>

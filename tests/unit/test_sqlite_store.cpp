@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // The conformance kit on a store that is not ours: examples/sqlite_lease_store.hpp, a LeaseStore
 // over SQLite written as a user would. The correct store must pass check_store (and the
 // single-client contract checks the real stores pass); each deliberately broken variant must be

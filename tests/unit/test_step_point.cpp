@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // Tests of holdfast/step_point.hpp: step points cost nothing on clocks that do not observe them,
 // and under the simulator they let the conformance kit interleave clients inside a store's
 // operation. Negative controls: a store that draws its token in a second step ("SET NX, then

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // Unit tests for holdfast/store.hpp: the grant/lease_record vocabulary, the argument checks every
 // store runs first, and the compile-time LeaseStore contract check (which must detect each
 // missing or mistyped operation).

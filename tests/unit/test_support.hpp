@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // tests/unit/test_support.hpp - shared helpers of the unit tests: readable Catch2 output for
 // holdfast's vocabulary types, clocks that make blocking code testable without real sleeps, and a
 // store whose every answer a test can script (garbage, errors, exceptions).

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // Tests of holdfast/testing/checker.hpp on hand-written histories: for every invariant, a history
 // that keeps it (no false alarm) and one that breaks it (caught, named, with a timeline). The
 // checker's negative controls against real broken code are in test_testing_mutants.cpp.

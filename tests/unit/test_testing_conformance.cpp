@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // Tests of holdfast/testing/conformance.hpp: the shipped memory_store conforms; every broken store
 // is reported (by a contract check or by a schedule, named, with its seed); a store that keeps its
 // own time is checked as far as possible and the rest is reported as skipped.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // How fuzz/corpus/{lease_schedule,clock_chaos}/ were made, kept runnable so they can be remade
 // when the schedule encoding changes (hidden: run it by name, it writes files):
 //

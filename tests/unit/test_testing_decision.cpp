@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // Tests of holdfast/testing/decision.hpp: the three ways choices reach the simulator, and the
 // conventions the rest relies on (0 is benign, exhausted byte input answers 0, recordings replay).
 #include <catch2/catch.hpp>

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // Tests of holdfast/testing/history.hpp: how a history names outcomes. The names are the errc
 // enumerators' own (error.hpp's to_string(errc) is the one table), so a timeline never prints a
 // holdfast error under another error's name or as foreign_error.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // The negative controls (holdfast/testing/mutants.hpp): every deliberately broken variant must be
 // caught by the seeded-PRNG search within a small budget, and named by the invariant it breaks.
 // This is the fuzzer's assertion for builds without libFuzzer (gcc); the clang builds also run

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // Tests of holdfast/testing/simulator.hpp, sim_store.hpp and resource.hpp: virtual time and
 // per-node clocks, fibers that interleave the shipped blocking code, faults that do what they say,
 // crashes that drain, and determinism (same decisions, byte-identical history).

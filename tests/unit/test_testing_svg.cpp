@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // Tests of holdfast/testing/svg.hpp (a history as a picture) and progress.hpp (the progress line):
 // the SVG of a known history is well-formed XML with the expected elements; hostile owner ids
 // stay well-formed; a caught mutant is marked; it renders to PNG with a real SVG renderer

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // Unit tests for holdfast/validity.hpp: how long a holder trusts a grant, on its own clock:
 // start + ttl*(1-drift) - margin, rounded toward trusting less, saturating, never overflowing.
 #include <rapidcheck.h>

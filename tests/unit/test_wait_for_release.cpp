@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // tests/unit/test_wait_for_release.cpp - waiting without polling (store.hpp's wait_for_release):
 // blocking acquire() sleeps in the store while the key is busy, is woken by the release or at the
 // latest at the holder's expiry, never later because a notification was lost, and falls back to

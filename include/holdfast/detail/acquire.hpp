@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // holdfast/detail/acquire.hpp - the machinery behind try_acquire() and acquire() (lease.hpp): one
 // store call turned into a lease handle (acquire_once), the observer's reports of each attempt and
 // of the outcome, and the blocking acquire's loop (acquire_retrying): backoff with full jitter, or

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // holdfast/detail/config.hpp - compiler and library feature switches, HOLDFAST_ASSERT.
 //
 // Not a public header: users do not include it. It decides whether exceptions are on (the core

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // holdfast/detail/detect.hpp - the C++17 detection idiom (the Library Fundamentals TS v2's
 // std::experimental::is_detected), so that each capability trait (store.hpp, clock.hpp,
 // quorum_options.hpp, stores/cas_kv.hpp, send_receive.hpp) names its expression once, as an alias

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // holdfast/detail/fan_out.hpp - fan_out<Member, Clock>: send one request to many members at once,
 // wait for enough replies, and handle the replies that come too late.
 //

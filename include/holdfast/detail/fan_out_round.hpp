@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // holdfast/detail/fan_out_round.hpp - one round of a fan-out (detail/fan_out.hpp): the state the
 // caller and the members' workers share while requests are out, and the steps that fill it.
 //

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // holdfast/detail/fan_out_worker.hpp - fan_out_worker: one thread serving one member of a
 // fan-out (detail/fan_out.hpp), FIFO, with a bounded queue, and the claim that decides who may
 // call the member (its worker, or the caller's thread putting a request on the wire itself).

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // holdfast/detail/give_back.hpp - the one rule of every multi-call protocol (issue 22): an
 // operation that fails leaves nothing of the caller's in any store beyond what it reports.
 //

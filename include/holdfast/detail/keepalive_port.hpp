@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // holdfast/detail/keepalive_port.hpp - the ports between a lease and whatever keeps it alive.
 //
 // Two small interfaces, independent of any Store type, so that neither side reaches into the

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // holdfast/detail/lease_recipe.hpp - lease_recipe<Store, Clock, Options>: what every recipe over
 // leases (distributed_mutex, election, semaphore) holds and checks before its first acquire, in
 // one place: the store, the recipe's key (the mutex's key, the election's name, the prefix of the

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // holdfast/detail/lease_shared.hpp - the state a lease keeps, and the operations on it.
 //
 // lease<Store, Clock> (lease.hpp) is a handle around a lease_body: inline while only its holder

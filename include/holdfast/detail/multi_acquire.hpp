@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // holdfast/detail/multi_acquire.hpp - the machinery behind try_acquire_all() and acquire_all()
 // (multi_lease.hpp): the input check (sorted, no key twice), the atomic path over a store's
 // try_acquire_all capability, the ordered path over plain try_acquire, the hold-and-wait loop of

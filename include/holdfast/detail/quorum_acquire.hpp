@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // holdfast/detail/quorum_acquire.hpp - quorum_acquisition: one quorum_store::try_acquire
 // (quorum.hpp) from its first round to its outcome, in named steps:
 //

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // holdfast/detail/quorum_round.hpp - what every quorum_store operation (quorum.hpp) does around a
 // round of member requests, in one place:
 //

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // holdfast/detail/random.hpp - small, fast, seedable randomness for owner ids and jitter.
 //
 // Not a public header. Owner ids must be unique per acquirer (T3), so they take 128 bits from a

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // holdfast/detail/saturating.hpp - overflow-free duration and time_point arithmetic.
 //
 // Not a public header. TTLs come from users (and from stores that may answer garbage), so every

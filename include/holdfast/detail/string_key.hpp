@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // holdfast/detail/string_key.hpp - string-keyed hash maps that look a key up without copying it.
 //
 // Not a public header. memory_store (keys of leases) and keyed_fence_gate (names of resources)

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // holdfast/stores/cas.hpp - cas_store<KV, Clock>: a LeaseStore on top of any linearizable
 // compare-and-swap key-value store (etcd, Consul, ZooKeeper, DynamoDB, a SQL row with a version
 // column, FoundationDB, ...), with no clock shared between the store and its clients.

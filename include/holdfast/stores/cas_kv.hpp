@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // holdfast/stores/cas_kv.hpp - what cas_store (stores/cas.hpp) needs of a key-value store: the
 // cas_kv requirement (get and compare_and_swap, linearizable, per key; the table at the top of
 // stores/cas.hpp), cas_entry (what get returns), and memory_cas_kv, an in-process cas_kv for

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // holdfast/stores/checked.hpp - checked_store<Store>: a LeaseStore decorator that checks every
 // answer of the store it wraps against the store contract, and reports errc::protocol_error for
 // any that breaks it instead of passing it on.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // holdfast/stores/etcd.hpp - etcd_store: a LeaseStore in etcd (v3 API, server 3.4 and later),
 // whose fencing token is etcd's own revision, and etcd_fence: fenced writes inside etcd.
 // Opt-in: needs libcurl and nlohmann/json (Debian: libcurl4-openssl-dev, nlohmann-json3-dev;
@@ -46,10 +47,9 @@
 // defaults). holdfast asks for ceil(ttl / 1 s) and reads the TTL etcd applied from its answer.
 // A grant reports min(asked, applied) (store.hpp: a grant never reports more than was asked;
 // lease<> would not trust more anyway): etcd holds the key at least that long after the request
-// left the client, since the leader starts the lease when it applies the grant. What the rounding
-// means for validity: a holder trusts the TTL it asked for, but the key stays taken for the
-// applied TTL, so a contender may wait up to applied - asked longer (asking 300 ms holds the key
-// 2 s). Ask whole seconds of at least the minimum and the two agree.
+// left the client, since the leader starts the lease when it applies the grant. So a holder trusts
+// the TTL it asked for while the key stays taken for the applied one (asking 300 ms holds the key
+// 2 s): ask whole seconds of at least the minimum and the two agree.
 //
 // Expiry granularity, measured (tests/unit/test_etcd_store.cpp prints it): etcd 3.4's leader
 // looks for expired leases every 500 ms and then revokes them through Raft, so a dead holder's

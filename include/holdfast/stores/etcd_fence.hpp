@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // holdfast/stores/etcd_fence.hpp - etcd_fence: fenced writes inside etcd, the fence key and the
 // caller's data changed in one transaction. Part of stores/etcd.hpp (include that; its overview
 // describes the transport, failures and etcd_options). Opt-in: needs libcurl and nlohmann/json.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // holdfast/stores/etcd_options.hpp - etcd_options: how etcd_store and etcd_fence reach an etcd
 // cluster (endpoints, TLS, etcd users, timeouts) and where holdfast keeps its keys there; and
 // etcd_max_token, the greatest token etcd can issue. Part of stores/etcd.hpp (include that); on

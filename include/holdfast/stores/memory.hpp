@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // holdfast/stores/memory.hpp - memory_store: the in-process LeaseStore, thread-safe, no
 // dependencies. The embedded default, and the reference the conformance kit is proven on.
 //

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // holdfast/stores/postgres.hpp - postgres_store: a LeaseStore in a PostgreSQL table, and
 // fenced writes (postgres_fenced_update/_upsert/_insert, postgres_fence): a user's data and its
 // fence changed in ONE statement. Opt-in: needs

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // holdfast/stores/postgres_fence.hpp - fenced writes in the user's own PostgreSQL tables, the
 // fence checked and the data written in ONE statement. Part of stores/postgres.hpp (include
 // that). Opt-in: needs libpq.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // holdfast/stores/postgres_options.hpp - postgres_options: how postgres_store reaches PostgreSQL
 // (conninfo, timeouts) and where it keeps its lease records (schema, table, sequence); and
 // postgres_max_token, the greatest token its sequence can issue. Part of stores/postgres.hpp

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // holdfast/stores/redis.hpp - redis_store: a LeaseStore in Redis, and redis_fence: fenced writes
 // that live in Redis. Opt-in: needs hiredis (link -lhiredis); nothing in the core includes it.
 //
@@ -54,9 +55,8 @@
 // i.e. at read + ttl + 1 ms, one whole tick later. Connection: TCP or a Unix socket, connect and
 // command timeouts, AUTH (password or ACL user + password), SELECT, CLIENT SETNAME. No TLS: the
 // hiredis 0.14 that Debian 12 ships has none; tunnel (stunnel, spiped) or use a newer hiredis with
-// a socket you secure yourself. Standalone Redis (or a Sentinel-managed primary) only: keys are
-// given a `{holdfast}` hash tag so they share one slot, but MOVED/ASK redirections are not
-// followed.
+// a socket you secure yourself. Standalone Redis (or a Sentinel-managed primary) only: keys share
+// one slot (a `{holdfast}` hash tag), but MOVED/ASK redirections are not followed.
 //
 // Commands are written with send(MSG_NOSIGNAL), so a connection the server has closed reports an
 // error instead of raising SIGPIPE (hiredis 0.14's own write() would kill a process that does not

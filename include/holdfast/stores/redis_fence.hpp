@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // holdfast/stores/redis_fence.hpp - redis_fence: fenced writes whose fence lives in Redis next to
 // the data, the token admitted and the write run in one script. Part of stores/redis.hpp (include
 // that). Opt-in: needs hiredis.

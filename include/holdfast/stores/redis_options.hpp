@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // holdfast/stores/redis_options.hpp - redis_options: how redis_store and redis_fence reach a
 // Redis server (TCP or Unix socket, AUTH, SELECT, timeouts) and where holdfast keeps its keys
 // there (lease keys, the token counter, the wait queues); and redis_max_token, the greatest token

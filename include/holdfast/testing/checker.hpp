@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // holdfast/testing/checker.hpp - the safety and liveness checker: reads a history and names the
 // first violated invariant of the table below, with a short timeline in the notation of the
 // README's timeline.
@@ -585,10 +586,9 @@ class checker {
 
 }  // namespace detail
 
-/// Checks history `h` against S1-S6 and L1 (see the table at the top of checker.hpp) and returns
-/// the first violation in event order, with a timeline of the events that matter, or an ok
-/// verdict. L1 is checked only if the history has a `heal` event; S4 only for events before
-/// history::s4_until_ns and when history::primary_store is set.
+/// Checks history `h` against every invariant of the table atop checker.hpp; returns the first
+/// violation in event order, with a timeline of the events that matter, or an ok verdict. L1 only
+/// if the history has a `heal` event; S4 only before s4_until_ns and with primary_store set.
 [[nodiscard]] inline verdict check(const history& h) {
   return detail::checker(h).run();
 }

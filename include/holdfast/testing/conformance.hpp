@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // holdfast/testing/conformance.hpp - the store conformance kit: checks a user's LeaseStore
 // against the contract (store.hpp, T1-T4) and the invariants (testing/checker.hpp: S1-S5 and L1)
 // under thousands of simulated schedules, and a fuzz entry point for libFuzzer.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // holdfast/testing/conformance_contract.hpp - the LeaseStore contract (store.hpp, T1-T4) as
 // deterministic checks on one store: check_contract(). check_store() (conformance.hpp) runs them
 // on a fresh store from its factory, with expiry judged to the tick on the simulated clock; a

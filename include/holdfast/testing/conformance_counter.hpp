@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // holdfast/testing/conformance_counter.hpp - token order across the ends of a counter's range
 // (store.hpp, T1): a store whose counter starts a few grants below 2^31, 2^32, 2^53 and 2^63 must
 // go on issuing strictly increasing tokens across each boundary. A counter kept in an int32_t, a

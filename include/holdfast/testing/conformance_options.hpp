@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // holdfast/testing/conformance_options.hpp - what the store conformance kit is asked to check
 // (conformance_options) and what it found (conformance_report). The checks themselves:
 // conformance.hpp (check_store, the whole kit), conformance_contract.hpp (check_contract, the

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // holdfast/testing/conformance_strings.hpp - keys and owners that break naive stores, and the
 // check that a store keeps them exactly: check_hostile_strings(). check_store() runs it on the
 // contract checks' store (conformance_options::hostile_strings, on by default).

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // holdfast/testing/conformance_threads.hpp - the contract under real threads:
 // check_exclusive_grants() lets threads contend for one key, each through the store a factory
 // makes for it, holders renewing and inspecting while the others acquire and inspect, and checks

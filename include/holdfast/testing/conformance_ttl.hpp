@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // holdfast/testing/conformance_ttl.hpp - the LeaseStore contract (store.hpp, T2) across the
 // range of TTLs: a store holds a lease for the whole TTL it reports, whatever that TTL, and a
 // renew holds it for the TTL the renew reports. check_store() (conformance.hpp) runs these on

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // holdfast/testing/decision.hpp - where the simulator's choices come from.
 //
 // Every choice the simulator makes (which client runs next, whether a request is delayed, how

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // holdfast/testing/fault_options.hpp - fault_options: which faults the simulator
 // (simulator.hpp) injects at client points and into the nodes' clocks. sim_store's network faults
 // are store_fault_options (sim_store.hpp); a schedule's are both, in run_options

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // holdfast/testing/history.hpp - what a simulation records, and what the checker reads.
 //
 // A history is the ordered list of everything observable that happened in one simulated run:

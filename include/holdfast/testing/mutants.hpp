@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // holdfast/testing/mutants.hpp - deliberately broken variants, the negative controls that prove
 // the checker can fail. None of them is on any default path: a run uses one only when asked.
 //

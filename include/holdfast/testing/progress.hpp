@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // holdfast/testing/progress.hpp - a progress line for long checks (check_store(), long simulator
 // runs): schedules run, events per second, violations so far, time left.
 //

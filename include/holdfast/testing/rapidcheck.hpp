@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // holdfast/testing/rapidcheck.hpp - rapidcheck as the simulator's decision source: rapidcheck
 // generates a decision tape, the simulator runs the schedule it encodes, and rapidcheck's
 // shrinker shortens the tape and drives its bytes toward 0 (the benign answer) until only the

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // holdfast/testing/resource.hpp - sim_resource: the downstream resource a lease protects, guarded
 // by the shipped fences, on the simulated network.
 //

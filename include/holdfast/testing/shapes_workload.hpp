@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // holdfast/testing/shapes_workload.hpp - the lock shapes (multi_lease.hpp, reentrant.hpp) inside
 // the simulator: simulated processes using the shipped acquire_all() and reentrant_holder over
 // a memory_store on the simulated network (delays, lost requests and replies, store errors,

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // holdfast/testing/shrink.hpp - shrinks a failing schedule's decision bytes to a minimal one that
 // still breaks the same invariant, so the checker's timeline shows only what matters.
 //

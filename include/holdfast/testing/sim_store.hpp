@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // holdfast/testing/sim_store.hpp - sim_store<Store>: puts any LeaseStore on the simulated
 // network. It is itself a LeaseStore, so `lease<sim_store<S>, sim_clock>` runs unchanged.
 //

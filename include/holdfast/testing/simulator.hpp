@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // holdfast/testing/simulator.hpp - a deterministic simulator that runs the shipped lease code
 // (lease, try_acquire/acquire, the store, fence_gate/fenced<T>) on virtual time, one client at a
 // time, with every interleaving and fault chosen by a decision_source.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // holdfast/testing/store_factory.hpp - store factories: how the kit (sim_store, run_schedule,
 // check_store) builds a user's store. A factory is called as F(sim_clock, const store_env&),
 // F(sim_clock) or F(), and returns the store or a std::unique_ptr to it:

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // holdfast/testing/svg.hpp - a history as a picture: a self-contained SVG of who believed what,
 // when (Jepsen's timeline pictures are the model), for reading a counterexample faster than its
 // text timeline.

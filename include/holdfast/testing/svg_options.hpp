@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // holdfast/testing/svg_options.hpp - how to_svg() (svg.hpp) draws a history: title, width, and
 // whether refused store calls are drawn.
 //

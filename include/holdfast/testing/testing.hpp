@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // holdfast/testing/testing.hpp - the testing umbrella: simulator, checker, conformance kit.
 //
 //   decision.hpp      decision_source: seeded PRNG, bytes (libFuzzer), recordings

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // holdfast/testing/verdict.hpp - what the checker answers: the invariants it knows (the table at
 // the top of checker.hpp) and its verdict on one history, the first violated invariant with a
 // sentence and a timeline, or "all hold".

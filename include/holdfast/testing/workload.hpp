@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // holdfast/testing/workload.hpp - generated schedules: what simulated clients do with the shipped
 // lease API, run through the simulator and judged by the checker. run_schedule() is the entry.
 //

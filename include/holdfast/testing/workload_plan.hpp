@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // holdfast/testing/workload_plan.hpp - what the simulated clients of one schedule do: the
 // operations, the options of a run, and generate_workload(), which draws a workload from the
 // decisions. workload.hpp runs it (run_schedule); testing/detail/schedule_runner.hpp is how.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // tests/benchmarks/footprint/bench_footprint.cpp - memory_store's heap footprint, counted, not
 // guessed: this program replaces the global operator new/delete with counting versions (which is
 // why it is a binary of its own: the counting would tax every timing benchmark).

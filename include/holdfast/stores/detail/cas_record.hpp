@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // holdfast/stores/detail/cas_record.hpp - cas_record: one key's lease record as cas_store
 // (stores/cas.hpp) encodes it in the key-value store's value: "hf1" + state ('H' held, 'F' free)
 // + counter, token, TTL (ms), RVN and owner length as 64-bit little-endian numbers + owner bytes.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // holdfast/stores/detail/etcd_calls.hpp - the single gateway requests etcd_store is built of
 // (lease grant, keepalive, revoke, time-to-live, key range) with their answers shape-checked, and
 // the reading of a transaction's responses. Each takes the link (held locked by the caller) and a

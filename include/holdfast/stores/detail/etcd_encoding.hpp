@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // holdfast/stores/detail/etcd_encoding.hpp - the bytes etcd_store puts on the wire and the names
 // it gives keys: base64 (RFC 4648; the JSON gateway carries keys and values base64-encoded),
 // SHA-256 (FIPS 180-4; the names of long keys) and etcd_key_name (a lease key's etcd key, raw or

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // holdfast/stores/detail/etcd_json.hpp - reading the etcd v3 JSON gateway's answers with shape
 // checks: 64-bit integers sent as strings, base64 bytes, booleans and objects (a missing field is
 // the zero value, as the gateway omits them; any other type is a bad shape), a range answer's

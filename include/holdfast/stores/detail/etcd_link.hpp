@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // holdfast/stores/detail/etcd_link.hpp - etcd_link: the transport under etcd_store and
 // etcd_fence. One kept-alive libcurl connection to the v3 JSON gateway of one member at a time
 // (HTTP/1.1, TLS and client certificates through libcurl, no proxy, no redirects), failover across

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // holdfast/stores/detail/etcd_queue.hpp - etcd_store's wait queue (try_acquire_queued and
 // wait_for_release), after etcd's own lock (clientv3/concurrency.Mutex): a busy attempt keeps the
 // lease it granted and puts a queue entry bound to it, in the same transaction, so the entry goes

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // holdfast/stores/detail/etcd_watch.hpp - etcd_watch: one watch of one key over the v3 JSON
 // gateway's /v3/watch stream, for etcd_store's wait_for_release and watch_release; and
 // etcd_sightings, each thread's last busy answer (the revision it saw, the holder's lease), which

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // holdfast/stores/detail/link_client.hpp - link_client<Link>: what every real store and fence
 // client has because it reaches its server over one link. A link (detail/redis_link.hpp,
 // detail/postgres_link.hpp, detail/etcd_link.hpp) is one connection with its options, a mutex

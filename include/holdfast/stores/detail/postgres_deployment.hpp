@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // holdfast/stores/detail/postgres_deployment.hpp - what postgres_store reads about its
 // deployment (deployment.hpp): fsync, synchronous_commit, synchronous_standby_names, the standbys
 // in pg_stat_replication and their sync_state, whether the server is in recovery, and its life

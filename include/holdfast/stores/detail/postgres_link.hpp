@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // holdfast/stores/detail/postgres_link.hpp - pg_link: the connection under postgres_store. One
 // libpq connection driven in non-blocking mode with deadlines (poll), prepared statements made on
 // every (re)connect, the mapping of SQLSTATEs to errc (classify_pg_error), and reading binary

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // holdfast/stores/detail/postgres_sql.hpp - writing SQL text safely: quoted identifiers
 // (pg_quote_ident, pg_qualified: names PostgreSQL would truncate or cannot hold are refused) and
 // string literals (pg_literal). Plain C++: no libpq. Not for users (stores/postgres.hpp is the

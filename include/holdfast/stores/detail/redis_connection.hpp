@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // holdfast/stores/detail/redis_connection.hpp - redis_connection: one hiredis connection with
 // its Lua scripts, the blocking transport under redis_store and redis_fence. Connects lazily
 // (TCP or Unix socket, connect timeout, then AUTH, SELECT, CLIENT SETNAME and SCRIPT LOAD of every

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // holdfast/stores/detail/redis_deployment.hpp - what redis_store reads about its deployment at
 // connect time (INFO server, replication and persistence; CONFIG GET appendfsync) turned into a
 // deployment_report: the server's life ("<run_id>/<master_replid>") and the ways it can lose

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // holdfast/stores/detail/redis_link.hpp - redis_link: a redis_connection with its lock and the
 // split (non-blocking) send/receive path of send_receive.hpp. One split request at a time: it is
 // formatted into a buffer of our own (reused, no allocation once warm) and written with

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // holdfast/stores/detail/redis_requests.hpp - redis_store's operations as script calls, one
 // mapping for the blocking path and the split send/receive path (send_receive.hpp): a
 // store_request's arguments checked (check_redis_request), turned into a call of one of the

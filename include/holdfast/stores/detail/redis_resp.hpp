@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // holdfast/stores/detail/redis_resp.hpp - RESP, the Redis protocol, as the Redis store speaks it:
 // owned hiredis replies, tokens read from replies (the one "read a token and parse it"), error
 // replies mapped to errc, and commands formatted binary-safe into a buffer of our own. Part of

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // holdfast/stores/detail/redis_scripts.hpp - the Lua scripts redis_store and redis_fence run in
 // Redis (one atomic step each; the table in the overview of stores/redis.hpp says what each does),
 // and the order in which redis_store loads them (redis_script). Keys and arguments always travel

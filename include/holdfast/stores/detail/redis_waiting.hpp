@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // holdfast/stores/detail/redis_waiting.hpp - redis_waiting: the notification side of
 // redis_store's wait_for_release and watch_release. A second connection, subscribed (pub/sub) to
 // the store's own channel (hand-offs a release script chose for one of this store's waiters) and

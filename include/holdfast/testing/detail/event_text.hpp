@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // holdfast/testing/detail/event_text.hpp - the small text forms the checker's timeline and the
 // SVG's tooltips share: durations, fencing tokens, and who acted in an event.
 //

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // holdfast/testing/detail/fiber.hpp - stackful fibers for the simulator: one stack per simulated
 // client, switched in user space so that the shipped (blocking, synchronous) lease code can be
 // suspended at any clock read or store call without a kernel thread hand-off.

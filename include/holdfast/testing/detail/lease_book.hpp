@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // holdfast/testing/detail/lease_book.hpp - the leases the checker has seen stores grant, by
 // (store, key, token): which events granted, last extended and released each one, and its latest
 // possible expiry by the store's clock. The checker's properties write it as they replay a

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // holdfast/testing/detail/lost_life.hpp - how the checker follows a store that came back from a
 // lagging copy (sim_store's lagging restart: its store_up event has value = operations lost > 0
 // and token = the number of history events before the copy was taken).

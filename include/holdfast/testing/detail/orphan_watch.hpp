@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // holdfast/testing/detail/orphan_watch.hpp - the checker's bookkeeping for O1, orphaned grants
 // (checker.hpp; DESIGN.md, "Leave nothing behind"): when an acquire attempt ends (acquired or
 // acquire_failed), no store may still hold a live grant to the attempt's owner that the caller

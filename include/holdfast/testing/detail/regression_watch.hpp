@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // holdfast/testing/detail/regression_watch.hpp - the checker's bookkeeping for L2 (checker.hpp):
 // a holder whose lease a keepalive keeps alive and whose clock regresses (clock_regress: a jump
 // back right after its keepalive read the clock) must learn it (its lease turns lost, a validity

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // holdfast/testing/detail/schedule_runner.hpp - runs a workload's clients (workload_plan.hpp)
 // on the simulator with the shipped lease API against one sim_store, then the L1 contenders.
 // Internal to workload.hpp's run_schedule (and to tests that assemble their own stores, such as

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // holdfast/testing/detail/sim_scheduler.hpp - the simulator's client tasks and the loop that runs
 // them: each simulated client is a task on its own fiber (fiber.hpp); one runs at a time, until it
 // suspends itself (a sleep, a request in flight, a pause, a yield) or finishes.

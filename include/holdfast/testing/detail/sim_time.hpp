@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // holdfast/testing/detail/sim_time.hpp - how a simulated node's clock reads against the
 // simulator's true time: its own epoch, its rate error (drift, in ppm), its tick, and jumps.
 //

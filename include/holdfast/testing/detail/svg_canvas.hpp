@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // holdfast/testing/detail/svg_canvas.hpp - the XML writer of the picture of a history (svg.hpp):
 // escaping, numbers, text elements, the group around each event's marks with its tooltip, and
 // label placement that drops a label rather than overlap another.

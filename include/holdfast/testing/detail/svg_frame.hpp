@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // holdfast/testing/detail/svg_frame.hpp - the frame of the picture of a history (svg.hpp): the
 // document's header and title, the time axis, the lane bands, the lines across all lanes (heal,
 // violation) and the legend. What is drawn on the lanes is in svg_lanes.hpp.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // holdfast/testing/detail/svg_lanes.hpp - what the picture of a history (svg.hpp) draws on its
 // lanes, a step per kind of mark: store outages and grants on the store lanes, beliefs and the
 // client's events (checks, failed acquires, renewals, releases, crashes, restarts, clock jumps,

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // holdfast/testing/detail/svg_layout.hpp - where things go in the picture of a history (svg.hpp):
 // the lanes, the time axis, the owners' colours and the verdict's sentence broken into lines.
 // Computed once from the history; the drawing (svg_frame.hpp, svg_lanes.hpp) only reads it.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // holdfast/testing/detail/timeline.hpp - the checker's text timeline: the events around a
 // violation, one line each in the notation of the README's timeline, e.g.
 //
