@@ -134,7 +134,7 @@ class cancel_token {
   /// one already was). `wake` must be cheap, must not block and must not call into this token's
   /// source; it runs on the thread that calls request_stop(). For holdfast's sleeps; users need
   /// not call it.
-  void on_stop(waker& guard, std::function<void()> wake) const {
+  void on_stop(waker& guard, const std::function<void()>& wake) const {
 #if HOLDFAST_HAS_STOP_TOKEN
     if (std_.stop_possible()) guard.std_.emplace(std_, wake);
 #endif

@@ -288,7 +288,6 @@ struct offset_clock {
   using period = clk::period;
   using duration = clk::duration;
   using time_point = clk::time_point;
-  static constexpr bool is_steady = true;
   std::shared_ptr<std::atomic<long long>> offset_ms = std::make_shared<std::atomic<long long>>(0);
   [[nodiscard]] time_point now() const {
     return clk::now() + std::chrono::milliseconds(*offset_ms);

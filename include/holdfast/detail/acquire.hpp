@@ -199,6 +199,62 @@ TimePoint cancellable_wait_end(const cancel_token& cancel, TimePoint now, TimePo
   return slice < deadline ? slice : deadline;
 }
 
+// A timeout as a budget of the clock's duration (<= 0: none; too long: the maximum).
+template <class Clock, class Rep, class Period>
+typename Clock::duration budget_of(std::chrono::duration<Rep, Period> timeout) {
+  using d = typename Clock::duration;
+  const std::optional<d> limit = checked_duration_cast<d>(timeout);
+  if (!limit) return timeout > decltype(timeout)::zero() ? d::max() : d::zero();
+  return *limit > d::zero() ? *limit : d::zero();
+}
+
+// Time spent, counted only while the clock moves *forwards* since the first reading, not as an
+// instant to reach: a clock that jumps back by 100 s does not make a wait 100 s longer (a sleep
+// the jump cut short, clock.hpp, just leads to an earlier attempt). acquire() and acquire_all()
+// share it; it reads no clock itself, so callers keep their readings (and the simulator's
+// schedules) as they are.
+template <class Clock>
+class forward_budget {
+ public:
+  using duration = typename Clock::duration;
+  using time_point = typename Clock::time_point;
+
+  forward_budget(duration budget, time_point start) : budget_(budget), last_(start) {}
+  // Whether budget is left at `t` (forward clock time only); changes nothing.
+  [[nodiscard]] bool left_at(time_point t) const {
+    if (!(last_ < t)) return spent_ < budget_;
+    return saturating_sub(t, last_) < budget_ - spent_;
+  }
+  // Counts the forward movement up to `now` and returns the budget left (zero once spent).
+  duration advance(time_point now) {
+    if (last_ < now) {
+      const duration step = saturating_sub(now, last_);
+      spent_ = budget_ - spent_ < step ? budget_ : spent_ + step;
+    }
+    last_ = now;
+    return budget_ - spent_;
+  }
+
+ private:
+  duration budget_;
+  duration spent_ = duration::zero();
+  time_point last_;
+};
+
+// One attempt of acquire()'s loop, the `made`-th, reported to the observer when Observed.
+template <bool Observed, class Store, class Clock>
+result<lease<Store, Clock>> loop_attempt(Store& store, std::string_view key,
+                                         const acquire_request& req,
+                                         const acquire_options<Clock>& opts, std::uint32_t made,
+                                         bool queue, bool* unsure) {
+  if constexpr (Observed) {
+    return attempt(store, key, req.ttl, opts, req.owner, made, queue, unsure);
+  } else {
+    (void)made;
+    return acquire_once(store, key, req.ttl, opts, req.owner, queue, unsure);
+  }
+}
+
 // acquire()'s loop (see acquire()); Observed adds the reports: every attempt, then the outcome
 // with its wait.
 template <bool Observed, class Store, class Rep, class Period, class TRep, class TPeriod,
@@ -218,21 +274,7 @@ result<lease<Store, Clock>> acquire_retrying(Store& store, std::string_view key,
   }
   const typename Clock::time_point started = clock.now();
   using clock_duration = typename Clock::duration;
-  // The wait is measured as the time the clock moved *forwards* since the first reading, not as
-  // an instant to reach: a clock that jumps back by 100 s would otherwise make the wait 100 s
-  // longer. A sleep that the jump cut short (clock.hpp) just leads to an earlier attempt.
-  const std::optional<clock_duration> limit = checked_duration_cast<clock_duration>(timeout);
-  const clock_duration budget =
-      !limit
-          ? (timeout > decltype(timeout)::zero() ? clock_duration::max() : clock_duration::zero())
-          : (*limit > clock_duration::zero() ? *limit : clock_duration::zero());
-  clock_duration waited = clock_duration::zero();
-  typename Clock::time_point last = started;
-  // Whether budget is left at `t` (forward clock time only).
-  const auto budget_left_at = [&](typename Clock::time_point t) {
-    if (!(last < t)) return waited < budget;
-    return saturating_sub(t, last) < budget - waited;
-  };
+  forward_budget<Clock> budget(budget_of<Clock>(timeout), started);
   backoff delays(opts.backoff);
   std::uint32_t fruitless_waits = 0;
   std::uint32_t made = 1;
@@ -251,15 +293,9 @@ result<lease<Store, Clock>> acquire_retrying(Store& store, std::string_view key,
     // store can (leave_queue; issue 22).
     const bool queue = can_wait_for_release_v<Store, Clock> && has_try_acquire_queued_v<Store> &&
                        (fruitless_waits + 1) % 8 != 0 && !delays.exhausted(made) &&
-                       budget_left_at(clock.now());
+                       budget.left_at(clock.now());
     bool unsure = false;  // the attempt's error may hide a grant (a lost reply)
-    result_type l = [&]() -> result_type {
-      if constexpr (Observed) {
-        return attempt(store, key, req->ttl, opts, req->owner, made, queue, &unsure);
-      } else {
-        return acquire_once(store, key, req->ttl, opts, req->owner, queue, &unsure);
-      }
-    }();
+    result_type l = loop_attempt<Observed>(store, key, *req, opts, made, queue, &unsure);
     if (l && cancel.stop_requested()) {
       // The stop came while the grant was on its way: give it back, hold nothing.
       (void)l->release();
@@ -274,12 +310,8 @@ result<lease<Store, Clock>> acquire_retrying(Store& store, std::string_view key,
     };
     if (delays.exhausted(made)) return give_up(l.error());
     const typename Clock::time_point now = clock.now();
-    if (last < now) {
-      const clock_duration step = saturating_sub(now, last);
-      waited = budget - waited < step ? budget : waited + step;
-    }
-    last = now;
-    if (!(waited < budget)) {
+    const clock_duration left = budget.advance(now);
+    if (left == clock_duration::zero()) {
       // The budget ran out during the attempt: a place it took in the wait queue is left, so
       // the next release hands the key to a waiter that is still there (Redisson #1104's kind).
       if constexpr (has_leave_queue_v<Store>) {
@@ -287,7 +319,6 @@ result<lease<Store, Clock>> acquire_retrying(Store& store, std::string_view key,
       }
       return give_up(errc::timeout);
     }
-    const clock_duration left = budget - waited;
     const typename Clock::time_point deadline = saturating_add(now, left);
     if constexpr (can_wait_for_release_v<Store, Clock>) {
       // Waiting without polling: sleep in the store until the key is released or its holder's

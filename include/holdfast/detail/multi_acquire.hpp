@@ -184,40 +184,6 @@ result<std::vector<lease<Store, Clock>>> take_all(Store& store, const multi_requ
   return take_in_order(store, req, opts, ctl);
 }
 
-// A timeout as a budget of the clock's duration (<= 0: none; too long: the maximum).
-template <class Clock, class Rep, class Period>
-typename Clock::duration budget_of(std::chrono::duration<Rep, Period> timeout) {
-  using d = typename Clock::duration;
-  const std::optional<d> limit = checked_duration_cast<d>(timeout);
-  if (!limit) return timeout > decltype(timeout)::zero() ? d::max() : d::zero();
-  return *limit > d::zero() ? *limit : d::zero();
-}
-
-// Time spent, counted only while the clock moves forwards (as acquire() counts it).
-template <class Clock>
-class forward_budget {
- public:
-  using duration = typename Clock::duration;
-  forward_budget(Clock clock, duration budget)
-      : clock_(clock), budget_(budget), last_(clock.now()) {}
-  // Returns the budget left now (zero once spent).
-  duration left() {
-    const typename Clock::time_point now = clock_.now();
-    if (last_ < now) {
-      const duration step = saturating_sub(now, last_);
-      spent_ = budget_ - spent_ < step ? budget_ : spent_ + step;
-    }
-    last_ = now;
-    return budget_ - spent_;
-  }
-
- private:
-  Clock clock_;
-  duration budget_;
-  duration spent_ = duration::zero();
-  typename Clock::time_point last_;
-};
-
 // acquire_all over the atomic capability: the one step retried with backoff.
 template <class Store, class Clock>
 result<std::vector<lease<Store, Clock>>> wait_atomic(Store& store, const multi_request& req,
@@ -225,13 +191,13 @@ result<std::vector<lease<Store, Clock>>> wait_atomic(Store& store, const multi_r
                                                      const acquire_options<Clock>& opts,
                                                      multi_control<Store, Clock>* ctl) {
   Clock clock = opts.clock;
-  forward_budget<Clock> b(clock, budget);
+  forward_budget<Clock> b(budget, clock.now());
   backoff delays(opts.backoff);
   for (std::uint32_t made = 1;; ++made) {
     result<std::vector<lease<Store, Clock>>> r = take_atomic(store, req, opts, ctl);
     if (r || !is_transient(r.error())) return r;
     if (delays.exhausted(made)) return r;
-    const typename Clock::duration left = b.left();
+    const typename Clock::duration left = b.advance(clock.now());
     if (left <= Clock::duration::zero()) return errc::timeout;
     const std::optional<typename Clock::duration> next =
         checked_duration_cast<typename Clock::duration>(delays.next_delay());
@@ -264,7 +230,7 @@ result<std::vector<lease<Store, Clock>>> wait_in_order_once(Store& store, const 
   held.reserve(req.keys.size());
   for (const std::string& key : req.keys) {
     for (bool first = true;; first = false) {
-      typename Clock::duration wait = b.left();
+      typename Clock::duration wait = b.advance(clock.now());
       if (!first && wait <= Clock::duration::zero()) {
         return fail_all(store, held, {}, req, make_error_code(errc::timeout), ctl);
       }
@@ -299,10 +265,13 @@ result<std::vector<lease<Store, Clock>>> wait_in_order(Store& store, const multi
                                                        typename Clock::duration budget,
                                                        const acquire_options<Clock>& opts,
                                                        multi_control<Store, Clock>* ctl) {
-  forward_budget<Clock> b(opts.clock, budget);
+  Clock clock = opts.clock;
+  forward_budget<Clock> b(budget, clock.now());
   for (;;) {
     result<std::vector<lease<Store, Clock>>> r = wait_in_order_once(store, req, b, opts, ctl);
-    if (r || r.error() != errc::lease_lost || b.left() <= Clock::duration::zero()) return r;
+    if (r || r.error() != errc::lease_lost || b.advance(clock.now()) <= Clock::duration::zero()) {
+      return r;
+    }
   }
 }
 

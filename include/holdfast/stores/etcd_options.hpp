@@ -84,7 +84,11 @@ struct etcd_options {
       if (e.empty()) return bad(name + " is empty");
       if (e.find('\0') != std::string::npos) return bad(name + " contains NUL");
       if (e.rfind("http://", 0) != 0 && e.rfind("https://", 0) != 0) {
-        return bad(name + " \"" + e + "\" does not start with http:// or https://");
+        std::string why = name;
+        why += " \"";
+        why += e;
+        why += "\" does not start with http:// or https://";
+        return bad(why);
       }
     }
     if (api_path.find('\0') != std::string::npos) return bad("api_path contains NUL");

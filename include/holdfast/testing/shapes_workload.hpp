@@ -290,8 +290,12 @@ inline void multi_process(shapes_world& w, node_id n, const std::string& name, s
       w.record(event_kind::acquire_failed, n, owner, 0, 0, 0, r.error());
       for (const std::string& k : keys) {
         if (w.tally.holder(k) == owner && !w.tally.unsure(k, owner)) {
-          w.violate("all or nothing", owner + "'s acquire_all failed (" + r.error().message() +
-                                          ") and it still holds " + k);
+          std::string why = owner;
+          why += "'s acquire_all failed (";
+          why += r.error().message();
+          why += ") and it still holds ";
+          why += k;
+          w.violate("all or nothing", why);
         }
       }
       continue;
@@ -351,8 +355,11 @@ inline void reentry_process(shapes_world& w, node_id n, const std::string& name,
       const bool was_valid = h.valid(key);  // the shipped exit of b makes no store call after it
       (void)h.release(key, "b");
       if (was_valid && w.tally.holder(key) != owner && !w.tally.unsure(key, owner)) {
-        w.violate("re-entry held", owner + " left one of two entries of " + key +
-                                       " and the store no longer holds its lease");
+        std::string why = owner;
+        why += " left one of two entries of ";
+        why += key;
+        why += " and the store no longer holds its lease";
+        w.violate("re-entry held", why);
       }
     }
     const bool believes = h.valid(key);
@@ -361,8 +368,11 @@ inline void reentry_process(shapes_world& w, node_id n, const std::string& name,
     (void)h.release(key, "a");
     w.record(event_kind::released, n, owner, 2, t->value());
     if (w.tally.holder(key) == owner && !w.tally.unsure(key, owner)) {
-      w.violate("re-entry freed",
-                owner + " left every entry of " + key + " and the store still holds its lease");
+      std::string why = owner;
+      why += " left every entry of ";
+      why += key;
+      why += " and the store still holds its lease";
+      w.violate("re-entry freed", why);
     }
   }
 }
