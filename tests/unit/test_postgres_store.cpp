@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "../support/fail_fast.hpp"
+#include "../support/postgres_admin.hpp"
 #include "../support/real_servers.hpp"
 #include "../support/store_faults.hpp"
 #include "holdfast/clock.hpp"
@@ -37,62 +38,8 @@ namespace {
     CHECK(r_.ok());                        \
   } while (0)
 
-/// A plain libpq session for the test's own look behind the store's back.
-class admin {
- public:
-  explicit admin(const std::string& conninfo) : c_(PQconnectdb(conninfo.c_str())) {
-    REQUIRE(c_ != nullptr);
-    INFO(PQerrorMessage(c_));
-    REQUIRE(PQstatus(c_) == CONNECTION_OK);
-    PQsetNoticeProcessor(
-        c_, [](void*, const char*) {}, nullptr);
-  }
-  ~admin() { PQfinish(c_); }
-  admin(const admin&) = delete;
-  admin& operator=(const admin&) = delete;
-
-  /// Runs `sql` with text parameters; returns the first column of the first row ("" if none).
-  std::string exec(const std::string& sql, std::vector<std::string> params = {}) {
-    std::vector<const char*> values;
-    for (const std::string& p : params) values.push_back(p.c_str());
-    PGresult* r = PQexecParams(c_, sql.c_str(), static_cast<int>(values.size()), nullptr,
-                               values.data(), nullptr, nullptr, 0);
-    const ExecStatusType st = PQresultStatus(r);
-    INFO(sql << ": " << PQresultErrorMessage(r));
-    CHECK((st == PGRES_COMMAND_OK || st == PGRES_TUPLES_OK));
-    std::string out;
-    if (st == PGRES_TUPLES_OK && PQntuples(r) > 0 && PQnfields(r) > 0) out = PQgetvalue(r, 0, 0);
-    PQclear(r);
-    return out;
-  }
-  /// Sends `sql` without waiting for its result (for statements that block).
-  void send(const std::string& sql) { REQUIRE(PQsendQuery(c_, sql.c_str()) == 1); }
-  void drain() {
-    while (PGresult* r = PQgetResult(c_)) PQclear(r);
-  }
-  PGconn* conn() { return c_; }
-
- private:
-  PGconn* c_;
-};
-
-/// The database for tests that do not hurt the server: the shared one (HOLDFAST_PG_CONNINFO) or
-/// one of our own. nullopt (after a loud skip) only outside CI.
-std::optional<std::string> shared_pg() {
-  if (std::optional<std::string> ci = hf_test::env("HOLDFAST_PG_CONNINFO")) return ci;
-  static std::unique_ptr<hf_test::postgres_server> own;
-  if (!own) {
-    own = std::make_unique<hf_test::postgres_server>();
-    if (!own->start()) {
-      const std::string why = "no PostgreSQL: HOLDFAST_PG_CONNINFO unset and " + own->why();
-      own.reset();
-      if (hf_test::in_ci()) FAIL(why);
-      hf_test::loud_skip(why);
-      return std::nullopt;
-    }
-  }
-  return own->conninfo();
-}
+using hf_test::admin;
+using hf_test::shared_pg;
 
 /// Options naming a table and sequence of their own; both are dropped when the test ends.
 struct isolated {
