@@ -34,6 +34,10 @@
 #include "holdfast/clock.hpp"
 #include "holdfast/stores/cas.hpp"
 
+// One namespace per file, so that a suite can be compiled as one translation unit
+// (HOLDFAST_UNITY_TESTS) without two files' helpers colliding.
+namespace test_prop_cas_store {
+
 namespace {
 
 using holdfast::cas_entry;
@@ -267,3 +271,5 @@ TEST_CASE("S3 catches a KV that answers reads with stale values", "[cas]") {
 TEST_CASE("S5 catches a KV that loses the owner of a record", "[cas]") {
   require_caught(kv_flaw::forgets_owner, "S5");
 }
+
+}  // namespace test_prop_cas_store

@@ -40,6 +40,10 @@
 #include "holdfast/store.hpp"
 #include "holdfast/stores/memory.hpp"
 
+// One namespace per file, so that a suite can be compiled as one translation unit
+// (HOLDFAST_UNITY_TESTS) without two files' helpers colliding.
+namespace test_prop_memory_store {
+
 namespace {
 
 using holdfast::errc;
@@ -635,3 +639,5 @@ TEST_CASE("the reference model catches every flaw, including a fresh token on re
     require_caught(model_from_zero, f, "reference model disagrees");
   }
 }
+
+}  // namespace test_prop_memory_store

@@ -12,6 +12,10 @@
 #include "holdfast/testing/rapidcheck.hpp"
 #include "holdfast/testing/shapes_workload.hpp"
 
+// One namespace per file, so that a suite can be compiled as one translation unit
+// (HOLDFAST_UNITY_TESTS) without two files' helpers colliding.
+namespace test_prop_shapes {
+
 namespace ht = holdfast::testing;
 
 TEST_CASE("shapes: acquire_all and re-entry keep their properties on any tape",
@@ -43,3 +47,5 @@ TEST_CASE("shapes: rapidcheck catches every negative control", "[testing/propert
     CHECK(failure.description.find(" violated") != std::string::npos);
   }
 }
+
+}  // namespace test_prop_shapes

@@ -19,6 +19,10 @@
 #include <string>
 #include <utility>
 
+// One namespace per file, so that a suite can be compiled as one translation unit
+// (HOLDFAST_UNITY_TESTS) without two files' helpers colliding.
+namespace test_prop_simulation {
+
 using namespace holdfast::testing;
 
 namespace {
@@ -159,3 +163,5 @@ TEST_CASE("simulation: a failing schedule shrinks to a short timeline", "[testin
     REQUIRE(to_string(run_schedule(again, o).log) == to_string(shrunk.run.log));
   }
 }
+
+}  // namespace test_prop_simulation

@@ -12,6 +12,10 @@
 #include "holdfast/backoff.hpp"
 #include "test_support.hpp"
 
+// One namespace per file, so that a suite can be compiled as one translation unit
+// (HOLDFAST_UNITY_TESTS) without two files' helpers colliding.
+namespace test_backoff {
+
 using holdfast::backoff;
 using holdfast::backoff_options;
 using namespace std::chrono_literals;
@@ -170,3 +174,5 @@ TEST_CASE("attempt counting and max_attempts", "[backoff]") {
   (void)three.next_delay();
   CHECK(three.attempts() == 2);
 }
+
+}  // namespace test_backoff

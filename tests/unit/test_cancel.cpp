@@ -21,6 +21,10 @@
 #include "holdfast/stores/memory.hpp"
 #include "test_support.hpp"
 
+// One namespace per file, so that a suite can be compiled as one translation unit
+// (HOLDFAST_UNITY_TESTS) without two files' helpers colliding.
+namespace test_cancel {
+
 using holdfast::errc;
 using holdfast::manual_clock;
 using holdfast_test::scripted_store;
@@ -299,3 +303,5 @@ TEST_CASE("election: campaign and next_leader answer cancelled once the token is
   CHECK(e.next_leader(*now, 1h).error() == errc::cancelled);
   CHECK(store.inspect("job").value()->owner == "someone/1");
 }
+
+}  // namespace test_cancel

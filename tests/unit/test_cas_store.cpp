@@ -21,6 +21,10 @@
 #include "lifecycle_support.hpp"
 #include "test_support.hpp"
 
+// One namespace per file, so that a suite can be compiled as one translation unit
+// (HOLDFAST_UNITY_TESTS) without two files' helpers colliding.
+namespace test_cas_store {
+
 using namespace std::chrono_literals;
 using holdfast::errc;
 using holdfast::fencing_token;
@@ -639,3 +643,5 @@ TEST_CASE("an adapter's memory is bounded by the keys in use, not every key it s
   clock.advance(1ns);
   CHECK(b.try_acquire("live", "B", 10ms));
 }
+
+}  // namespace test_cas_store

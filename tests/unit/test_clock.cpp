@@ -13,6 +13,10 @@
 #include "holdfast/stores/memory.hpp"
 #include "test_support.hpp"
 
+// One namespace per file, so that a suite can be compiled as one translation unit
+// (HOLDFAST_UNITY_TESTS) without two files' helpers colliding.
+namespace test_clock {
+
 using holdfast::manual_clock;
 using namespace std::chrono_literals;
 
@@ -193,3 +197,5 @@ TEST_CASE("self_advancing_clock runs blocking acquire and a keepalive on one thr
   clock.advance(1ns);
   CHECK(clock.now() == now + 1ns);
 }
+
+}  // namespace test_clock

@@ -10,6 +10,10 @@
 
 #include "holdfast/clock.hpp"
 
+// One namespace per file, so that a suite can be compiled as one translation unit
+// (HOLDFAST_UNITY_TESTS) without two files' helpers colliding.
+namespace test_clock_interruptible {
+
 using namespace std::chrono_literals;
 using holdfast::manual_clock;
 
@@ -91,3 +95,5 @@ TEST_CASE("a manual_clock moved backwards ends every sleep", "[clock][concurrenc
   plain.join();
   CHECK(done);
 }
+
+}  // namespace test_clock_interruptible

@@ -16,6 +16,10 @@
 #include <holdfast/stores/memory.hpp>
 #include <string_view>
 
+// One namespace per file, so that a suite can be compiled as one translation unit
+// (HOLDFAST_UNITY_TESTS) without two files' helpers colliding.
+namespace test_concepts {
+
 namespace {
 
 using holdfast::fencing_token;
@@ -130,3 +134,5 @@ TEST_CASE("concepts and C++17 traits agree on every requirement", "[concepts]") 
   // Everything above is checked at compile time; this only says so at run time.
   SUCCEED("lease_store, ttl_clock, cas_kv and quorum_member agree with their traits");
 }
+
+}  // namespace test_concepts

@@ -19,6 +19,10 @@
 #include "holdfast/stores/memory.hpp"
 #include "test_support.hpp"
 
+// One namespace per file, so that a suite can be compiled as one translation unit
+// (HOLDFAST_UNITY_TESTS) without two files' helpers colliding.
+namespace test_concurrency {
+
 using holdfast::errc;
 using holdfast::fence_gate;
 using holdfast::fenced;
@@ -391,3 +395,5 @@ TEST_CASE("keyed_fence_gate hammered by threads on a few resources", "[fence][co
     CHECK(gate.newest("resource" + std::to_string(res)) == fencing_token(issuer[res].load()));
   }
 }
+
+}  // namespace test_concurrency

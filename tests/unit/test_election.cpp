@@ -16,6 +16,10 @@
 #include "holdfast/stores/memory.hpp"
 #include "test_support.hpp"
 
+// One namespace per file, so that a suite can be compiled as one translation unit
+// (HOLDFAST_UNITY_TESTS) without two files' helpers colliding.
+namespace test_election {
+
 namespace {
 
 using namespace std::chrono_literals;
@@ -308,3 +312,5 @@ TEST_CASE("election: with real threads, a resignation hands leadership over at o
   CHECK(stopped.load() == 1);
   CHECK(seen.has_value());
 }
+
+}  // namespace test_election

@@ -11,6 +11,10 @@
 #include "holdfast/error.hpp"
 #include "test_support.hpp"
 
+// One namespace per file, so that a suite can be compiled as one translation unit
+// (HOLDFAST_UNITY_TESTS) without two files' helpers colliding.
+namespace test_error {
+
 namespace {
 
 using holdfast::errc;
@@ -125,3 +129,5 @@ TEST_CASE("to_string(errc) names every enumerator, and nothing else", "[error]")
   CHECK(holdfast::to_string(static_cast<errc>(9999)) == nullptr);
   static_assert(holdfast::to_string(errc::timeout)[0] == 't', "usable in constant expressions");
 }
+
+}  // namespace test_error

@@ -33,6 +33,10 @@
 #include "holdfast/stores/checked.hpp"
 #include "holdfast/stores/etcd.hpp"
 
+// One namespace per file, so that a suite can be compiled as one translation unit
+// (HOLDFAST_UNITY_TESTS) without two files' helpers colliding.
+namespace test_etcd_cluster {
+
 using holdfast::errc;
 using holdfast::etcd_options;
 using holdfast::etcd_store;
@@ -478,3 +482,5 @@ TEST_CASE(
   holdfast::etcd_fence f(o);
   REQUIRE(f.write("fence", g->token, "a", "data", "v"));
 }
+
+}  // namespace test_etcd_cluster

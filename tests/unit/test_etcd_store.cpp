@@ -27,6 +27,10 @@
 #include "holdfast/stores/etcd.hpp"
 #include "holdfast/testing/conformance.hpp"
 
+// One namespace per file, so that a suite can be compiled as one translation unit
+// (HOLDFAST_UNITY_TESTS) without two files' helpers colliding.
+namespace test_etcd_store {
+
 using holdfast::errc;
 using holdfast::etcd_fence;
 using holdfast::etcd_options;
@@ -813,3 +817,5 @@ TEST_CASE("etcd_store: raise_token_floor leaves a live lease named like its scra
     CHECK(s.release(key, "holder", g->token));
   }
 }
+
+}  // namespace test_etcd_store

@@ -24,6 +24,10 @@
 #include "holdfast/lease.hpp"
 #include "holdfast/stores/etcd.hpp"
 
+// One namespace per file, so that a suite can be compiled as one translation unit
+// (HOLDFAST_UNITY_TESTS) without two files' helpers colliding.
+namespace test_etcd_wait {
+
 using holdfast::errc;
 using holdfast::etcd_options;
 using holdfast::etcd_store;
@@ -452,3 +456,5 @@ TEST_CASE(
   WARN("etcd queue: behind a vanished waiter (2 s lease), granted after " << waited << " ms");
   CHECK(waited < 3500);  // the ghost's TTL and etcd's granularity, never B's 10 s deadline
 }
+
+}  // namespace test_etcd_wait

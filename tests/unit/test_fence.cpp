@@ -34,6 +34,10 @@
 #include "holdfast/testing/simulator.hpp"
 #include "test_support.hpp"
 
+// One namespace per file, so that a suite can be compiled as one translation unit
+// (HOLDFAST_UNITY_TESTS) without two files' helpers colliding.
+namespace test_fence {
+
 using holdfast::errc;
 using holdfast::fence_gate;
 using holdfast::fenced;
@@ -645,3 +649,5 @@ TEST_CASE("keyed_fence_gate and fenced<T>: two owners per token under threads",
   CHECK(ok);
   CHECK(keyed.newest("r") == tok(kTokens));
 }
+
+}  // namespace test_fence

@@ -14,6 +14,10 @@
 
 #include "holdfast/fencing_token.hpp"
 
+// One namespace per file, so that a suite can be compiled as one translation unit
+// (HOLDFAST_UNITY_TESTS) without two files' helpers colliding.
+namespace test_fencing_token {
+
 using holdfast::fencing_token;
 
 namespace {
@@ -115,3 +119,5 @@ TEST_CASE("tokens are a strong, opaque value type without arithmetic", "[fencing
   STATIC_REQUIRE(can_increment<std::uint64_t>::value);
   STATIC_REQUIRE(can_subtract<std::uint64_t>::value);
 }
+
+}  // namespace test_fencing_token

@@ -30,6 +30,10 @@
 #include "lifecycle_support.hpp"
 #include "test_support.hpp"
 
+// One namespace per file, so that a suite can be compiled as one translation unit
+// (HOLDFAST_UNITY_TESTS) without two files' helpers colliding.
+namespace test_hostile_input {
+
 using namespace std::chrono_literals;
 using holdfast::errc;
 using holdfast::fencing_token;
@@ -597,3 +601,5 @@ TEST_CASE("store and clock exceptions reach callers unchanged; destructors swall
     clock.arm(false);
   }
 }
+
+}  // namespace test_hostile_input

@@ -15,6 +15,10 @@
 #include "holdfast/stores/memory.hpp"
 #include "lifecycle_support.hpp"
 
+// One namespace per file, so that a suite can be compiled as one translation unit
+// (HOLDFAST_UNITY_TESTS) without two files' helpers colliding.
+namespace test_keepalive {
+
 using namespace std::chrono_literals;
 using holdfast::errc;
 using holdfast::keepalive;
@@ -442,3 +446,5 @@ TEST_CASE("a clock that went back before the keepalive's first poll is still not
   CHECK(f.seen()[0] == loss_cause::clock_regressed);
   CHECK(ka.stats().regressions == 1);
 }
+
+}  // namespace test_keepalive

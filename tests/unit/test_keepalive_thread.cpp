@@ -18,6 +18,10 @@
 #include "holdfast/stores/memory.hpp"
 #include "lifecycle_support.hpp"
 
+// One namespace per file, so that a suite can be compiled as one translation unit
+// (HOLDFAST_UNITY_TESTS) without two files' helpers colliding.
+namespace test_keepalive_thread {
+
 using namespace std::chrono_literals;
 using holdfast::errc;
 using holdfast::keepalive;
@@ -286,3 +290,5 @@ TEST_CASE(
   CHECK(ka.stats().regressions == 1);
   CHECK(ka.size() == 0);
 }
+
+}  // namespace test_keepalive_thread

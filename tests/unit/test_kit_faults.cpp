@@ -13,6 +13,10 @@
 
 #include "../support/example_stores.hpp"
 
+// One namespace per file, so that a suite can be compiled as one translation unit
+// (HOLDFAST_UNITY_TESTS) without two files' helpers colliding.
+namespace test_kit_faults {
+
 using namespace holdfast::testing;
 using example_stores::file_store;
 using example_stores::flaw;
@@ -178,3 +182,5 @@ TEST_CASE("kit: holders renew and inspect while others acquire, on real threads"
   REQUIRE(r.ok());
   REQUIRE(r.contract_checks > 3 * 20 * 4);
 }
+
+}  // namespace test_kit_faults

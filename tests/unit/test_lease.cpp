@@ -19,6 +19,10 @@
 #include "holdfast/stores/memory.hpp"
 #include "test_support.hpp"
 
+// One namespace per file, so that a suite can be compiled as one translation unit
+// (HOLDFAST_UNITY_TESTS) without two files' helpers colliding.
+namespace test_lease {
+
 using holdfast::errc;
 using holdfast::fencing_token;
 using holdfast::grant;
@@ -968,3 +972,5 @@ TEST_CASE("an owner label is readable and always gets a random suffix", "[lease]
   REQUIRE(e);
   CHECK(e->owner() == "explicit");
 }
+
+}  // namespace test_lease

@@ -13,6 +13,10 @@
 #include "holdfast/stores/memory.hpp"
 #include "lifecycle_support.hpp"
 
+// One namespace per file, so that a suite can be compiled as one translation unit
+// (HOLDFAST_UNITY_TESTS) without two files' helpers colliding.
+namespace test_lease_lifecycle {
+
 using namespace std::chrono_literals;
 using holdfast::errc;
 using holdfast::lease_state;
@@ -363,3 +367,5 @@ TEST_CASE("lease_state and loss_cause have readable names", "[lease]") {
   CHECK(holdfast::make_error_code(errc::caught_exception).message().find("threw") !=
         std::string::npos);
 }
+
+}  // namespace test_lease_lifecycle

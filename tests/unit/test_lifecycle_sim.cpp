@@ -28,6 +28,10 @@
 #include "holdfast/stores/memory.hpp"
 #include "holdfast/testing/testing.hpp"
 
+// One namespace per file, so that a suite can be compiled as one translation unit
+// (HOLDFAST_UNITY_TESTS) without two files' helpers colliding.
+namespace test_lifecycle_sim {
+
 using namespace std::chrono_literals;
 using holdfast::testing::sim_clock;
 
@@ -278,3 +282,5 @@ TEST_CASE("a worker trusting its keepalive instead of valid() is caught (control
   INFO(caught->report());
   CHECK(caught->violated == ht::invariant::s4_holder_belief);
 }
+
+}  // namespace test_lifecycle_sim

@@ -17,6 +17,10 @@
 #include "holdfast/stores/memory.hpp"
 #include "test_support.hpp"
 
+// One namespace per file, so that a suite can be compiled as one translation unit
+// (HOLDFAST_UNITY_TESTS) without two files' helpers colliding.
+namespace test_memory_store {
+
 using holdfast::errc;
 using holdfast::fencing_token;
 using holdfast::manual_clock;
@@ -550,3 +554,5 @@ TEST_CASE("released records are reused without mixing keys up, in a map large en
   }
   CHECK(store.size() == 40 + 67);
 }
+
+}  // namespace test_memory_store

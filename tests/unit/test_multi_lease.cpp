@@ -16,6 +16,10 @@
 #include "holdfast/stores/memory.hpp"
 #include "test_support.hpp"
 
+// One namespace per file, so that a suite can be compiled as one translation unit
+// (HOLDFAST_UNITY_TESTS) without two files' helpers colliding.
+namespace test_multi_lease {
+
 using holdfast::errc;
 using holdfast::fencing_token;
 using holdfast::grant;
@@ -299,3 +303,5 @@ TEST_CASE("the negative controls of acquire_all differ by their one bug", "[mult
   CHECK(keeps.kept.size() == 1);  // "b2" kept after the failure on "c"
   CHECK(held_by(s.inner, "b2", "you"));
 }
+
+}  // namespace test_multi_lease

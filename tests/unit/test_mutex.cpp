@@ -16,6 +16,10 @@
 #include "lifecycle_support.hpp"
 #include "test_support.hpp"
 
+// One namespace per file, so that a suite can be compiled as one translation unit
+// (HOLDFAST_UNITY_TESTS) without two files' helpers colliding.
+namespace test_mutex {
+
 using namespace std::chrono_literals;
 using holdfast::errc;
 using holdfast::loss_cause;
@@ -375,3 +379,5 @@ TEST_CASE("try_lock_for and lock notice a clock that jumps back: the wait does n
   CHECK(hidden < 5s);
   CHECK(attempts > 3);
 }
+
+}  // namespace test_mutex

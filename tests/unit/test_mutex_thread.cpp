@@ -16,6 +16,10 @@
 #include "holdfast/mutex.hpp"
 #include "holdfast/stores/memory.hpp"
 
+// One namespace per file, so that a suite can be compiled as one translation unit
+// (HOLDFAST_UNITY_TESTS) without two files' helpers colliding.
+namespace test_mutex_thread {
+
 using namespace std::chrono_literals;
 
 namespace {
@@ -116,3 +120,5 @@ TEST_CASE("std::scoped_lock in opposite orders does not deadlock", "[mutex][conc
   CHECK(probe.violations == 0);
   CHECK(store.size() == 0);
 }
+
+}  // namespace test_mutex_thread

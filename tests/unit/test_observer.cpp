@@ -19,6 +19,10 @@
 #include "holdfast/stores/memory.hpp"
 #include "test_support.hpp"
 
+// One namespace per file, so that a suite can be compiled as one translation unit
+// (HOLDFAST_UNITY_TESTS) without two files' helpers colliding.
+namespace test_observer {
+
 using holdfast::errc;
 using holdfast::lease_event;
 using holdfast::lease_event_kind;
@@ -90,12 +94,16 @@ holdfast::acquire_options<Clock> observed(Clock clock, holdfast::lease_observer*
 
 }  // namespace
 
+}  // namespace test_observer
+
 namespace Catch {
 template <>
-struct StringMaker<lease_event_kind> {
-  static std::string convert(lease_event_kind k) { return holdfast::to_string(k); }
+struct StringMaker<holdfast::lease_event_kind> {
+  static std::string convert(holdfast::lease_event_kind k) { return holdfast::to_string(k); }
 };
 }  // namespace Catch
+
+namespace test_observer {
 
 TEST_CASE("observer: try_acquire reports the attempt and the outcome with its timings",
           "[observer]") {
@@ -485,3 +493,5 @@ TEST_CASE("observer: a keepalive thread's events arrive with no holdfast lock he
   REQUIRE(seen >= 2);
   ka.stop();
 }
+
+}  // namespace test_observer

@@ -13,6 +13,10 @@
 
 #include "holdfast/detail/random.hpp"
 
+// One namespace per file, so that a suite can be compiled as one translation unit
+// (HOLDFAST_UNITY_TESTS) without two files' helpers colliding.
+namespace test_owner_id {
+
 TEST_CASE("owner ids are 32 lowercase hex digits and do not repeat", "[lease]") {
   std::set<std::string> seen;
   for (int i = 0; i < 10000; ++i) {
@@ -53,3 +57,5 @@ TEST_CASE("a forked child does not replay its parent's owner ids", "[lease]") {
   const std::string parent_next = holdfast::detail::random_owner_id();
   CHECK(child_id != parent_next);
 }
+
+}  // namespace test_owner_id

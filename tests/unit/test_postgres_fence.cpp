@@ -16,6 +16,10 @@
 #include "holdfast/stores/postgres.hpp"
 #include "holdfast/testing/conformance_threads.hpp"
 
+// One namespace per file, so that a suite can be compiled as one translation unit
+// (HOLDFAST_UNITY_TESTS) without two files' helpers colliding.
+namespace test_postgres_fence {
+
 using hf_test::admin;
 using hf_test::shared_pg;
 using holdfast::errc;
@@ -254,3 +258,5 @@ TEST_CASE("postgres_fence reconnects after its backend is terminated and names t
   CHECK(adm.exec("SELECT n || ' ' || fence FROM " + table) == (dead ? "3 2" : "2 2"));
   adm.exec("DROP TABLE " + table);
 }
+
+}  // namespace test_postgres_fence

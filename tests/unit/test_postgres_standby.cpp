@@ -16,6 +16,10 @@
 #include "../support/real_servers.hpp"
 #include "holdfast/stores/postgres.hpp"
 
+// One namespace per file, so that a suite can be compiled as one translation unit
+// (HOLDFAST_UNITY_TESTS) without two files' helpers colliding.
+namespace test_postgres_standby {
+
 using holdfast::errc;
 using holdfast::fencing_token;
 using holdfast::postgres_options;
@@ -189,3 +193,5 @@ TEST_CASE("postgres standby: a synchronous standby promoted keeps every grant re
   REQUIRE(b);
   CHECK(b->token > newest_a);
 }
+
+}  // namespace test_postgres_standby

@@ -22,6 +22,10 @@
 #include "holdfast/stores/postgres.hpp"
 #include "holdfast/testing/conformance.hpp"
 
+// One namespace per file, so that a suite can be compiled as one translation unit
+// (HOLDFAST_UNITY_TESTS) without two files' helpers colliding.
+namespace test_postgres_store {
+
 using holdfast::errc;
 using holdfast::fencing_token;
 using holdfast::postgres_options;
@@ -603,3 +607,5 @@ TEST_CASE("postgres_store: release after the session was terminated reconnects o
         errc::store_unavailable);
   CHECK(s.release("k", "other", other->token));
 }
+
+}  // namespace test_postgres_store

@@ -16,6 +16,10 @@
 #include "holdfast/lease.hpp"
 #include "holdfast/stores/postgres.hpp"
 
+// One namespace per file, so that a suite can be compiled as one translation unit
+// (HOLDFAST_UNITY_TESTS) without two files' helpers colliding.
+namespace test_postgres_wait {
+
 using namespace std::chrono_literals;
 using holdfast::errc;
 using holdfast::postgres_options;
@@ -134,3 +138,5 @@ TEST_CASE("postgres wait: a terminated LISTEN session does not make the waiter s
   CHECK(got - released_at < 1500ms);  // woken by the release (was: the 3 s expiry)
   CHECK(admin(*o, "DROP TABLE " + o->table));
 }
+
+}  // namespace test_postgres_wait

@@ -25,6 +25,10 @@
 #include "holdfast/stores/memory.hpp"
 #include "test_support.hpp"
 
+// One namespace per file, so that a suite can be compiled as one translation unit
+// (HOLDFAST_UNITY_TESTS) without two files' helpers colliding.
+namespace test_quorum {
+
 namespace {
 
 using namespace std::chrono_literals;
@@ -780,3 +784,5 @@ TEST_CASE("quorum: a failed acquire gives back a member whose reply was lost", "
   CHECK(q.try_acquire("k", "A", 10s).error() == errc::busy);
   CHECK_FALSE(c[0].holder("k").has_value());
 }
+
+}  // namespace test_quorum

@@ -21,6 +21,10 @@
 #include "holdfast/stores/memory.hpp"
 #include "test_support.hpp"
 
+// One namespace per file, so that a suite can be compiled as one translation unit
+// (HOLDFAST_UNITY_TESTS) without two files' helpers colliding.
+namespace test_quorum_concurrency {
+
 using namespace std::chrono_literals;
 using holdfast::errc;
 using holdfast::fencing_token;
@@ -216,3 +220,5 @@ TEST_CASE("threaded quorum: a member's exception is masked by a quorum, rethrown
   }
   for (auto& m : c.members) CHECK(m->store.inspect("k").value() == std::nullopt);
 }
+
+}  // namespace test_quorum_concurrency

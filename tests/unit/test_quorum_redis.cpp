@@ -21,6 +21,10 @@
 #include "holdfast/stores/redis.hpp"
 #include "test_support.hpp"
 
+// One namespace per file, so that a suite can be compiled as one translation unit
+// (HOLDFAST_UNITY_TESTS) without two files' helpers colliding.
+namespace test_quorum_redis {
+
 using namespace std::chrono_literals;
 using holdfast::errc;
 using holdfast::fencing_token;
@@ -257,3 +261,5 @@ TEST_CASE("quorum of five Redis servers, empty_restarts = 2: two empty restarts 
   (void)q.try_acquire("job", "late", 10000ms);  // reconnects the restarted members
   CHECK(q.try_acquire("job", "late", 10000ms).error() == errc::store_unavailable);
 }
+
+}  // namespace test_quorum_redis

@@ -24,6 +24,10 @@
 #include "holdfast/send_receive.hpp"
 #include "holdfast/stores/memory.hpp"
 
+// One namespace per file, so that a suite can be compiled as one translation unit
+// (HOLDFAST_UNITY_TESTS) without two files' helpers colliding.
+namespace test_quorum_send_receive {
+
 namespace {
 
 using namespace std::chrono_literals;
@@ -402,3 +406,5 @@ TEST_CASE("in-process members are called in the caller's thread, with no worker"
   for (auto* m : ptrs) CHECK(m->caller != std::this_thread::get_id());
   CHECK(qt.release("k2", "alice", g2.token));
 }
+
+}  // namespace test_quorum_send_receive

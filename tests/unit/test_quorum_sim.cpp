@@ -45,6 +45,10 @@
 #include "holdfast/testing/testing.hpp"
 #include "test_support.hpp"
 
+// One namespace per file, so that a suite can be compiled as one translation unit
+// (HOLDFAST_UNITY_TESTS) without two files' helpers colliding.
+namespace test_quorum_sim {
+
 using namespace std::chrono_literals;
 using holdfast::errc;
 using holdfast::fencing_token;
@@ -631,3 +635,5 @@ TEST_CASE("quorum recorder: a release that freed members holding their own token
   CHECK(releases[0].seen == unavailable);
   CHECK(releases[1].outcome == static_cast<std::int16_t>(errc::not_holder));
 }
+
+}  // namespace test_quorum_sim

@@ -39,6 +39,10 @@
 #include "holdfast/stores/memory.hpp"
 #include "holdfast/testing/testing.hpp"
 
+// One namespace per file, so that a suite can be compiled as one translation unit
+// (HOLDFAST_UNITY_TESTS) without two files' helpers colliding.
+namespace test_recipes_sim {
+
 using namespace std::chrono_literals;
 using holdfast::testing::sim_clock;
 
@@ -525,3 +529,5 @@ TEST_CASE("a wait that sleeps past the holder's expiry is caught by L1 (control)
   INFO(caught->report());
   CHECK(caught->violated == ht::invariant::l1_liveness);
 }
+
+}  // namespace test_recipes_sim

@@ -22,6 +22,10 @@
 #include "holdfast/lease.hpp"
 #include "holdfast/stores/redis.hpp"
 
+// One namespace per file, so that a suite can be compiled as one translation unit
+// (HOLDFAST_UNITY_TESTS) without two files' helpers colliding.
+namespace test_redis_failover {
+
 using holdfast::errc;
 using holdfast::fencing_token;
 using holdfast::redis_options;
@@ -337,3 +341,5 @@ TEST_CASE("redis failover: redis_store follows Sentinel to the new primary",
   INFO("the promoted replica's log:\n" << hf_test::read_file(r->dir() + "/server.log"));
   CHECK(next->token.value() > life_gap);  // the promoted replica's new life raised the counter
 }
+
+}  // namespace test_redis_failover

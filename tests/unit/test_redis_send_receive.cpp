@@ -24,6 +24,10 @@
 #include "holdfast/testing/conformance_contract.hpp"
 #include "holdfast/testing/conformance_strings.hpp"
 
+// One namespace per file, so that a suite can be compiled as one translation unit
+// (HOLDFAST_UNITY_TESTS) without two files' helpers colliding.
+namespace test_redis_send_receive {
+
 using holdfast::errc;
 using holdfast::fencing_token;
 using holdfast::io_interest;
@@ -380,3 +384,5 @@ TEST_CASE(
   REQUIRE(g);
   CHECK(s.release("killed", "me", g->token));
 }
+
+}  // namespace test_redis_send_receive

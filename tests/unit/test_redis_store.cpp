@@ -24,6 +24,10 @@
 #include "holdfast/stores/redis.hpp"
 #include "holdfast/testing/conformance.hpp"
 
+// One namespace per file, so that a suite can be compiled as one translation unit
+// (HOLDFAST_UNITY_TESTS) without two files' helpers colliding.
+namespace test_redis_store {
+
 using holdfast::errc;
 using holdfast::fencing_token;
 using holdfast::redis_options;
@@ -839,3 +843,5 @@ TEST_CASE("redis_store: release after the connection was dropped reconnects once
   CHECK(s.renew("kept", "me", h->token, milliseconds(60000)).error() == errc::store_unavailable);
   CHECK(s.release("kept", "me", h->token));
 }
+
+}  // namespace test_redis_store

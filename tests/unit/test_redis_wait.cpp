@@ -20,6 +20,10 @@
 #include "holdfast/lease.hpp"
 #include "holdfast/stores/redis.hpp"
 
+// One namespace per file, so that a suite can be compiled as one translation unit
+// (HOLDFAST_UNITY_TESTS) without two files' helpers colliding.
+namespace test_redis_wait {
+
 using namespace std::chrono_literals;
 using holdfast::errc;
 using holdfast::redis_options;
@@ -371,3 +375,5 @@ TEST_CASE("redis wait: a waiter whose budget ran out during its queued attempt l
   REQUIRE(after_release_ms.load() >= 0);
   CHECK(after_release_ms.load() < 1500);  // woken by the release, not the 3 s expiry
 }
+
+}  // namespace test_redis_wait

@@ -18,6 +18,10 @@
 #include "holdfast/stores/memory.hpp"
 #include "test_support.hpp"
 
+// One namespace per file, so that a suite can be compiled as one translation unit
+// (HOLDFAST_UNITY_TESTS) without two files' helpers colliding.
+namespace test_reentrant {
+
 using holdfast::errc;
 using holdfast::fencing_token;
 using holdfast::manual_clock;
@@ -180,3 +184,5 @@ TEST_CASE("recursive_distributed_mutex excludes other threads while re-entered",
   auto r = s.inspect("k");
   CHECK((r && !*r));
 }
+
+}  // namespace test_reentrant

@@ -12,6 +12,10 @@
 #include "holdfast/result.hpp"
 #include "test_support.hpp"
 
+// One namespace per file, so that a suite can be compiled as one translation unit
+// (HOLDFAST_UNITY_TESTS) without two files' helpers colliding.
+namespace test_result {
+
 using holdfast::errc;
 using holdfast::result;
 
@@ -119,3 +123,5 @@ TEST_CASE("result is a value type with the expected traits", "[result]") {
   STATIC_REQUIRE_FALSE(std::is_convertible_v<result<int>, bool>);
   STATIC_REQUIRE_FALSE(std::is_convertible_v<result<int>, int>);
 }
+
+}  // namespace test_result

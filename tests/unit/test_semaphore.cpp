@@ -13,6 +13,10 @@
 #include "holdfast/stores/memory.hpp"
 #include "test_support.hpp"
 
+// One namespace per file, so that a suite can be compiled as one translation unit
+// (HOLDFAST_UNITY_TESTS) without two files' helpers colliding.
+namespace test_semaphore {
+
 namespace {
 
 using namespace std::chrono_literals;
@@ -267,3 +271,5 @@ TEST_CASE("semaphore: a failed try gives back the slot whose reply was lost", "[
   CHECK(store.releases == 1);
   CHECK_FALSE(holdfast_test::record_of(store.inner, "s#1").has_value());
 }
+
+}  // namespace test_semaphore

@@ -11,6 +11,10 @@
 
 #include "holdfast/testing/shapes_workload.hpp"
 
+// One namespace per file, so that a suite can be compiled as one translation unit
+// (HOLDFAST_UNITY_TESTS) without two files' helpers colliding.
+namespace test_shapes_sim {
+
 namespace ht = holdfast::testing;
 
 namespace {
@@ -68,3 +72,5 @@ TEST_CASE("shapes: the same seed gives the same verdict", "[shapes]") {
   CHECK(x.text() == y.text());
   CHECK(x.property == "all or nothing");
 }
+
+}  // namespace test_shapes_sim

@@ -9,6 +9,10 @@
 #include <thread>
 #include <vector>
 
+// One namespace per file, so that a suite can be compiled as one translation unit
+// (HOLDFAST_UNITY_TESTS) without two files' helpers colliding.
+namespace test_smoke {
+
 using namespace std::chrono_literals;
 
 TEST_CASE("a lease round trip admits its token downstream", "[smoke]") {
@@ -50,3 +54,5 @@ TEST_CASE("contending threads: exactly one wins a live lease", "[smoke][concurre
   REQUIRE(std::count_if(held.begin(), held.end(), [](const auto& s) { return s.has_value(); }) ==
           1);
 }
+
+}  // namespace test_smoke

@@ -27,6 +27,10 @@
 
 #include "../../examples/sqlite_lease_store.hpp"
 
+// One namespace per file, so that a suite can be compiled as one translation unit
+// (HOLDFAST_UNITY_TESTS) without two files' helpers colliding.
+namespace test_sqlite_store {
+
 using holdfast::testing::check_store;
 using holdfast::testing::conformance_options;
 using holdfast::testing::conformance_report;
@@ -207,3 +211,5 @@ TEST_CASE("sqlite example store: one holder at a time across threads sharing a f
   INFO(apart.summary());
   REQUIRE_THAT(apart.summary(), Catch::Contains("tokens of successive grants must strictly"));
 }
+
+}  // namespace test_sqlite_store

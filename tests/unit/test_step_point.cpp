@@ -20,6 +20,10 @@
 #include <string>
 #include <string_view>
 
+// One namespace per file, so that a suite can be compiled as one translation unit
+// (HOLDFAST_UNITY_TESTS) without two files' helpers colliding.
+namespace test_step_point {
+
 using holdfast::step_kind;
 using namespace holdfast::testing;
 
@@ -219,3 +223,5 @@ TEST_CASE("step_point: a store that marks none is reported as not explored insid
   REQUIRE_THAT(r.summary(),
                Catch::Contains("not explored:") && Catch::Contains("holdfast::step_point"));
 }
+
+}  // namespace test_step_point

@@ -15,6 +15,10 @@
 #include "holdfast/stores/memory.hpp"
 #include "test_support.hpp"
 
+// One namespace per file, so that a suite can be compiled as one translation unit
+// (HOLDFAST_UNITY_TESTS) without two files' helpers colliding.
+namespace test_store {
+
 using holdfast::errc;
 using holdfast::fencing_token;
 using holdfast::grant;
@@ -217,3 +221,5 @@ TEST_CASE("check_renew_args is the union of the acquire and release checks", "[s
   CHECK(holdfast::check_renew_args("k", "o", fencing_token{}, 1ms) == bad);
   CHECK(holdfast::check_renew_args("k", "o", fencing_token::max(), 1ms) == bad);
 }
+
+}  // namespace test_store

@@ -11,6 +11,10 @@
 #include <tuple>
 #include <utility>
 
+// One namespace per file, so that a suite can be compiled as one translation unit
+// (HOLDFAST_UNITY_TESTS) without two files' helpers colliding.
+namespace test_testing_checker {
+
 using namespace holdfast::testing;
 
 namespace {
@@ -601,3 +605,5 @@ TEST_CASE("checker: O1 judges an acquired attempt by the lease it reported", "[t
   ok.token = 6;
   CHECK(check(y.h).ok());
 }
+
+}  // namespace test_testing_checker

@@ -19,6 +19,10 @@
 #include <utility>
 #include <vector>
 
+// One namespace per file, so that a suite can be compiled as one translation unit
+// (HOLDFAST_UNITY_TESTS) without two files' helpers colliding.
+namespace test_testing_conformance {
+
 using namespace holdfast::testing;
 
 TEST_CASE("check_store: the shipped memory_store conforms", "[testing/conformance]") {
@@ -598,3 +602,5 @@ TEST_CASE("check_store: on its own clock, inspect after long grants matches the 
     CHECK_THAT(bad.summary(), Catch::Contains("FAILED inspect after a"));
   }
 }
+
+}  // namespace test_testing_conformance

@@ -19,6 +19,10 @@
 #include <string>
 #include <vector>
 
+// One namespace per file, so that a suite can be compiled as one translation unit
+// (HOLDFAST_UNITY_TESTS) without two files' helpers colliding.
+namespace test_testing_corpus {
+
 using namespace holdfast::testing;
 
 namespace {
@@ -72,3 +76,5 @@ TEST_CASE("make the fuzz seed corpus", "[.make_corpus]") {
   chaos.store_faults.restarts = true;
   seeds(root / "clock_chaos", chaos, 24);
 }
+
+}  // namespace test_testing_corpus

@@ -7,6 +7,10 @@
 #include <holdfast/testing/decision.hpp>
 #include <vector>
 
+// One namespace per file, so that a suite can be compiled as one translation unit
+// (HOLDFAST_UNITY_TESTS) without two files' helpers colliding.
+namespace test_testing_decision {
+
 using holdfast::testing::byte_source;
 using holdfast::testing::pick;
 using holdfast::testing::recording_source;
@@ -85,3 +89,5 @@ TEST_CASE("pick: weights decide, zero weights never win, answer 0 is the first o
   REQUIRE(counts[2] > 500);
   REQUIRE(pick(s, {0, 0}) == 0);
 }
+
+}  // namespace test_testing_decision

@@ -10,6 +10,10 @@
 #include <system_error>
 #include <utility>
 
+// One namespace per file, so that a suite can be compiled as one translation unit
+// (HOLDFAST_UNITY_TESTS) without two files' helpers colliding.
+namespace test_testing_history {
+
 using holdfast::errc;
 using namespace holdfast::testing;
 
@@ -45,3 +49,5 @@ TEST_CASE("history: every errc outcome prints under its enumerator's name", "[te
   CHECK(std::string(outcome_name(to_outcome(std::make_error_code(std::errc::io_error)))) ==
         "foreign_error");
 }
+
+}  // namespace test_testing_history

@@ -11,6 +11,10 @@
 #include <holdfast/testing/testing.hpp>
 #include <string>
 
+// One namespace per file, so that a suite can be compiled as one translation unit
+// (HOLDFAST_UNITY_TESTS) without two files' helpers colliding.
+namespace test_testing_mutants {
+
 using namespace holdfast::testing;
 
 namespace {
@@ -73,3 +77,5 @@ TEST_CASE("mutants: names round-trip; store mutants are told apart", "[testing/m
   REQUIRE_FALSE(is_store_mutant(mutant::no_fence));
   REQUIRE_FALSE(is_store_mutant(mutant::validity_from_reply));
 }
+
+}  // namespace test_testing_mutants

@@ -16,6 +16,10 @@
 #include <string>
 #include <vector>
 
+// One namespace per file, so that a suite can be compiled as one translation unit
+// (HOLDFAST_UNITY_TESTS) without two files' helpers colliding.
+namespace test_testing_simulator {
+
 using namespace holdfast::testing;
 using namespace std::chrono_literals;
 
@@ -541,3 +545,5 @@ TEST_CASE("sim_store: quorum members compose (raise_token, empty restarts, unrec
   sim2.run();
   REQUIRE(m.inner().last_token().is_none());  // the counter was lost with the state
 }
+
+}  // namespace test_testing_simulator

@@ -22,6 +22,10 @@
 #include <string>
 #include <vector>
 
+// One namespace per file, so that a suite can be compiled as one translation unit
+// (HOLDFAST_UNITY_TESTS) without two files' helpers colliding.
+namespace test_testing_svg {
+
 using namespace holdfast::testing;
 
 namespace {
@@ -396,3 +400,5 @@ TEST_CASE("make the README's counterexample pictures", "[.make_svg]") {
     }
   }
 }
+
+}  // namespace test_testing_svg

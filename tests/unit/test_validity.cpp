@@ -15,6 +15,10 @@
 #include "holdfast/validity.hpp"
 #include "test_support.hpp"
 
+// One namespace per file, so that a suite can be compiled as one translation unit
+// (HOLDFAST_UNITY_TESTS) without two files' helpers colliding.
+namespace test_validity {
+
 using holdfast::trusted_span;
 using holdfast::validity_options;
 using namespace std::chrono_literals;
@@ -426,3 +430,5 @@ TEST_CASE("scale_by_fraction is n * f exactly: whole part and whether a fraction
   CHECK(top.lo == 1);
 }
 #endif
+
+}  // namespace test_validity

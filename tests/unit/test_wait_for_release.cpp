@@ -19,6 +19,10 @@
 #include "holdfast/stores/memory.hpp"
 #include "test_support.hpp"
 
+// One namespace per file, so that a suite can be compiled as one translation unit
+// (HOLDFAST_UNITY_TESTS) without two files' helpers colliding.
+namespace test_wait_for_release {
+
 namespace {
 
 using namespace std::chrono_literals;
@@ -271,3 +275,5 @@ TEST_CASE("memory_store: watch_release wakes every watcher on a release, and tak
   // A free key, or a deadline already passed, answers at once.
   CHECK(store.watch_release("free", std::chrono::steady_clock::now() + 30s).has_value());
 }
+
+}  // namespace test_wait_for_release
