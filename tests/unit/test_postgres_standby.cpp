@@ -86,7 +86,7 @@ void wait_streaming(postgres_store& primary) {
 
 /// Promotes the standby (SELECT pg_promote(), which waits until it is done) and returns a store
 /// on it that grants (bounded: 20 s). A store cannot connect to a standby at all: its session
-/// setup creates its table, which a server in recovery refuses.
+/// setup refuses a server in recovery (postgres_life_sql).
 std::unique_ptr<postgres_store> promote(const hf_test::postgres_server& standby) {
   REQUIRE(hf_test::run_program(
       {"/usr/bin/psql", "-q", "-X", "-d", standby.conninfo(), "-c", "SELECT pg_promote(true, 30)"},
@@ -105,10 +105,10 @@ std::unique_ptr<postgres_store> promote(const hf_test::postgres_server& standby)
 
 // Expected: the standby, its WAL receiver stopped while A takes 40 grants on the primary, misses
 // them; the primary dies; the promoted standby's sequence is behind A's newest token (its 32-value
-// WAL prefetch covers fewer grants than A took), so B's token is one A already had and the fence,
-// which admitted A's newest, refuses B: stale_token if B's token is older, token_reissued if it is
-// A's newest itself. No second holder is admitted; raising the sequence to A's newest (setval)
-// restores liveness: B's next token passes it.
+// WAL prefetch covers fewer grants than A took), and A's grant of k39 is lost (B gets k39). But
+// the promoted server is a new life (its timeline): B's session raised the sequence by 2^32
+// before drawing, so B's token passes A's newest and fences admit B without an operator
+// (issue 20 part 3, postgres_life_sql). Never below: B's token is above every token A had.
 TEST_CASE("postgres standby: an asynchronous standby promoted loses grants; tokens come again",
           "[postgres][failover]") {
   pair_of_servers pg = start_pair({});
@@ -152,16 +152,17 @@ TEST_CASE("postgres standby: an asynchronous standby promoted loses grants; toke
   auto b = on_standby->try_acquire("k39", "B", 30s);  // A's grant of k39 was lost with it
   INFO(on_standby->last_error_message());
   REQUIRE(b);
-  CHECK(b->token <= newest_a);  // re-issued: the fence refuses it (stale_token / token_reissued)
-  // postgres_store has no raise_token_floor: the operator's step is one setval (never lower).
-  REQUIRE(hf_test::run_program(
-      {"/usr/bin/psql", "-q", "-X", "-d", pg.standby->conninfo(), "-c",
-       "SELECT setval('holdfast_leases_token_seq', greatest(" + std::to_string(newest_a.value()) +
-           ", (SELECT last_value FROM holdfast_leases_token_seq)))"},
-      "/dev/null"));
+  CHECK(b->token > newest_a);  // raised past A's: a fence that admitted A's newest admits B
+  CHECK(b->token.value() < newest_a.value() + (std::uint64_t{1} << 32) + 40);  // one raise
+  auto after = on_standby->deployment();
+  REQUIRE(after);
+  CHECK(after->life != report->life);  // the same system identifier, a new timeline
+  CHECK(after->life.substr(0, after->life.find('/')) ==
+        report->life.substr(0, report->life.find('/')));
   auto b2 = on_standby->try_acquire("k-after", "B", 30s);
   REQUIRE(b2);
-  CHECK(b2->token > newest_a);  // admitted by the fence: liveness is back
+  CHECK(b2->token > b->token);
+  CHECK(b2->token.value() < b->token.value() + 40);  // the life is recorded: no second raise
 }
 
 // Expected: with a synchronous standby every grant reported was flushed on it before the commit

@@ -31,6 +31,11 @@
 // are bytea parameters in binary format: any bytes, NUL included, up to 1 GB. Tokens: 1 .. 2^63-1
 // (a bigint sequence); a sequence at its maximum makes acquire report token_exhausted. The sequence
 // is also drawn (and the value dropped) by acquires that end busy or re-acquire: tokens have gaps.
+// Lives: every session first checks the server's life ("<system_identifier>/<timeline>"): a
+// new one (a promoted standby, a point-in-time recovery) raises the sequence by 2^32 before the
+// session draws a token, so new holders pass every token the old life issued and lost
+// (detail/postgres_deployment.hpp, postgres_life_sql, says why that suffices). The record is a
+// row no lease can have (empty key_hash). A session on a server in recovery is refused.
 //
 // Time (T2): a grant of ttl is held while clock_timestamp() < (its reading at the grant) + ttl +
 // 1 us, the clock's tick, so it lasts at least ttl in real time (never truncated to a tick).
@@ -472,6 +477,10 @@ class postgres_store : public detail::link_client<detail::pg_link> {
       out.push_back("BEGIN; SELECT pg_advisory_xact_lock(4684075206217541709); " + schema_sql(o) +
                     "COMMIT");
     }
+    const std::optional<std::string> t = detail::pg_qualified(o.schema, o.table);
+    const std::optional<std::string> s =
+        detail::pg_qualified(o.schema, detail::pg_sequence_name(o));
+    if (t && s) out.push_back(detail::postgres_life_sql(*t, *s));  // detail/postgres_deployment
     return out;
   }
 

@@ -2,8 +2,9 @@
 // holdfast/stores/detail/postgres_deployment.hpp - what postgres_store reads about its
 // deployment (deployment.hpp): fsync, synchronous_commit, synchronous_standby_names, the standbys
 // in pg_stat_replication and their sync_state, whether the server is in recovery, and its life
-// (system identifier and the timeline of its current WAL). One query, run when asked. Part of
-// stores/postgres.hpp; not for users.
+// (system identifier and the timeline of its current WAL). One query, run when asked. And the
+// life check every session runs once at connect (postgres_life_sql). Part of stores/postgres.hpp;
+// not for users.
 #ifndef HOLDFAST_STORES_DETAIL_POSTGRES_DEPLOYMENT_HPP
 #define HOLDFAST_STORES_DETAIL_POSTGRES_DEPLOYMENT_HPP
 
@@ -12,6 +13,7 @@
 #include <chrono>
 #include <cstdlib>
 #include <string>
+#include <string_view>
 
 #include "holdfast/deployment.hpp"
 #include "holdfast/detail/config.hpp"
@@ -34,6 +36,68 @@ inline constexpr const char* postgres_deployment_sql =
     "pg_is_in_recovery(), (SELECT system_identifier::text FROM pg_control_system()), "
     "CASE WHEN pg_is_in_recovery() THEN NULL "
     "ELSE substr(pg_walfile_name(pg_current_wal_lsn()), 1, 8) END";
+
+// The server's life, "<system_identifier>/<timeline of the current WAL>" (as deployment reports
+// it). A promoted standby (pg_promote, pg_ctl promote) and a point-in-time recovery start a new
+// timeline; a dump restored into another cluster has another system identifier.
+inline constexpr const char* postgres_life_expr =
+    "(SELECT system_identifier::text FROM pg_control_system()) || '/' || "
+    "substr(pg_walfile_name(pg_current_wal_lsn()), 1, 8)";
+
+/// The life check a session of postgres_store runs once, at connect, before any statement of
+/// that session can draw a token (issue 20, "recovery without an operator"). The life that last
+/// drew tokens is recorded in the lease table itself, in a row no lease can have (key_hash = the
+/// empty bytea: sha256 is always 32 bytes; expires_at = infinity, so purge_expired keeps it). A
+/// life other than the recorded one (a promoted asynchronous standby, a point-in-time recovery, a
+/// restore into another cluster) may have lost grants the old life made and so be behind tokens
+/// fences admitted: the sequence is raised by 2^32 (capped at 2^63-1: then token_exhausted)
+/// and the new life recorded, under the row's lock, so concurrent sessions raise once. A session
+/// on the recorded life only reads the row (no lock, no write).
+///
+/// Why 2^32 suffices, and never goes below an admitted token: a fence admitted only tokens some
+/// life drew from the sequence. The new life holds the sequence as of its copy of the old life's
+/// WAL (nextval WAL-logs 32 values ahead, so it is at least every value drawn before that point),
+/// and the old life drew one value per acquire statement after it: a token above the raised value
+/// needs more than 2^32 acquires the copy never received (at ~0.2 ms a commit, ~10 days of lag).
+/// The raise only adds (setval of last_value + 2^32), so it never lowers the sequence. No record
+/// (a new table, or one made before lives were kept): the life is recorded without a raise.
+///
+/// On a server in recovery the check refuses the session (SQLSTATE 25006, store_unavailable): a
+/// session opened on a standby that is later promoted would otherwise draw tokens unchecked.
+/// Not covered (same system identifier and timeline): a file-level copy of the data directory
+/// put back, and a crash with fsync or synchronous_commit off; deployment() names the latter.
+/// `t` and `s` are the quoted table and sequence names.
+inline std::string postgres_life_sql(std::string_view t, std::string_view s) {
+  std::string tag = "$holdfast_life$";
+  while (t.find(tag) != std::string_view::npos || s.find(tag) != std::string_view::npos) {
+    tag.insert(tag.size() - 1, "_");
+  }
+  std::string lit = "'";  // s as an SQL literal (quotes doubled) for regclass
+  for (char c : s) {
+    if (c == '\'') lit += '\'';
+    lit += c;
+  }
+  lit += "'";
+  std::string sql = "DO " + tag + " DECLARE now_life bytea; old_life bytea; BEGIN ";
+  sql +=
+      "IF pg_is_in_recovery() THEN RAISE EXCEPTION USING ERRCODE = '25006', MESSAGE = "
+      "'holdfast: the server is a standby (in recovery): it grants nothing'; END IF; ";
+  sql += "now_life := convert_to(" + std::string(postgres_life_expr) + ", 'UTF8'); ";
+  // The common case reads the record without a lock or a write: same life, nothing to do. (owner
+  // first: a table of another layout then fails as undefined_column, misconfigured.)
+  sql += "IF EXISTS (SELECT 1 FROM " + std::string(t) +
+         " WHERE owner = now_life AND key_hash = ''::bytea) THEN RETURN; END IF; ";
+  sql += "INSERT INTO " + std::string(t) +
+         " (key_hash, key, owner, token, expires_at) VALUES (''::bytea, ''::bytea, now_life, 0, "
+         "'infinity') ON CONFLICT (key_hash) DO NOTHING; ";
+  sql += "SELECT owner INTO old_life FROM " + std::string(t) +
+         " WHERE key_hash = ''::bytea FOR UPDATE; ";
+  sql += "IF old_life IS DISTINCT FROM now_life THEN PERFORM setval(" + lit +
+         "::regclass, LEAST(9223372036854775807::numeric, (SELECT last_value FROM " +
+         std::string(s) + ")::numeric + 4294967296)::bigint, true); UPDATE " + std::string(t) +
+         " SET owner = now_life WHERE key_hash = ''::bytea; END IF; END " + tag;
+  return sql;
+}
 
 /// The report of the PostgreSQL server `link` is connected to (connecting first).
 /// \returns it; store_unavailable, timeout, protocol_error as the link reports them.
