@@ -4,12 +4,15 @@
 // inside it, and a store may crash between two of its own steps.
 #include <catch2/catch.hpp>
 
+#include <chrono>
 #include <cstdint>
 #include <holdfast/testing/testing.hpp>
 #include <map>
 #include <memory>
+#include <random>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "../support/example_stores.hpp"
 
@@ -167,6 +170,142 @@ TEST_CASE("kit: each broken example store is named by check_store", "[testing/ki
       d);
   INFO(narrow.summary());
   REQUIRE_THAT(narrow.summary(), Catch::Contains("T1 across 2^32: after token 4294967295"));
+}
+
+TEST_CASE("kit: a machine reboot crashes every client and restarts the store's clock",
+          "[testing/kit-faults]") {
+  // Issue 21.2: the correct file_store drops the old boot's leases and keeps its counter; it
+  // conforms with reboots on. Each reboot's store_up says so, and every client crashed at the
+  // reboot's instant.
+  run_options o = durable_store_run_options();
+  o.faults.clock_jumps = false;
+  auto make = durable_file_store();
+  std::uint64_t reboots = 0;
+  std::uint64_t crashed_at_reboot = 0;
+  for (std::uint64_t seed = 1; seed <= 40; ++seed) {
+    seeded_source src(seed);
+    const run_result r = run_schedule(src, make, o);
+    INFO("seed " << seed << "\n" << r.result.report());
+    REQUIRE(r.result.ok());
+    for (std::size_t i = 0; i < r.log.events.size(); ++i) {
+      const event& e = r.log.events[i];
+      if (e.kind == event_kind::store_up && e.note == fault_note::machine_rebooted) {
+        ++reboots;
+        REQUIRE(e.local_ns == 1000000);  // the store's clock started over
+      }
+      if (e.kind == event_kind::store_down && e.note == fault_note::machine_rebooted) {
+        for (std::size_t j = i + 1;
+             j < r.log.events.size() && r.log.events[j].kind == event_kind::crash; ++j) {
+          REQUIRE(r.log.events[j].true_ns == e.true_ns);
+          ++crashed_at_reboot;
+        }
+      }
+    }
+  }
+  REQUIRE(reboots > 0);
+  REQUIRE(crashed_at_reboot > 0);
+}
+
+TEST_CASE("kit: a store that wipes its counter on reboot is named", "[testing/kit-faults]") {
+  // The contract check reboots the store between two grants of a key.
+  conformance_options d;
+  d.schedules = 0;
+  d.durable = true;
+  const conformance_report rep = check_store(
+      [](sim_clock c, const store_env& env) {
+        return file_store<sim_clock>(c, env, flaw::reboot_wipes_counter);
+      },
+      d);
+  INFO(rep.summary());
+  REQUIRE_THAT(rep.summary(), Catch::Contains("reboot: after the machine rebooted"));
+  REQUIRE_THAT(rep.summary(), Catch::Contains("not above #1 granted before the reboot"));
+  // The schedules alone find it too (S2 across a reboot), with the reboot in the timeline.
+  run_options o = durable_store_run_options();
+  auto make = durable_file_store(flaw::reboot_wipes_counter);
+  std::uint64_t seed = 1;
+  run_result r;
+  for (; seed <= 200; ++seed) {
+    seeded_source src(seed);
+    r = run_schedule(src, make, o);
+    if (!r.result.ok()) break;
+  }
+  INFO("seed " << seed << "\n" << r.result.report());
+  REQUIRE_FALSE(r.result.ok());
+  REQUIRE(r.result.violated == invariant::s2_token_order);
+  REQUIRE_THAT(r.result.report(), Catch::Contains("machine reboots"));
+}
+
+TEST_CASE("kit: a cleanup that deletes what it listed before a stall is caught by default",
+          "[testing/kit-faults]") {
+  // Issue 21.3: the stalled cleanup lists expired keys, then (a step later) deletes them without
+  // re-checking. The aimed stall (store_fault_options::regrant_stalls) holds its acquire between
+  // the expiry it read and another client's re-grant, so the default in-memory check_store and
+  // the durable one find it in their first schedules (it used to take ~400).
+  const conformance_report m =
+      check_store([](sim_clock c) { return locked_store<sim_clock>(c, flaw::stalled_cleanup); });
+  INFO(m.summary());
+  REQUIRE_THAT(m.summary(), Catch::Contains("S3 exclusive grants violated"));
+  REQUIRE(m.schedules <= 30);
+  conformance_options d;
+  d.durable = true;
+  const conformance_report f = check_store(
+      [](sim_clock c, const store_env& env) {
+        return file_store<sim_clock>(c, env, flaw::stalled_cleanup);
+      },
+      d);
+  INFO(f.summary());
+  REQUIRE_THAT(f.summary(), Catch::Contains("S3 exclusive grants violated"));
+  REQUIRE(f.schedules <= 30);
+}
+
+namespace {
+// What fuzz_store() runs per input, without its trap: the schedule `bytes` decode to. Returns
+// the number of random 2048-byte inputs (a fixed generator) until one violates an invariant, or
+// 0 if none of `max_inputs` does.
+template <class F>
+std::size_t inputs_to_catch(F make, const run_options& o, std::size_t max_inputs) {
+  std::mt19937_64 gen(21);
+  std::vector<std::uint8_t> bytes(2048);
+  for (std::size_t n = 1; n <= max_inputs; ++n) {
+    for (std::uint8_t& b : bytes) b = static_cast<std::uint8_t>(gen());
+    byte_source src(bytes.data(), bytes.size());
+    if (!run_schedule(src, make, o).result.ok()) return n;
+  }
+  return 0;
+}
+}  // namespace
+
+TEST_CASE("kit: the fuzz entry point names each broken example store", "[testing/kit-faults]") {
+  // Issue 21, done-when: fuzz_store() runs the contract checks once per process (here as the
+  // report it would trap with), then the schedule each input decodes to.
+  const run_options mem = store_run_options();
+  const run_options durable = durable_store_run_options();
+  auto locked = [](flaw f) { return [f](sim_clock c) { return locked_store<sim_clock>(c, f); }; };
+  auto filed = [](flaw f) {
+    return [f](sim_clock c, const store_env& env) { return file_store<sim_clock>(c, env, f); };
+  };
+  auto clock_tokens = locked(flaw::real_clock_tokens);
+  REQUIRE_THAT(holdfast::testing::detail::fuzz_contract_report(clock_tokens, mem).summary(),
+               Catch::Contains("determinism: two runs of schedule seed=1"));
+  auto narrow = filed(flaw::counter_32bit);
+  REQUIRE_THAT(holdfast::testing::detail::fuzz_contract_report(narrow, durable).summary(),
+               Catch::Contains("T1 across 2^32"));
+  auto wipes = filed(flaw::reboot_wipes_counter);
+  REQUIRE_THAT(holdfast::testing::detail::fuzz_contract_report(wipes, durable).summary(),
+               Catch::Contains("reboot: after the machine rebooted"));
+  // The correct stores pass the same contract checks; the stalled cleanup passes them too and
+  // is caught by the schedules, within a few inputs (the aimed stall).
+  auto fine = filed(flaw::none);
+  REQUIRE(holdfast::testing::detail::fuzz_contract_report(fine, durable).ok());
+  auto stalled = locked(flaw::stalled_cleanup);
+  REQUIRE(holdfast::testing::detail::fuzz_contract_report(stalled, mem).ok());
+  const std::size_t m = inputs_to_catch(stalled, mem, 200);
+  INFO("in memory: caught at input " << m);
+  REQUIRE(m != 0);
+  const std::size_t d = inputs_to_catch(filed(flaw::stalled_cleanup), durable, 200);
+  INFO("durable: caught at input " << d);
+  REQUIRE(d != 0);
+  REQUIRE(inputs_to_catch(filed(flaw::none), durable, 20) == 0);
 }
 
 TEST_CASE("kit: holders renew and inspect while others acquire, on real threads",

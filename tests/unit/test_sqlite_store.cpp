@@ -170,7 +170,7 @@ TEST_CASE("sqlite example store: durable, reopened from its file through the fac
   const auto file_backed = [](sim_clock clock, const holdfast::testing::store_env& env) {
     sqlite_options s;
     s.path = env.dir + "/leases.db";  // a new directory per schedule, the same across restarts
-    s.boot_id = "simulated";
+    s.boot_id = "boot-" + std::to_string(env.boot);  // the kit reboots the machine too
     s.sync_commits = false;  // restarts close the file cleanly: no fsync needed to reopen it
     return std::make_unique<sqlite_lease_store<sim_clock>>(s, clock);
   };

@@ -138,6 +138,7 @@ TEST_CASE("check_store: durable re-creates the store through the factory at each
   conformance_options few;
   few.schedules = 30;
   few.durable = true;
+  few.reboots = false;  // one memory_store per directory, kept across boots: no reboots here
   const conformance_report e = check_store(
       [&](sim_clock c, const store_env& env) {
         ++calls;

@@ -41,11 +41,10 @@
 // measured from there), and a store may end a lease late (it rounds up, its clock is coarse):
 // instants within history::tolerance_ns *after* hi are judged neither way. None is allowed before
 // lo: a store must never end a lease earlier than the TTL it reported (store.hpp, T2), so a grant
-// to another owner one tick before lo is an overlap (S3). So the checker never reports a violation
-// that some contract-abiding store could have produced.
+// to another owner one tick before lo is an overlap (S3). No contract-abiding store is reported.
 //
-// The code: verdict.hpp (public, included here) holds what check() answers; under testing/detail/,
-// lease_book.hpp records the leases the stores granted, regression_watch.hpp follows L2,
+// The code: verdict.hpp (public) holds what check() answers; under testing/detail/, lease_book.hpp
+// records the leases granted, regression_watch.hpp follows L2, lost_life.hpp restarts and reboots,
 // timeline.hpp writes the timeline and event_text.hpp the text forms svg.hpp shares.
 //
 // Thread-safety: check() is a pure function of its argument.
@@ -181,7 +180,7 @@ class checker {
         if (e.value == 1) belief(i, e);
         break;
       case event_kind::store_up:
-        if (e.value > 0) lost_life<checker>(h_, i, keys_, lost_);  // detail/lost_life.hpp
+        came_back<checker>(h_, i, keys_, lost_);  // detail/lost_life.hpp
         break;
       case event_kind::heal:
         heal_ = i;
@@ -309,15 +308,16 @@ class checker {
     if (!definitely_live(s, now) || s.owner == e.owner) return true;
     std::vector<std::size_t> ctx = leases_.events(e.node, e.key, s.token);
     ctx.push_back(i);
+    const granted_lease* v = leases_.find(e.node, e.key, s.token);
     fail(invariant::s3_exclusive_grants, i,
          "the store granted \"" + key_name(e.key) + "\" to " + e.owner + " while " + s.owner +
              "'s lease " + fmt_token(s.token) + " was live for another " + fmt_span(s.lo - now) +
-             " by the store's clock",
+             " by the store's clock" + overlap_cause(h_, v != nullptr ? v->grant : npos, e),
          ctx);
     return false;
   }
 
-  // S5 for renew: only the holder's live lease is extended (an expired one is not revived).
+  // S5 for renew: only the holder's live lease is extended (never from an old expiry).
   void store_renew(std::size_t i, const event& e, key_state& s, std::int64_t now) {
     const bool holder = s.held && s.owner == e.owner && s.token == e.token;
     if (!holder || definitely_expired(s, now)) {
@@ -328,9 +328,9 @@ class checker {
       }
       ctx.push_back(i);
       fail(invariant::s5_ownership, i,
-           holder ? "the store renewed " + e.owner + "'s lease " + fmt_token(e.token) +
-                        " although it had expired " + fmt_seconds(now - s.hi) +
-                        " earlier by the store's clock: an expired lease was revived"
+           holder ? "the store renewed " + e.owner + "'s lease " + fmt_token(e.token) + " " +
+                        fmt_span(now - s.hi) + " after it expired by the store's clock: renew " +
+                        "extended from the old expiry (after expiry it must answer lease_lost)"
                   : "the store renewed \"" + key_name(e.key) + "\" for " + e.owner + " " +
                         fmt_token(e.token) + ", who is not its holder (" + holder_text(s) + ")",
            ctx);

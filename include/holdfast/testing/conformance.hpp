@@ -51,7 +51,9 @@
 //     store (never with an operation inside it) and calls the factory again, which must reopen
 //     what the old one persisted; the store may also crash between two of its own steps (the
 //     operations inside it end there with an error), and come back from a lagging copy of its
-//     files that lacks its last operations (lagging_restarts);
+//     files that lacks its last operations (lagging_restarts), or be a machine reboot (reboots:
+//     every client crashes at once, the store's clock starts over, the factory gets a new
+//     store_env::boot; the store must keep its counter and drop the old boot's leases);
 //   - fuzz_store() runs one schedule per input with the same faults (store_run_options()).
 // A test that builds a store itself (a real server's) runs the parts on it directly:
 // check_contract(store, o), check_hostile_strings(store, o), check_exclusive_grants(make, o).
@@ -223,6 +225,9 @@ void run_schedules(F& make, const conformance_options& o, conformance_report& re
           "store_env::dir)");
     }
   }
+  if constexpr (factory_takes_env_v<F>) {
+    ro.store_faults.reboots = ro.store_faults.reboots || (o.durable && o.reboots);
+  }
   if (!factory_takes_clock_v<F>) {
     rep.skipped.push_back(
         "S3, S4, expiry in S5, L1 over schedules: the store's clock is not injectable");
@@ -282,6 +287,7 @@ conformance_report check_store(Factory&& make_store, const conformance_options& 
   detail::run_contract_checks(make_store, o, rep);
   if constexpr (detail::factory_takes_clock_v<F>) detail::check_coarse_clock(make_store, o, rep);
   detail::check_counter_ends(make_store, o, rep);
+  if constexpr (detail::factory_takes_clock_v<F>) detail::check_reboot(make_store, o, rep);
   detail::run_thread_checks(make_store, o, rep);
   detail::run_schedules(make_store, o, rep);
   return rep;
@@ -297,30 +303,42 @@ inline run_options store_run_options() {
 
 /// The run options for fuzz_store() on a store that claims durability: store_run_options() with
 /// restarts (each reopens the store through the factory; the store may crash between two of its
-/// steps) and, for a factory taking a store_env, restarts from a lagging copy of its files.
+/// steps) and, for a factory taking a store_env, restarts from a lagging copy of its files and
+/// machine reboots (a new store_env::boot, the store's clock started over, every client crashed).
 inline run_options durable_store_run_options() {
   run_options o = store_run_options();
   o.store_faults.restarts = true;
   o.store_faults.lagging_restarts = true;
+  o.store_faults.reboots = true;
   o.reopen_on_restart = true;
   return o;
 }
 
 namespace detail {
 
-// The contract checks of check_store (contract, hostile strings, TTL range, counter ends, and a
-// schedule run twice for determinism), once per process and factory type, for fuzz_store():
-// prints the report and traps if any fails.
+// The contract checks of check_store that fuzz_store() runs once per process (contract, hostile
+// strings, TTL range, counter ends, a reboot for a durable run, and a schedule run twice for
+// determinism), as a report.
+template <class F>
+conformance_report fuzz_contract_report(F& make, const run_options& o) {
+  conformance_options co;
+  co.run = o;
+  conformance_report rep;
+  run_contract_checks(make, co, rep);
+  if constexpr (factory_takes_clock_v<F>) check_coarse_clock(make, co, rep);
+  check_counter_ends(make, co, rep);
+  co.durable = o.reopen_on_restart && o.store_faults.reboots;
+  if constexpr (factory_takes_clock_v<F>) check_reboot(make, co, rep);
+  if constexpr (factory_takes_clock_v<F>) (void)check_determinism(make, o, 1, rep);
+  return rep;
+}
+
+// fuzz_contract_report() once per process and factory type, for fuzz_store(): prints the report
+// and traps if any check fails.
 template <class F>
 void fuzz_contract_once(F& make, const run_options& o) {
   static const bool checked = [&] {
-    conformance_options co;
-    co.run = o;
-    conformance_report rep;
-    run_contract_checks(make, co, rep);
-    if constexpr (factory_takes_clock_v<F>) check_coarse_clock(make, co, rep);
-    check_counter_ends(make, co, rep);
-    if constexpr (factory_takes_clock_v<F>) (void)check_determinism(make, o, 1, rep);
+    const conformance_report rep = fuzz_contract_report(make, o);
     if (!rep.ok()) {
       std::fprintf(stderr, "holdfast: %s", rep.summary().c_str());
       std::fflush(stderr);
@@ -361,10 +379,11 @@ template <class Runner>
 /// the contract checks of check_store() (contract, hostile strings, TTL range, counter ends, a
 /// schedule run twice for determinism) and traps with their report if one fails. For a durable
 /// store pass durable_store_run_options() (restarts, crashes between its steps, lagging
-/// copies). If an invariant is violated it prints the report, shrinks the
-/// input (shrink.hpp) and prints the minimal timeline too, then calls __builtin_trap() so
-/// libFuzzer records the input (the crash file replays the original schedule). Returns 0. A
-/// whole fuzz target is three lines (see the top of conformance.hpp).
+/// copies, machine reboots; the contract checks then reboot the store once too). If an invariant is
+/// violated it prints the report, shrinks the input (shrink.hpp) and prints the minimal timeline
+/// too, then calls __builtin_trap() so libFuzzer records the input (the crash file replays the
+/// original schedule). Returns 0. A whole fuzz target is three lines (see the top of
+/// conformance.hpp).
 template <class Factory>
 int fuzz_store(Factory&& make_store, const std::uint8_t* data, std::size_t size,
                const run_options& o = store_run_options()) {

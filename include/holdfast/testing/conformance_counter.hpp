@@ -18,6 +18,15 @@
 // A store that ignored the start (its first token is not above it) is reported as not explored
 // for that boundary, not as broken: support it, as the README asks store authors to.
 //
+// check_reboot(): the counter across a machine reboot (conformance_options::durable and reboots,
+// a factory taking a store_env). The kit grants a key and releases it, grants a second and keeps
+// it, then reboots: the store is destroyed, its clock started over, and it is reopened with
+// store_env::boot 1. Both keys granted again must get tokens above their earlier ones (a store
+// that wipes its state from an earlier boot, counter included, hands out #1 again: a stale
+// holder's writes then pass the fence). The held key must be granted too: the old boot's leases
+// are dropped (their holders died with the machine, and their expiry is on a clock that started
+// over: kept, they would hold the key for as long as the old boot's uptime).
+//
 // Thread-safety: as check_store (one thread).
 #ifndef HOLDFAST_TESTING_CONFORMANCE_COUNTER_HPP
 #define HOLDFAST_TESTING_CONFORMANCE_COUNTER_HPP
@@ -25,6 +34,7 @@
 #include <chrono>
 #include <cstdint>
 #include <limits>
+#include <memory>
 #include <string>
 
 #include "holdfast/detail/config.hpp"
@@ -118,6 +128,57 @@ void check_counter_ends(F& make, const conformance_options& o, conformance_repor
       rep.skipped.push_back("token order across " + ignored +
                             ": the store did not start its counter at store_env::counter_start "
                             "(conformance_counter.hpp)");
+    }
+  }
+}
+
+/// The token counter across a machine reboot (the file comment).
+template <class F>
+void check_reboot(F& make, const conformance_options& o, conformance_report& rep) {
+  if (!o.durable || !o.reboots) return;
+  if constexpr (!factory_takes_env_v<F>) {
+    (void)make;
+    rep.skipped.push_back(
+        "machine reboots: the factory takes no store_env, so the kit cannot tell the store it "
+        "rebooted (store_env::boot; conformance_counter.hpp)");
+  } else {
+    using Store = factory_store_t<F>;
+    seeded_source src(o.seed);
+    simulator sim(src, exact_clock_faults());
+    const node_id n = sim.add_store("store");
+    scratch_dir dir;
+    store_env env;
+    env.dir = dir.path();
+    std::unique_ptr<Store> s = make_store<Store>(make, sim.clock(n), env);
+    const std::string keys[2] = {o.key_prefix + "reboot-released", o.key_prefix + "reboot-held"};
+    std::uint64_t before[2] = {0, 0};
+    for (int k = 0; k < 2; ++k) {
+      const result<grant> g = s->try_acquire(keys[k], "before-reboot", o.run.ttl);
+      ++rep.contract_checks;
+      if (!g) return;  // the contract checks report a free key refused
+      before[k] = g->token.value();
+      if (k == 0) (void)s->release(keys[k], "before-reboot", g->token);
+    }
+    s.reset();
+    sim.advance(std::chrono::nanoseconds(o.run.ttl).count() / 2);
+    sim.restart_clock(n, 1000000);
+    ++env.boot;
+    ++env.restarts;
+    s = make_store<Store>(make, sim.clock(n), env);
+    for (int k = 0; k < 2; ++k) {
+      const result<grant> g = s->try_acquire(keys[k], "after-reboot", o.run.ttl);
+      ++rep.contract_checks;
+      if (g && g->token.value() > before[k]) continue;
+      rep.failures.push_back(
+          "reboot: after the machine rebooted (store_env::boot 0 -> 1, the store's clock started "
+          "over) the store " +
+          (g ? "granted \"" + keys[k] + "\" token #" + std::to_string(g->token.value()) +
+                   ", not above #" + std::to_string(before[k]) + " granted before the reboot"
+             : "refused \"" + keys[k] + "\" (" + error_text(g.error()) + ")" +
+                   (k == 1 ? ", keeping a lease of the earlier boot" : "")) +
+          ": keep the token counter across reboots and drop the old boot's leases (their holders "
+          "died with the machine; store_env::boot; store.hpp, T1)");
+      return;
     }
   }
 }

@@ -53,6 +53,12 @@ struct conformance_options {
   /// the fault as not explored). The store is then judged from the copy's state on (S2, S3), and
   /// the fences must still admit no second holder (S1). Default on.
   bool lagging_restarts = true;
+  /// With durable: some restarts are machine reboots (store_fault_options::reboots: every client
+  /// crashes at that instant, the store's clock starts over, the factory gets a new
+  /// store_env::boot), and a contract check reboots the store between two grants of one key
+  /// (conformance_counter.hpp). The store must keep its token counter and drop the old boot's
+  /// leases. Needs a factory taking a store_env (else reported as not explored). Default on.
+  bool reboots = true;
   /// For a store that keeps its own clock (a factory taking no sim_clock: Redis, PostgreSQL,
   /// etcd, a server's store): makes the lease on `key` (exactly as the kit passed it to the
   /// store, key_prefix included) expire now by the store's own clock: move a manual clock on,

@@ -1,14 +1,16 @@
 // SPDX-License-Identifier: MIT
 // holdfast/testing/fault_options.hpp - fault_options: which faults the simulator
-// (simulator.hpp) injects at client points and into the nodes' clocks. sim_store's network faults
-// are store_fault_options (sim_store.hpp); a schedule's are both, in run_options
-// (workload_plan.hpp).
+// (simulator.hpp) injects at client points and into the nodes' clocks; store_fault_options: which
+// faults a sim_store (sim_store.hpp) injects on the network and into the store (restarts,
+// crashes between its steps, lagging copies, machine reboots). A schedule's are both, in
+// run_options (workload_plan.hpp).
 //
 // Thread-safety: a plain value.
 #ifndef HOLDFAST_TESTING_FAULT_OPTIONS_HPP
 #define HOLDFAST_TESTING_FAULT_OPTIONS_HPP
 
 #include <chrono>
+#include <cstdint>
 
 #include "holdfast/detail/config.hpp"
 
@@ -47,6 +49,53 @@ struct fault_options {
   /// exact clock would (a reading may lag true time by almost a tick; lease.hpp, validity.hpp).
   /// Default on.
   bool client_clock_ticks = true;
+};
+
+/// Which faults a sim_store injects (all but restarts on by default).
+struct store_fault_options {
+  /// Requests spend time in flight before the store applies them. Default on.
+  bool request_delays = true;
+  /// Requests are lost before reaching the store (client gets errc::timeout). Default on.
+  bool lost_requests = true;
+  /// Replies spend time in flight. Default on.
+  bool reply_delays = true;
+  /// Replies are lost after the store applied the request (client gets errc::timeout). Default on.
+  bool lost_replies = true;
+  /// The store answers errc::store_unavailable before applying, or after applying. Default on.
+  bool errors = true;
+  /// The store goes down for a restart, at a request or between two of its own steps (the
+  /// operations inside it then end with store_unavailable), and comes back with its state
+  /// (durable stores only). Default off.
+  bool restarts = false;
+  /// Now and then (1 call in 9) an acquire or renew is applied with a shorter TTL than asked
+  /// (half to nine tenths of it, at least 1 ms), and the grant reports the TTL applied, as a store
+  /// may (store.hpp, T2; etcd's minimum TTL, a server-side cap): a holder must trust only what
+  /// the store applied. Default off (it draws one more decision per call).
+  bool shorter_ttls = false;
+  /// Some restarts come back from a copy lacking the store's last k >= 1 operations (a replica
+  /// promoted, an fsync window, a restore): grants lost, the counter back at the copy's. Needs
+  /// restarts and sim_store::keep_copies (run_schedule sets it up). Default off.
+  bool lagging_restarts = false;
+  /// Some restarts (1 in 3) are machine reboots: every client crashes at that instant (they ran
+  /// on the store's machine: an embedded store's files are local), the store's clock starts over
+  /// (it reads 1 ms when the store comes back, as a steady clock counts from boot) and the store
+  /// is reopened with a new store_env::boot. A store must then drop the old boot's leases (their
+  /// expiry is on a clock that is gone) and keep its token counter (S2 is judged across the
+  /// reboot). Needs restarts and sim_store::on_reboot (run_schedule sets it up for a factory
+  /// taking a store_env, with reopen_on_restart). Default off.
+  bool reboots = false;
+  /// Aim stalls inside a multi-step store's operation between an expiry and a re-grant: an
+  /// acquire that began once a key's lease had expired (by the store's clock), before anyone was
+  /// granted it again, is held at its first step point (1 in 2) until another client's grant
+  /// applies (at most 2 scale; detail/sim_store_aim.hpp). Catches a store that acts on what it
+  /// read before the stall (a cleanup that lists expired keys and deletes them later). Only
+  /// stores that mark step points see it. Default on.
+  bool regrant_stalls = true;
+  /// How often a request, and then its reply, spends time in flight when request_delays /
+  /// reply_delays are on: the weight of "delayed" against 40 for "delivered at once" (and 1 or 2
+  /// for each other fault). Default 10, about one stage in five (tests/unit/test_quorum_sim.cpp
+  /// gives a quorum's members 6).
+  std::uint32_t delay_weight = 10;
 };
 
 }  // namespace testing

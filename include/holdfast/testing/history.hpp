@@ -92,13 +92,15 @@ enum class event_kind : std::uint8_t {
 /// The fault injected around a store operation.
 enum class fault_note : std::uint8_t {
   none,
-  request_delayed,  ///< The request spent `value` ns in flight before the store applied it.
-  reply_delayed,    ///< The reply spent `value` ns in flight.
-  reply_lost,       ///< Applied at the store; the client got an error instead of the reply.
-  error_after,      ///< Applied at the store; the store then answered with an error.
-  store_crashed,    ///< The store crashed while the operation was inside it: not applied if it
-                    ///< had not taken effect (its later steps never ran), else applied and its
-                    ///< reply lost; the client got store_unavailable.
+  request_delayed,   ///< The request spent `value` ns in flight before the store applied it.
+  reply_delayed,     ///< The reply spent `value` ns in flight.
+  reply_lost,        ///< Applied at the store; the client got an error instead of the reply.
+  error_after,       ///< Applied at the store; the store then answered with an error.
+  store_crashed,     ///< The store crashed while the operation was inside it: not applied if it
+                     ///< had not taken effect (its later steps never ran), else applied and its
+                     ///< reply lost; the client got store_unavailable.
+  machine_rebooted,  ///< store_down / store_up: the store's machine rebooted (every client
+                     ///< crashed, the store's clock started over, store_env::boot is new).
 };
 
 /// Outcome numbers: 0 success, holdfast::errc values as themselves, any other error category
@@ -193,6 +195,8 @@ inline const char* to_string(fault_note n) noexcept {
       return "error_after";
     case fault_note::store_crashed:
       return "store_crashed";
+    case fault_note::machine_rebooted:
+      return "machine_rebooted";
   }
   return "?";
 }

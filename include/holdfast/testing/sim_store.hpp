@@ -31,7 +31,9 @@
 // downtime is over and no operation is inside the old store: a restart never destroys a store
 // with an operation inside it. The state is kept (a durable store) unless on_restart() changes or
 // replaces it (`s = std::make_unique<S>(wrapper.clock());`: a member that comes back empty) or
-// keep_copies() restores a lagging copy (lagging_restarts). A restart_budget shared by several
+// keep_copies() restores a lagging copy (lagging_restarts), or it is a machine reboot (reboots,
+// on_reboot(): every client crashes at once, the store's clock starts over, the store is
+// reopened with a new boot identity). A restart_budget shared by several
 // stores bounds how many restarts lose state ("at most N members of this quorum").
 //
 // Optional capabilities are forwarded when the wrapped store has them: inspect() (no faults, not
@@ -68,6 +70,8 @@
 #include "holdfast/fencing_token.hpp"
 #include "holdfast/result.hpp"
 #include "holdfast/store.hpp"
+#include "holdfast/testing/detail/sim_store_aim.hpp"
+#include "holdfast/testing/fault_options.hpp"
 #include "holdfast/testing/history.hpp"
 #include "holdfast/testing/simulator.hpp"
 #include "holdfast/testing/store_factory.hpp"
@@ -75,38 +79,6 @@
 namespace holdfast {
 HOLDFAST_ABI_NAMESPACE_BEGIN
 namespace testing {
-
-/// Which faults a sim_store injects (all but restarts on by default).
-struct store_fault_options {
-  /// Requests spend time in flight before the store applies them. Default on.
-  bool request_delays = true;
-  /// Requests are lost before reaching the store (client gets errc::timeout). Default on.
-  bool lost_requests = true;
-  /// Replies spend time in flight. Default on.
-  bool reply_delays = true;
-  /// Replies are lost after the store applied the request (client gets errc::timeout). Default on.
-  bool lost_replies = true;
-  /// The store answers errc::store_unavailable before applying, or after applying. Default on.
-  bool errors = true;
-  /// The store goes down for a restart, at a request or between two of its own steps (the
-  /// operations inside it then end with store_unavailable), and comes back with its state
-  /// (durable stores only). Default off.
-  bool restarts = false;
-  /// Now and then (1 call in 9) an acquire or renew is applied with a shorter TTL than asked
-  /// (half to nine tenths of it, at least 1 ms), and the grant reports the TTL applied, as a store
-  /// may (store.hpp, T2; etcd's minimum TTL, a server-side cap): a holder must trust only what
-  /// the store applied. Default off (it draws one more decision per call).
-  bool shorter_ttls = false;
-  /// Some restarts come back from a copy lacking the store's last k >= 1 operations (a replica
-  /// promoted, an fsync window, a restore): grants lost, the counter back at the copy's. Needs
-  /// restarts and sim_store::keep_copies (run_schedule sets it up). Default off.
-  bool lagging_restarts = false;
-  /// How often a request, and then its reply, spends time in flight when request_delays /
-  /// reply_delays are on: the weight of "delayed" against 40 for "delivered at once" (and 1 or 2
-  /// for each other fault). Default 10, about one stage in five (tests/unit/test_quorum_sim.cpp
-  /// gives a quorum's members 6).
-  std::uint32_t delay_weight = 10;
-};
 
 /// A LeaseStore that forwards to a wrapped Store through the simulated network (see the table at
 /// the top of sim_store.hpp), recording every applied operation in the simulator's history.
@@ -142,7 +114,7 @@ class sim_store {
   /// errc::timeout (request or reply lost), errc::store_unavailable (store error or down).
   result<grant> try_acquire(std::string_view key, std::string_view owner,
                             std::chrono::milliseconds ttl) {
-    const std::chrono::milliseconds applied = applied_ttl(ttl);
+    const std::chrono::milliseconds applied = detail::shorter_ttl(sim_, faults_, ttl);
     return perform<grant>(event_kind::store_acquire, key, owner, fencing_token{}, ttl,
                           [&]() noexcept(noexcept(inner_->try_acquire(key, owner, applied))) {
                             return inner_->try_acquire(key, owner, applied);
@@ -152,7 +124,7 @@ class sim_store {
   /// LeaseStore renew, through the simulated network (outcomes as try_acquire).
   result<grant> renew(std::string_view key, std::string_view owner, fencing_token token,
                       std::chrono::milliseconds ttl) {
-    const std::chrono::milliseconds applied = applied_ttl(ttl);
+    const std::chrono::milliseconds applied = detail::shorter_ttl(sim_, faults_, ttl);
     return perform<grant>(event_kind::store_renew, key, owner, token, ttl,
                           [&]() noexcept(noexcept(inner_->renew(key, owner, token, applied))) {
                             return inner_->renew(key, owner, token, applied);
@@ -224,6 +196,11 @@ class sim_store {
     budget_ = budget;
   }
 
+  /// Sets what a machine reboot (store_fault_options::reboots) does when the store comes back:
+  /// reopen the store with a new store_env::boot (run_schedule: ++env.boot, then the factory).
+  /// Without it no restart is a reboot.
+  void on_reboot(std::function<void(std::unique_ptr<Store>&)> fn) { on_reboot_ = std::move(fn); }
+
   /// What a lagging restart does: replaces the store by one made from the copy it was taken from.
   using restore_fn = std::function<void(std::unique_ptr<Store>&)>;
 
@@ -260,6 +237,7 @@ class sim_store {
     std::size_t index = npos;
     bool killed = false;      // the store went down while this operation was inside it
     bool may_unwind = false;  // the store's operation may throw (it is not noexcept)
+    bool aimed = false;       // its first step point was passed (regrant_stalls decided)
     event e;
   };
 
@@ -272,6 +250,7 @@ class sim_store {
   // At a `between` step point, once the calling client runs again: the store may crash here
   // (with restarts on), and an operation whose store went down ends here.
   void between_steps(call& c) {
+    if (!std::exchange(c.aimed, true)) aim_stall(c);
     if (!c.killed && faults_.restarts && c.who != no_node && !sim_.healed() &&
         !sim_.current_crashed() && sim_.weighted({30, 1}) == 1) {
       go_down(c.who);
@@ -283,20 +262,15 @@ class sim_store {
 #endif
   }
 
-  std::int64_t delay() {
-    const std::int64_t s = sim_.scale_ns();
-    switch (sim_.decide(5)) {
-      case 0:
-        return 1000000;
-      case 1:
-        return s / 50;
-      case 2:
-        return s / 10;
-      case 3:
-        return s / 2;
-      default:
-        return s * 3 / 2;
+  // store_fault_options::regrant_stalls (detail/sim_store_aim.hpp): an acquire that began once a
+  // key's lease had expired, not yet granted again, waits here (1 in 2) for another grant.
+  void aim_stall(call& c) {
+    if (!faults_.regrant_stalls || c.killed || c.who == no_node || sim_.healed() ||
+        sim_.current_crashed() || c.e.kind != event_kind::store_acquire ||
+        !aim_.expired_at(c.e.begin_local_ns) || sim_.decide(2) == 0) {
+      return;
     }
+    aim_.stall(sim_, [this, &c] { return c.killed || sim_.current_crashed(); });
   }
 
   void stamp(event& e) const {
@@ -351,16 +325,6 @@ class sim_store {
     if (e.kind != event_kind::store_raise) e.value = d;
   }
 
-  // The TTL the store applies to an acquire or renew asked for `ttl`: `ttl`, or under
-  // shorter_ttls now and then 50-90% of it (at least 1 ms).
-  std::chrono::milliseconds applied_ttl(std::chrono::milliseconds ttl) {
-    if (!faults_.shorter_ttls || sim_.current_node() == no_node || sim_.healed()) return ttl;
-    if (ttl <= std::chrono::milliseconds(1) || sim_.weighted({8, 1}) == 0) return ttl;
-    const std::int64_t tenths = 5 + static_cast<std::int64_t>(sim_.weighted({1, 1, 1, 1, 1}));
-    const std::chrono::milliseconds shorter(ttl.count() * tenths / 10);
-    return shorter > std::chrono::milliseconds::zero() ? shorter : std::chrono::milliseconds(1);
-  }
-
   // One call through the network: request, apply, reply (the table at the top of the file).
   template <class T, class Apply>
   result<T> perform(event_kind kind, std::string_view key, std::string_view owner,
@@ -401,13 +365,13 @@ class sim_store {
       case 0:
         return std::nullopt;
       case 1: {
-        const std::int64_t d = delay();
+        const std::int64_t d = detail::network_delay(sim_);
         note(c.e, fault_note::request_delayed, d);
         sim_.wait_true(d);
         return std::nullopt;
       }
       case 2:
-        sim_.wait_true(delay());
+        sim_.wait_true(detail::network_delay(sim_));
         return errc::timeout;
       case 3:
         return errc::store_unavailable;
@@ -466,7 +430,10 @@ class sim_store {
       if (r) {
         e.token = r->token.value();
         e.ttl_ms = r->ttl.count();
+        aim_.granted(e.key, e.kind == event_kind::store_acquire, e.local_ns, e.ttl_ms);
       }
+    } else if (r && e.kind == event_kind::store_release) {
+      aim_.released(e.key);
     }
     return r;
   }
@@ -480,14 +447,14 @@ class sim_store {
       case 0:
         return std::nullopt;
       case 1: {
-        const std::int64_t d = delay();
+        const std::int64_t d = detail::network_delay(sim_);
         note(event_of(c), fault_note::reply_delayed, d);
         sim_.wait_true(d);
         return std::nullopt;
       }
       case 2:
         note(event_of(c), fault_note::reply_lost, 0);
-        sim_.wait_true(delay());
+        sim_.wait_true(detail::network_delay(sim_));
         return errc::timeout;
       default:
         note(event_of(c), fault_note::error_after, 0);
@@ -548,16 +515,37 @@ class sim_store {
     // operations the copy lacks.
     lagging_armed_ = restart_armed_ && restore_ && copy_lags_ > 0 && faults_.lagging_restarts &&
                      sim_.decide(2) == 1;
+    reboot_armed_ = !lagging_armed_ && on_reboot_ && faults_.reboots && sim_.decide(3) == 2;
     if (budget_ != nullptr && restart_armed_ && (on_restart_ || lagging_armed_)) --budget_->left;
     for (call* c : calls_) c->killed = true;
     event e = sim_.make_event(event_kind::store_down, node_);
     e.peer = inside;
     e.value = inside == no_node ? 0 : 1;
+    if (reboot_armed_) e.note = fault_note::machine_rebooted;
     sim_.log().add(std::move(e));
+    if (reboot_armed_) sim_.crash_clients();  // every process on the machine, at this instant
+  }
+
+  // A machine reboot's return: the store's clock starts over (1 ms since boot), the lagging copy
+  // (of an earlier boot) is dropped, and on_reboot reopens the store with a new boot identity.
+  void come_back_rebooted() {
+    // high_water_ stays: a store that kept the old boot's leases frees them once its new clock
+    // passes their old expiry, and L1 allows for that (it should drop them: store_env::boot).
+    sim_.restart_clock(node_, 1000000);
+    restore_ = nullptr;
+    copy_lags_ = 0;
+    event up = sim_.make_event(event_kind::store_up, node_);
+    up.note = fault_note::machine_rebooted;
+    sim_.log().add(std::move(up));
+    on_reboot_(inner_);
   }
 
   void come_back() {
     down_until_ = -1;
+    if (std::exchange(reboot_armed_, false)) {
+      restart_armed_ = false;
+      return come_back_rebooted();
+    }
     event up = sim_.make_event(event_kind::store_up, node_);
     if (lagging_armed_) {
       up.value = copy_lags_;
@@ -587,9 +575,12 @@ class sim_store {
   std::int64_t copy_lags_ = 0;                   // operations applied since it was taken
   std::uint64_t copy_at_ = 0;                    // history events before it
   bool lagging_armed_ = false;                   // this restart restores the lagging copy
+  std::function<void(std::unique_ptr<Store>&)> on_reboot_;
+  bool reboot_armed_ = false;  // this restart is a machine reboot
   bool record_ = true;
   std::int64_t down_until_ = -1;
   std::int64_t high_water_ = 0;
+  detail::regrant_aim aim_;   // regrant_stalls
   std::vector<call*> calls_;  // operations in progress (several, when a multi-step store yields)
 };
 

@@ -214,6 +214,15 @@ class simulator {
     log_.add(std::move(e));
   }
 
+  /// Restarts node `n`'s clock as a machine reboot does (a steady clock counts from boot): from
+  /// now on it reads `local_ns` plus the time since. Not recorded here (sim_store's store_up
+  /// says it) and S4 goes on: the reboot crashes the holders whose beliefs S4 judges.
+  void restart_clock(node_id n, std::int64_t local_ns) {
+    node& nd = nodes_.at(n);
+    nd.rebase(now_);
+    nd.base_local = local_ns;
+  }
+
   /// Returns the largest per-clock rate error (ppm) that keeps any two clocks within
   /// `drift` of each other: (1+e)/(1-e) <= 1/(1-drift), i.e. e <= drift/(2-drift).
   [[nodiscard]] static std::int32_t drift_ppm_bound(double drift) noexcept {
@@ -272,6 +281,14 @@ class simulator {
     task* t = sched_.current();
     if (t == nullptr || t->crashed) return;
     crash(*t);
+  }
+
+  /// Crashes every client that is still running, now (a machine reboot takes all its processes
+  /// at one instant); records each. Each restarts as after crash_current().
+  void crash_clients() {
+    sched_.for_each_live([this](task& t) {
+      if (!t.crashed) crash(t);
+    });
   }
 
   /// Called by a crashed client once its last call has drained: waits a downtime drawn from the

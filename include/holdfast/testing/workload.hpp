@@ -122,6 +122,16 @@ run_result run_schedule_impl(decision_source& src, Factory& make_store, const ru
         s = make_store_from<Store>(make_store, store.clock(), env);
       });
     }
+    if constexpr (factory_takes_env_v<Factory>) {
+      if (o.reopen_on_restart && o.store_faults.reboots) {
+        store.on_reboot([&make_store, &env, &store](std::unique_ptr<Store>& s) {
+          s.reset();
+          ++env.restarts;
+          ++env.boot;  // a new boot identity: the old boot's leases died with its processes
+          s = make_store_from<Store>(make_store, store.clock(), env);
+        });
+      }
+    }
     if (o.store_faults.lagging_restarts) (void)keep_lagging_copies(store, make_store, env);
     if (simulated_clock) {
       sim.log().primary_store = store.node();

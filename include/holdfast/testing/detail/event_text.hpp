@@ -6,6 +6,7 @@
 #ifndef HOLDFAST_TESTING_DETAIL_EVENT_TEXT_HPP
 #define HOLDFAST_TESTING_DETAIL_EVENT_TEXT_HPP
 
+#include <cstddef>
 #include <cstdint>
 #include <cstdio>
 #include <string>
@@ -26,6 +27,26 @@ inline std::string fmt_seconds(std::int64_t ns) {
   return buf;
 }
 
+// A time in seconds with `decimals` decimals (3, 6 or 9): a timeline whose events are 1 ns apart
+// prints them 1 ns apart.
+inline std::string fmt_seconds(std::int64_t ns, int decimals) {
+  char buf[48];
+  std::snprintf(buf, sizeof buf, "%.*fs", decimals, static_cast<double>(ns) / 1e9);
+  return buf;
+}
+
+// The decimals a list of times needs so that no two different ones print alike: 3 when they are
+// at least 1 ms apart, 6 for 1 us, else 9.
+template <class Times>
+int decimals_for(const Times& sorted) {
+  std::int64_t gap = 1000000;
+  for (std::size_t k = 1; k < sorted.size(); ++k) {
+    const std::int64_t d = sorted[k] - sorted[k - 1];
+    if (d > 0 && d < gap) gap = d;
+  }
+  return gap >= 1000000 ? 3 : gap >= 1000 ? 6 : 9;
+}
+
 // A span that may be as short as one clock tick: seconds, or ns/us when under a millisecond (a
 // lease ended one tick early must not read "live for another 0.000s").
 inline std::string fmt_span(std::int64_t ns) {
@@ -38,6 +59,19 @@ inline std::string fmt_span(std::int64_t ns) {
     std::snprintf(buf, sizeof buf, "%.3fus", static_cast<double>(ns) / 1e3);
   }
   return buf;
+}
+
+// Why a grant overlapped a live lease (S3's message): an operation that began before the lease it
+// overrode was granted acted on what it read before a stall (the harm is that earlier read); else
+// the store ended the lease before the TTL it reported, a T2 matter.
+inline std::string overlap_cause(const history& h, std::size_t victim_grant, const event& e) {
+  if (victim_grant < h.events.size() && e.begin_local_ns != 0 &&
+      e.begin_local_ns < h.events[victim_grant].local_ns) {
+    return ": this operation began " + fmt_span(e.local_ns - e.begin_local_ns) +
+           " earlier, before that lease was granted, and acted on what it read then (a step that "
+           "frees a key must re-check, in that step, that the key is still expired)";
+  }
+  return ": the store ended that lease before the TTL it reported (store.hpp, T2)";
 }
 
 inline std::string fmt_token(std::uint64_t t) {

@@ -56,6 +56,20 @@ void lost_life(const history& h, std::size_t i, Keys& keys, lost_grants& lost) {
   }
 }
 
+// At a store_up event `i`: a lagging restart's (value > 0) rewinds the store's records as above;
+// a machine reboot's (note machine_rebooted) ends every lease on that store (their holders
+// crashed with the machine, and the clock their expiry was on started over) and keeps each key's
+// highest token, so S2 is judged across the reboot (a counter wiped by it is caught there).
+template <class Checker, class Keys>
+void came_back(const history& h, std::size_t i, Keys& keys, lost_grants& lost) {
+  const event& e = h.events[i];
+  if (e.value > 0) lost_life<Checker>(h, i, keys, lost);
+  if (e.note != fault_note::machine_rebooted) return;
+  for (auto& kv : keys) {
+    if (kv.first.first == e.node) kv.second.held = false;
+  }
+}
+
 }  // namespace detail
 }  // namespace testing
 HOLDFAST_ABI_NAMESPACE_END

@@ -132,6 +132,14 @@ class sim_scheduler {
     fiber::switch_to(t.fib, main_);
   }
 
+  /// Calls `f(task&)` for every task not yet finished (e.g. to crash them all at one instant).
+  template <class F>
+  void for_each_live(F&& f) {
+    for (const std::unique_ptr<sim_task>& t : tasks_) {
+      if (!t->done) f(*t);
+    }
+  }
+
   /// Returns how many times the loop switched into a task.
   [[nodiscard]] std::uint64_t switches() const noexcept {
     return switches_;

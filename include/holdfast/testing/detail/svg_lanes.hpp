@@ -200,6 +200,7 @@ inline void draw_fault(canvas& c, std::size_t i, int lane) {
   const double y = c.lay.lane_y(lane) + layout::lane_h - 9;
   switch (e.note) {
     case fault_note::none:
+    case fault_note::machine_rebooted:  // store_down / store_up: drawn as the outage
       return;
     case fault_note::request_delayed:
     case fault_note::reply_delayed: {

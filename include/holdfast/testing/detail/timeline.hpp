@@ -157,6 +157,10 @@ class timeline {
   // At most 16 lines: the first 3, a "... (N more)" line, and the last 13.
   static std::string format(const std::vector<line>& lines) {
     constexpr std::size_t max_lines = 16;
+    std::vector<std::int64_t> times;
+    for (const line& l : lines) times.push_back(l.t);
+    std::sort(times.begin(), times.end());
+    const int decimals = decimals_for(times);  // 1 ns apart prints 1 ns apart
     std::string out;
     std::size_t skipped = 0;
     for (std::size_t k = 0; k < lines.size(); ++k) {
@@ -168,8 +172,9 @@ class timeline {
         out += "  ...    (" + std::to_string(skipped) + " more)\n";
         skipped = 0;
       }
-      char buf[32];
-      std::snprintf(buf, sizeof buf, "  t=%-9s ", fmt_seconds(lines[k].t).c_str());
+      char buf[48];
+      std::snprintf(buf, sizeof buf, "  t=%-*s ", decimals + 6,
+                    fmt_seconds(lines[k].t, decimals).c_str());
       out += buf;
       out += lines[k].text;
       out += '\n';
@@ -297,6 +302,9 @@ class timeline {
     const std::string& node = h_.node_name(e.node);
     switch (e.kind) {
       case event_kind::store_down:
+        if (e.note == fault_note::machine_rebooted) {
+          return {node + "'s machine reboots: every client on it crashes at this instant", {}};
+        }
         if (e.value == 1) {
           return {node + " crashes between two steps of " + h_.node_name(e.peer) +
                       "'s operation and goes down (restart)",
@@ -304,6 +312,13 @@ class timeline {
         }
         return {node + " goes down (restart)", {}};
       case event_kind::store_up:
+        if (e.note == fault_note::machine_rebooted) {
+          return {node +
+                      " is back after the reboot (a new boot identity; its clock started over "
+                      "at " +
+                      fmt_seconds(e.local_ns) + ")",
+                  {}};
+        }
         if (e.value > 0) {
           return {node + " is back from a lagging copy: it lost its last " +
                       std::to_string(e.value) + " operation(s) (grants, renewals, releases; " +
@@ -360,6 +375,7 @@ class timeline {
   static void annotate_fault(const event& e, std::string& act) {
     switch (e.note) {
       case fault_note::none:
+      case fault_note::machine_rebooted:  // store_down / store_up: said by fault()
         break;
       case fault_note::request_delayed:
         act += " [request in flight " + fmt_seconds(e.value) + "]";
