@@ -114,12 +114,14 @@
 #include <unordered_map>
 #include <utility>
 
+#include "holdfast/deployment.hpp"
 #include "holdfast/detail/config.hpp"
 #include "holdfast/error.hpp"
 #include "holdfast/fencing_token.hpp"
 #include "holdfast/result.hpp"
 #include "holdfast/store.hpp"
 #include "holdfast/stores/detail/etcd_calls.hpp"
+#include "holdfast/stores/detail/etcd_deployment.hpp"
 #include "holdfast/stores/detail/etcd_encoding.hpp"
 #include "holdfast/stores/detail/etcd_json.hpp"
 #include "holdfast/stores/detail/etcd_link.hpp"
@@ -252,6 +254,15 @@ class etcd_store : public detail::link_client<detail::etcd_link> {
         std::chrono::milliseconds(*left * 1000)}};
   }
 
+  /// Returns what this store reads about its cluster now, in two requests (deployment.hpp,
+  /// detail/etcd_deployment.hpp): members, version, leader, revision, and its life (the cluster
+  /// ID). Risks: a revision that went back since this store started (a restore), an even member
+  /// count. \returns the report; store_unavailable, timeout, protocol_error.
+  result<deployment_report> deployment() {
+    auto guard = link_.lock();
+    return detail::read_etcd_deployment(link_);
+  }
+
   /// Returns etcd's current revision: every token issued so far is at most this. One round trip.
   /// \returns store_unavailable, timeout, protocol_error.
   result<fencing_token> revision() {
@@ -278,25 +289,26 @@ class etcd_store : public detail::link_client<detail::etcd_link> {
                         "etcd: raise_token_floor: " + std::to_string(floor.value() - now->value()) +
                             " revisions to skip is more than max_steps");
     }
-    std::string k = link_.options().key_prefix + std::string(detail::etcd_hashed_marker) + "floor";
-    body_.assign(R"({"key":")");
-    b64_append(k);
-    body_ += R"(","value":"")";
-    body_ += "}";
-    const std::string put = body_;
-    std::uint64_t rev = now->value();
-    while (rev < floor.value()) {
-      result<nlohmann::json> r = link_.post("/kv/put", put);
-      if (!r) return r.error();
-      const std::optional<std::int64_t> got = detail::etcd_revision(*r);
-      if (!got) return shape("raise_token_floor");
-      rev = static_cast<std::uint64_t>(*got);
+    const std::string k =
+        link_.options().key_prefix + std::string(detail::etcd_hashed_marker) + "floor";
+    if (std::error_code ec =
+            detail::etcd_raise_floor(link_, body_, k, static_cast<std::int64_t>(now->value()),
+                                     static_cast<std::int64_t>(floor.value()), orphans_)) {
+      return ec;
     }
-    body_.assign(R"({"key":")");
-    b64_append(k);
-    body_ += R"("})";
-    result<nlohmann::json> r = link_.post("/kv/deleterange", body_);  // one more revision
-    if (!r) return r.error();
+    return {};
+  }
+
+  /// Takes the calling thread's place in a wait queue (taken by try_acquire_queued) out again,
+  /// for a caller that will not wait after all (store.hpp's leave_queue capability): one revoke
+  /// of the place's lease, which deletes its entry, so the waiter behind it watches the next one
+  /// at once (none if it holds no place). A place in another key's queue is left too. If the
+  /// revoke fails, the store revokes it at its next attempt (else the entry lasts until its
+  /// lease's TTL). \returns success; errc::invalid_argument for an empty key.
+  result<void> leave_queue(std::string_view key) {
+    if (key.empty()) return errc::invalid_argument;
+    auto guard = link_.lock();
+    if (std::optional<detail::etcd_ticket> t = tickets_.take()) give_back(t->lease);
     return {};
   }
 
@@ -338,9 +350,10 @@ class etcd_store : public detail::link_client<detail::etcd_link> {
       return link_.fail(errc::invalid_argument, etcd_owner_over_limit(owner.size()));
     const std::int64_t seconds = (ttl.count() + 999) / 1000;
     const std::string k = lease_key(key);
+    detail::etcd_before_attempt(link_, body_, orphans_);  // orphans; a new life
     std::optional<detail::etcd_ticket> t = tickets_.take();
     if (t && (t->key != k || t->seconds != seconds)) {  // a place in another queue: left
-      (void)revoke(t->lease, nullptr);
+      give_back(t->lease);
       t.reset();
     }
     std::int64_t id = 0;
@@ -363,6 +376,8 @@ class etcd_store : public detail::link_client<detail::etcd_link> {
       if (!lease) return lease.error();
       std::tie(id, applied_s) = *lease;
     }
+    // Its answer showed a new life: raise past this store's tokens before drawing one.
+    if (link_.new_life()) detail::etcd_before_attempt(link_, body_, orphans_);
     std::string entry;
     if (t) {
       entry = std::move(t->entry);
@@ -375,9 +390,7 @@ class etcd_store : public detail::link_client<detail::etcd_link> {
     if (!r) {
       // Nobody was told of a grant, so the lease goes back at once (with the key, if the
       // transaction applied); one attempt, on the next member; the caller hears of the failure.
-      std::string why = link_.last_error();
-      (void)revoke(id, nullptr);
-      link_.fail(errc::store_unavailable, std::move(why));
+      give_back(id);
       return r.error();
     }
     detail::etcd_ticket next =
@@ -410,7 +423,7 @@ class etcd_store : public detail::link_client<detail::etcd_link> {
       return grant{fencing_token(static_cast<std::uint64_t>(kv->create_revision)), reported};
     }
     if (kv && kv->lease == 0) {
-      (void)revoke(id, nullptr);
+      give_back(id);
       return link_.fail(errc::protocol_error,
                         "etcd: acquire: the key has no lease (not written by holdfast)");
     }
@@ -418,7 +431,7 @@ class etcd_store : public detail::link_client<detail::etcd_link> {
       // The holder itself asks again (a retry after a lost reply): same token, its own lease
       // refreshed, and the lease granted above (and any queue entry on it) given back.
       result<std::int64_t> left = keepalive(kv->lease);
-      (void)revoke(id, nullptr);
+      give_back(id);
       if (!left) return left.error();
       if (*left <= 0) return errc::busy;  // expired, not yet deleted: etcd still has the key
       remember(k, owner, kv->create_revision, kv->lease);
@@ -428,13 +441,13 @@ class etcd_store : public detail::link_client<detail::etcd_link> {
     // Another owner holds it (a vanished key is impossible in one transaction: busy too): the
     // thread stays queued on the lease, or gives it back; its wait starts from this answer.
     if (!queue) {
-      (void)revoke(id, nullptr);
+      give_back(id);
       if (kv) sightings_.note(k, rev.value_or(0), kv->lease);
       return errc::busy;
     }
     const nlohmann::json* ahead = detail::etcd_txn_range(r, n - 1, n);
     if (!rev || ahead == nullptr || !detail::etcd_read_ahead(*ahead, next.entry, next.ahead)) {
-      (void)revoke(id, nullptr);
+      give_back(id);
       return shape("acquire");
     }
     if (!queued_before) next.entry_revision = *rev;  // the entry was put by this transaction
@@ -443,13 +456,6 @@ class etcd_store : public detail::link_client<detail::etcd_link> {
     tickets_.put(std::move(next));
     return errc::busy;
   }
-
-  struct remembered {
-    std::string owner;
-    std::int64_t token = 0;
-    std::int64_t lease = 0;
-    std::uint64_t age = 0;
-  };
 
   const std::string& lease_key(std::string_view key) {
     key_.assign(link_.options().key_prefix);
@@ -461,9 +467,17 @@ class etcd_store : public detail::link_client<detail::etcd_link> {
 
   void number_body(const char* field, std::int64_t n) { detail::etcd_number_body(body_, field, n); }
   std::error_code shape(const char* op) { return detail::etcd_shape(link_, op); }
+  // A lease of the store's choosing (so a lost reply can still be revoked), or the error after
+  // giving it back.
   result<std::pair<std::int64_t, std::int64_t>> grant_lease(std::int64_t seconds) {
-    return detail::etcd_grant_lease(link_, body_, seconds);
+    const std::int64_t id = detail::etcd_new_lease_id();
+    result<std::pair<std::int64_t, std::int64_t>> r =
+        detail::etcd_grant_lease(link_, body_, seconds, id);
+    if (!r) give_back(id);
+    return r;
   }
+  // Revokes a lease nobody was told of, now or at the next attempt (detail::etcd_orphans).
+  void give_back(std::int64_t id) { orphans_.give_back(link_, body_, id); }
   result<std::int64_t> keepalive(std::int64_t id) {
     return detail::etcd_keepalive(link_, body_, id);
   }
@@ -476,13 +490,9 @@ class etcd_store : public detail::link_client<detail::etcd_link> {
   }
 
   result<fencing_token> current_revision() {
-    body_.assign(R"({"key":")");
-    b64_append(link_.options().key_prefix);
-    body_ += R"(","count_only":true})";
-    result<nlohmann::json> r = link_.post("/kv/range", body_);
-    if (!r) return r.error();
-    const std::optional<std::int64_t> rev = detail::etcd_revision(*r);
-    if (!rev) return shape("revision");
+    result<std::int64_t> rev =
+        detail::etcd_current_revision(link_, body_, link_.options().key_prefix);
+    if (!rev) return rev.error();
     return fencing_token(static_cast<std::uint64_t>(*rev));
   }
 
@@ -495,10 +505,7 @@ class etcd_store : public detail::link_client<detail::etcd_link> {
   // The lease of the grant (k, owner, token): remembered, or read from the key. 0: not held.
   result<std::int64_t> lease_of(const std::string& k, std::string_view owner, fencing_token token) {
     const auto t = static_cast<std::int64_t>(token.value());
-    const auto it = remembered_.find(k);
-    if (it != remembered_.end() && it->second.token == t && it->second.owner == owner) {
-      return it->second.lease;
-    }
+    if (const std::int64_t* id = remembered_.find(k, owner, t)) return *id;
     result<std::optional<detail::etcd_kv>> kv = range(k);
     if (!kv) return kv.error();
     if (!*kv || (*kv)->create_revision != t || (*kv)->value != owner) return std::int64_t{0};
@@ -567,30 +574,15 @@ class etcd_store : public detail::link_client<detail::etcd_link> {
 
   void remember(const std::string& k, std::string_view owner, std::int64_t token,
                 std::int64_t lease) {
-    const std::size_t cap = link_.options().remembered_grants;
-    if (cap == 0) return;
-    if (remembered_.size() >= cap && remembered_.find(k) == remembered_.end()) {
-      // Forget the oldest (a linear scan, only when full: renew and release stay O(1)).
-      auto oldest = remembered_.begin();
-      for (auto it = remembered_.begin(); it != remembered_.end(); ++it) {
-        if (it->second.age < oldest->second.age) oldest = it;
-      }
-      remembered_.erase(oldest);
-    }
-    remembered& r = remembered_[k];
-    r.owner.assign(owner.data(), owner.size());
-    r.token = token;
-    r.lease = lease;
-    r.age = ++clock_;
+    remembered_.put(link_.options().remembered_grants, k, owner, token, lease);
   }
-
   void forget(const std::string& k) { remembered_.erase(k); }
 
-  std::unordered_map<std::string, remembered> remembered_;  // guarded by the link's mutex
-  detail::etcd_sightings sightings_;                        // guarded by the link's mutex
-  detail::etcd_tickets tickets_;                            // guarded by the link's mutex
-  std::uint64_t clock_ = 0;
-  std::string key_;  // scratch buffers, guarded by the link's mutex
+  detail::etcd_remembered remembered_;  // guarded by the link's mutex
+  detail::etcd_sightings sightings_;    // guarded by the link's mutex
+  detail::etcd_tickets tickets_;        // guarded by the link's mutex
+  detail::etcd_orphans orphans_;        // guarded by the link's mutex
+  std::string key_;                     // scratch buffers, guarded by the link's mutex
   std::string body_;
 };
 

@@ -1,8 +1,10 @@
 // SPDX-License-Identifier: MIT
 // holdfast/stores/detail/etcd_calls.hpp - the single gateway requests etcd_store is built of
 // (lease grant, keepalive, revoke, time-to-live, key range) with their answers shape-checked, and
-// the reading of a transaction's responses. Each takes the link (held locked by the caller) and a
-// scratch body. Not for users (stores/etcd.hpp is the public header).
+// the reading of a transaction's responses, and what keeps a lost reply from leaving a lease
+// behind (client-chosen lease IDs, etcd_orphans, the leased floor key of etcd_raise_floor). Each
+// takes the link (held locked by the caller) and a scratch body. Not for users (stores/etcd.hpp
+// is the public header).
 #ifndef HOLDFAST_STORES_DETAIL_ETCD_CALLS_HPP
 #define HOLDFAST_STORES_DETAIL_ETCD_CALLS_HPP
 
@@ -10,9 +12,13 @@
 #include <cstdint>
 #include <nlohmann/json.hpp>
 #include <optional>
+#include <random>
 #include <string>
+#include <string_view>
 #include <system_error>
+#include <unordered_map>
 #include <utility>
+#include <vector>
 
 #include "holdfast/detail/config.hpp"
 #include "holdfast/error.hpp"
@@ -41,16 +47,34 @@ inline std::error_code etcd_shape(etcd_link& link, const char* op) {
       std::string("etcd: ") + op + ": an answer of unexpected shape from " + link.endpoint());
 }
 
-/// lease/grant: {id, applied TTL in seconds}.
+/// A lease ID of the client's choosing, in [1, 2^63-1] (etcd takes LeaseGrantRequest.ID; 0 would
+/// let it choose): a grant whose reply is lost can still be revoked by its ID (issue 22). 63
+/// random bits: a clash with a live lease (etcd answers "lease already exists", an error, never
+/// a shared lease) has odds of n / 2^63 for n live leases.
+inline std::int64_t etcd_new_lease_id() {
+  thread_local std::mt19937_64 gen{[] {
+    std::random_device rd;
+    return (static_cast<std::uint64_t>(rd()) << 32) ^ rd();
+  }()};
+  std::int64_t id = 0;
+  while (id == 0) id = static_cast<std::int64_t>(gen() >> 1);
+  return id;
+}
+
+/// lease/grant of lease `id` (etcd_new_lease_id): {id, applied TTL in seconds}. On an error the
+/// lease may exist all the same (a lost reply): the caller revokes `id`.
 inline result<std::pair<std::int64_t, std::int64_t>> etcd_grant_lease(etcd_link& link,
                                                                       std::string& body,
-                                                                      std::int64_t seconds) {
+                                                                      std::int64_t seconds,
+                                                                      std::int64_t want) {
   etcd_number_body(body, "TTL", seconds);
+  body.pop_back();
+  body += R"(,"ID":")" + std::to_string(want) + R"("})";
   result<nlohmann::json> r = link.post("/lease/grant", body);
   if (!r) return r.error();
   std::int64_t id = 0;
   std::int64_t applied = 0;
-  if (!json_int64(*r, "ID", id) || !json_int64(*r, "TTL", applied) || id == 0 || applied <= 0) {
+  if (!json_int64(*r, "ID", id) || !json_int64(*r, "TTL", applied) || id != want || applied <= 0) {
     const auto e = r->find("error");  // LeaseGrantResponse has an "error" text field
     if (e != r->end() && e->is_string() && !e->get_ref<const std::string&>().empty()) {
       return link.fail(errc::store_unavailable, "etcd: lease grant: " + e->get<std::string>());
@@ -94,6 +118,40 @@ inline std::error_code etcd_revoke(etcd_link& link, std::string& body, std::int6
   return {};
 }
 
+/// Leases this store granted and must give back but could not (the revoke failed too: the member
+/// is down, the reply lost): revoked at the store's next attempt, so a lease (and the key or
+/// queue entry bound to it) outlives its failed caller only until the store is used again, or
+/// its TTL. At most 256 (beyond that the oldest are left to their TTL). Guarded by the link's
+/// mutex.
+class etcd_orphans {
+ public:
+  /// Revokes lease `id`; if that fails, keeps it for settle(). Keeps the link's last error.
+  void give_back(etcd_link& link, std::string& body, std::int64_t id) {
+    const std::string why = link.last_error();
+    if (etcd_revoke(link, body, id, nullptr)) keep(id);
+    link.fail(errc::store_unavailable, why);  // the caller reports its own failure
+  }
+  /// One revoke of each kept lease; those that fail again stay.
+  void settle(etcd_link& link, std::string& body) {
+    if (ids_.empty()) return;
+    const std::string why = link.last_error();
+    std::vector<std::int64_t> left;
+    for (std::int64_t id : ids_) {
+      if (etcd_revoke(link, body, id, nullptr)) left.push_back(id);
+    }
+    ids_.swap(left);
+    link.fail(errc::store_unavailable, why);
+  }
+  [[nodiscard]] std::size_t size() const noexcept { return ids_.size(); }
+
+ private:
+  void keep(std::int64_t id) {
+    if (ids_.size() >= 256) ids_.erase(ids_.begin());
+    ids_.push_back(id);
+  }
+  std::vector<std::int64_t> ids_;
+};
+
 /// kv/range of `k`; *revision (if given) is the answer's.
 inline result<std::optional<etcd_kv>> etcd_range(etcd_link& link, std::string& body,
                                                  const std::string& k,
@@ -118,6 +176,137 @@ inline const nlohmann::json* etcd_txn_range(const nlohmann::json& txn, std::size
     return nullptr;
   }
   return json_object((*responses)[index], "response_range");
+}
+
+/// The lease of each grant this store made (key -> owner, token, lease), for renew and release;
+/// at most `cap` keys (the oldest forgotten first). Guarded by the link's mutex.
+class etcd_remembered {
+ public:
+  /// The lease of grant (k, owner, token), or nullptr if not remembered.
+  const std::int64_t* find(const std::string& k, std::string_view owner, std::int64_t token) const {
+    const auto it = map_.find(k);
+    if (it == map_.end() || it->second.token != token || it->second.owner != owner) return nullptr;
+    return &it->second.lease;
+  }
+  void put(std::size_t cap, const std::string& k, std::string_view owner, std::int64_t token,
+           std::int64_t lease) {
+    if (cap == 0) return;
+    if (map_.size() >= cap && map_.find(k) == map_.end()) {
+      // Forget the oldest (a linear scan, only when full: renew and release stay O(1)).
+      auto oldest = map_.begin();
+      for (auto it = map_.begin(); it != map_.end(); ++it) {
+        if (it->second.age < oldest->second.age) oldest = it;
+      }
+      map_.erase(oldest);
+    }
+    entry& r = map_[k];
+    r.owner.assign(owner.data(), owner.size());
+    r.token = token;
+    r.lease = lease;
+    r.age = ++clock_;
+  }
+  void erase(const std::string& k) { map_.erase(k); }
+
+ private:
+  struct entry {
+    std::string owner;
+    std::int64_t token = 0;
+    std::int64_t lease = 0;
+    std::uint64_t age = 0;
+  };
+  std::unordered_map<std::string, entry> map_;
+  std::uint64_t clock_ = 0;
+};
+
+/// etcd's current revision (a count-only range under `prefix`).
+inline result<std::int64_t> etcd_current_revision(etcd_link& link, std::string& body,
+                                                  const std::string& prefix) {
+  body.assign(R"({"key":")");
+  base64_append(prefix, body);
+  body += R"(","count_only":true})";
+  result<nlohmann::json> r = link.post("/kv/range", body);
+  if (!r) return r.error();
+  const std::optional<std::int64_t> rev = etcd_revision(*r);
+  if (!rev) return etcd_shape(link, "revision");
+  return *rev;
+}
+
+/// etcd_store::raise_token_floor's writes, from revision `now` to at least `floor`: puts of key
+/// `k` (no lease key's name), bound to a lease of its own (60 s), until the revision reaches
+/// `floor`, then the lease is revoked, which deletes the key (one more revision). A step that
+/// fails leaves nothing for longer than that lease: it is revoked at once, or by `orphans`.
+inline std::error_code etcd_raise_floor(etcd_link& link, std::string& body, const std::string& k,
+                                        std::int64_t now, std::int64_t floor,
+                                        etcd_orphans& orphans) {
+  const std::int64_t id = etcd_new_lease_id();
+  result<std::pair<std::int64_t, std::int64_t>> lease = etcd_grant_lease(link, body, 60, id);
+  if (!lease) {
+    orphans.give_back(link, body, id);  // the grant may have applied
+    return lease.error();
+  }
+  body.assign(R"({"key":")");
+  base64_append(k, body);
+  body += R"(","value":"","lease":")" + std::to_string(id) + R"("})";
+  const std::string put = body;
+  // At least one put: the revoke adds a revision only if it deletes the key.
+  for (std::int64_t rev = now; rev == now || rev + 1 < floor;) {  // the revoke makes one more
+    result<nlohmann::json> r = link.post("/kv/put", put);
+    if (!r) {
+      orphans.give_back(link, body, id);
+      return r.error();
+    }
+    const std::optional<std::int64_t> got = etcd_revision(*r);
+    if (!got) {
+      orphans.give_back(link, body, id);
+      return etcd_shape(link, "raise_token_floor");
+    }
+    rev = *got;
+  }
+  bool found = false;
+  if (std::error_code ec = etcd_revoke(link, body, id, &found)) {
+    orphans.give_back(link, body, id);
+    return ec;
+  }
+  return {};
+}
+
+/// What every attempt of etcd_store does first: revokes the leases earlier failures could not
+/// give back (etcd_orphans), and, after the link saw a new life (etcd_link::new_life: a snapshot
+/// restore rewound the revision, or another cluster ID), raises the revision to the highest one
+/// this store ever saw, so that its next grant's token passes every token etcd issued to it
+/// (issue 20 part 3). Why that suffices for this store's tokens and never goes below an admitted
+/// one: a fence admitted only tokens some grant reported, every grant to this store is a revision
+/// an answer showed it (<= highest_revision), and the raise only writes while etcd's revision is
+/// below that (raise_token_floor's writes: never lowers, a repeated raise is one read). Tokens
+/// other processes got from the lost revisions are theirs to cover: their stores raise on their
+/// next attempt the same way; a process gone since needs raise_token_floor(newest admitted) or
+/// `etcdutl snapshot restore --bump-revision`. A gap of more than 100000 revisions is left to
+/// the operator (one write per revision), reported in last_error_message() when it happens.
+inline void etcd_before_attempt(etcd_link& link, std::string& body, etcd_orphans& orphans) {
+  orphans.settle(link, body);
+  if (!link.new_life()) return;
+  const std::string why = link.last_error();
+  const std::int64_t floor = link.highest_revision();
+  result<std::int64_t> now = etcd_current_revision(link, body, link.options().key_prefix);
+  if (!now) return;  // the next attempt tries again
+  if (*now >= floor) {
+    link.settle_life();
+    link.fail(errc::store_unavailable, why);
+    return;
+  }
+  if (floor - *now > 100000) {
+    link.settle_life();
+    link.fail(errc::store_unavailable,
+              "etcd: the revision went back by " + std::to_string(floor - *now) +
+                  " (a restore?): too far to raise on its own; raise_token_floor(newest token a "
+                  "fence admitted)");
+    return;
+  }
+  const std::string k = link.options().key_prefix + std::string(etcd_hashed_marker) + "floor";
+  if (!etcd_raise_floor(link, body, k, *now, floor, orphans)) {
+    link.settle_life();
+    link.fail(errc::store_unavailable, why);
+  }
 }
 
 }  // namespace detail

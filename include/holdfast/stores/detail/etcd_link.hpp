@@ -13,6 +13,7 @@
 #include <algorithm>
 #include <cstddef>
 #include <cstdint>
+#include <functional>
 #include <limits>
 #include <memory>
 #include <mutex>
@@ -77,6 +78,9 @@ struct etcd_failure {
 
 /// One kept-alive libcurl connection to the JSON gateway of one member at a time, with failover
 /// across the endpoints, and the last failure's text. Not thread-safe: the owner holds lock().
+/// A fault etcd_link::fault injects into one request (tests only).
+enum class etcd_fault { none, lost_reply, unsent };
+
 class etcd_link {
  public:
   explicit etcd_link(etcd_options opts) : opts_(std::move(opts)) {}
@@ -109,6 +113,10 @@ class etcd_link {
                               std::int64_t expected = -1, etcd_failure* failure = nullptr) {
     std::string why;
     if (opts_.check(&why)) return fail(errc::invalid_argument, "etcd: " + why);
+    const etcd_fault injected = fault ? fault(path) : etcd_fault::none;
+    if (injected == etcd_fault::unsent) {
+      return fail(errc::store_unavailable, "etcd: " + std::string(path) + ": not sent (fault)");
+    }
     if (std::error_code ec = ensure_handle()) return ec;
     const bool auth = !opts_.username.empty() && !auth_disabled_;
     if (auth && token_.empty()) {
@@ -121,10 +129,45 @@ class etcd_link {
       if (std::error_code ec = authenticate()) return ec;
       r = post_once(path, body, expected, failure, rejected);
     }
+    if (injected == etcd_fault::lost_reply) {  // applied, its answer lost
+      ++current_;
+      return fail(errc::timeout, "etcd: " + std::string(path) + ": reply lost (fault)");
+    }
     return r;
   }
 
+  /// The highest revision any answer has shown this link (every token etcd issued to this store
+  /// is at most that), and whether an answer since the last settle_life() showed a new life: a
+  /// cluster ID other than the first one seen (a cluster rebuilt, e.g. from a snapshot with a
+  /// new --initial-cluster-token) or a revision below that highest one (a snapshot restore
+  /// rewound it; also, harmlessly, a member that applied less than the one before).
+  [[nodiscard]] std::int64_t highest_revision() const noexcept { return highest_; }
+  [[nodiscard]] bool new_life() const noexcept { return new_life_; }
+  void settle_life() noexcept { new_life_ = false; }
+  /// The cluster ID of the newest answer ("" before the first).
+  [[nodiscard]] const std::string& cluster_id() const noexcept { return cluster_; }
+
+  /// For tests of the fault model ("any store call can apply and lose its reply"): when set, asked
+  /// of each request's path. lost_reply: the request is sent and applied as usual, then reported
+  /// as a timeout (its answer dropped) and the next request goes to the next member, as after a
+  /// real lost answer; unsent: reported as store_unavailable before anything is sent. Empty by
+  /// default (one test of an empty std::function per request).
+  std::function<etcd_fault(std::string_view path)> fault;
+
  private:
+  void note_life(const nlohmann::json& header) {
+    const auto c = header.find("cluster_id");
+    if (c != header.end() && c->is_string()) {
+      const std::string& id = c->get_ref<const std::string&>();
+      if (!cluster_.empty() && id != cluster_) new_life_ = true;
+      cluster_ = id;
+    }
+    std::int64_t rev = 0;
+    if (!json_int64(header, "revision", rev) || rev <= 0) return;
+    if (rev < highest_) new_life_ = true;
+    if (rev > highest_) highest_ = rev;
+  }
+
   // Asks for an auth token and sends it with every later request.
   std::error_code authenticate() {
     token_.clear();
@@ -191,6 +234,7 @@ class etcd_link {
         return fail(errc::protocol_error,
                     "etcd: " + url_ + " answered no header (not etcd's gateway?): " + excerpt());
       }
+      note_life(*json_object(doc, "header"));
       return doc;
     }
     if (status == 200 && !is_object) {
@@ -367,7 +411,10 @@ class etcd_link {
   std::unique_ptr<CURL, curl_easy_deleter> curl_;
   std::unique_ptr<curl_slist, curl_slist_deleter> headers_;
   std::size_t current_ = 0;
-  std::string token_;           // etcd auth token, when a username is set
+  std::string token_;         // etcd auth token, when a username is set
+  std::string cluster_;       // the life seen (note_life)
+  std::int64_t highest_ = 0;  // the highest revision seen
+  bool new_life_ = false;
   bool auth_disabled_ = false;  // the cluster answered "authentication is not enabled"
   etcd_failure auth_failure_;
   std::string url_;

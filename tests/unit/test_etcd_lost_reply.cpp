@@ -1,0 +1,275 @@
+// SPDX-License-Identifier: MIT
+// Tests that etcd_store leaves nothing behind when a request of one of its multi-call protocols
+// applies and loses its reply, or is not sent (issue 22): no lease, no key, no queue entry, no
+// "#sha256/floor" key outlives the failed call (or, when the give-back fails too, the store's
+// next attempt). Faults go into the link (detail::etcd_link::fault) of a store the test derives;
+// the etcd is the shared one .ci/servers starts (HOLDFAST_ETCD_ENDPOINTS). Each case < 0.2 s.
+#include <catch2/catch.hpp>
+
+#include <chrono>
+#include <cstdint>
+#include <map>
+#include <optional>
+#include <set>
+#include <string>
+#include <string_view>
+#include <utility>
+
+#include "../support/etcd_servers.hpp"
+#include "../support/real_servers.hpp"
+#include "holdfast/lease.hpp"
+#include "holdfast/stores/etcd.hpp"
+
+// One namespace per file, so that a suite can be compiled as one translation unit
+// (HOLDFAST_UNITY_TESTS) without two files' helpers colliding.
+namespace test_etcd_lost_reply {
+
+using holdfast::errc;
+using holdfast::etcd_options;
+using holdfast::etcd_store;
+using holdfast::detail::etcd_fault;
+using namespace std::chrono_literals;
+
+namespace {
+
+std::optional<etcd_options> shared() {
+  std::optional<std::string> e = hf_test::env("HOLDFAST_ETCD_ENDPOINTS");
+  if (!e) {
+    if (hf_test::in_ci()) FAIL("HOLDFAST_ETCD_ENDPOINTS is unset (.ci/servers sets it)");
+    hf_test::loud_skip("no etcd: HOLDFAST_ETCD_ENDPOINTS is unset");
+    return std::nullopt;
+  }
+  etcd_options o;
+  o.endpoints = hf_test::split_commas(*e);
+  o.key_prefix = "hf-lost/" + hf_test::random_tag() + "/";
+  return o;
+}
+
+/// etcd_store with faults in its link, and a look at what etcd holds.
+struct faulty : etcd_store {
+  using etcd_store::etcd_store;
+  /// `f` for the `nth` request (1-based) to `path` from now on (added to earlier ones).
+  void inject(const std::string& path, etcd_fault f, int nth = 1) {
+    plan_[path] = {f, nth};
+    seen_[path] = 0;
+    link_.fault = [this](std::string_view p) {
+      const auto it = plan_.find(std::string(p));
+      if (it == plan_.end()) return etcd_fault::none;
+      return ++seen_[it->first] == it->second.second ? it->second.first : etcd_fault::none;
+    };
+  }
+  void clear() {
+    link_.fault = nullptr;
+    plan_.clear();
+  }
+  /// Every lease etcd has now (lease/leases).
+  std::set<std::int64_t> leases() {
+    auto guard = link_.lock();
+    auto r = link_.post("/lease/leases", "{}");
+    REQUIRE(r);
+    std::set<std::int64_t> out;
+    for (const auto& l : r->value("leases", nlohmann::json::array())) {
+      out.insert(std::stoll(l.value("ID", std::string("0"))));
+    }
+    return out;
+  }
+  std::map<std::string, std::pair<etcd_fault, int>> plan_;
+  std::map<std::string, int> seen_;
+  /// How many keys live under key_prefix + `sub`.
+  long long keys(const std::string& sub = "") {
+    auto guard = link_.lock();
+    const std::string from = link_.options().key_prefix + sub;
+    std::string to = from;
+    to.back() = static_cast<char>(to.back() + 1);
+    std::string body = R"({"key":")";
+    holdfast::detail::base64_append(from, body);
+    body += R"(","range_end":")";
+    holdfast::detail::base64_append(to, body);
+    body += R"(","count_only":true})";
+    auto r = link_.post("/kv/range", body);
+    REQUIRE(r);
+    return std::stoll(r->value("count", std::string("0")));
+  }
+};
+
+/// Leases in `after` that were not in `before`.
+std::size_t added(const std::set<std::int64_t>& before, const std::set<std::int64_t>& after) {
+  std::size_t n = 0;
+  for (std::int64_t id : after) n += before.count(id) == 0 ? 1 : 0;
+  return n;
+}
+
+}  // namespace
+
+// Expected, for a lost reply at each request of a grant (lease/grant, then kv/txn): the attempt
+// reports timeout (no grant), and afterwards etcd holds no lease and no key of it: the lease is
+// of the store's own ID, so it is revoked even when its grant's answer never came, and with it
+// the key the transaction put. Another owner then gets the key at once (not after a TTL).
+TEST_CASE("etcd lost reply: a grant whose reply is lost leaves no lease and no key",
+          "[etcd][lost_reply]") {
+  std::optional<etcd_options> o = shared();
+  if (!o) return;
+  faulty a(*o);
+  etcd_store b(*o);
+  for (const char* path : {"/lease/grant", "/kv/txn"}) {
+    INFO(path);
+    const std::set<std::int64_t> before = a.leases();
+    a.inject(path, etcd_fault::lost_reply);
+    CHECK(a.try_acquire("k", "A", 30s).error() == errc::timeout);
+    a.clear();
+    CHECK(added(before, a.leases()) == 0);
+    CHECK(a.keys() == 0);
+    auto g = b.try_acquire("k", "B", 30s);
+    REQUIRE(g);
+    REQUIRE(b.release("k", "B", g->token));
+  }
+}
+
+// Expected: a queued busy attempt (try_acquire_queued) whose transaction applied (it put the
+// queue entry) but lost its reply leaves no entry: the entry's lease is revoked. Then a queued
+// place taken out by leave_queue (store.hpp's capability, as redis_store's) leaves no entry
+// either; before, an entry stayed until its lease's TTL and the next hand-off waited for it.
+TEST_CASE(
+    "etcd lost reply: a waiter whose queued attempt lost its reply, or that leaves, "
+    "keeps no queue entry",
+    "[etcd][lost_reply][wait_for_release]") {
+  std::optional<etcd_options> o = shared();
+  if (!o) return;
+  static_assert(holdfast::has_leave_queue_v<etcd_store>);
+  etcd_store holder(*o);
+  faulty w(*o);
+  auto h = holder.try_acquire("k", "H", 30s);
+  REQUIRE(h);
+  const std::string queue = std::string(holdfast::detail::etcd_hashed_marker);  // "#sha256/"
+  const std::set<std::int64_t> before = w.leases();
+  w.inject("/kv/txn", etcd_fault::lost_reply);
+  CHECK(w.try_acquire_queued("k", "W", 30s).error() == errc::timeout);
+  w.clear();
+  CHECK(w.keys(queue) == 0);
+  CHECK(added(before, w.leases()) == 0);
+
+  CHECK(w.try_acquire_queued("k", "W", 30s).error() == errc::busy);
+  CHECK(w.keys(queue) == 1);  // queued: its entry
+  REQUIRE(w.leave_queue("k"));
+  CHECK(w.keys(queue) == 0);
+  CHECK(added(before, w.leases()) == 0);
+  REQUIRE(holder.release("k", "H", h->token));
+}
+
+// Expected: when the give-back itself fails (the transaction's reply lost, then the revoke not
+// sent), the lease and the key it bound stay only until the store's next attempt, which revokes
+// them first: the key is free before that attempt's own grant, and no lease is left over.
+TEST_CASE("etcd lost reply: a lease whose give-back failed is revoked by the next attempt",
+          "[etcd][lost_reply]") {
+  std::optional<etcd_options> o = shared();
+  if (!o) return;
+  faulty a(*o);
+  etcd_store b(*o);
+  const std::set<std::int64_t> before = a.leases();
+  a.inject("/kv/txn", etcd_fault::lost_reply);
+  a.inject("/lease/revoke", etcd_fault::unsent);
+  CHECK(a.try_acquire("k", "A", 30s).error() == errc::timeout);
+  a.clear();
+  CHECK(a.keys() == 1);  // left for now: the transaction applied, the revoke never went
+  CHECK(b.try_acquire("k", "B", 30s).error() == errc::busy);
+  auto g = a.try_acquire("other", "A", 30s);  // settles first
+  REQUIRE(g);
+  CHECK(added(before, a.leases()) == 1);  // only the new grant's
+  auto gb = b.try_acquire("k", "B", 30s);
+  REQUIRE(gb);
+  REQUIRE(b.release("k", "B", gb->token));
+  REQUIRE(a.release("other", "A", g->token));
+  CHECK(added(before, a.leases()) == 0);
+}
+
+// Expected: raise_token_floor whose puts or final revoke lose their reply (or whose revoke is not
+// sent) leaves no "#sha256/floor" key after the store's next call, and the revision still ends
+// past the floor when the call succeeds: the next grant's token is above it.
+TEST_CASE("etcd lost reply: raise_token_floor leaves no floor key", "[etcd][lost_reply]") {
+  std::optional<etcd_options> o = shared();
+  if (!o) return;
+  faulty a(*o);
+  const std::string floor_key = std::string(holdfast::detail::etcd_hashed_marker) + "floor";
+  auto now = a.revision();
+  REQUIRE(now);
+  for (etcd_fault f : {etcd_fault::lost_reply, etcd_fault::unsent}) {
+    for (const char* path : {"/lease/grant", "/kv/put", "/lease/revoke"}) {
+      INFO(path << " " << static_cast<int>(f));
+      const std::set<std::int64_t> before = a.leases();
+      auto rev = a.revision();
+      REQUIRE(rev);
+      a.inject(path, f, std::string(path) == "/kv/put" ? 2 : 1);
+      CHECK_FALSE(a.raise_token_floor(holdfast::fencing_token(rev->value() + 5)));
+      a.clear();
+      auto g = a.try_acquire("k", "A", 30s);  // settles what the failure could not give back
+      REQUIRE(g);
+      CHECK(a.keys(floor_key) == 0);
+      CHECK(added(before, a.leases()) == 1);  // the grant's
+      REQUIRE(a.release("k", "A", g->token));
+    }
+  }
+  auto rev = a.revision();
+  REQUIRE(rev);
+  REQUIRE(a.raise_token_floor(holdfast::fencing_token(rev->value() + 1)));
+  REQUIRE(a.raise_token_floor(holdfast::fencing_token(rev->value() + 7)));
+  auto g = a.try_acquire("k", "A", 30s);
+  REQUIRE(g);
+  CHECK(g->token.value() > rev->value() + 7);
+  CHECK(a.keys(floor_key) == 0);
+}
+
+// etcd as far as a test can fake a restore (issue 20 part 3): the store's endpoints are the shared
+// single etcd, then a member of the other cluster .ci/servers starts (another cluster ID, a
+// revision far behind). A lost reply moves the store to the second, as a restored cluster would
+// appear to it. Expected: the store notices the new life (cluster ID, revision gone back) and,
+// before its first grant there draws a token, raises that cluster's revision past the highest one
+// the first showed it, so the grant's token is above every token the store got before.
+TEST_CASE("etcd lives: a cluster whose revision went back is raised past this store's tokens",
+          "[etcd][lives]") {
+  std::optional<etcd_options> o = shared();
+  if (!o) return;
+  std::optional<std::string> other = hf_test::env("HOLDFAST_ETCD_CLUSTER_ENDPOINTS");
+  if (!other) return;
+  const std::string second = hf_test::split_commas(*other).front();
+  etcd_options two = *o;
+  two.endpoints = {o->endpoints.front(), second};
+  etcd_options on_second = *o;
+  on_second.endpoints = {second};
+  etcd_store behind(on_second);
+  auto low = behind.revision();
+  REQUIRE(low);
+  faulty a(two);
+  REQUIRE(a.raise_token_floor(holdfast::fencing_token(low->value() + 30)));  // first: ahead
+  auto g1 = a.try_acquire("k", "A", 30s);
+  REQUIRE(g1);
+  REQUIRE(a.release("k", "A", g1->token));
+  a.inject("/kv/range", etcd_fault::lost_reply);
+  CHECK_FALSE(a.inspect("k"));  // lost: the next request goes to the second cluster
+  a.clear();
+  auto g2 = a.try_acquire("k2", "A", 30s);
+  INFO(a.last_error_message());
+  REQUIRE(g2);
+  CHECK(g2->token > g1->token);  // raised before drawing: a fence that admitted g1 admits g2
+  auto rev = behind.revision();
+  REQUIRE(rev);
+  CHECK(rev->value() >= g2->token.value());  // it was the second cluster that granted
+  REQUIRE(a.release("k2", "A", g2->token));
+}
+
+// Expected: the shared single etcd reports one member, its cluster ID as its life (the ID every
+// answer's header carries), and no risk: a single fsync'd member loses no grant it reported short
+// of a restore or its disk (detail/etcd_deployment.hpp).
+TEST_CASE("etcd deployment: members, version and the cluster ID", "[etcd][deployment]") {
+  std::optional<etcd_options> o = shared();
+  if (!o) return;
+  etcd_store s(*o);
+  auto r = s.deployment();
+  INFO(s.last_error_message());
+  REQUIRE(r);
+  INFO(r->facts);
+  CHECK(r->facts.find("members=1 ") != std::string::npos);
+  CHECK(r->life.size() > 5);
+  CHECK_FALSE(r->can_lose_grants());
+}
+
+}  // namespace test_etcd_lost_reply
