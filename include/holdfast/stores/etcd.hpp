@@ -68,6 +68,9 @@
 // locked out until the revision passes the newest token a fence admitted. Recover with
 // raise_token_floor(newest admitted token) on etcd 3.4 (one small write per revision skipped),
 // or restore with `etcdutl snapshot restore --bump-revision N --mark-compacted` on etcd 3.5+.
+// A store that sees the revision go back (or another cluster ID) raises it past the highest one
+// it saw before its next grant (detail/etcd_calls.hpp, etcd_before_attempt): its own tokens are
+// covered without an operator; a process gone since is not. deployment() reports the cluster.
 //
 // Keys: up to 256 bytes live at key_prefix + key, readable with etcdctl; longer keys (etcd takes
 // a request of at most 1.5 MiB by default, and a transaction names its key three times) and keys
@@ -274,7 +277,8 @@ class etcd_store : public detail::link_client<detail::etcd_link> {
   /// `floor`; live leases keep theirs. For recovery after a snapshot restore rewound the revision
   /// (see the overview): pass the newest token any fence admitted. etcd 3.4 has no way to set a
   /// revision, so this writes one small key (key_prefix + "#sha256/floor", no lease key's name)
-  /// once per revision to skip: it refuses gaps above `max_steps`. Also the token-floor
+  /// once per revision to skip, bound to a lease of its own (a failed step leaves nothing past
+  /// the next attempt): it refuses gaps above `max_steps`. Also the token-floor
   /// capability quorum_store uses (see quorum.hpp).
   /// \returns success; errc::invalid_argument unless `floor` is in [1, 2^63-1] and within
   ///   max_steps of the current revision; store_unavailable, timeout, protocol_error.
