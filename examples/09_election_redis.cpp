@@ -101,13 +101,13 @@ int worker(const config& cfg, int id, bool victim) {
   const std::string me = "w" + std::to_string(id);
   std::atomic<bool> stopped{false};
   holdfast::election_options<> o;
-  o.identity = me + "-pid" + std::to_string(::getpid());
+  o.label = me + "-pid" + std::to_string(::getpid());
   o.acquire.backoff.initial = 2ms;
   o.acquire.backoff.max_delay = 40ms;
   o.on_started_leading = [&](holdfast::fencing_token term) {
     say("%s: started leading, term %llu", me.c_str(), u(term));
   };
-  o.on_stopped_leading = [&](holdfast::stop_cause why) {
+  o.on_stopped_leading = [&](holdfast::loss_cause why) {
     say("%s: stopped leading (%s)", me.c_str(), holdfast::to_string(why));
     stopped = true;
   };
@@ -130,7 +130,7 @@ int worker(const config& cfg, int id, bool victim) {
           u(*term));
     }
     const std::string entry = me + "#" + std::to_string(term->value());
-    auto w = fence.execute(cfg.fence_key, *term, o.identity, {"RPUSH", cfg.output_key, entry});
+    auto w = fence.execute(cfg.fence_key, *term, job.owner(), {"RPUSH", cfg.output_key, entry});
     if (w) {
       say("%s: write %d with term %llu admitted", me.c_str(), n, u(*term));
     } else if (w.error() == holdfast::errc::stale_token) {
@@ -199,10 +199,9 @@ int main() {
 
   // The parent observes the election without campaigning.
   holdfast::redis_store observer_store(cfg.redis);
-  holdfast::election_options<> oo;
-  oo.identity = "parent";
+  holdfast::election_observer_options<> oo;
   oo.observe_interval = 5ms;
-  holdfast::election<holdfast::redis_store> observer(observer_store, "nightly-job", kTtl, oo);
+  holdfast::election_observer<holdfast::redis_store> observer(observer_store, "nightly-job", oo);
 
   // 1. w0 alone: it leads and freezes itself on its third write.
   const pid_t victim = spawn(0, true);
@@ -214,7 +213,7 @@ int main() {
   if (!first || !*first) return give_up("no leader while w0 is frozen holding the lease");
   const holdfast::leader_info frozen = **first;
   say("parent: w0 is frozen; the store still names %s (term %llu) leader; starting w1, w2",
-      frozen.identity.c_str(), u(frozen.term));
+      frozen.label.c_str(), u(frozen.term));
 
   // 2. w1 and w2 campaign; one takes over once Redis has expired w0's lease.
   spawn(1, false);
@@ -227,8 +226,8 @@ int main() {
     if (std::chrono::steady_clock::now() > deadline) return give_up("no takeover in 30 s");
     auto next = observer.next_leader(known, 1s);
     if (next && *next && (**next).term > terms.back()) {
-      say("parent: new leader %s with term %llu > %llu", (**next).identity.c_str(),
-          u((**next).term), u(terms.back()));
+      say("parent: new leader %s with term %llu > %llu", (**next).label.c_str(), u((**next).term),
+          u(terms.back()));
       terms.push_back((**next).term);
     }
     if (next) known = *next;
@@ -245,7 +244,7 @@ int main() {
     auto next = observer.next_leader(known, 50ms);
     if (next) {
       if (*next && (**next).term > terms.back()) {
-        say("parent: new leader %s with term %llu", (**next).identity.c_str(), u((**next).term));
+        say("parent: new leader %s with term %llu", (**next).label.c_str(), u((**next).term));
         terms.push_back((**next).term);
       }
       known = *next;

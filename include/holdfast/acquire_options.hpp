@@ -49,22 +49,28 @@ struct acquire_report {
   std::string last_store_message{};
 };
 
+// 0.1 spellings inside are [[deprecated]]: only their uses in callers' code warn.
+HOLDFAST_DETAIL_ALLOW_DEPRECATED_BEGIN
 /// Options for try_acquire() and acquire().
 template <class Clock = steady_clock>
 struct acquire_options {
   /// The holder's clock: validity and backoff sleeps are measured on it. Default: steady_clock.
   Clock clock{};
-  /// A readable owner label (a host name, a worker name). The owner id becomes the label, a '-'
-  /// and 32 random hex digits (128 bits), drawn anew for every acquire call: readable in the
-  /// store and in logs, and still unique per acquirer (T3), so a restarted process never gets
-  /// back its predecessor's live grant and token, as a stable id would (the reconnect bug of
-  /// Curator's InterProcessMutex, CURATOR-604: a new session took the old session's lock node for
-  /// its own). Default empty: the id is the 32 random hex digits alone. Ignored if `owner` is set.
-  std::string owner_label{};
-  /// A fully caller-chosen owner id, used as is. THE CALLER'S RESPONSIBILITY: it must be unique
-  /// per acquirer (T3). Two acquirers sharing an id share the lease, and a process restarted with
-  /// the same id (a host name, a pod name) is handed the previous process's live grant, with its
-  /// token, as its own. Prefer owner_label. Default empty: a random id (see owner_label).
+  /// A readable label (a host name, a worker name) for the owner id: the owner id becomes the
+  /// label, a '/' and 32 random hex digits (128 bits), drawn anew for every acquire call:
+  /// readable in the store and in logs, and still unique per acquirer (T3), so a restarted
+  /// process never gets back its predecessor's live grant and token, as a stable id would (the
+  /// reconnect bug of Curator's InterProcessMutex, CURATOR-604: a new session took the old
+  /// session's lock node for its own). label_of(owner) gives it back. Default empty: the id is
+  /// the 32 random hex digits alone. Ignored if `owner` is set.
+  std::string label{};
+  /// 0.1's name of `label` (its separator was '-'); read only when `label` is empty.
+  [[deprecated("use label")]] std::string owner_label{};
+  /// A fully caller-chosen owner id: the one id the store grants to, used as is. THE CALLER'S
+  /// RESPONSIBILITY: it must be unique per acquirer (T3). Two acquirers sharing an id share the
+  /// lease, and a process restarted with the same id (a host name, a pod name) is handed the
+  /// previous process's live grant, with its token, as its own. Prefer label. Default empty: a
+  /// random id (see label).
   std::string owner{};
   /// Drift bound and margin of the validity math. Default: 1% and 2 ms (Redlock's).
   validity_options validity{};
@@ -83,6 +89,35 @@ struct acquire_options {
   /// at a time. Default: none.
   acquire_report* report = nullptr;
 };
+HOLDFAST_DETAIL_ALLOW_DEPRECATED_END
+
+/// Returns the readable label in a generated owner id (`<label>/<random>`, acquire_options::label,
+/// election_options::label, semaphore_options' acquire.label): everything before the last '/', or
+/// the whole id if it has none (an id without a label, or one chosen by the caller).
+[[nodiscard]] inline std::string label_of(std::string_view owner) {
+  const std::size_t slash = owner.rfind(detail::owner_separator);
+  return std::string(slash == std::string_view::npos ? owner : owner.substr(0, slash));
+}
+
+namespace detail {
+template <class S>
+using min_ttl_call = decltype(std::chrono::milliseconds(std::declval<const S&>().min_ttl()));
+}  // namespace detail
+
+/// Returns the shortest lease TTL `store` is asked for: its min_ttl() where it has one (the
+/// Redis, PostgreSQL and etcd stores: their options' min_ttl, which says where the bound comes
+/// from), else 0. try_acquire(), acquire(), acquire_all() and the recipes' constructors refuse a
+/// TTL under it with errc::invalid_argument (the message, naming the limit, in
+/// acquire_options::report).
+template <class Store>
+[[nodiscard]] std::chrono::milliseconds store_min_ttl(const Store& store) noexcept {
+  if constexpr (detail::is_detected<detail::min_ttl_call, Store>::value) {
+    return std::chrono::milliseconds(store.min_ttl());
+  } else {
+    (void)store;
+    return std::chrono::milliseconds{0};
+  }
+}
 
 namespace detail {
 
@@ -119,6 +154,39 @@ result<std::chrono::milliseconds> check_acquire_input(std::string_view key,
   return checked_lease_ttl(ttl, opts.validity, clock_tick(opts.clock));
 }
 
+// The label an acquire_options gives: `label`, or 0.1's `owner_label` when label is empty.
+template <class Clock>
+const std::string& label_in(const acquire_options<Clock>& opts) noexcept {
+  if (!opts.label.empty()) return opts.label;
+  HOLDFAST_DETAIL_ALLOW_DEPRECATED_BEGIN
+  return opts.owner_label;
+  HOLDFAST_DETAIL_ALLOW_DEPRECATED_END
+}
+
+// The owner id of one acquire by a recipe that draws a fresh id for every acquire
+// (distributed_mutex, the semaphore with unique_owner): `<label>/<random>`. The label is
+// opts.label, else opts.owner (0.1 took the prefix there), else 0.1's owner_label.
+template <class Clock>
+std::string fresh_owner_id(const acquire_options<Clock>& opts) {
+  if (opts.label.empty() && !opts.owner.empty()) return labelled_owner_id(opts.owner);
+  return labelled_owner_id(label_in(opts));
+}
+
+// A TTL under the store's floor (store_min_ttl) is errc::invalid_argument, the limit named in
+// `report` if given: at the floor is accepted, one ms under it refused.
+inline std::error_code check_min_ttl(std::chrono::milliseconds ttl, std::chrono::milliseconds floor,
+                                     acquire_report* report) {
+  if (!(ttl < floor)) return {};
+  if (report != nullptr) {
+    report->last_store_error = make_error_code(errc::invalid_argument);
+    report->last_store_message = "holdfast: the TTL of " + std::to_string(ttl.count()) +
+                                 " ms is under the store's min_ttl of " +
+                                 std::to_string(floor.count()) +
+                                 " ms (its options' min_ttl: the shortest TTL it can honour)";
+  }
+  return errc::invalid_argument;
+}
+
 // What try_acquire() and acquire() send, once the caller's input has passed every check.
 struct acquire_request {
   std::chrono::milliseconds ttl;
@@ -130,12 +198,12 @@ struct acquire_request {
 template <class Rep, class Period, class Clock>
 result<acquire_request> prepare_acquire(std::string_view key,
                                         std::chrono::duration<Rep, Period> ttl,
-                                        const acquire_options<Clock>& opts) {
+                                        const acquire_options<Clock>& opts,
+                                        std::chrono::milliseconds min_ttl = {}) {
   const result<std::chrono::milliseconds> ms = check_acquire_input(key, ttl, opts);
   if (!ms) return ms.error();
-  std::string owner = !opts.owner.empty()        ? opts.owner
-                      : opts.owner_label.empty() ? random_owner_id()
-                                                 : opts.owner_label + "-" + random_owner_id();
+  if (std::error_code ec = check_min_ttl(*ms, min_ttl, opts.report)) return ec;
+  std::string owner = !opts.owner.empty() ? opts.owner : labelled_owner_id(label_in(opts));
   if (std::error_code ec = check_acquire_args(key, owner, *ms)) return ec;
   return acquire_request{*ms, std::move(owner)};
 }

@@ -7,18 +7,19 @@
 //   while (job.is_leader()) db.write(job.term(), job.owner(), ...);   // fenced by the term
 //
 // Leadership is a lease on the election's name. Campaigning acquires it (with a fresh owner id
-// `<identity>/<32 random hex digits>`, so the readable identity shows in the store), a keepalive
+// `<label>/<32 random hex digits>`, so the readable label shows in the store), a keepalive
 // renews it, and resigning releases it. Because the term is the lease's fencing token, terms
 // strictly increase from one leader to the next (store contract T1), and a deposed leader that
 // has not yet noticed is refused by every resource that fences its writes (the README's timeline;
 // fence.hpp). No election can promise that two processes never *believe* they lead at once (a
 // paused leader believes until it looks); the term is what makes that harmless.
 //
-// Terms increase but are not consecutive: a store with one counter for all keys (Redis,
-// PostgreSQL's sequence, memory_store) draws a token for every attempt, also one that finds the
-// key busy, and for every other key's grants, so successive terms jump (1, then 9). etcd's term
-// is the key's create_revision, which every write to the cluster advances. Compare terms, never
-// count with them.
+// Terms: a leader's term is its leadership lease's fencing token, so terms strictly increase but
+// are not consecutive. A store with one counter for all keys (Redis, PostgreSQL's sequence,
+// memory_store) draws a token for every acquire attempt, also each campaign attempt that finds
+// the key busy, and for every other key's grants, so successive terms jump (1, then 9); etcd's
+// term is the key's create_revision, which every write to the cluster advances. Compare terms
+// (a higher term is a later leadership), never count with them or expect term + 1.
 //
 //   state      | entered when                                   | is_leader() | term()
 //   -----------+------------------------------------------------+-------------+---------------
@@ -34,13 +35,12 @@
 // on_stopped_leading runs while the store may still hold the lease for (drift + margin) longer,
 // never after another candidate can have been granted it (S4, within the drift bound).
 //
-// Observing. leader() asks the store who leads now (the inspect capability: readable identity,
-// term, time left) without campaigning; next_leader(known, timeout) blocks until that answer
-// changes. It sleeps in the store's watch_release capability where the store has one (woken by
-// the leader's release, or at the latest when its lease can have expired; store.hpp) and
-// otherwise polls at election_options::observe_interval, never sleeping past the leader's
-// expiry. A candidate blocked in campaign() is woken by the release itself (acquire() waits in
-// wait_for_release), so a new leader follows a resignation within a round trip or two.
+// Observing. A process that only wants to know who leads needs no candidate and no TTL:
+// election_observer (election_observer.hpp) asks the store (inspect: readable label, owner,
+// term, time left) and next_leader(known, timeout) blocks until that answer changes, sleeping in
+// the store's watch_release where it has one. A candidate's leader() and next_leader() are the
+// observer's. A candidate blocked in campaign() is woken by the release itself (acquire() waits
+// in wait_for_release), so a new leader follows a resignation within a round trip or two.
 //
 // Sources: client-go's tools/leaderelection (the callbacks OnStartedLeading / OnStoppedLeading /
 // OnNewLeader, renewal by a loop, "a leader that cannot renew stops before the lease expires");
@@ -67,6 +67,7 @@
 #include "holdfast/detail/lease_recipe.hpp"
 #include "holdfast/detail/random.hpp"
 #include "holdfast/detail/saturating.hpp"
+#include "holdfast/election_observer.hpp"
 #include "holdfast/error.hpp"
 #include "holdfast/fencing_token.hpp"
 #include "holdfast/keepalive.hpp"
@@ -78,79 +79,27 @@
 namespace holdfast {
 HOLDFAST_ABI_NAMESPACE_BEGIN
 
-/// Who leads an election now, as the store reports it (election::leader()).
-struct leader_info {
-  /// The leader's readable identity: its owner id up to the last '/' (election owner ids are
-  /// `<identity>/<random>`), or the whole owner id if it has no '/'.
-  std::string identity;
-  /// The leader's full owner id.
-  std::string owner;
-  /// The leader's term: the fencing token of its leadership lease.
-  fencing_token term;
-  /// Time left on the leader's lease by the store's clock (ms, rounded down).
-  std::chrono::milliseconds remaining{0};
+/// 0.1's name of loss_cause: on_stopped_leading now takes a loss_cause (`resigned` included).
+using stop_cause [[deprecated("use loss_cause")]] = loss_cause;
 
-  /// Two answers name the same leadership iff owner and term agree (remaining is ignored).
-  friend bool operator==(const leader_info& a, const leader_info& b) noexcept {
-    return a.term == b.term && a.owner == b.owner;
-  }
-  friend bool operator!=(const leader_info& a, const leader_info& b) noexcept { return !(a == b); }
-};
-
-/// Why a leader stopped leading: the argument of on_stopped_leading.
-enum class stop_cause : unsigned char {
-  resigned,         ///< resign() was called (or the election was destroyed while leading).
-  validity_passed,  ///< Renewals did not land before the leader's validity ended on its clock.
-  renew_refused,    ///< The store refused a renewal: the lease expired or was taken over.
-  not_holder,       ///< The store said this candidate no longer holds the lease.
-  clock_regressed,  ///< The leader's clock went backwards, so it could not measure its validity.
-  protocol_error,   ///< The store answered a renewal with garbage.
-};
-
-/// Returns the stop_cause's name, e.g. "renew_refused".
-[[nodiscard]] constexpr const char* to_string(stop_cause c) noexcept {
-  switch (c) {
-    case stop_cause::resigned:
-      return "resigned";
-    case stop_cause::validity_passed:
-      return "validity_passed";
-    case stop_cause::renew_refused:
-      return "renew_refused";
-    case stop_cause::not_holder:
-      return "not_holder";
-    case stop_cause::clock_regressed:
-      return "clock_regressed";
-    case stop_cause::protocol_error:
-      return "protocol_error";
-  }
-  return "unknown";
+/// 0.1's mapping to stop_cause; a loss_cause is now passed as it is.
+[[deprecated("on_stopped_leading takes the loss_cause itself")]] [[nodiscard]] constexpr loss_cause
+to_stop_cause(loss_cause c) noexcept {
+  return c == loss_cause::none ? loss_cause::validity_passed : c;
 }
 
-/// Returns the stop_cause a lease's loss_cause means for a leader.
-[[nodiscard]] constexpr stop_cause to_stop_cause(loss_cause c) noexcept {
-  switch (c) {
-    case loss_cause::renew_refused:
-      return stop_cause::renew_refused;
-    case loss_cause::not_holder:
-      return stop_cause::not_holder;
-    case loss_cause::clock_regressed:
-      return stop_cause::clock_regressed;
-    case loss_cause::protocol_error:
-      return stop_cause::protocol_error;
-    case loss_cause::none:
-    case loss_cause::validity_passed:
-      break;
-  }
-  return stop_cause::validity_passed;
-}
-
+// 0.1 spellings inside are [[deprecated]]: only their uses in callers' code warn.
+HOLDFAST_DETAIL_ALLOW_DEPRECATED_BEGIN
 /// Options for an election candidate.
 template <class Clock = steady_clock>
 struct election_options {
-  /// The candidate's readable identity, shown to observers (leader_info::identity): a host name
-  /// and pid, a pod name. Must be non-empty. The lease's owner id is `<identity>/<32 random hex
-  /// digits>`, fresh for every campaign, so two candidates with one identity still differ (T3).
-  std::string identity = "candidate";
+  /// The candidate's readable label, shown to observers (leader_info::label): a host name and
+  /// pid, a pod name. The lease's owner id is `<label>/<32 random hex digits>`, fresh for every
+  /// campaign, so two candidates with one label still differ (T3); an empty label leaves the
+  /// random digits alone.
+  std::string label = "candidate";
+  /// 0.1's name of `label`; when set, it is the label.
+  [[deprecated("use label")]] std::string identity{};
   /// Clock, validity and backoff of every campaign (acquire.owner and acquire.on_lost are ignored:
   /// the election sets them).
   acquire_options<Clock> acquire{};
@@ -167,21 +116,16 @@ struct election_options {
   /// Called once each time this candidate stops leading, with the cause: on the keepalive's
   /// thread when the lease is lost, on the caller's when resign() or is_leader() notices. Must
   /// be thread-safe and quick (set a flag, cancel the work). Of this election it may call only
-  /// term(), name(), identity() and ttl(): campaign(), resign(), is_leader(), owner() and
+  /// term(), name(), label() and ttl(): campaign(), resign(), is_leader(), owner() and
   /// valid_until() take the lock of the lease handle, which the thread that noticed the loss may
   /// hold.
-  std::function<void(stop_cause)> on_stopped_leading{};
+  /// The cause is never loss_cause::none; `resigned` is resign()'s (or the destructor's).
+  std::function<void(loss_cause)> on_stopped_leading{};
   /// How often next_leader() asks the store when it cannot wait for a release (the store has no
   /// wait_for_release, or nobody leads). In (0, 1 h]; default 1 s.
   std::chrono::nanoseconds observe_interval = std::chrono::seconds(1);
 };
-
-/// Returns the readable identity in an election owner id: everything before the last '/', or the
-/// whole id if it has none.
-[[nodiscard]] inline std::string identity_of(std::string_view owner) {
-  const std::size_t slash = owner.rfind('/');
-  return std::string(slash == std::string_view::npos ? owner : owner.substr(0, slash));
-}
+HOLDFAST_DETAIL_ALLOW_DEPRECATED_END
 
 /// One candidate in the election named `name` on a LeaseStore. See the overview at the top of
 /// election.hpp for the states and what the term guarantees.
@@ -204,7 +148,7 @@ class election : public detail::lease_recipe<Store, Clock, election_options<Cloc
   using typename recipe::time_point;
 
   /// Makes a follower in the election `name` of `store`, whose leadership leases last `ttl` (ms,
-  /// or any duration; truncated to whole ms). Never fails: bad arguments (empty name or identity,
+  /// or any duration; truncated to whole ms). Never fails: bad arguments (an empty name,
   /// a TTL not in [1 ms, max_ttl] or too short for any validity on the clock, bad
   /// validity/backoff/keepalive options, observe_interval not in (0, 1 h]) are reported by error(),
   /// and every campaign then fails with it. Starts a keepalive thread unless opts.keepalive is
@@ -216,7 +160,10 @@ class election : public detail::lease_recipe<Store, Clock, election_options<Cloc
     // The recipe checked the name (the election's key), TTL, options and a given keepalive.
     const bool bad_interval = this->opts_.observe_interval <= std::chrono::nanoseconds::zero() ||
                               this->opts_.observe_interval > std::chrono::hours(1);
-    if (this->config_error_ || this->opts_.identity.empty() || bad_interval ||
+    HOLDFAST_DETAIL_ALLOW_DEPRECATED_BEGIN
+    if (!this->opts_.identity.empty()) this->opts_.label = this->opts_.identity;
+    HOLDFAST_DETAIL_ALLOW_DEPRECATED_END
+    if (this->config_error_ || bad_interval ||
         (this->opts_.keepalive == nullptr && this->opts_.renewal.check())) {
       this->refuse();
       return;
@@ -294,7 +241,7 @@ class election : public detail::lease_recipe<Store, Clock, election_options<Cloc
       lease_.reset();
     }
     result<void> r = mine->release();
-    if (announce) stopped(stop_cause::resigned);
+    if (announce) stopped(loss_cause::resigned);
     return r;
   }
 
@@ -319,7 +266,7 @@ class election : public detail::lease_recipe<Store, Clock, election_options<Cloc
     return leading_ ? term_ : fencing_token{};
   }
 
-  /// Returns the owner id of this candidate's leadership lease (`<identity>/<random>`, new for
+  /// Returns the owner id of this candidate's leadership lease (`<label>/<random>`, new for
   /// every campaign), or an empty string if it holds none. Fences admit (term(), owner()).
   [[nodiscard]] std::string owner() const {
     std::lock_guard<std::mutex> op(op_mu_);
@@ -334,74 +281,42 @@ class election : public detail::lease_recipe<Store, Clock, election_options<Cloc
     return lease_->valid_until();
   }
 
-  /// Asks the store who leads now, without campaigning (requires the store's inspect()).
-  /// \returns the leader, or nullopt if nobody leads (the key is free or its lease expired);
-  ///   errc::invalid_argument for bad constructor arguments; any error inspect() reports.
+  /// Asks the store who leads now, without campaigning (requires the store's inspect()): as
+  /// election_observer::leader(). errc::invalid_argument for bad constructor arguments.
   template <class S = Store, class = std::enable_if_t<has_inspect_v<S>>>
   result<std::optional<leader_info>> leader() {
     if (this->config_error_) return this->config_error_;
-    result<std::optional<lease_record>> r = this->store_.inspect(this->key_);
-    if (!r) return r.error();
-    if (!*r) return std::optional<leader_info>{};
-    const lease_record& rec = **r;
-    return std::optional<leader_info>{
-        leader_info{identity_of(rec.owner), rec.owner, rec.token, rec.remaining}};
+    return observer().leader();
   }
 
-  /// Blocks until the store's answer to leader() differs from `known` (another leader or term,
-  /// a leader where there was none, none where there was one) or `timeout` passes on the clock.
-  /// While someone leads, it sleeps at most until that leader's lease can have expired and at
-  /// most observe_interval, in the store's watch_release() where the store has it (woken by the
-  /// leader's release; a watcher never takes a release away from a campaigning candidate, see
-  /// store.hpp), on the clock otherwise; while nobody leads, it asks every observe_interval.
-  /// \returns the new answer; errc::timeout if it did not change in time; errc::cancelled within
-  ///   one store round trip of a stop of acquire.cancel (cancel.hpp); errors of inspect().
-  /// Exceptions from the store or clock propagate.
+  /// Blocks until the answer to leader() differs from `known` or `timeout` passes on the clock:
+  /// as election_observer::next_leader(), with this candidate's clock, observe_interval and
+  /// acquire.cancel. errc::invalid_argument for bad constructor arguments.
   template <class Rep, class Period, class S = Store, class = std::enable_if_t<has_inspect_v<S>>>
   result<std::optional<leader_info>> next_leader(const std::optional<leader_info>& known,
                                                  std::chrono::duration<Rep, Period> timeout) {
     if (this->config_error_) return this->config_error_;
-    Clock clock = this->opts_.acquire.clock;
-    const time_point deadline = detail::saturating_add(
-        clock.now(), timeout > decltype(timeout)::zero() ? timeout : decltype(timeout)::zero());
-    const cancel_token& cancel = this->opts_.acquire.cancel;
-    for (;;) {
-      if (cancel.stop_requested()) return errc::cancelled;
-      result<std::optional<leader_info>> now_leads = leader();
-      if (!now_leads) return now_leads;
-      if (now_leads->has_value() != known.has_value() || (known && **now_leads != *known)) {
-        return now_leads;
-      }
-      const time_point now = clock.now();
-      if (!(now < deadline)) return errc::timeout;
-      time_point wake = detail::saturating_add(now, this->opts_.observe_interval);
-      if (deadline < wake) wake = deadline;
-      if (*now_leads) {
-        // The leader changes only by a release or an expiry: never sleep past its expiry (its
-        // time left by the store's clock, 1 ms more for rounding).
-        const time_point expiry =
-            detail::saturating_add(now, (**now_leads).remaining + std::chrono::milliseconds(1));
-        if (expiry < wake) wake = expiry;
-        if constexpr (can_watch_release_v<Store, Clock>) {
-          if (this->store_.watch_release(this->key_,
-                                         detail::cancellable_wait_end(cancel, now, wake))) {
-            continue;
-          }
-          // A failed watch is only a lost hint: fall back to sleeping out the interval.
-        }
-      }
-      if (!detail::sleep_until_or_cancelled(clock, wake, cancel)) return errc::cancelled;
-    }
+    return observer().next_leader(known, timeout);
   }
 
   /// Returns the election's name (the key of the leadership lease).
   [[nodiscard]] const std::string& name() const noexcept { return this->key_; }
   /// Returns the TTL (ms) of the leadership lease.
   [[nodiscard]] std::chrono::milliseconds ttl() const noexcept { return this->ttl_; }
-  /// Returns the candidate's readable identity.
-  [[nodiscard]] const std::string& identity() const noexcept { return this->opts_.identity; }
+  /// Returns the candidate's readable label.
+  [[nodiscard]] const std::string& label() const noexcept { return this->opts_.label; }
+  /// 0.1's name of label().
+  [[deprecated("use label()")]] [[nodiscard]] const std::string& identity() const noexcept {
+    return this->opts_.label;
+  }
 
  private:
+  election_observer<Store, Clock> observer() const {
+    return election_observer<Store, Clock>(
+        this->store_, this->key_,
+        {this->opts_.acquire.clock, this->opts_.observe_interval, this->opts_.acquire.cancel});
+  }
+
   template <class Acquire>
   result<fencing_token> run_campaign(Acquire&& acquire) {
     if (this->config_error_) return this->config_error_;
@@ -417,7 +332,7 @@ class election : public detail::lease_recipe<Store, Clock, election_options<Cloc
         lease_.reset();  // a lost lease: its destructor frees whatever the store still has
       }
       acquire_options<Clock> o = this->opts_.acquire;
-      o.owner = this->opts_.identity + "/" + detail::random_owner_id();
+      o.owner = detail::labelled_owner_id(this->opts_.label);
       {
         std::lock_guard<std::recursive_mutex> state(cb_mu_);
         gen = ++gen_;
@@ -459,10 +374,10 @@ class election : public detail::lease_recipe<Store, Clock, election_options<Cloc
     if (gen != gen_ || !leading_) return;
     leading_ = false;
     if (announced_ && this->opts_.on_stopped_leading)
-      this->opts_.on_stopped_leading(to_stop_cause(c));
+      this->opts_.on_stopped_leading(c == loss_cause::none ? loss_cause::validity_passed : c);
   }
 
-  void stopped(stop_cause c) {
+  void stopped(loss_cause c) {
     std::lock_guard<std::recursive_mutex> state(cb_mu_);
     if (this->opts_.on_stopped_leading) this->opts_.on_stopped_leading(c);
   }

@@ -334,14 +334,16 @@ class keepalive : public detail::lease_renewer<Clock> {
   /// interval, so a regression is seen by the next poll:
   ///
   ///   while (auto next = ka.poll()) {
-  ///     auto wait = *next - clock.now();                        // a duration, not an instant
-  ///     if (wait > cap) wait = cap;                              // cap: e.g. the shortest ttl / 3
-  ///     std::this_thread::sleep_for(wait);                       // steady time: jumps do not
-  ///     matter
+  ///     auto wait = *next - clock.now();  // a duration, not an instant (<= 0: poll at once)
+  ///     if (wait > cap) wait = cap;       // cap: e.g. the shortest TTL / 3
+  ///     std::this_thread::sleep_for(wait);  // steady time: a jump of `clock` does not stretch it
   ///   }
   ///
-  /// An event loop does the same with a relative timer. On an interruptible clock (manual_clock)
-  /// sleep_until is safe: a jump back ends the sleep (clock.hpp).
+  /// Then a jump back is seen within `cap` and its leases turn lost with clock_regressed while
+  /// the store may still hold them, never after. An event loop does the same with a relative
+  /// timer (a timerfd or asio::steady_timer armed with the duration, not the instant). On an
+  /// interruptible clock (manual_clock) sleep_until is safe: a jump back ends the sleep
+  /// (clock.hpp).
   /// Exceptions: one thrown by the clock's now() propagates, with nothing changed; store and
   /// callback exceptions are caught and reported on their lease.
   std::optional<time_point> poll() {

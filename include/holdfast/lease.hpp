@@ -433,7 +433,8 @@ auto try_acquire(Store& store, std::string_view key, std::chrono::duration<Rep, 
                  const acquire_options<Clock>& opts = {}) {
   static_assert(assert_lease_store<Store>(), "holdfast::try_acquire: Store must model LeaseStore");
   using lease_result = result<lease<Store, Clock>>;
-  result<detail::acquire_request> req = detail::prepare_acquire(key, ttl, opts);
+  result<detail::acquire_request> req =
+      detail::prepare_acquire(key, ttl, opts, store_min_ttl(store));
   if (opts.observer != nullptr) return detail::observed_try_acquire(store, key, req, opts);
   if (!req) return lease_result(req.error());
   // A transient error may hide a grant (the reply was lost after the store applied it), under

@@ -259,7 +259,8 @@ result<multi_lease<Store, Clock>> try_acquire_all(Store& store, std::vector<std:
                                                   const acquire_options<Clock>& opts = {}) {
   static_assert(assert_lease_store<Store>(),
                 "holdfast::try_acquire_all: Store must model LeaseStore");
-  result<detail::multi_request> req = detail::prepare_multi(std::move(keys), ttl, opts);
+  result<detail::multi_request> req = detail::prepare_multi(
+      std::move(keys), ttl, opts, detail::multi_mutation::none, store_min_ttl(store));
   if (!req) return req.error();
   result<std::vector<lease<Store, Clock>>> got = detail::take_all(store, *req, opts);
   if (!got) return got.error();
@@ -298,7 +299,8 @@ result<multi_lease<Store, Clock>> acquire_all(Store& store, std::vector<std::str
                                               std::chrono::duration<TRep, TPeriod> timeout,
                                               const acquire_options<Clock>& opts = {}) {
   static_assert(assert_lease_store<Store>(), "holdfast::acquire_all: Store must model LeaseStore");
-  result<detail::multi_request> req = detail::prepare_multi(std::move(keys), ttl, opts);
+  result<detail::multi_request> req = detail::prepare_multi(
+      std::move(keys), ttl, opts, detail::multi_mutation::none, store_min_ttl(store));
   if (!req) return req.error();
   result<std::vector<lease<Store, Clock>>> got =
       detail::wait_all(store, *req, detail::budget_of<Clock>(timeout), opts);

@@ -70,8 +70,9 @@ HOLDFAST_ABI_NAMESPACE_BEGIN
 template <class Clock = steady_clock>
 struct mutex_options {
   /// How each lock attempt acquires: clock, validity, backoff of lock() and try_lock_for(), and
-  /// the on-loss callback every lease of this mutex gets. `acquire.owner`, if set, is a readable
-  /// prefix: every lock still gets a unique owner id (`<prefix>/<32 random hex digits>`).
+  /// the on-loss callback every lease of this mutex gets. `acquire.label`, if set, is the readable
+  /// part of the owner ids: every lock gets a fresh one (`<label>/<32 random hex digits>`). (A
+  /// set `acquire.owner` is taken as the label, as 0.1 did: prefer `acquire.label`.)
   acquire_options<Clock> acquire{};
   /// If set (to a holdfast::keepalive<Clock>, keepalive.hpp), every lease this mutex acquires is
   /// kept alive by it until unlock(). It must outlive the mutex's locks. Default: none (the lease
@@ -277,12 +278,7 @@ class distributed_mutex : public detail::lease_recipe<Store, Clock, mutex_option
 
   acquire_options<Clock> attempt_options() const {
     acquire_options<Clock> o = this->opts_.acquire;
-    const std::string id = detail::random_owner_id();
-    if (!o.owner.empty()) {
-      o.owner += "/" + id;
-    } else {
-      o.owner = o.owner_label.empty() ? id : o.owner_label + "-" + id;
-    }
+    o.owner = detail::fresh_owner_id(o);
     return o;
   }
 

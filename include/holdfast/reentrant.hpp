@@ -87,14 +87,11 @@ class reentrant_holder {
  public:
   using lease_type = lease<Store, Clock>;
 
-  /// Makes a holder whose owner id is opts.owner, or opts.owner_label + '-' + a fresh random id,
-  /// or a fresh random id; the other options apply to every acquire.
+  /// Makes a holder whose owner id is opts.owner, or `<opts.label>/<fresh random id>` (the random
+  /// id alone for an empty label); the other options apply to every acquire.
   explicit reentrant_holder(Store& store, acquire_options<Clock> opts = {})
       : store_(store), opts_(std::move(opts)) {
-    if (opts_.owner.empty()) {
-      const std::string id = detail::random_owner_id();
-      opts_.owner = opts_.owner_label.empty() ? id : opts_.owner_label + "-" + id;
-    }
+    if (opts_.owner.empty()) opts_.owner = detail::labelled_owner_id(detail::label_in(opts_));
   }
   reentrant_holder(const reentrant_holder&) = delete;
   reentrant_holder& operator=(const reentrant_holder&) = delete;

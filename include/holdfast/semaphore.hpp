@@ -81,13 +81,14 @@ inline constexpr std::uint32_t max_permits = 4096;
 /// Options for a semaphore.
 template <class Clock = steady_clock>
 struct semaphore_options {
-  /// Clock, validity, backoff and on-loss callback of every permit. `acquire.owner`, if set, is a
-  /// readable prefix: each acquire still gets a unique owner id (`<prefix>/<32 random hex>`).
+  /// Clock, validity, backoff and on-loss callback of every permit. `acquire.label`, if set, is the
+  /// readable part of the owner ids: each acquire gets a fresh one (`<label>/<32 random hex>`).
   acquire_options<Clock> acquire{};
   /// If set, every permit this semaphore grants is kept alive by this keepalive until released.
   /// It must outlive the permits. Default: none (a permit lasts one TTL unless renewed).
   holdfast::keepalive<Clock>* keepalive = nullptr;
-  /// true (default): every acquire gets a fresh owner id, `<acquire.owner>/<32 random hex>`.
+  /// true (default): every acquire gets a fresh owner id, `<acquire.label>/<32 random hex>` (a
+  /// set acquire.owner is taken as the label, as 0.1 did: prefer acquire.label).
   /// false: acquire.owner is used as it is; it must then be non-empty and unique per acquirer
   /// (T3). For deterministic replays (the simulator), where the first slot asked is derived from
   /// the owner id.
@@ -237,8 +238,7 @@ class semaphore : public detail::lease_recipe<Store, Clock, semaphore_options<Cl
   acquire_options<Clock> attempt_options() const {
     acquire_options<Clock> o = this->opts_.acquire;
     if (!this->opts_.unique_owner) return o;
-    const std::string id = detail::random_owner_id();
-    o.owner = o.owner.empty() ? id : o.owner + "/" + id;
+    o.owner = detail::fresh_owner_id(o);
     return o;
   }
 

@@ -25,24 +25,24 @@ namespace {
 using namespace std::chrono_literals;
 using holdfast::errc;
 using holdfast::fencing_token;
+using holdfast::loss_cause;
 using holdfast::manual_clock;
-using holdfast::stop_cause;
 
 struct events {
   std::vector<fencing_token> started;
-  std::vector<stop_cause> stopped;
+  std::vector<loss_cause> stopped;
 };
 
 template <class Store>
 holdfast::election_options<manual_clock> options(manual_clock clock,
                                                  holdfast::keepalive<manual_clock>& ka,
-                                                 std::string identity, events& ev) {
+                                                 std::string label, events& ev) {
   holdfast::election_options<manual_clock> o;
-  o.identity = std::move(identity);
+  o.label = std::move(label);
   o.acquire.clock = clock;
   o.keepalive = &ka;
   o.on_started_leading = [&ev](fencing_token t) { ev.started.push_back(t); };
-  o.on_stopped_leading = [&ev](stop_cause c) { ev.stopped.push_back(c); };
+  o.on_stopped_leading = [&ev](loss_cause c) { ev.stopped.push_back(c); };
   return o;
 }
 
@@ -81,11 +81,11 @@ TEST_CASE("election: campaign makes a leader whose term is the lease's fencing t
   CHECK(a.campaign(1s).value() == *term);  // already leading: same term, no second callback
   CHECK(a_ev.started.size() == 1);
 
-  // A follower observes without campaigning: readable identity and term.
+  // A follower observes without campaigning: readable label and term.
   auto seen = b.leader();
   REQUIRE(seen.has_value());
   REQUIRE(seen->has_value());
-  CHECK((*seen)->identity == "host-a");
+  CHECK((*seen)->label == "host-a");
   CHECK((*seen)->owner.rfind("host-a/", 0) == 0);
   CHECK((*seen)->term == *term);
   CHECK((*seen)->remaining == 10s);
@@ -98,7 +98,7 @@ TEST_CASE("election: campaign makes a leader whose term is the lease's fencing t
   REQUIRE(a.resign().has_value());
   CHECK_FALSE(a.is_leader());
   CHECK(a.term().is_none());
-  CHECK(a_ev.stopped == std::vector<stop_cause>{stop_cause::resigned});
+  CHECK(a_ev.stopped == std::vector<loss_cause>{loss_cause::resigned});
   REQUIRE(a.resign().has_value());  // nothing to do
   CHECK(a_ev.stopped.size() == 1);
   auto next = b.try_campaign();
@@ -129,13 +129,13 @@ TEST_CASE("election: a deposed leader's writes are refused by the term", "[elect
   CHECK(gate.admit(old_term, old_owner).error() == errc::stale_token);  // a's late write
   // a notices on its own clock, once.
   CHECK_FALSE(a.is_leader());
-  CHECK(a_ev.stopped == std::vector<stop_cause>{stop_cause::validity_passed});
+  CHECK(a_ev.stopped == std::vector<loss_cause>{loss_cause::validity_passed});
   CHECK_FALSE(a.is_leader());
   CHECK(a_ev.stopped.size() == 1);
   auto seen = a.leader();
   REQUIRE(seen.has_value());
   REQUIRE(seen->has_value());
-  CHECK((*seen)->identity == "b");
+  CHECK((*seen)->label == "b");
   CHECK((*seen)->term == new_term);
 }
 
@@ -170,7 +170,7 @@ TEST_CASE(
   CHECK(ev.stopped.empty());  // one tick before: still leading, still retrying
   clock.set(until);
   (void)ka.poll();
-  CHECK(ev.stopped == std::vector<stop_cause>{stop_cause::validity_passed});  // at: told
+  CHECK(ev.stopped == std::vector<loss_cause>{loss_cause::validity_passed});  // at: told
   CHECK_FALSE(a.is_leader());
   CHECK(a.term().is_none());
   // The store still holds the lease a little longer (drift + margin): nobody
@@ -197,7 +197,7 @@ TEST_CASE("election: a renewal the store refuses stops the leader with that caus
   REQUIRE(store.release("job", store.inspect("job").value()->owner, term).has_value());
   clock.advance(500ms);
   (void)ka.poll();
-  CHECK(ev.stopped == std::vector<stop_cause>{stop_cause::renew_refused});
+  CHECK(ev.stopped == std::vector<loss_cause>{loss_cause::renew_refused});
   CHECK_FALSE(a.is_leader());
   // A new campaign starts a new leadership with a greater term and a new owner
   // id.
@@ -217,10 +217,10 @@ TEST_CASE("election: next_leader reports changes and times out when nothing chan
   o.observe_interval = 100ms;
   holdfast::keepalive<holdfast_test::jump_clock> ka(clock, k);
   o.keepalive = &ka;
-  o.identity = "a";
+  o.label = "a";
   holdfast::election<holdfast::memory_store<manual_clock>, holdfast_test::jump_clock> a(
       store, "job", 1s, o);
-  o.identity = "watcher";
+  o.label = "watcher";
   holdfast::election<holdfast::memory_store<manual_clock>, holdfast_test::jump_clock> w(
       store, "job", 1s, o);
 
@@ -252,17 +252,17 @@ TEST_CASE("election: bad arguments are reported and nothing reaches the store", 
   CHECK(empty_name.campaign(1s).error() == errc::invalid_argument);
   holdfast::election<holdfast_test::scripted_store, manual_clock> short_ttl(store, "x", 2ms, o);
   CHECK(short_ttl.error() == errc::invalid_argument);
-  o.identity.clear();
-  holdfast::election<holdfast_test::scripted_store, manual_clock> no_identity(store, "x", 1s, o);
-  CHECK(no_identity.try_campaign().error() == errc::invalid_argument);
-  o.identity = "a";
+  o.label.clear();  // allowed: the owner ids are the random digits alone, as for a lease
+  holdfast::election<holdfast_test::scripted_store, manual_clock> no_label(store, "x", 1s, o);
+  CHECK_FALSE(no_label.error());
+  o.label = "a";
   o.observe_interval = 0s;
   holdfast::election<holdfast_test::scripted_store, manual_clock> no_interval(store, "x", 1s, o);
   CHECK(no_interval.error() == errc::invalid_argument);
   CHECK(store.acquires == 0);
-  CHECK(holdfast::identity_of("host/pod-7/0123") == "host/pod-7");
-  CHECK(holdfast::identity_of("plain") == "plain");
-  CHECK(std::string(holdfast::to_string(stop_cause::renew_refused)) == "renew_refused");
+  CHECK(holdfast::label_of("host/pod-7/0123") == "host/pod-7");
+  CHECK(holdfast::label_of("plain") == "plain");
+  CHECK(std::string(holdfast::to_string(loss_cause::renew_refused)) == "renew_refused");
 }
 
 TEST_CASE("election: with real threads, a resignation hands leadership over at once",
@@ -272,15 +272,15 @@ TEST_CASE("election: with real threads, a resignation hands leadership over at o
   std::atomic<int> stopped{0};
   holdfast::election_options<> o;
   o.on_started_leading = [&](fencing_token) { ++started; };
-  o.on_stopped_leading = [&](stop_cause) { ++stopped; };
+  o.on_stopped_leading = [&](loss_cause) { ++stopped; };
   o.acquire.backoff.initial = 5s;  // a polling campaign would sleep for seconds
   o.acquire.backoff.max_delay = 5s;
   o.observe_interval = 10s;
-  o.identity = "a";
+  o.label = "a";
   holdfast::election<holdfast::memory_store<>> a(store, "role", 60s, o);
-  o.identity = "b";
+  o.label = "b";
   holdfast::election<holdfast::memory_store<>> b(store, "role", 60s, o);
-  o.identity = "watcher";
+  o.label = "watcher";
   holdfast::election<holdfast::memory_store<>> w(store, "role", 60s, o);
   const fencing_token first = a.campaign(1s).value();
   std::optional<fencing_token> second;

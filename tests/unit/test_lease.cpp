@@ -947,12 +947,13 @@ TEST_CASE("an owner label is readable and always gets a random suffix", "[lease]
   manual_clock clock;
   store_t store(clock);
   auto o = options(clock);
-  o.owner_label = "host-a";
+  o.label = "host-a";
   auto first = holdfast::try_acquire(store, "orders", 10s, o);
   REQUIRE(first);
   const std::string& id = first->owner();
-  REQUIRE(id.size() == std::string("host-a-").size() + 32);
-  CHECK(id.compare(0, 7, "host-a-") == 0);
+  REQUIRE(id.size() == std::string("host-a/").size() + 32);
+  CHECK(id.compare(0, 7, "host-a/") == 0);
+  CHECK(holdfast::label_of(id) == "host-a");
   for (std::size_t i = 7; i < id.size(); ++i)
     CHECK(std::isxdigit(static_cast<unsigned char>(id[i])));
   // "The process restarts" with the same label while its predecessor's lease is live: it is a
@@ -966,7 +967,7 @@ TEST_CASE("an owner label is readable and always gets a random suffix", "[lease]
   REQUIRE(a2);
   CHECK(a2->token() == a1->token());
   CHECK(a2->owner() == "host-a");
-  // owner wins over owner_label when both are set.
+  // owner wins over label when both are set.
   o.owner = "explicit";
   auto e = holdfast::try_acquire(store, "other", 10s, o);
   REQUIRE(e);

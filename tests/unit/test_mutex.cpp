@@ -338,10 +338,10 @@ TEST_CASE("destroying a mutex releases a lock still held", "[mutex]") {
   CHECK(f.inner.size() == 0);
 }
 
-TEST_CASE("owner ids are unique per lock, with the given prefix", "[mutex]") {
+TEST_CASE("owner ids are unique per lock, with the given label", "[mutex]") {
   fixture f;
   auto o = f.opts();
-  o.acquire.owner = "worker-7";
+  o.acquire.label = "worker-7";
   jmutex m(f.store, "orders", 10s, o);
   m.lock();
   const std::string first = m.current_lease()->owner();

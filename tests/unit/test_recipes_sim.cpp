@@ -160,11 +160,11 @@ ht::verdict run_election_schedule(std::uint64_t seed, leader_kind kind) {
     for (std::size_t i = 0; i < w.procs.size(); ++i) {
       process& p = w.procs[i];
       holdfast::election_options<sim_clock> o;
-      o.identity = p.name;
+      o.label = p.name;
       o.acquire = w.acquire_options(p, seed * 7 + i);
       o.keepalive = p.keepalive.get();
       o.on_started_leading = [&told, i](holdfast::fencing_token) { ++told[i]; };
-      o.on_stopped_leading = [&told, i](holdfast::stop_cause) { --told[i]; };
+      o.on_stopped_leading = [&told, i](holdfast::loss_cause) { --told[i]; };
       candidates.push_back(std::make_unique<election_t>(w.store, "leader", kTtl, o));
     }
     for (std::size_t i = 0; i < w.procs.size(); ++i) {

@@ -264,7 +264,7 @@ result<lease<Store, Clock>> acquire_retrying(Store& store, std::string_view key,
                                              std::chrono::duration<TRep, TPeriod> timeout,
                                              const acquire_options<Clock>& opts) {
   using result_type = result<lease<Store, Clock>>;
-  result<acquire_request> req = prepare_acquire(key, ttl, opts);
+  result<acquire_request> req = prepare_acquire(key, ttl, opts, store_min_ttl(store));
   Clock clock = opts.clock;
   if (!req) {
     if constexpr (Observed) {

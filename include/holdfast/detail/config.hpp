@@ -74,6 +74,21 @@
 #define HOLDFAST_ABI_NAMESPACE_BEGIN inline namespace HOLDFAST_ABI_NAMESPACE {
 #define HOLDFAST_ABI_NAMESPACE_END }
 
+// Brackets the library's own reads of the 0.1 spellings it keeps as [[deprecated]] members, so
+// that code built with -Werror sees the warning only for its own uses.
+#if defined(__GNUC__) || defined(__clang__)
+#define HOLDFAST_DETAIL_ALLOW_DEPRECATED_BEGIN \
+  _Pragma("GCC diagnostic push") _Pragma("GCC diagnostic ignored \"-Wdeprecated-declarations\"")
+#define HOLDFAST_DETAIL_ALLOW_DEPRECATED_END _Pragma("GCC diagnostic pop")
+#elif defined(_MSC_VER)
+#define HOLDFAST_DETAIL_ALLOW_DEPRECATED_BEGIN \
+  __pragma(warning(push)) __pragma(warning(disable : 4996))
+#define HOLDFAST_DETAIL_ALLOW_DEPRECATED_END __pragma(warning(pop))
+#else
+#define HOLDFAST_DETAIL_ALLOW_DEPRECATED_BEGIN
+#define HOLDFAST_DETAIL_ALLOW_DEPRECATED_END
+#endif
+
 // `try { ... } catch (...) { ... }` for the few places that must stop a user's exception (a
 // destructor, a background thread). Under -fno-exceptions nothing can be thrown, so the guarded
 // block runs plainly and the handler is dropped.

@@ -60,7 +60,8 @@ class lease_recipe {
   lease_recipe(Store& store, std::string key, std::chrono::duration<Rep, Period> ttl, Options opts)
       : store_(store), key_(std::move(key)), opts_(std::move(opts)) {
     const result<std::chrono::milliseconds> ms = check_acquire_input(key_, ttl, opts_.acquire);
-    if (!ms || (opts_.keepalive != nullptr && opts_.keepalive->error())) {
+    if (!ms || check_min_ttl(*ms, store_min_ttl(store), opts_.acquire.report) ||
+        (opts_.keepalive != nullptr && opts_.keepalive->error())) {
       refuse();
     } else {
       ttl_ = *ms;

@@ -43,7 +43,8 @@ enum class lease_state {
   releasing,  ///< release() was called but has not succeeded; never renewed again; retry release().
 };
 
-/// Why a lease turned lost: lease::loss(), and the argument of the on-loss callback.
+/// Why a holder stopped holding: lease::loss() and the on-loss callback (which never see
+/// `resigned`: a released lease is not lost), and election's on_stopped_leading.
 enum class loss_cause : unsigned char {
   none,             ///< Not lost.
   validity_passed,  ///< The holder's clock passed valid_until() (seen by valid(), renew() or a
@@ -52,6 +53,8 @@ enum class loss_cause : unsigned char {
   not_holder,       ///< The store said this handle is not the holder (renew or release).
   clock_regressed,  ///< The holder's clock went backwards, so elapsed time cannot be measured.
   protocol_error,   ///< The store answered a renew with a malformed grant (other token, TTL <= 0).
+  resigned,         ///< The holder gave it up itself: election::resign(), or the election was
+                    ///< destroyed while leading. Election only.
 };
 
 /// Returns the loss_cause's name, e.g. "validity_passed".
@@ -69,6 +72,8 @@ enum class loss_cause : unsigned char {
       return "clock_regressed";
     case loss_cause::protocol_error:
       return "protocol_error";
+    case loss_cause::resigned:
+      return "resigned";
   }
   return "unknown";
 }

@@ -66,9 +66,10 @@ template <class Clock, class Rep, class Period>
 result<multi_request> prepare_multi(std::vector<std::string> keys,
                                     std::chrono::duration<Rep, Period> ttl,
                                     const acquire_options<Clock>& opts,
-                                    multi_mutation m = multi_mutation::none) {
+                                    multi_mutation m = multi_mutation::none,
+                                    std::chrono::milliseconds min_ttl = {}) {
   if (keys.empty()) return errc::invalid_argument;
-  result<acquire_request> first = prepare_acquire(keys.front(), ttl, opts);
+  result<acquire_request> first = prepare_acquire(keys.front(), ttl, opts, min_ttl);
   if (!first) return first.error();
   for (const std::string& k : keys) {
     if (std::error_code ec = check_acquire_args(k, first->owner, first->ttl)) return ec;

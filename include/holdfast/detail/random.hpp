@@ -148,6 +148,19 @@ inline std::string random_owner_id() {
   return id;
 }
 
+/// The one separator between a label and the random part of a generated owner id.
+inline constexpr char owner_separator = '/';
+
+/// Returns a fresh owner id: `<label>/<32 random hex digits>`, or the random digits alone for an
+/// empty label. Every generated owner id (leases, mutexes, election, semaphore) takes this form.
+inline std::string labelled_owner_id(const std::string& label) {
+  if (label.empty()) return random_owner_id();
+  std::string id = label;
+  id += owner_separator;
+  id += random_owner_id();
+  return id;
+}
+
 }  // namespace detail
 HOLDFAST_ABI_NAMESPACE_END
 }  // namespace holdfast

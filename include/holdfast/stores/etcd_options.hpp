@@ -64,6 +64,16 @@ struct etcd_options {
   std::chrono::milliseconds connect_timeout{2000};
   /// Bound on each request (connect included), in ms, > 0. A timeout reports errc::timeout.
   std::chrono::milliseconds command_timeout{5000};
+  /// The shortest lease TTL (ms) this store is asked for: try_acquire(), acquire(), acquire_all()
+  /// and the recipes' constructors (mutex, election, semaphore) refuse a shorter one with
+  /// errc::invalid_argument, naming this limit, before anything is sent
+  /// (holdfast::store_min_ttl()). etcd applies a minimum lease TTL of ceil(1.5 x
+  /// --election-timeout) in whole seconds and silently raises a shorter one to it (etcd 3.4 here:
+  /// TTL 1 is granted as 2 s with the default 1000 ms election timeout, as 3 s with 2000 ms), so a
+  /// key asked for 1 s would stay taken for 2 s while its holder trusts 1 s. Default 2000 ms, the
+  /// minimum with etcd's defaults; a cluster with another election timeout E sets ceil(1.5 E / 1 s)
+  /// s. In [0, max_ttl]; 0 turns the check off.
+  std::chrono::milliseconds min_ttl{2000};
   /// How many grants the store remembers the lease of (so renew and release take one round trip
   /// instead of two); older ones are forgotten first. >= 0; 0 remembers none.
   std::size_t remembered_grants = 4096;
@@ -101,6 +111,9 @@ struct etcd_options {
     if (username.empty() && !password.empty()) return bad("password is set but username is empty");
     if (connect_timeout <= std::chrono::milliseconds::zero()) {
       return bad("connect_timeout " + std::to_string(connect_timeout.count()) + " ms is not > 0");
+    }
+    if (min_ttl < std::chrono::milliseconds::zero() || min_ttl > max_ttl) {
+      return bad("min_ttl " + std::to_string(min_ttl.count()) + " ms is not in 0 .. max_ttl");
     }
     if (command_timeout <= std::chrono::milliseconds::zero()) {
       return bad("command_timeout " + std::to_string(command_timeout.count()) + " ms is not > 0");

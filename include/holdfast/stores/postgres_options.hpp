@@ -48,6 +48,17 @@ struct postgres_options {
   /// Bound on each statement, in ms, > 0: enforced by the client (the connection is dropped and
   /// errc::timeout reported) and by the server (statement_timeout, errc::timeout).
   std::chrono::milliseconds command_timeout{5000};
+  /// The shortest lease TTL (ms) this store is asked for: try_acquire(), acquire(), acquire_all()
+  /// and the recipes' constructors (mutex, election, semaphore) refuse a shorter one with
+  /// errc::invalid_argument, naming this limit, before anything is sent
+  /// (holdfast::store_min_ttl()). A TTL must outlast one round trip plus the holder's drift and
+  /// margin, or every grant arrives with no validity left and a blocking acquire answers
+  /// errc::timeout however long it may wait. The bound comes from this option, not from a measured
+  /// round trip (one slow reply would make a TTL valid one moment and refused the next). Default 10
+  /// ms: 7.9 ms of validity after the default drift and margin (1%, 2 ms), many round trips to a
+  /// local or LAN server; for a distant server set it to (p99 round trip + margin) / (1 - drift).
+  /// In [0, max_ttl]; 0 turns the check off.
+  std::chrono::milliseconds min_ttl{10};
 
   /// Returns errc::invalid_argument if a name or timeout is out of range; a zero code otherwise.
   /// `why`, if given, gets what is wrong, naming the field ("invalid postgres_options:
@@ -74,6 +85,9 @@ inline std::error_code postgres_options::check(std::string* why) const {
   if (command_timeout <= std::chrono::milliseconds::zero() || command_timeout.count() > INT_MAX) {
     return bad("command_timeout " + std::to_string(command_timeout.count()) +
                " ms is not in 1 .. 2147483647 ms");
+  }
+  if (min_ttl < std::chrono::milliseconds::zero() || min_ttl > max_ttl) {
+    return bad("min_ttl " + std::to_string(min_ttl.count()) + " ms is not in 0 .. max_ttl");
   }
   if (conninfo.find('\0') != std::string::npos) return bad("conninfo contains NUL");
   if (application_name.find('\0') != std::string::npos) {

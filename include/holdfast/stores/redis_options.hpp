@@ -83,6 +83,17 @@ struct redis_options {
   /// Bound on each command's send and receive, in ms, > 0. A timeout reports errc::timeout and
   /// drops the connection (its reply could otherwise be mistaken for the next command's).
   std::chrono::milliseconds command_timeout{2000};
+  /// The shortest lease TTL (ms) this store is asked for: try_acquire(), acquire(), acquire_all()
+  /// and the recipes' constructors (mutex, election, semaphore) refuse a shorter one with
+  /// errc::invalid_argument, naming this limit, before anything is sent
+  /// (holdfast::store_min_ttl()). A TTL must outlast one round trip plus the holder's drift and
+  /// margin, or every grant arrives with no validity left and a blocking acquire answers
+  /// errc::timeout however long it may wait. The bound comes from this option, not from a measured
+  /// round trip (one slow reply would make a TTL valid one moment and refused the next). Default 10
+  /// ms: 7.9 ms of validity after the default drift and margin (1%, 2 ms), many round trips to a
+  /// local or LAN server; for a distant server set it to (p99 round trip + margin) / (1 - drift).
+  /// In [0, max_ttl]; 0 turns the check off.
+  std::chrono::milliseconds min_ttl{10};
   /// Returns errc::invalid_argument if an option is out of range (see each field); a zero error
   /// code otherwise. `why`, if given, gets what is wrong, naming the field: "invalid
   /// redis_options: port 70000 is out of range 1 .. 65535".
@@ -115,6 +126,9 @@ struct redis_options {
     if (wait_replicas < 0) return bad("wait_replicas " + std::to_string(wait_replicas) + " < 0");
     if (wait_timeout <= std::chrono::milliseconds::zero()) {
       return bad("wait_timeout " + std::to_string(wait_timeout.count()) + " ms is not > 0");
+    }
+    if (min_ttl < std::chrono::milliseconds::zero() || min_ttl > max_ttl) {
+      return bad("min_ttl " + std::to_string(min_ttl.count()) + " ms is not in 0 .. max_ttl");
     }
     if (database < 0) return bad("database " + std::to_string(database) + " is negative");
     if (key_prefix.empty()) return bad("key_prefix is empty");

@@ -59,6 +59,13 @@ class link_client {
 
   /// Returns the options the client was made with.
   [[nodiscard]] const auto& options() const noexcept { return link_.options(); }
+  /// Returns the shortest lease TTL this store is asked for: options().min_ttl (the options'
+  /// docstring says where the bound comes from). See holdfast::store_min_ttl().
+  template <class L = Link>
+  [[nodiscard]] auto min_ttl() const noexcept
+      -> decltype(std::declval<const L&>().options().min_ttl) {
+    return link_.options().min_ttl;
+  }
 
  protected:
   /// Makes the link from `args` (the link's constructor arguments). The tag keeps this

@@ -1,0 +1,89 @@
+// SPDX-License-Identifier: MIT
+// tests/unit/test_redis_min_ttl.cpp - redis_store: a TTL under redis_options::min_ttl is refused up
+// front (issue 23 part 3): errc::invalid_argument at once, with no attempt sent and the limit named
+// in the acquire_report, from try_acquire(), a blocking acquire() (which answered timeout after its
+// whole deadline before) and the recipes' constructors; one ms under, at and over the limit.
+// Real server (HOLDFAST_REDIS_PORT from .ci/servers), bounded waits.
+#include <catch2/catch.hpp>
+
+#include <chrono>
+#include <optional>
+#include <string>
+
+#include "../support/real_servers.hpp"
+#include "holdfast/election.hpp"
+#include "holdfast/lease.hpp"
+#include "holdfast/semaphore.hpp"
+#include "holdfast/stores/redis.hpp"
+
+// One namespace per file, so that a suite can be compiled as one translation unit
+// (HOLDFAST_UNITY_TESTS) without two files' helpers colliding.
+namespace test_redis_min_ttl {
+
+namespace {
+
+using namespace std::chrono_literals;
+using holdfast::errc;
+using clk = std::chrono::steady_clock;
+
+std::optional<holdfast::redis_options> server() {
+  std::optional<std::string> port = hf_test::env("HOLDFAST_REDIS_PORT");
+  if (!port) {
+    if (hf_test::in_ci()) FAIL("HOLDFAST_REDIS_PORT is not set (run .ci/servers start)");
+    hf_test::loud_skip("no Redis: HOLDFAST_REDIS_PORT unset");
+    return std::nullopt;
+  }
+  holdfast::redis_options o;
+  o.port = std::stoi(*port);
+  o.host = hf_test::env("HOLDFAST_REDIS_HOST").value_or("127.0.0.1");
+  o.password = hf_test::env("HOLDFAST_REDIS_PASSWORD").value_or("");
+  const std::string tag = hf_test::random_tag();
+  o.key_prefix = "{hfm-" + tag + "}:lease:";
+  o.counter_key = "{hfm-" + tag + "}:token";
+  o.wait_prefix = "{hfm-" + tag + "}:wait:";
+  return o;
+}
+
+}  // namespace
+
+TEST_CASE("redis_store: a TTL one ms under min_ttl is refused at once, at and over it granted",
+          "[redis][min_ttl]") {
+  std::optional<holdfast::redis_options> o = server();
+  if (!o) return;
+  CHECK(o->min_ttl == 10ms);  // the default the options' docstring gives
+  o->min_ttl = 500ms;
+  holdfast::redis_store store(*o);
+  CHECK(holdfast::store_min_ttl(store) == 500ms);
+  holdfast::acquire_report report;
+  holdfast::acquire_options<> opts;
+  opts.report = &report;
+  auto under = holdfast::try_acquire(store, "k-under", 499ms, opts);
+  CHECK(under.error() == errc::invalid_argument);
+  CHECK(report.attempts == 0);  // nothing was sent
+  CHECK(report.last_store_error == errc::invalid_argument);
+  CHECK(report.last_store_message.find("min_ttl of 500 ms") != std::string::npos);
+  // A blocking acquire answers at once, not timeout at its deadline.
+  const auto t0 = clk::now();
+  CHECK(holdfast::acquire(store, "k-under", 499ms, 30s, opts).error() == errc::invalid_argument);
+  CHECK(clk::now() - t0 < 1s);
+  auto at = holdfast::try_acquire(store, "k-at", 500ms, opts);
+  CHECK(at.has_value());
+  auto over = holdfast::try_acquire(store, "k-over", 501ms, opts);
+  CHECK(over.has_value());
+  // The recipes refuse at construction (error()), so every call fails before the store is asked.
+  holdfast::election_options<> eo;
+  eo.renewal.start_thread = false;
+  CHECK(holdfast::election<holdfast::redis_store>(store, "e-under", 499ms, eo).error() ==
+        errc::invalid_argument);
+  CHECK_FALSE(holdfast::election<holdfast::redis_store>(store, "e-at", 500ms, eo).error());
+  CHECK(holdfast::semaphore<holdfast::redis_store>(store, "s-under", 2, 499ms).error() ==
+        errc::invalid_argument);
+  CHECK_FALSE(holdfast::semaphore<holdfast::redis_store>(store, "s-at", 2, 500ms).error());
+  // A bad min_ttl is a bad option.
+  o->min_ttl = -1ms;
+  std::string why;
+  CHECK(o->check(&why) == errc::invalid_argument);
+  CHECK(why.find("min_ttl") != std::string::npos);
+}
+
+}  // namespace test_redis_min_ttl
