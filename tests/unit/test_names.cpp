@@ -98,24 +98,27 @@ TEST_CASE("names: every generated owner id is <label>/<32 hex>", "[names]") {
 
 TEST_CASE("names: an election_observer needs no TTL and sees leader, label and term",
           "[names][election]") {
-  manual_clock clock;
-  store_t store(clock);
-  holdfast::election_observer_options<manual_clock> oo;
+  // next_leader() sleeps: on self_advancing_clock a sleep moves time itself, at once.
+  using sclock = holdfast::self_advancing_clock;
+  sclock clock;
+  holdfast::memory_store<sclock> store(clock);
+  using sstore = holdfast::memory_store<sclock>;
+  holdfast::election_observer_options<sclock> oo;
   oo.clock = clock;
   oo.observe_interval = 100ms;
-  holdfast::election_observer<store_t, manual_clock> watch(store, "job", oo);
+  holdfast::election_observer<sstore, sclock> watch(store, "job", oo);
   CHECK_FALSE(watch.error());
   auto nobody = watch.leader();
   REQUIRE(nobody);
   CHECK_FALSE(nobody->has_value());
   CHECK(watch.next_leader(std::nullopt, 250ms).error() == errc::timeout);
 
-  holdfast::keepalive<manual_clock> ka(clock, polled());
-  holdfast::election_options<manual_clock> e;
+  holdfast::keepalive<sclock> ka(clock, polled());
+  holdfast::election_options<sclock> e;
   e.acquire.clock = clock;
   e.keepalive = &ka;
   e.label = "pod-7";
-  holdfast::election<store_t, manual_clock> job(store, "job", 1s, e);
+  holdfast::election<sstore, sclock> job(store, "job", 1s, e);
   const holdfast::fencing_token term = job.try_campaign().value();
   auto seen = watch.next_leader(std::nullopt, 1s);
   REQUIRE(seen);
@@ -131,15 +134,15 @@ TEST_CASE("names: an election_observer needs no TTL and sees leader, label and t
   CHECK_FALSE(gone->has_value());
 
   // Bad arguments: reported by error(), and nothing is asked.
-  CHECK(holdfast::election_observer<store_t, manual_clock>(store, "", oo).leader().error() ==
+  CHECK(holdfast::election_observer<sstore, sclock>(store, "", oo).leader().error() ==
         errc::invalid_argument);
   oo.observe_interval = 0s;
-  CHECK(holdfast::election_observer<store_t, manual_clock>(store, "job", oo).error() ==
+  CHECK(holdfast::election_observer<sstore, sclock>(store, "job", oo).error() ==
         errc::invalid_argument);
   oo.observe_interval = 1h;  // at the limit: accepted
-  CHECK_FALSE(holdfast::election_observer<store_t, manual_clock>(store, "job", oo).error());
+  CHECK_FALSE(holdfast::election_observer<sstore, sclock>(store, "job", oo).error());
   oo.observe_interval = 1h + 1ns;
-  CHECK(holdfast::election_observer<store_t, manual_clock>(store, "job", oo).error() ==
+  CHECK(holdfast::election_observer<sstore, sclock>(store, "job", oo).error() ==
         errc::invalid_argument);
 }
 
