@@ -96,6 +96,10 @@ struct store_fault_options {
   /// for each other fault). Default 10, about one stage in five (tests/unit/test_quorum_sim.cpp
   /// gives a quorum's members 6).
   std::uint32_t delay_weight = 10;
+  /// With restarts: the weight of "the store goes down" at a request, against 40 for "delivered
+  /// at once". Default 1; the lagging restart's negative control runs with 3
+  /// (effective_run_options(), workload_plan.hpp).
+  std::uint32_t restart_weight = 1;
 };
 
 }  // namespace testing

@@ -361,7 +361,7 @@ class sim_store {
   std::optional<errc> request_stage(call& c) {
     const store_fault_options& f = faults_;
     switch (sim_.weighted({40, f.request_delays ? f.delay_weight : 0u, f.lost_requests ? 1u : 0u,
-                           f.errors ? 1u : 0u, f.restarts ? 1u : 0u})) {
+                           f.errors ? 1u : 0u, f.restarts ? f.restart_weight : 0u})) {
       case 0:
         return std::nullopt;
       case 1: {

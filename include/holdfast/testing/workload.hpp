@@ -97,7 +97,8 @@ bool keep_lagging_copies(sim_store<Store>& store, Factory& make, store_env& env)
 }
 
 template <class Factory>
-run_result run_schedule_impl(decision_source& src, Factory& make_store, const run_options& o) {
+run_result run_schedule_impl(decision_source& src, Factory& make_store, const run_options& asked) {
+  const run_options o = effective_run_options(asked);
   using Store = factory_store_t<Factory>;
   constexpr bool simulated_clock = factory_takes_clock_v<Factory>;
   run_result out;
@@ -177,7 +178,7 @@ inline run_result run_schedule(decision_source& src, const run_options& o = {}) 
     auto make = [m = o.mutation](sim_clock c) { return mutant_store<sim_clock>(c, m); };
     return detail::run_schedule_impl(src, make, o);
   }
-  if (o.store_faults.lagging_restarts) {
+  if (effective_run_options(o).store_faults.lagging_restarts) {
     // memory_store cannot be copied; the kit's reference store (mutant_store, correct with
     // mutant::none) can, so the lagging copies of its restarts are copies of it.
     auto copyable = [](sim_clock c) { return mutant_store<sim_clock>(c, mutant::none); };

@@ -150,6 +150,25 @@ inline bool uses_keepalive(const run_options& o) noexcept {
   return o.keepalive || o.mutation == mutant::keepalive_sleeps_through_regression;
 }
 
+/// The options a run with `o` really uses: `o`, except that a negative control which bites only
+/// under a fault turns that fault on. mutant::token_only_fence (the equal-token rule) needs a
+/// store that loses its newest grant and re-issues its token: a durable store restarted from a
+/// lagging copy (store_fault_options::lagging_restarts), restarts three times as often, and
+/// longer schedules of up to 4 clients (128-256 operations), so that a lost grant some fence
+/// admitted is re-issued to a holder that writes (about 1 schedule in 9 catches it; see
+/// fuzz/README.md).
+inline run_options effective_run_options(run_options o) noexcept {
+  if (o.mutation == mutant::token_only_fence) {
+    o.store_faults.restarts = true;
+    o.store_faults.lagging_restarts = true;
+    o.store_faults.restart_weight = std::max<std::uint32_t>(o.store_faults.restart_weight, 3);
+    o.min_ops = std::max<std::uint32_t>(o.min_ops, 128);
+    o.max_ops = std::max<std::uint32_t>(o.max_ops, 256);
+    o.max_clients = 4;
+  }
+  return o;
+}
+
 /// Draws a workload from `src` (the first decisions of a schedule). Each client's next operation
 /// is drawn from what makes sense for it: one that (as far as the plan knows) holds no lease
 /// mostly acquires; one that holds mostly writes, renews and releases. A source answering 0

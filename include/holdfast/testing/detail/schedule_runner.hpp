@@ -468,6 +468,10 @@ class schedule_runner {
       return;
     }
     record(event_kind::liveness_acquired, c, {}, r->token().value());
+    // It uses its lease as any new holder would: one write through the key's fence. A token the
+    // store re-issued after losing grants (a lagging restart) often reaches this contender
+    // first; without the write no fence ever saw it.
+    (void)resources_[key]->write(r->token(), c.owner);
     (void)r->release();
   }
 
