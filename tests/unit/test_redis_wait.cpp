@@ -17,6 +17,7 @@
 #include <vector>
 
 #include "../support/real_servers.hpp"
+#include "holdfast/cancel.hpp"
 #include "holdfast/lease.hpp"
 #include "holdfast/stores/redis.hpp"
 
@@ -374,6 +375,34 @@ TEST_CASE("redis wait: a waiter whose budget ran out during its queued attempt l
   live.join();
   REQUIRE(after_release_ms.load() >= 0);
   CHECK(after_release_ms.load() < 1500);  // woken by the release, not the 3 s expiry
+}
+
+// The same kind, cancelled: a waiter cancelled while it sleeps in the queue must take its place
+// out too. acquire_retrying used to call leave_queue on its timeout path only; redis_store's own
+// wait already dequeues a waiter that was not woken, so on Redis this held before too (etcd's
+// queue place outlives a wait, and was left until its lease's TTL). Expected: cancelled within
+// about a round trip, and LLEN 0.
+TEST_CASE("redis wait: a waiter cancelled while queued leaves the queue",
+          "[redis][wait_for_release][cancel]") {
+  const std::optional<redis_options> o = server();
+  if (!o) return;
+  redis_store holder_store(*o);
+  redis_store waiter_store(*o);
+  auto holder = holdfast::try_acquire(holder_store, "cq", 3s);
+  REQUIRE(holder.has_value());
+  holdfast::cancel_source src;
+  holdfast::acquire_options<> wo = slow_polling();
+  wo.cancel = src.token();
+  holdfast::result<holdfast::lease<redis_store>> got(errc::busy);
+  std::thread waiter([&] { got = holdfast::acquire(waiter_store, "cq", 3s, 20s, wo); });
+  REQUIRE(await_queued(*o, "cq", 1));
+  const clk::time_point asked = clk::now();
+  src.request_stop();
+  waiter.join();
+  CHECK(got.error() == errc::cancelled);
+  CHECK(clk::now() - asked < 1s);  // within a round trip or so, not the 20 s budget
+  CHECK(queued(*o, "cq") == 0);    // left (was: 1)
+  REQUIRE(holder->release().has_value());
 }
 
 }  // namespace test_redis_wait

@@ -284,13 +284,21 @@ result<lease<Store, Clock>> acquire_retrying(Store& store, std::string_view key,
     return std::move(r);
   };
   const cancel_token& cancel = opts.cancel;
+  // Every way out without a lease (timeout, cancel, an error that is not contention) takes out a
+  // place an attempt took in the store's wait queue, where the store can, so the next release
+  // hands the key to a waiter that is still there (issue 22; Redisson #1104's kind).
+  bool in_queue = false;
+  const auto leave = [&](std::error_code ec) -> result_type {
+    if constexpr (has_leave_queue_v<Store>) {
+      if (in_queue) (void)store.leave_queue(key);
+    }
+    return done(result_type(ec));
+  };
   for (;; ++made) {
-    if (cancel.stop_requested()) return done(result_type(errc::cancelled));
+    if (cancel.stop_requested()) return leave(errc::cancelled);
     // Where the store can, an attempt that finds the key busy also joins its wait queue, so the
     // wait below costs no request of its own. Not before a backoff round (one in eight, below).
     // The last attempt (deadline reached, attempts used up) queues nothing: nobody would wait.
-    // A caller whose budget runs out during that round trip takes its place out again where the
-    // store can (leave_queue; issue 22).
     const bool queue = can_wait_for_release_v<Store, Clock> && has_try_acquire_queued_v<Store> &&
                        (fruitless_waits + 1) % 8 != 0 && !delays.exhausted(made) &&
                        budget.left_at(clock.now());
@@ -301,24 +309,19 @@ result<lease<Store, Clock>> acquire_retrying(Store& store, std::string_view key,
       (void)l->release();
       return done(result_type(errc::cancelled));
     }
-    if (l || !is_transient(l.error())) return done(std::move(l));
+    if (l) return done(std::move(l));
+    in_queue = in_queue || (queue && (l.error() == errc::busy || unsure));
+    if (!is_transient(l.error())) return leave(l.error());
     // An acquire that ends without a lease gives back a grant its last attempt may have made
     // unheard (a lost reply): the same owner asks again and releases (detail/give_back.hpp).
     const auto give_up = [&](std::error_code ec) -> result_type {
       if (unsure) (void)give_back(store, key, req->owner, req->ttl);
-      return done(result_type(ec));
+      return leave(ec);
     };
     if (delays.exhausted(made)) return give_up(l.error());
     const typename Clock::time_point now = clock.now();
     const clock_duration left = budget.advance(now);
-    if (left == clock_duration::zero()) {
-      // The budget ran out during the attempt: a place it took in the wait queue is left, so
-      // the next release hands the key to a waiter that is still there (Redisson #1104's kind).
-      if constexpr (has_leave_queue_v<Store>) {
-        if (queue && l.error() == errc::busy) (void)store.leave_queue(key);
-      }
-      return give_up(errc::timeout);
-    }
+    if (left == clock_duration::zero()) return give_up(errc::timeout);
     const typename Clock::time_point deadline = saturating_add(now, left);
     if constexpr (can_wait_for_release_v<Store, Clock>) {
       // Waiting without polling: sleep in the store until the key is released or its holder's
@@ -327,7 +330,7 @@ result<lease<Store, Clock>> acquire_retrying(Store& store, std::string_view key,
       // store whose hints are wrong costs latency, never a busy loop.
       if (l.error() == errc::busy && (++fruitless_waits % 8) != 0) {
         if (store.wait_for_release(key, cancellable_wait_end(cancel, now, deadline))) continue;
-        if (cancel.stop_requested()) return done(result_type(errc::cancelled));
+        if (cancel.stop_requested()) return give_up(errc::cancelled);
       }
     }
     const std::optional<clock_duration> next =
@@ -335,7 +338,7 @@ result<lease<Store, Clock>> acquire_retrying(Store& store, std::string_view key,
     // One last attempt when the budget runs out (at the deadline itself).
     const clock_duration pause = next && *next < left ? *next : left;
     if (!sleep_until_or_cancelled(clock, saturating_add(now, pause), cancel)) {
-      return done(result_type(errc::cancelled));
+      return give_up(errc::cancelled);
     }
   }
 }
