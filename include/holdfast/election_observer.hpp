@@ -35,11 +35,11 @@
 #include "holdfast/acquire_options.hpp"
 #include "holdfast/cancel.hpp"
 #include "holdfast/clock.hpp"
-#include "holdfast/detail/acquire.hpp"
 #include "holdfast/detail/config.hpp"
 #include "holdfast/detail/saturating.hpp"
 #include "holdfast/error.hpp"
 #include "holdfast/fencing_token.hpp"
+#include "holdfast/lease/detail/acquire.hpp"
 #include "holdfast/result.hpp"
 #include "holdfast/store.hpp"
 

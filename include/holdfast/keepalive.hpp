@@ -71,10 +71,10 @@
 #include "holdfast/backoff.hpp"
 #include "holdfast/clock.hpp"
 #include "holdfast/detail/config.hpp"
-#include "holdfast/detail/keepalive_port.hpp"
 #include "holdfast/detail/saturating.hpp"
 #include "holdfast/error.hpp"
 #include "holdfast/lease.hpp"
+#include "holdfast/lease/detail/keepalive_port.hpp"
 #include "holdfast/observer.hpp"
 #include "holdfast/result.hpp"
 

@@ -64,11 +64,11 @@
 #include "holdfast/backoff.hpp"
 #include "holdfast/clock.hpp"
 #include "holdfast/detail/config.hpp"
-#include "holdfast/detail/keepalive_port.hpp"
-#include "holdfast/detail/multi_acquire.hpp"
 #include "holdfast/error.hpp"
 #include "holdfast/fencing_token.hpp"
 #include "holdfast/lease.hpp"
+#include "holdfast/lease/detail/keepalive_port.hpp"
+#include "holdfast/lease/detail/multi_acquire.hpp"
 #include "holdfast/result.hpp"
 #include "holdfast/store.hpp"
 

@@ -61,15 +61,15 @@
 #include "holdfast/cancel.hpp"
 #include "holdfast/clock.hpp"
 #include "holdfast/detail/config.hpp"
-#include "holdfast/detail/give_back.hpp"
-#include "holdfast/detail/lease_recipe.hpp"
 #include "holdfast/detail/random.hpp"
 #include "holdfast/detail/saturating.hpp"
 #include "holdfast/error.hpp"
 #include "holdfast/keepalive.hpp"
 #include "holdfast/lease.hpp"
+#include "holdfast/recipes/detail/lease_recipe.hpp"
 #include "holdfast/result.hpp"
 #include "holdfast/store.hpp"
+#include "holdfast/stores/detail/give_back.hpp"
 #include "holdfast/validity.hpp"
 
 namespace holdfast {

@@ -23,8 +23,8 @@
 #include <vector>
 
 #include "bench_common.hpp"
-#include "holdfast/detail/fan_out.hpp"
 #include "holdfast/quorum.hpp"
+#include "holdfast/quorum/detail/fan_out.hpp"
 #include "holdfast/stores/memory.hpp"
 
 namespace {

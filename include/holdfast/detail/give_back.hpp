@@ -1,56 +1,8 @@
 // SPDX-License-Identifier: MIT
-// holdfast/detail/give_back.hpp - the one rule of every multi-call protocol (issue 22): an
-// operation that fails leaves nothing of the caller's in any store beyond what it reports.
-//
-// A try_acquire whose answer is an error may still have been applied (the reply was lost, the
-// store failed after applying): may_hide_grant() says when. give_back() then asks the store again
-// with the same owner, which returns a live lease's own grant (store.hpp, T1: a same-owner
-// re-acquire returns the same token), and releases it unless it is the grant the caller keeps.
-// Used by acquire() (its last attempt), the semaphore (each slot), the quorum (each member, each
-// round) and the recipes built on them. Not for users.
-#ifndef HOLDFAST_DETAIL_GIVE_BACK_HPP
-#define HOLDFAST_DETAIL_GIVE_BACK_HPP
-
-#include <chrono>
-#include <string_view>
-#include <system_error>
-
-#include "holdfast/detail/config.hpp"
-#include "holdfast/error.hpp"
-#include "holdfast/fencing_token.hpp"
-#include "holdfast/result.hpp"
-#include "holdfast/store.hpp"
-
-namespace holdfast {
-HOLDFAST_ABI_NAMESPACE_BEGIN
-namespace detail {
-
-/// Whether an error answer to try_acquire may hide a grant the store made: a transient error
-/// other than contention (a timeout, an unavailable store, a foreign transport error: the reply
-/// may have been lost after the store applied it). Not busy, and not a permanent error (bad
-/// input, exhaustion, misconfiguration, garbage): asking such a store again helps nobody.
-inline bool may_hide_grant(const std::error_code& ec) noexcept {
-  return ec != errc::busy && is_transient(ec);
-}
-
-/// Gives back whatever `owner` may hold on `key` in `store` after a call whose answer was lost:
-/// asks again with the same owner and `ttl` (ms; <= 0 asks for 1 ms), and releases the grant
-/// unless its token is `keep` (the grant the caller reports; none: keep nothing). One or two
-/// store calls; best effort: a store that still fails is left to free the key at its TTL.
-/// \returns the token that was given back, or none. Exceptions from the store propagate.
-template <class Store>
-fencing_token give_back(Store& store, std::string_view key, std::string_view owner,
-                        std::chrono::milliseconds ttl, fencing_token keep = {}) {
-  if (ttl <= std::chrono::milliseconds::zero()) ttl = std::chrono::milliseconds(1);
-  result<grant> g = store.try_acquire(key, owner, ttl);
-  if (!g || !g->token.is_issuable()) return {};
-  if (keep.is_issuable() && g->token == keep) return {};
-  (void)store.release(key, owner, g->token);
-  return g->token;
-}
-
-}  // namespace detail
-HOLDFAST_ABI_NAMESPACE_END
-}  // namespace holdfast
-
-#endif  // HOLDFAST_DETAIL_GIVE_BACK_HPP
+// holdfast/detail/give_back.hpp - moved to holdfast/stores/detail/give_back.hpp, beside the layer
+// it serves (include/holdfast/detail/ keeps the ground floor only); this path keeps working. Not
+// for users.
+#ifndef HOLDFAST_DETAIL_GIVE_BACK_HPP_FORWARD
+#define HOLDFAST_DETAIL_GIVE_BACK_HPP_FORWARD
+#include "holdfast/stores/detail/give_back.hpp"
+#endif  // HOLDFAST_DETAIL_GIVE_BACK_HPP_FORWARD

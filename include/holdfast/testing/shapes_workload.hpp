@@ -42,7 +42,7 @@
 #include <vector>
 
 #include "holdfast/detail/config.hpp"
-#include "holdfast/detail/multi_acquire.hpp"
+#include "holdfast/lease/detail/multi_acquire.hpp"
 #include "holdfast/multi_lease.hpp"
 #include "holdfast/reentrant.hpp"
 #include "holdfast/stores/memory.hpp"

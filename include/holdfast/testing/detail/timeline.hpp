@@ -36,7 +36,7 @@
 #include <vector>
 
 #include "holdfast/detail/config.hpp"
-#include "holdfast/detail/lease_shared.hpp"
+#include "holdfast/lease/detail/lease_shared.hpp"
 #include "holdfast/testing/detail/event_text.hpp"
 #include "holdfast/testing/detail/lease_book.hpp"
 #include "holdfast/testing/history.hpp"

@@ -1,0 +1,350 @@
+// SPDX-License-Identifier: MIT
+// holdfast/lease/detail/acquire.hpp - the machinery behind try_acquire() and acquire() (lease.hpp):
+// one store call turned into a lease handle (acquire_once), the observer's reports of each attempt
+// and of the outcome, and the blocking acquire's loop (acquire_retrying): backoff with full jitter,
+// or a wait in the store for a release where it offers one, against a timeout counted only while
+// the clock moves forwards. lease.hpp includes it before the lease class, whose private constructor
+// acquire_once (a friend) uses. Not for users.
+#ifndef HOLDFAST_LEASE_DETAIL_ACQUIRE_HPP
+#define HOLDFAST_LEASE_DETAIL_ACQUIRE_HPP
+
+#include <chrono>
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <utility>
+
+#include "holdfast/acquire_options.hpp"
+#include "holdfast/backoff.hpp"
+#include "holdfast/cancel.hpp"
+#include "holdfast/clock.hpp"
+#include "holdfast/detail/config.hpp"
+#include "holdfast/detail/detect.hpp"
+#include "holdfast/detail/saturating.hpp"
+#include "holdfast/error.hpp"
+#include "holdfast/observer.hpp"
+#include "holdfast/result.hpp"
+#include "holdfast/store.hpp"
+#include "holdfast/stores/detail/give_back.hpp"
+
+namespace holdfast {
+HOLDFAST_ABI_NAMESPACE_BEGIN
+
+template <class Store, class Clock>
+HOLDFAST_REQUIRES(lease_store<Store>&& ttl_clock<Clock>)
+class lease;
+
+namespace detail {
+
+template <class S>
+using last_error_message_call =
+    decltype(std::string(std::declval<const S&>().last_error_message()));
+
+// Notes an attempt's error in opts.report (busy is contention, not an error): the store's own
+// text where the store keeps one (the real stores' last_error_message()), else `note`.
+template <class Store, class Clock>
+void note_failure(const Store& store, const acquire_options<Clock>& opts, std::error_code ec,
+                  const char* note) {
+  if (opts.report == nullptr || ec == errc::busy) return;
+  opts.report->last_store_error = ec;
+  if constexpr (is_detected<last_error_message_call, Store>::value) {
+    if (note == nullptr) {
+      opts.report->last_store_message = store.last_error_message();
+      return;
+    }
+  }
+  opts.report->last_store_message = note != nullptr ? note : ec.message();
+}
+
+template <class Store, class Clock>
+result<lease<Store, Clock>> acquire_once(Store& store, std::string_view key,
+                                         std::chrono::milliseconds ttl,
+                                         const acquire_options<Clock>& opts,
+                                         const std::string& owner, bool queue_if_busy = false,
+                                         bool* unsure = nullptr) {
+  const typename Clock::time_point start = opts.clock.now();  // before the request leaves
+  result<grant> g = [&] {
+    if constexpr (has_try_acquire_queued_v<Store>) {
+      if (queue_if_busy) return store.try_acquire_queued(key, owner, ttl);
+    }
+    (void)queue_if_busy;
+    return store.try_acquire(key, owner, ttl);
+  }();
+  if (opts.report != nullptr) ++opts.report->attempts;
+  if (!g) {
+    // The store's error may hide a grant (a lost reply): the caller should go back for it.
+    if (unsure != nullptr) *unsure = may_hide_grant(g.error());
+    note_failure(store, opts, g.error(), nullptr);
+    return g.error();
+  }
+  if (unsure != nullptr) *unsure = false;
+  if (!g->token.is_issuable() || g->ttl <= std::chrono::milliseconds::zero()) {
+    // A grant we cannot use: give it back if the store will take it, and report the store.
+    if (g->token.is_issuable()) (void)store.release(key, owner, g->token);
+    note_failure(store, opts, errc::protocol_error,
+                 "the store granted no token or a TTL <= 0 (a contract violation)");
+    return errc::protocol_error;
+  }
+  grant applied = *g;
+  if (applied.ttl > ttl) applied.ttl = ttl;  // never trust more than was asked for
+  lease<Store, Clock> l(store, opts.clock, std::string(key), owner, applied, opts.validity, start);
+  // A reply that arrives after the validity it would give is worthless to the holder (Redlock's
+  // rule): hand the key back at once rather than hold a lease it must not use. No callback is set
+  // yet, so the caller hears of it only through the error.
+  if (!l.valid()) {
+    (void)l.release();
+    note_failure(store, opts, errc::timeout,
+                 "the grant arrived after the validity it gives had passed: the round trip took "
+                 "longer than the TTL leaves after drift and margin (a longer TTL is needed)");
+    return errc::timeout;
+  }
+  if (opts.on_lost) l.inline_.on_lost = opts.on_lost;
+  l.inline_.observer = opts.observer;
+  return l;
+}
+
+// An event about one acquire outcome: the lease's token, or the error.
+template <class Lease>
+lease_event outcome_event(lease_event_kind kind, std::string_view key, std::string_view owner,
+                          const result<Lease>& l) {
+  lease_event e;
+  e.kind = kind;
+  e.key = key;
+  e.owner = owner;
+  if (l) {
+    e.token = l->token();
+  } else {
+    e.error = l.error();
+  }
+  return e;
+}
+
+// acquire_once() told to opts.observer as an acquire_attempt (attempt `n`, 1-based). Only an
+// observed attempt reads the clock around the store call.
+template <class Store, class Clock>
+result<lease<Store, Clock>> attempt(Store& store, std::string_view key,
+                                    std::chrono::milliseconds ttl,
+                                    const acquire_options<Clock>& opts, const std::string& owner,
+                                    std::uint32_t n, bool queue_if_busy = false,
+                                    bool* unsure = nullptr) {
+  if (opts.observer == nullptr) {
+    return acquire_once(store, key, ttl, opts, owner, queue_if_busy, unsure);
+  }
+  const typename Clock::time_point t0 = opts.clock.now();
+  result<lease<Store, Clock>> l = acquire_once(store, key, ttl, opts, owner, queue_if_busy, unsure);
+  lease_event e = outcome_event(lease_event_kind::acquire_attempt, key, owner, l);
+  e.store_latency = elapsed_ns(t0, opts.clock.now());
+  e.attempt = n;
+  notify(opts.observer, e);
+  return l;
+}
+
+// One try as try_acquire() makes it: an attempt, and when its error may hide a grant (a lost
+// reply), one more with the same owner, which returns that very grant (store.hpp, T1) instead of
+// leaving it held, unheard, for its TTL. `unsure` (if given) tells whether the last answer may
+// still hide one. Attempts are numbered from `n` for an observer.
+template <class Store, class Clock>
+result<lease<Store, Clock>> attempt_asking_again(Store& store, std::string_view key,
+                                                 std::chrono::milliseconds ttl,
+                                                 const acquire_options<Clock>& opts,
+                                                 const std::string& owner, std::uint32_t n,
+                                                 bool* unsure = nullptr,
+                                                 std::uint32_t* attempts = nullptr) {
+  bool maybe = false;
+  result<lease<Store, Clock>> l = attempt(store, key, ttl, opts, owner, n, false, &maybe);
+  std::uint32_t made = 1;
+  if (maybe) {
+    l = attempt(store, key, ttl, opts, owner, n + 1, false, &maybe);
+    ++made;
+  }
+  if (unsure != nullptr) *unsure = maybe;
+  if (attempts != nullptr) *attempts = made;
+  return l;
+}
+
+// Tells opts.observer how an observed try_acquire()/acquire() ended: acquired or acquire_failed,
+// waiting since `t0`, after `attempts` store calls.
+template <class Lease, class Clock>
+void report_acquire(const result<Lease>& l, const acquire_options<Clock>& opts,
+                    std::string_view key, std::string_view owner, typename Clock::time_point t0,
+                    std::uint32_t attempts) {
+  lease_event e = outcome_event(l ? lease_event_kind::acquired : lease_event_kind::acquire_failed,
+                                key, owner, l);
+  e.wait = elapsed_ns(t0, opts.clock.now());
+  e.attempt = attempts;
+  notify(opts.observer, e);
+}
+
+// try_acquire() with an observer: the attempt and the outcome are reported.
+template <class Store, class Clock>
+result<lease<Store, Clock>> observed_try_acquire(Store& store, std::string_view key,
+                                                 const result<acquire_request>& req,
+                                                 const acquire_options<Clock>& opts) {
+  const typename Clock::time_point t0 = opts.clock.now();
+  std::uint32_t made = 0;
+  result<lease<Store, Clock>> l =
+      req ? attempt_asking_again(store, key, req->ttl, opts, req->owner, 1, nullptr, &made)
+          : result<lease<Store, Clock>>(req.error());
+  report_acquire(l, opts, key, req ? std::string_view(req->owner) : opts.owner, t0, made);
+  return l;
+}
+
+// The end of one wait inside the store: `deadline`, or with a token that can be cancelled at
+// most cancel_wait_slice after `now` (the store's wait cannot be interrupted; cancel.hpp).
+template <class TimePoint>
+TimePoint cancellable_wait_end(const cancel_token& cancel, TimePoint now, TimePoint deadline) {
+  if (!cancel.stop_possible()) return deadline;
+  const TimePoint slice = saturating_add(now, cancel_wait_slice);
+  return slice < deadline ? slice : deadline;
+}
+
+// A timeout as a budget of the clock's duration (<= 0: none; too long: the maximum).
+template <class Clock, class Rep, class Period>
+typename Clock::duration budget_of(std::chrono::duration<Rep, Period> timeout) {
+  using d = typename Clock::duration;
+  const std::optional<d> limit = checked_duration_cast<d>(timeout);
+  if (!limit) return timeout > decltype(timeout)::zero() ? d::max() : d::zero();
+  return *limit > d::zero() ? *limit : d::zero();
+}
+
+// Time spent, counted only while the clock moves *forwards* since the first reading, not as an
+// instant to reach: a clock that jumps back by 100 s does not make a wait 100 s longer (a sleep
+// the jump cut short, clock.hpp, just leads to an earlier attempt). acquire() and acquire_all()
+// share it; it reads no clock itself, so callers keep their readings (and the simulator's
+// schedules) as they are.
+template <class Clock>
+class forward_budget {
+ public:
+  using duration = typename Clock::duration;
+  using time_point = typename Clock::time_point;
+
+  forward_budget(duration budget, time_point start) : budget_(budget), last_(start) {}
+  // Whether budget is left at `t` (forward clock time only); changes nothing.
+  [[nodiscard]] bool left_at(time_point t) const {
+    if (!(last_ < t)) return spent_ < budget_;
+    return saturating_sub(t, last_) < budget_ - spent_;
+  }
+  // Counts the forward movement up to `now` and returns the budget left (zero once spent).
+  duration advance(time_point now) {
+    if (last_ < now) {
+      const duration step = saturating_sub(now, last_);
+      spent_ = budget_ - spent_ < step ? budget_ : spent_ + step;
+    }
+    last_ = now;
+    return budget_ - spent_;
+  }
+
+ private:
+  duration budget_;
+  duration spent_ = duration::zero();
+  time_point last_;
+};
+
+// One attempt of acquire()'s loop, the `made`-th, reported to the observer when Observed.
+template <bool Observed, class Store, class Clock>
+result<lease<Store, Clock>> loop_attempt(Store& store, std::string_view key,
+                                         const acquire_request& req,
+                                         const acquire_options<Clock>& opts, std::uint32_t made,
+                                         bool queue, bool* unsure) {
+  if constexpr (Observed) {
+    return attempt(store, key, req.ttl, opts, req.owner, made, queue, unsure);
+  } else {
+    (void)made;
+    return acquire_once(store, key, req.ttl, opts, req.owner, queue, unsure);
+  }
+}
+
+// acquire()'s loop (see acquire()); Observed adds the reports: every attempt, then the outcome
+// with its wait.
+template <bool Observed, class Store, class Rep, class Period, class TRep, class TPeriod,
+          class Clock>
+result<lease<Store, Clock>> acquire_retrying(Store& store, std::string_view key,
+                                             std::chrono::duration<Rep, Period> ttl,
+                                             std::chrono::duration<TRep, TPeriod> timeout,
+                                             const acquire_options<Clock>& opts) {
+  using result_type = result<lease<Store, Clock>>;
+  result<acquire_request> req = prepare_acquire(key, ttl, opts, store_min_ttl(store));
+  Clock clock = opts.clock;
+  if (!req) {
+    if constexpr (Observed) {
+      report_acquire(result_type(req.error()), opts, key, opts.owner, clock.now(), 0);
+    }
+    return req.error();
+  }
+  const typename Clock::time_point started = clock.now();
+  using clock_duration = typename Clock::duration;
+  forward_budget<Clock> budget(budget_of<Clock>(timeout), started);
+  backoff delays(opts.backoff);
+  std::uint32_t fruitless_waits = 0;
+  std::uint32_t made = 1;
+  // Every way out goes through here, so that an observer hears how the call ended.
+  const auto done = [&](result_type&& r) -> result_type {
+    if constexpr (Observed) report_acquire(r, opts, key, req->owner, started, made);
+    return std::move(r);
+  };
+  const cancel_token& cancel = opts.cancel;
+  // Every way out without a lease (timeout, cancel, an error that is not contention) takes out a
+  // place an attempt took in the store's wait queue, where the store can, so the next release
+  // hands the key to a waiter that is still there (issue 22; Redisson #1104's kind).
+  bool in_queue = false;
+  const auto leave = [&](std::error_code ec) -> result_type {
+    if constexpr (has_leave_queue_v<Store>) {
+      if (in_queue) (void)store.leave_queue(key);
+    }
+    return done(result_type(ec));
+  };
+  for (;; ++made) {
+    if (cancel.stop_requested()) return leave(errc::cancelled);
+    // Where the store can, an attempt that finds the key busy also joins its wait queue, so the
+    // wait below costs no request of its own. Not before a backoff round (one in eight, below).
+    // The last attempt (deadline reached, attempts used up) queues nothing: nobody would wait.
+    const bool queue = can_wait_for_release_v<Store, Clock> && has_try_acquire_queued_v<Store> &&
+                       (fruitless_waits + 1) % 8 != 0 && !delays.exhausted(made) &&
+                       budget.left_at(clock.now());
+    bool unsure = false;  // the attempt's error may hide a grant (a lost reply)
+    result_type l = loop_attempt<Observed>(store, key, *req, opts, made, queue, &unsure);
+    if (l && cancel.stop_requested()) {
+      // The stop came while the grant was on its way: give it back, hold nothing.
+      (void)l->release();
+      return done(result_type(errc::cancelled));
+    }
+    if (l) return done(std::move(l));
+    in_queue = in_queue || (queue && (l.error() == errc::busy || unsure));
+    if (!is_transient(l.error())) return leave(l.error());
+    // An acquire that ends without a lease gives back a grant its last attempt may have made
+    // unheard (a lost reply): the same owner asks again and releases (detail/give_back.hpp).
+    const auto give_up = [&](std::error_code ec) -> result_type {
+      if (unsure) (void)give_back(store, key, req->owner, req->ttl);
+      return leave(ec);
+    };
+    if (delays.exhausted(made)) return give_up(l.error());
+    const typename Clock::time_point now = clock.now();
+    const clock_duration left = budget.advance(now);
+    if (left == clock_duration::zero()) return give_up(errc::timeout);
+    const typename Clock::time_point deadline = saturating_add(now, left);
+    if constexpr (can_wait_for_release_v<Store, Clock>) {
+      // Waiting without polling: sleep in the store until the key is released or its holder's
+      // lease can have expired (or the deadline), then ask again. A failed wait, or a run of
+      // wake-ups that keep finding the key taken, falls back to one backoff sleep below, so a
+      // store whose hints are wrong costs latency, never a busy loop.
+      if (l.error() == errc::busy && (++fruitless_waits % 8) != 0) {
+        if (store.wait_for_release(key, cancellable_wait_end(cancel, now, deadline))) continue;
+        if (cancel.stop_requested()) return give_up(errc::cancelled);
+      }
+    }
+    const std::optional<clock_duration> next =
+        checked_duration_cast<clock_duration>(delays.next_delay());
+    // One last attempt when the budget runs out (at the deadline itself).
+    const clock_duration pause = next && *next < left ? *next : left;
+    if (!sleep_until_or_cancelled(clock, saturating_add(now, pause), cancel)) {
+      return give_up(errc::cancelled);
+    }
+  }
+}
+
+}  // namespace detail
+HOLDFAST_ABI_NAMESPACE_END
+}  // namespace holdfast
+
+#endif  // HOLDFAST_LEASE_DETAIL_ACQUIRE_HPP

@@ -1,0 +1,489 @@
+// SPDX-License-Identifier: MIT
+// holdfast/lease/detail/lease_shared.hpp - the state a lease keeps, and the operations on it.
+//
+// lease<Store, Clock> (lease.hpp) is a handle around a lease_body: inline while only its holder
+// uses it, moved into a lease_shared block (one allocation, two mutexes) once a keepalive shares
+// it. lease_shared is the keepalive_target the keepalive drives (detail/keepalive_port.hpp). The
+// public vocabulary of a lease's life (lease_state, loss_cause, loss_callback) is defined here so
+// that the body can use it; users reach it through lease.hpp, whose overview documents it.
+#ifndef HOLDFAST_LEASE_DETAIL_LEASE_SHARED_HPP
+#define HOLDFAST_LEASE_DETAIL_LEASE_SHARED_HPP
+
+#include <chrono>
+#include <cstdint>
+#include <exception>
+#include <functional>
+#include <memory>
+#include <mutex>
+#include <new>
+#include <optional>
+#include <string>
+#include <system_error>
+#include <utility>
+
+#include "holdfast/clock.hpp"
+#include "holdfast/detail/config.hpp"
+#include "holdfast/detail/saturating.hpp"
+#include "holdfast/error.hpp"
+#include "holdfast/fencing_token.hpp"
+#include "holdfast/lease/detail/keepalive_port.hpp"
+#include "holdfast/observer.hpp"
+#include "holdfast/result.hpp"
+#include "holdfast/store.hpp"
+#include "holdfast/validity.hpp"
+
+namespace holdfast {
+HOLDFAST_ABI_NAMESPACE_BEGIN
+
+/// Where a lease handle is in its life (see the table at the top of lease.hpp).
+enum class lease_state {
+  held,       ///< Granted and not known to be lost; valid() may still turn false at valid_until().
+  lost,       ///< Known lost: validity passed, renew refused, clock regressed, or a garbage reply.
+  released,   ///< Released (or moved-from); nothing left to do.
+  releasing,  ///< release() was called but has not succeeded; never renewed again; retry release().
+};
+
+/// Why a holder stopped holding: lease::loss() and the on-loss callback (which never see
+/// `resigned`: a released lease is not lost), and election's on_stopped_leading.
+enum class loss_cause : unsigned char {
+  none,             ///< Not lost.
+  validity_passed,  ///< The holder's clock passed valid_until() (seen by valid(), renew() or a
+                    ///< keepalive) before a renewal landed.
+  renew_refused,    ///< The store answered renew with lease_lost (expired or taken over).
+  not_holder,       ///< The store said this handle is not the holder (renew or release).
+  clock_regressed,  ///< The holder's clock went backwards, so elapsed time cannot be measured.
+  protocol_error,   ///< The store answered a renew with a malformed grant (other token, TTL <= 0).
+  resigned,         ///< The holder gave it up itself: election::resign(), or the election was
+                    ///< destroyed while leading. Election only.
+};
+
+/// Returns the loss_cause's name, e.g. "validity_passed".
+[[nodiscard]] constexpr const char* to_string(loss_cause c) noexcept {
+  switch (c) {
+    case loss_cause::none:
+      return "none";
+    case loss_cause::validity_passed:
+      return "validity_passed";
+    case loss_cause::renew_refused:
+      return "renew_refused";
+    case loss_cause::not_holder:
+      return "not_holder";
+    case loss_cause::clock_regressed:
+      return "clock_regressed";
+    case loss_cause::protocol_error:
+      return "protocol_error";
+    case loss_cause::resigned:
+      return "resigned";
+  }
+  return "unknown";
+}
+
+/// The on-loss callback: called once with the cause when a lease turns lost (or when release()
+/// finds that the store no longer held it). It runs on the thread that noticed the loss: the
+/// holder's (in valid(), remaining(), renew(), release(), the destructor) or a keepalive's. It
+/// runs with no holdfast lock held, but concurrently with the holder's thread when a keepalive
+/// calls it: it must be thread-safe, should be quick (set a flag, cancel work), and must not use
+/// the lease handle itself (a handle is used by one thread at a time). An exception it throws
+/// propagates from valid()/renew()/release(); in a destructor or a keepalive it is caught and
+/// reported as errc::caught_exception on the lease.
+using loss_callback = std::function<void(loss_cause)>;
+
+namespace detail {
+
+// Locks a mutex if there is one: a lease that no keepalive shares has none and pays nothing.
+class maybe_lock {
+ public:
+  explicit maybe_lock(std::mutex* m) : m_(m) {
+    if (m_ != nullptr) m_->lock();
+  }
+  ~maybe_lock() {
+    if (m_ != nullptr) m_->unlock();
+  }
+  maybe_lock(const maybe_lock&) = delete;
+  maybe_lock& operator=(const maybe_lock&) = delete;
+
+ private:
+  std::mutex* m_;
+};
+
+// What an operation on a lease has to report once no lock is held: observer events (at most two:
+// an outcome and a loss, in the order they happened) and the loss callback. The events live in a
+// block allocated only when someone observes the lease, so an unobserved operation carries two
+// null pointers and constructs nothing.
+struct pending_loss {
+  struct events {
+    lease_event e[2];
+    int n = 0;
+  };
+
+  loss_callback fn;
+  loss_cause cause = loss_cause::none;
+  lease_observer* observer = nullptr;  // the lease's
+  lease_observer* also = nullptr;      // a keepalive's own observer (keepalive_options::observer)
+  bool keepalive = false;              // the operation runs on a keepalive's thread
+  std::unique_ptr<events> queued;
+
+  bool observed() const noexcept { return observer != nullptr || also != nullptr; }
+
+  // Queues `e` (observed operations only). Without memory for it the event is dropped: an
+  // observer never costs an operation its outcome.
+  void add(const lease_event& e) noexcept {
+    if (!queued) queued.reset(new (std::nothrow) events);
+    if (!queued || queued->n == 2) return;
+    lease_event& slot = queued->e[queued->n++];
+    slot = e;
+    slot.keepalive = keepalive;
+  }
+
+  // Delivers the events (an observer's exception goes no further), then runs the callback.
+  void fire() {
+    if (queued) {
+      std::unique_ptr<events> q = std::move(queued);
+      for (int i = 0; i < q->n; ++i) {
+        notify(observer, q->e[i]);
+        if (also != observer) notify(also, q->e[i]);
+      }
+    }
+    if (fn) {
+      loss_callback f = std::move(fn);
+      fn = nullptr;
+      f(cause);
+    }
+  }
+};
+
+// Records the exception being handled (if exceptions exist) as the lease's last error.
+template <class Body>
+void record_caught_exception(Body& b) noexcept {
+  b.last_error = make_error_code(errc::caught_exception);
+#if HOLDFAST_HAS_EXCEPTIONS
+  b.last_exception = std::current_exception();
+#endif
+}
+
+// Everything a lease knows, and the operations on it. Inline in a lease, or in a lease_shared
+// block once a keepalive shares it. Locking protocol in shared mode: `op` (the shared block's
+// operation mutex) is held across every store call, so store operations on one lease are
+// serialized; `data` guards the fields and is held only briefly, never across a store call or a
+// callback. store, key, owner and token never change after construction, so they are read
+// without `data`. Fields written by an operation (ttl, acquired_at, valid_until) are written under
+// both mutexes, so holding either one is enough to read them.
+template <class Store, class Clock>
+struct lease_body {
+  using time_point = typename Clock::time_point;
+
+  lease_body(Store* s, Clock c, std::string k, std::string o, grant g, validity_options v,
+             time_point start)
+      : store(s),
+        clock(std::move(c)),
+        key(std::move(k)),
+        owner(std::move(o)),
+        token(g.token),
+        ttl(g.ttl),
+        validity(v),
+        tick(clock_tick(clock)),
+        acquired_at(start),
+        valid_until(holdfast::valid_until(start, g.ttl, v, tick)),
+        last_seen(start),
+        state(lease_state::held),
+        needs_release(true) {}
+
+  // Not declared noexcept: a defaulted move is noexcept exactly when the members' moves are, and
+  // the Clock is the user's type (a noexcept that did not hold would make these deleted).
+  lease_body(lease_body&&) = default;             // NOLINT(performance-noexcept-move-constructor)
+  lease_body& operator=(lease_body&&) = default;  // NOLINT(performance-noexcept-move-constructor)
+
+  // Marks a moved-from body as holding nothing.
+  void clear() noexcept {
+    token = fencing_token{};  // a moved-from handle must not offer a token it no longer holds
+    state = lease_state::released;
+    needs_release = false;
+    on_lost = nullptr;
+    observer = nullptr;  // a moved-from handle reports nothing
+  }
+
+  // [data] Turns a held lease lost for `why` (a lease is lost at most once).
+  void lose(loss_cause why) noexcept {
+    if (state != lease_state::held) return;
+    state = lease_state::lost;
+    if (loss == loss_cause::none) loss = why;
+  }
+
+  // An event about this lease (key, owner and token never change, so no lock is needed).
+  lease_event event(lease_event_kind k) const noexcept {
+    lease_event e;
+    e.kind = k;
+    e.key = key;
+    e.owner = owner;
+    e.token = token;
+    return e;
+  }
+
+  // [data] Takes out what a loss has to report: the `lost` event for the observers (once) and the
+  // callback (once).
+  void collect(pending_loss& out) {
+    if (loss == loss_cause::none) return;
+    out.observer = observer;
+    if (out.observed() && !loss_observed) {
+      loss_observed = true;
+      lease_event e = event(lease_event_kind::lost);
+      e.cause = loss;
+      out.add(e);
+    }
+    if (loss_reported || !on_lost) return;
+    loss_reported = true;
+    out.fn = std::move(on_lost);
+    on_lost = nullptr;
+    out.cause = loss;
+  }
+
+  // [data] Reads the clock, remembering the latest reading; a reading earlier than the latest one
+  // means the clock went backwards, and a lease that cannot measure time must not trust itself.
+  time_point observe() {
+    const time_point now = clock.now();
+    if (now < last_seen) {
+      lose(loss_cause::clock_regressed);
+    } else {
+      last_seen = now;
+    }
+    return now;
+  }
+
+  // [data] valid() without the callback.
+  bool check_valid() {
+    if (state != lease_state::held) return false;
+    const time_point now = observe();
+    if (state != lease_state::held) return false;
+    if (!(now < valid_until)) {
+      lose(loss_cause::validity_passed);
+      return false;
+    }
+    return true;
+  }
+
+  // The instant a keepalive renews at: `fraction` of the TTL after acquired_at, and strictly
+  // before valid_until (a renewal sent at or after it is refused as too late). validity.hpp's
+  // renew_due_at() is the one place this is computed.
+  time_point due(double fraction) const noexcept {
+    return holdfast::renew_due_at(acquired_at, ttl, validity, fraction, tick);
+  }
+
+  // [op] renew(ms): the store call runs with `data` unlocked.
+  result<void> renew(std::mutex* data, std::chrono::milliseconds ms, pending_loss& out) {
+    out.observer = observer;
+    time_point start;
+    {
+      maybe_lock lock(data);
+      if (state != lease_state::held) return renew_failed(out, errc::lease_lost, {});
+      start = observe();
+      if (state == lease_state::held && !(start < valid_until)) lose(loss_cause::validity_passed);
+      if (state != lease_state::held) return renew_failed(out, errc::lease_lost, {});
+    }
+    result<grant> g = store->renew(key, owner, token, ms);
+    // Only an observed renewal reads the clock again, to measure the store's latency.
+    const std::chrono::nanoseconds latency =
+        out.observed() ? elapsed_ns(start, clock.now()) : std::chrono::nanoseconds::zero();
+    maybe_lock lock(data);
+    if (!g) {
+      last_error = g.error();
+      if (g.error() == errc::lease_lost) lose(loss_cause::renew_refused);
+      if (g.error() == errc::not_holder) lose(loss_cause::not_holder);
+      return renew_failed(
+          out, state != lease_state::held ? make_error_code(errc::lease_lost) : g.error(), latency);
+    }
+    if (state != lease_state::held) {  // lost while the call was out
+      return renew_failed(out, errc::lease_lost, latency);
+    }
+    if (g->token != token || g->ttl <= std::chrono::milliseconds::zero()) {
+      last_error = make_error_code(errc::protocol_error);
+      lose(loss_cause::protocol_error);
+      return renew_failed(out, errc::protocol_error, latency);
+    }
+    ttl = g->ttl < ms ? g->ttl : ms;  // never trust more than was asked for
+    acquired_at = start;
+    valid_until = holdfast::valid_until(start, ttl, validity, tick);
+    if (out.observed()) {
+      lease_event e = event(lease_event_kind::renewed);
+      e.store_latency = latency;
+      out.add(e);
+    }
+    return {};
+  }
+
+  // [data] A failed renewal: its event (if observed), then the loss it caused (if any).
+  std::error_code renew_failed(pending_loss& out, std::error_code ec,
+                               std::chrono::nanoseconds latency) {
+    if (out.observed()) {
+      lease_event e = event(lease_event_kind::renew_failed);
+      e.error = ec;
+      e.store_latency = latency;
+      out.add(e);
+    }
+    collect(out);
+    return ec;
+  }
+
+  // [op] release(): the store call runs with `data` unlocked.
+  result<void> release(std::mutex* data, pending_loss& out) {
+    out.observer = observer;
+    bool first_attempt;
+    {
+      maybe_lock lock(data);
+      if (!needs_release) {
+        if (state != lease_state::lost) state = lease_state::released;
+        return {};
+      }
+      // From here on nothing renews this lease, whatever the store answers (or throws).
+      first_attempt = state == lease_state::held;
+      if (first_attempt) state = lease_state::releasing;
+    }
+    // Only an observed release reads the clock, to measure the store's latency.
+    const bool observed = out.observed();
+    time_point start{};
+    if (observed) start = clock.now();
+    result<void> r = store->release(key, owner, token);
+    const std::chrono::nanoseconds latency =
+        observed ? elapsed_ns(start, clock.now()) : std::chrono::nanoseconds::zero();
+    maybe_lock lock(data);
+    if (r || r.error() == errc::not_holder) {
+      needs_release = false;
+      state = lease_state::released;
+      // not_holder on a first attempt means the lease was gone before the holder let go: a loss
+      // it never noticed. On a retry it may just mean an earlier attempt landed but its reply was
+      // lost, so it proves nothing and is not reported.
+      if (!r && first_attempt && loss == loss_cause::none) loss = loss_cause::not_holder;
+      collect(out);
+    } else {
+      last_error = r.error();
+    }
+    if (observed) {
+      lease_event e = event(r || r.error() == errc::not_holder ? lease_event_kind::released
+                                                               : lease_event_kind::release_failed);
+      if (!r) e.error = r.error();
+      e.store_latency = latency;
+      out.add(e);
+    }
+    return r;
+  }
+
+  Store* store;
+  Clock clock;
+  std::string key;
+  std::string owner;
+  fencing_token token;
+  std::chrono::milliseconds ttl;
+  validity_options validity;
+  typename Clock::duration tick;  // clock_tick(clock), read once: validity ends a tick earlier
+  time_point acquired_at;
+  time_point valid_until;
+  time_point last_seen;
+  lease_state state;
+  bool needs_release;
+  bool loss_reported = false;
+  loss_cause loss = loss_cause::none;
+  std::error_code last_error{};
+  loss_callback on_lost{};
+  lease_observer* observer = nullptr;  // acquire_options::observer (null: nobody listens)
+  bool loss_observed = false;          // the `lost` event was reported
+#if HOLDFAST_HAS_EXCEPTIONS
+  std::exception_ptr last_exception{};
+#endif
+};
+
+// A lease's state once a keepalive shares it.
+template <class Store, class Clock>
+class lease_shared final : public keepalive_target<Clock> {
+ public:
+  using time_point = typename Clock::time_point;
+
+  explicit lease_shared(lease_body<Store, Clock>&& b) : body(std::move(b)) {}
+
+  result<std::pair<time_point, bool>> attach(std::uint64_t id, double fraction) override {
+    std::lock_guard<std::mutex> lock(data);
+    if (body.state != lease_state::held) return errc::lease_lost;
+    if (keepalive_id == id) return std::make_pair(body.due(fraction), false);
+    if (keepalive_id != 0) return errc::invalid_argument;
+    keepalive_id = id;
+    return std::make_pair(body.due(fraction), true);
+  }
+
+  time_point last_reading() override {
+    std::lock_guard<std::mutex> lock(data);
+    return body.last_seen;
+  }
+
+  void detach(std::uint64_t id) override {
+    std::lock_guard<std::mutex> op_lock(op);
+    std::lock_guard<std::mutex> lock(data);
+    if (keepalive_id == id) keepalive_id = 0;
+  }
+
+  keepalive_step<Clock> step(std::uint64_t id, double fraction,
+                             lease_observer* also) noexcept override {
+    keepalive_step<Clock> out;
+    pending_loss loss;
+    loss.also = also;
+    loss.keepalive = true;
+    HOLDFAST_TRY {
+      std::lock_guard<std::mutex> op_lock(op);
+      std::chrono::milliseconds ttl;
+      {
+        std::lock_guard<std::mutex> lock(data);
+        if (keepalive_id != id) return out;
+        if (body.state != lease_state::held) {
+          keepalive_id = 0;
+          return out;
+        }
+        ttl = body.ttl;
+      }
+      result<void> r = body.renew(&data, ttl, loss);
+      std::lock_guard<std::mutex> lock(data);
+      if (r) {
+        out.outcome = keepalive_outcome::renewed;
+        out.next = body.due(fraction);
+      } else if (body.state == lease_state::held) {
+        out.outcome = keepalive_outcome::retry;  // transient: retry until validity runs out
+        out.valid_until = body.valid_until;
+      } else {
+        keepalive_id = 0;  // lost for good (or released while the call was out)
+        if (body.state == lease_state::lost) out.outcome = keepalive_outcome::lost;
+      }
+    }
+    HOLDFAST_CATCH_ALL {
+      // A store or clock that throws on the keepalive thread: report it on the lease and treat it
+      // as transient; validity still bounds the retries.
+      std::lock_guard<std::mutex> lock(data);
+      record_caught_exception(body);
+      out.outcome = keepalive_outcome::retry;
+      out.valid_until = body.valid_until;
+      loss.observer = body.observer;
+      if (loss.observed()) {
+        HOLDFAST_TRY {
+          lease_event e = body.event(lease_event_kind::renew_failed);
+          e.error = make_error_code(errc::caught_exception);
+          loss.add(e);
+        }
+        HOLDFAST_CATCH_ALL {}
+      }
+    }
+    HOLDFAST_TRY {
+      loss.fire();
+    }
+    HOLDFAST_CATCH_ALL {
+      std::lock_guard<std::mutex> lock(data);
+      record_caught_exception(body);
+    }
+    return out;
+  }
+
+  std::mutex op;    // held across every store call on this lease
+  std::mutex data;  // guards body's fields; never held across a store call or a callback
+  lease_body<Store, Clock> body;
+  std::uint64_t keepalive_id = 0;  // which keepalive renews this lease (0: none)
+};
+
+}  // namespace detail
+HOLDFAST_ABI_NAMESPACE_END
+}  // namespace holdfast
+
+#endif  // HOLDFAST_LEASE_DETAIL_LEASE_SHARED_HPP
