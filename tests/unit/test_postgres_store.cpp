@@ -389,6 +389,27 @@ TEST_CASE("postgres_store: refused roles, missing databases and bad conninfo fai
   }
 }
 
+// The CI server trusts every local connection, so refused credentials are checked on the texts
+// libpq and the server give (English lc_messages). A server that wants a password and a conninfo
+// without one ("fe_sendauth: no password supplied") was store_unavailable, retried until the
+// deadline (found by a new user's trial); expected: permission_denied, at once.
+TEST_CASE("postgres_store: refused credentials are permission_denied by libpq's text",
+          "[postgres][errors]") {
+  using holdfast::detail::classify_pg_connect_failure;
+  CHECK(classify_pg_connect_failure("fe_sendauth: no password supplied\n") ==
+        errc::permission_denied);
+  CHECK(classify_pg_connect_failure(
+            "connection to server at \"127.0.0.1\", port 5432 failed: FATAL:  password "
+            "authentication failed for user \"app\"") == errc::permission_denied);
+  CHECK(classify_pg_connect_failure("FATAL:  role \"nobody\" does not exist") ==
+        errc::permission_denied);
+  CHECK(classify_pg_connect_failure("FATAL:  database \"nosuchdb\" does not exist") ==
+        errc::misconfigured);
+  // Not a configuration fault: retried.
+  CHECK(classify_pg_connect_failure("connection to server at \"127.0.0.1\", port 1 failed: "
+                                    "Connection refused") == errc::store_unavailable);
+}
+
 TEST_CASE("postgres_store: the sequence at 2^63-1 reports token_exhausted", "[postgres]") {
   std::optional<std::string> ci = shared_pg();
   if (!ci) return;

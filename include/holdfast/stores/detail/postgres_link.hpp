@@ -80,6 +80,7 @@ inline errc classify_pg_connect_failure(std::string_view text) noexcept {
   auto has = [&](std::string_view w) { return text.find(w) != std::string_view::npos; };
   if (has("password authentication failed") || has("authentication failed for user") ||
       has("no pg_hba.conf entry") || has("password is required") ||
+      has("no password supplied") ||  // libpq: the server asked for a password, none was given
       (has("role \"") && has("does not exist")) || has("permission denied for database") ||
       has("must be superuser")) {
     return errc::permission_denied;
