@@ -187,6 +187,38 @@ inline std::error_code check_min_ttl(std::chrono::milliseconds ttl, std::chrono:
   return errc::invalid_argument;
 }
 
+// What was wrong with an acquire's input that check_acquire_input refused, for
+// acquire_options::report (the code alone does not say which argument it was).
+template <class Rep, class Period, class Clock>
+std::string invalid_acquire_input_text(std::string_view key,
+                                       std::chrono::duration<Rep, Period> ttl,
+                                       const acquire_options<Clock>& opts) {
+  if (key.empty()) return "the key is empty";
+  if (opts.validity.check()) return "acquire_options::validity is out of range";
+  if (opts.backoff.check()) return "acquire_options::backoff is out of range";
+  const std::optional<std::chrono::milliseconds> ms =
+      checked_duration_cast<std::chrono::milliseconds>(ttl);
+  if (!ms) return "the TTL does not fit in milliseconds";
+  const std::string n = std::to_string(ms->count());
+  if (ms->count() <= 0) return "the TTL of " + n + " ms is not positive";
+  if (*ms > max_ttl) {
+    return "the TTL of " + n + " ms is over max_ttl (" + std::to_string(max_ttl.count()) + " ms)";
+  }
+  return "the TTL of " + n +
+         " ms leaves no validity after acquire_options::validity's drift and margin and the "
+         "clock's tick";
+}
+
+// Fills `report` (if given) with the code and "holdfast: invalid argument: <what>".
+inline std::error_code refuse_acquire_input(std::error_code ec, acquire_report* report,
+                                            const std::string& what) {
+  if (report != nullptr) {
+    report->last_store_error = ec;
+    report->last_store_message = "holdfast: invalid argument: " + what;
+  }
+  return ec;
+}
+
 // What try_acquire() and acquire() send, once the caller's input has passed every check.
 struct acquire_request {
   std::chrono::milliseconds ttl;
@@ -201,10 +233,15 @@ result<acquire_request> prepare_acquire(std::string_view key,
                                         const acquire_options<Clock>& opts,
                                         std::chrono::milliseconds min_ttl = {}) {
   const result<std::chrono::milliseconds> ms = check_acquire_input(key, ttl, opts);
-  if (!ms) return ms.error();
+  if (!ms) {
+    if (opts.report == nullptr) return ms.error();
+    return refuse_acquire_input(ms.error(), opts.report, invalid_acquire_input_text(key, ttl, opts));
+  }
   if (std::error_code ec = check_min_ttl(*ms, min_ttl, opts.report)) return ec;
   std::string owner = !opts.owner.empty() ? opts.owner : labelled_owner_id(label_in(opts));
-  if (std::error_code ec = check_acquire_args(key, owner, *ms)) return ec;
+  if (std::error_code ec = check_acquire_args(key, owner, *ms)) {
+    return refuse_acquire_input(ec, opts.report, "the owner is empty");
+  }
   return acquire_request{*ms, std::move(owner)};
 }
 

@@ -69,6 +69,41 @@ store_failure thrown_by(F&& f) {
 // try_acquire
 // ---------------------------------------------------------------------------------------------
 
+// Bad input is invalid_argument, and the report says which argument (a new user's trial: the
+// code alone did not). Each refused before anything is sent: the store saw no request.
+TEST_CASE("try_acquire and acquire: invalid input names what was wrong in the report",
+          "[lease][errors]") {
+  manual_clock clock;
+  store_t store(clock);
+  struct bad_input {
+    std::string key;
+    ms ttl;
+    const char* expected;
+  };
+  const std::vector<bad_input> cases = {
+      {"", 10s, "the key is empty"},
+      {"k", 0ms, "the TTL of 0 ms is not positive"},
+      {"k", -5ms, "the TTL of -5 ms is not positive"},
+      {"k", holdfast::max_ttl + 1ms, "is over max_ttl"},
+      {"k", 1ms, "leaves no validity"},  // defaults: more than 2 ms on an exact clock
+  };
+  for (const bad_input& c : cases) {
+    INFO(c.expected);
+    holdfast::acquire_report report;
+    holdfast::acquire_options<manual_clock> o = options(clock);
+    o.report = &report;
+    CHECK(holdfast::try_acquire(store, c.key, c.ttl, o).error() == errc::invalid_argument);
+    CHECK(report.last_store_error == errc::invalid_argument);
+    CHECK(report.last_store_message.find(c.expected) != std::string::npos);
+    holdfast::acquire_report blocking;
+    o.report = &blocking;
+    CHECK(holdfast::acquire(store, c.key, c.ttl, 1s, o).error() == errc::invalid_argument);
+    CHECK(blocking.last_store_message.find(c.expected) != std::string::npos);
+    CHECK(blocking.attempts == 0);
+  }
+  CHECK_FALSE(store.inspect("k").value().has_value());  // nothing was granted
+}
+
 TEST_CASE("try_acquire grants a lease that trusts itself for ttl*(1-drift)-margin", "[lease]") {
   manual_clock clock;
   clock.set(tp(100s));
