@@ -190,8 +190,7 @@ inline std::error_code check_min_ttl(std::chrono::milliseconds ttl, std::chrono:
 // What was wrong with an acquire's input that check_acquire_input refused, for
 // acquire_options::report (the code alone does not say which argument it was).
 template <class Rep, class Period, class Clock>
-std::string invalid_acquire_input_text(std::string_view key,
-                                       std::chrono::duration<Rep, Period> ttl,
+std::string invalid_acquire_input_text(std::string_view key, std::chrono::duration<Rep, Period> ttl,
                                        const acquire_options<Clock>& opts) {
   if (key.empty()) return "the key is empty";
   if (opts.validity.check()) return "acquire_options::validity is out of range";
@@ -235,7 +234,8 @@ result<acquire_request> prepare_acquire(std::string_view key,
   const result<std::chrono::milliseconds> ms = check_acquire_input(key, ttl, opts);
   if (!ms) {
     if (opts.report == nullptr) return ms.error();
-    return refuse_acquire_input(ms.error(), opts.report, invalid_acquire_input_text(key, ttl, opts));
+    return refuse_acquire_input(ms.error(), opts.report,
+                                invalid_acquire_input_text(key, ttl, opts));
   }
   if (std::error_code ec = check_min_ttl(*ms, min_ttl, opts.report)) return ec;
   std::string owner = !opts.owner.empty() ? opts.owner : labelled_owner_id(label_in(opts));
