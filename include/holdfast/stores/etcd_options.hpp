@@ -17,6 +17,7 @@
 #include "holdfast/detail/config.hpp"
 #include "holdfast/error.hpp"
 #include "holdfast/fencing_token.hpp"
+#include "holdfast/store.hpp"
 
 namespace holdfast {
 HOLDFAST_ABI_NAMESPACE_BEGIN

@@ -16,6 +16,7 @@
 #include "holdfast/detail/config.hpp"
 #include "holdfast/error.hpp"
 #include "holdfast/fencing_token.hpp"
+#include "holdfast/store.hpp"
 #include "holdfast/stores/detail/postgres_sql.hpp"
 
 namespace holdfast {
