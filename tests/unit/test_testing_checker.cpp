@@ -501,7 +501,8 @@ TEST_CASE("checker: a lost lease reads loss_cause's own name in the timeline, '?
                                                          {3, "not_holder"},
                                                          {4, "clock_regressed"},
                                                          {5, "protocol_error"},
-                                                         {6, "?"},
+                                                         {6, "resigned"},
+                                                         {7, "?"},
                                                          {255, "?"},
                                                          {256, "?"},
                                                          {-1, "?"}};
