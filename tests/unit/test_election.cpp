@@ -297,7 +297,11 @@ TEST_CASE("election: with real threads, a resignation hands leadership over at o
     if (next) seen = next->value_or(holdfast::leader_info{});
   });
   const auto limit = std::chrono::steady_clock::now() + 20s;
-  while (store.waiting() < 1 && std::chrono::steady_clock::now() < limit) {
+  // Resign only once the follower waits and the watcher watches: a watch that starts after the
+  // hand-off watches the new leader's lease and sleeps out the interval (next_leader reads the
+  // leader, then watches whoever holds the key then: a window CI's TSan run hit, 10 s).
+  while ((store.waiting() < 1 || store.watching() < 1) &&
+         std::chrono::steady_clock::now() < limit) {
     std::this_thread::yield();
   }
   const auto resigned_at = std::chrono::steady_clock::now();

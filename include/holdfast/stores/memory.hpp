@@ -337,6 +337,12 @@ class memory_store {
     return {};
   }
 
+  /// Returns how many threads are blocked in watch_release() now (for tests and metrics).
+  [[nodiscard]] std::size_t watching() const {
+    std::lock_guard<std::mutex> lock(mutex_);
+    return watching_;
+  }
+
   /// Returns how many threads are blocked in wait_for_release() now (for tests and metrics).
   [[nodiscard]] std::size_t waiting() const {
     std::lock_guard<std::mutex> lock(mutex_);
