@@ -158,6 +158,7 @@ class timeline {
   static std::string format(const std::vector<line>& lines) {
     constexpr std::size_t max_lines = 16;
     std::vector<std::int64_t> times;
+    times.reserve(lines.size());
     for (const line& l : lines) times.push_back(l.t);
     std::sort(times.begin(), times.end());
     const int decimals = decimals_for(times);  // 1 ns apart prints 1 ns apart
