@@ -10,6 +10,7 @@
 #include <optional>
 #include <string>
 
+#include "../support/min_ttl_checks.hpp"
 #include "../support/real_servers.hpp"
 #include "holdfast/election.hpp"
 #include "holdfast/lease.hpp"
@@ -50,40 +51,7 @@ TEST_CASE("redis_store: a TTL one ms under min_ttl is refused at once, at and ov
           "[redis][min_ttl]") {
   std::optional<holdfast::redis_options> o = server();
   if (!o) return;
-  CHECK(o->min_ttl == 10ms);  // the default the options' docstring gives
-  o->min_ttl = 500ms;
-  holdfast::redis_store store(*o);
-  CHECK(holdfast::store_min_ttl(store) == 500ms);
-  holdfast::acquire_report report;
-  holdfast::acquire_options<> opts;
-  opts.report = &report;
-  auto under = holdfast::try_acquire(store, "k-under", 499ms, opts);
-  CHECK(under.error() == errc::invalid_argument);
-  CHECK(report.attempts == 0);  // nothing was sent
-  CHECK(report.last_store_error == errc::invalid_argument);
-  CHECK(report.last_store_message.find("min_ttl of 500 ms") != std::string::npos);
-  // A blocking acquire answers at once, not timeout at its deadline.
-  const auto t0 = clk::now();
-  CHECK(holdfast::acquire(store, "k-under", 499ms, 30s, opts).error() == errc::invalid_argument);
-  CHECK(clk::now() - t0 < 1s);
-  auto at = holdfast::try_acquire(store, "k-at", 500ms, opts);
-  CHECK(at.has_value());
-  auto over = holdfast::try_acquire(store, "k-over", 501ms, opts);
-  CHECK(over.has_value());
-  // The recipes refuse at construction (error()), so every call fails before the store is asked.
-  holdfast::election_options<> eo;
-  eo.renewal.start_thread = false;
-  CHECK(holdfast::election<holdfast::redis_store>(store, "e-under", 499ms, eo).error() ==
-        errc::invalid_argument);
-  CHECK_FALSE(holdfast::election<holdfast::redis_store>(store, "e-at", 500ms, eo).error());
-  CHECK(holdfast::semaphore<holdfast::redis_store>(store, "s-under", 2, 499ms).error() ==
-        errc::invalid_argument);
-  CHECK_FALSE(holdfast::semaphore<holdfast::redis_store>(store, "s-at", 2, 500ms).error());
-  // A bad min_ttl is a bad option.
-  o->min_ttl = -1ms;
-  std::string why;
-  CHECK(o->check(&why) == errc::invalid_argument);
-  CHECK(why.find("min_ttl") != std::string::npos);
+  hf_test::check_min_ttl_boundary<holdfast::redis_store>(*o);
 }
 
 }  // namespace test_redis_min_ttl
