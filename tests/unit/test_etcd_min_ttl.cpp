@@ -11,6 +11,7 @@
 #include <string>
 
 #include "../support/etcd_servers.hpp"
+#include "../support/min_ttl_checks.hpp"
 #include "../support/real_servers.hpp"
 #include "holdfast/election.hpp"
 #include "holdfast/lease.hpp"
@@ -46,40 +47,8 @@ TEST_CASE("etcd_store: a TTL one ms under min_ttl is refused at once, at and ove
           "[etcd][min_ttl]") {
   std::optional<holdfast::etcd_options> o = server();
   if (!o) return;
-  CHECK(o->min_ttl == 2000ms);  // the default the options' docstring gives
-  o->min_ttl = 3000ms;
-  holdfast::etcd_store store(*o);
-  CHECK(holdfast::store_min_ttl(store) == 3000ms);
-  holdfast::acquire_report report;
-  holdfast::acquire_options<> opts;
-  opts.report = &report;
-  auto under = holdfast::try_acquire(store, "k-under", 2999ms, opts);
-  CHECK(under.error() == errc::invalid_argument);
-  CHECK(report.attempts == 0);  // nothing was sent
-  CHECK(report.last_store_error == errc::invalid_argument);
-  CHECK(report.last_store_message.find("min_ttl of 3000 ms") != std::string::npos);
-  // A blocking acquire answers at once, not timeout at its deadline.
-  const auto t0 = clk::now();
-  CHECK(holdfast::acquire(store, "k-under", 2999ms, 30s, opts).error() == errc::invalid_argument);
-  CHECK(clk::now() - t0 < 1s);
-  auto at = holdfast::try_acquire(store, "k-at", 3000ms, opts);
-  CHECK(at.has_value());
-  auto over = holdfast::try_acquire(store, "k-over", 3001ms, opts);
-  CHECK(over.has_value());
-  // The recipes refuse at construction (error()), so every call fails before the store is asked.
-  holdfast::election_options<> eo;
-  eo.renewal.start_thread = false;
-  CHECK(holdfast::election<holdfast::etcd_store>(store, "e-under", 2999ms, eo).error() ==
-        errc::invalid_argument);
-  CHECK_FALSE(holdfast::election<holdfast::etcd_store>(store, "e-at", 3000ms, eo).error());
-  CHECK(holdfast::semaphore<holdfast::etcd_store>(store, "s-under", 2, 2999ms).error() ==
-        errc::invalid_argument);
-  CHECK_FALSE(holdfast::semaphore<holdfast::etcd_store>(store, "s-at", 2, 3000ms).error());
-  // A bad min_ttl is a bad option.
-  o->min_ttl = -1ms;
-  std::string why;
-  CHECK(o->check(&why) == errc::invalid_argument);
-  CHECK(why.find("min_ttl") != std::string::npos);
+  // etcd's default is its own minimum lease TTL (next test); the boundary at 3000 ms.
+  hf_test::check_min_ttl_boundary<holdfast::etcd_store>(*o, 2000ms, 3000ms);
 }
 
 TEST_CASE("etcd_store: the default min_ttl is etcd's minimum lease TTL, 2 s with its defaults",

@@ -46,7 +46,7 @@ TEST_CASE("postgres_store: a TTL one ms under min_ttl is refused at once, at and
           "[postgres][min_ttl]") {
   std::optional<holdfast::postgres_options> o = server();
   if (!o) return;
-  hf_test::check_min_ttl_boundary<holdfast::postgres_store>(*o);
+  hf_test::check_min_ttl_boundary<holdfast::postgres_store>(*o, 10ms, 500ms);
 }
 
 }  // namespace test_postgres_min_ttl

@@ -51,7 +51,7 @@ TEST_CASE("redis_store: a TTL one ms under min_ttl is refused at once, at and ov
           "[redis][min_ttl]") {
   std::optional<holdfast::redis_options> o = server();
   if (!o) return;
-  hf_test::check_min_ttl_boundary<holdfast::redis_store>(*o);
+  hf_test::check_min_ttl_boundary<holdfast::redis_store>(*o, 10ms, 500ms);
 }
 
 }  // namespace test_redis_min_ttl
