@@ -17,11 +17,14 @@
 // How fast a cancellation lands: a blocking call checks its token before every store call and
 // after every wait, and its sleeps end at once on request_stop() when the clock is steady_clock
 // (the sleep waits on a condition variable on the same steady time) or interruptible
-// (clock.hpp's is_interruptible_clock_v: manual_clock; woken through wake_sleepers()). So a
-// cancelled call returns errc::cancelled within one store round trip. On another clock (a
-// simulator's, a user's) the sleep in progress runs to its end first. A wait inside the store
-// (wait_for_release) is not interrupted by the store; with a cancellable token, holdfast bounds
-// each such wait to cancel_wait_slice (100 ms) and checks the token between slices.
+// (clock.hpp's is_interruptible_clock_v: manual_clock; woken through wake_sleepers()). A wait
+// inside the store (wait_for_release, watch_release) ends at once too where the store offers
+// the cancellable form (store.hpp's can_cancel_wait_for_release_v: memory_store, Redis,
+// PostgreSQL, etcd), whose sleep on_stop() wakes: the wait costs the same store calls with a
+// token as without one. So a cancelled call returns errc::cancelled within one store round trip
+// (the one in flight). On another clock (a simulator's, a user's) the sleep in progress runs to
+// its end first; a user's store that waits without the cancellable form is woken no later than
+// every cancel_wait_slice (100 ms) to check the token, and called again, not asked again.
 //
 // Thread-safety: request_stop(), stop_requested() and every member of cancel_token may be called
 // concurrently from any thread. Modelled on C++20's std::stop_source/std::stop_token (P0660).
@@ -55,8 +58,9 @@
 namespace holdfast {
 HOLDFAST_ABI_NAMESPACE_BEGIN
 
-/// The longest a blocking call waits inside a store (wait_for_release) before it checks its
-/// cancel_token again, when the token can be cancelled (100 ms).
+/// The longest a blocking call waits inside a store whose wait has no cancellable form
+/// (store.hpp) before it checks its cancel_token again, when the token can be cancelled (100 ms).
+/// Stores with the form are woken by the stop itself and are not sliced.
 inline constexpr std::chrono::milliseconds cancel_wait_slice{100};
 
 namespace detail {

@@ -175,9 +175,9 @@ class election_observer {
             detail::saturating_add(now, (**now_leads).remaining + std::chrono::milliseconds(1));
         if (expiry < wake) wake = expiry;
         if constexpr (can_watch_release_v<Store, Clock>) {
-          if (store_->watch_release(name_, detail::cancellable_wait_end(cancel, now, wake))) {
-            continue;
-          }
+          // Woken by a stop of `cancel` where the store's watch can be (store.hpp).
+          if (detail::wait_in_store<true>(*store_, name_, clock, now, wake, cancel)) continue;
+          if (cancel.stop_requested()) return errc::cancelled;
           // A failed watch is only a lost hint: fall back to sleeping out the interval.
         }
       }

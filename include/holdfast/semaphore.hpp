@@ -198,8 +198,9 @@ class semaphore : public detail::lease_recipe<Store, Clock, semaphore_options<Cl
         // Waiting without polling, for one slot: sleep in the store until this acquirer's first
         // slot is released or its holder's permit can have expired, or the backoff delay ends
         // (another slot may free first), whichever comes first.
-        const auto until = detail::cancellable_wait_end(o.cancel, now, wake);
-        if (p.error() == errc::busy && this->store_.wait_for_release(slot_key(start), until)) {
+        // Woken by a stop of o.cancel where the store's wait can be (store.hpp).
+        if (p.error() == errc::busy && detail::wait_in_store<false>(this->store_, slot_key(start),
+                                                                    clock, now, wake, o.cancel)) {
           continue;
         }
       }

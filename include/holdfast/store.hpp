@@ -12,6 +12,8 @@
 //   inspect(key)            (optional)           | optional<lease_record> | error
 //   wait_for_release(key, deadline)  (optional)  | woken | error
 //   watch_release(key, deadline)     (optional)  | woken | error
+//   wait_for_release(key, deadline, cancel)  (optional) | woken | cancelled | error
+//   watch_release(key, deadline, cancel)     (optional) | woken | cancelled | error
 //   try_acquire_queued(key, owner, ttl) (optional)| as try_acquire; busy also queues the caller
 //   leave_queue(key)   (optional, with the above)| the caller's queued place is taken out
 //
@@ -62,6 +64,18 @@
 // budget ran out during the round trip), passing on a hand-off a release already chose it for:
 // a caller that leaves a queue leaves it (Redisson #1104's kind).
 //
+// Cancellable waits (optional, with the waits above): `wait_for_release(key, deadline, cancel)`
+// and `watch_release(key, deadline, cancel)`, with cancel a `const cancel_token&` (cancel.hpp),
+// are the same waits that also end, with errc::cancelled, as soon as the token is stopped: the
+// store registers a wake-up with cancel_token::on_stop() that interrupts its sleep (memory_store
+// its condition variable; Redis and PostgreSQL a self-pipe in the poll() on the notification
+// socket; etcd curl_multi_wakeup). The wake-up runs on the cancelling thread, so it only wakes:
+// it never calls into the client library. A cancelled wait leaves what it took (a place in a
+// queue, passing on a hand-off it was chosen for) as an expired one does. acquire(), campaign(),
+// next_leader() and the semaphore use them when present; a store that waits but lacks them is
+// woken no sooner than every cancel_wait_slice (100 ms) for a cancellable token, at the cost of
+// one more call of its wait per slice, so a store that waits should offer them.
+//
 // `testing/` holds the conformance kit that checks a store against all of this at run time.
 #ifndef HOLDFAST_STORE_HPP
 #define HOLDFAST_STORE_HPP
@@ -76,6 +90,7 @@
 #include <type_traits>
 #include <utility>
 
+#include "holdfast/cancel.hpp"
 #include "holdfast/detail/config.hpp"
 #include "holdfast/detail/detect.hpp"
 #include "holdfast/detail/saturating.hpp"
@@ -200,6 +215,14 @@ using wait_for_release_call = decltype(std::declval<S&>().wait_for_release(
 template <class S, class TimePoint>
 using watch_release_call = decltype(std::declval<S&>().watch_release(
     std::declval<std::string_view>(), std::declval<const TimePoint&>()));
+template <class S, class TimePoint>
+using cancellable_wait_for_release_call = decltype(std::declval<S&>().wait_for_release(
+    std::declval<std::string_view>(), std::declval<const TimePoint&>(),
+    std::declval<const cancel_token&>()));
+template <class S, class TimePoint>
+using cancellable_watch_release_call = decltype(std::declval<S&>().watch_release(
+    std::declval<std::string_view>(), std::declval<const TimePoint&>(),
+    std::declval<const cancel_token&>()));
 template <class S>
 using try_acquire_queued_call = decltype(std::declval<S&>().try_acquire_queued(
     std::declval<std::string_view>(), std::declval<std::string_view>(),
@@ -230,6 +253,12 @@ struct has_wait_for_release
 template <class S, class TimePoint>
 struct has_watch_release : is_detected_convertible<result<void>, watch_release_call, S, TimePoint> {
 };
+template <class S, class TimePoint>
+struct has_cancellable_wait_for_release
+    : is_detected_convertible<result<void>, cancellable_wait_for_release_call, S, TimePoint> {};
+template <class S, class TimePoint>
+struct has_cancellable_watch_release
+    : is_detected_convertible<result<void>, cancellable_watch_release_call, S, TimePoint> {};
 template <class S>
 struct has_try_acquire_queued : is_detected_convertible<result<grant>, try_acquire_queued_call, S> {
 };
@@ -251,6 +280,21 @@ inline constexpr bool can_wait_for_release_v =
 template <class S, class Clock>
 inline constexpr bool can_watch_release_v =
     detail::has_watch_release<S, typename Clock::time_point>::value;
+
+/// True iff S offers wait_for_release's cancellable form for callers on `Clock`: `result<void>
+/// wait_for_release(std::string_view key, const Clock::time_point& deadline, const cancel_token&
+/// cancel)`, which also ends, with errc::cancelled, once `cancel` is stopped, woken by the stop
+/// (see the overview). Without it, a cancellable wait is cut into cancel_wait_slice pieces.
+template <class S, class Clock>
+inline constexpr bool can_cancel_wait_for_release_v =
+    detail::has_cancellable_wait_for_release<S, typename Clock::time_point>::value;
+
+/// True iff S offers watch_release's cancellable form for callers on `Clock`: `result<void>
+/// watch_release(std::string_view key, const Clock::time_point& deadline, const cancel_token&
+/// cancel)`, ending with errc::cancelled once `cancel` is stopped (see the overview).
+template <class S, class Clock>
+inline constexpr bool can_cancel_watch_release_v =
+    detail::has_cancellable_watch_release<S, typename Clock::time_point>::value;
 
 /// True iff S offers `result<grant> try_acquire_queued(key, owner, ttl)`: try_acquire that, when
 /// busy, also queues the calling thread for its next wait_for_release (see the overview).

@@ -29,6 +29,7 @@
 #ifndef HOLDFAST_STORES_MEMORY_HPP
 #define HOLDFAST_STORES_MEMORY_HPP
 
+#include <algorithm>
 #include <chrono>
 #include <condition_variable>
 #include <cstddef>
@@ -45,6 +46,7 @@
 #include <utility>
 #include <vector>
 
+#include "holdfast/cancel.hpp"
 #include "holdfast/clock.hpp"
 #include "holdfast/detail/config.hpp"
 #include "holdfast/detail/saturating.hpp"
@@ -209,41 +211,50 @@ class memory_store {
   }
 
   /// Blocks until `key` may be free: released (the first waiter of the key is woken), or its
-  /// holder's lease expired by the store's clock, or `deadline` passed, whichever comes first;
-  /// returns at once if the key is free now. Waiters are woken one per release, in the order
-  /// they started waiting; a woken waiter should try_acquire at once (it may still find the key
-  /// taken by a newcomer). Waking says nothing about the key: the store stays the judge. The
-  /// store's wait_for_release capability (store.hpp), used by blocking acquire(); offered only
-  /// when Clock is steady_clock. \returns success (woken, for any of the reasons above);
+  /// holder's lease expired by the store's clock, or `deadline` passed, or `cancel` was stopped,
+  /// whichever comes first; returns at once if the key is free now. Waiters are woken one per
+  /// release, in the order they started waiting; a woken waiter should try_acquire at once (it may
+  /// still find the key taken by a newcomer). Waking says nothing about the key: the store stays
+  /// the judge. A stop wakes the waiter's condition variable from the cancelling thread; a
+  /// cancelled waiter leaves the queue and passes on a hand-off a release had chosen it for. The
+  /// store's wait_for_release capability and its cancellable form (store.hpp), used by blocking
+  /// acquire(); offered only when Clock is steady_clock. \returns success (woken, for any of the
+  ///   reasons above); errc::cancelled once `cancel` was stopped (at once if it already was);
   ///   errc::invalid_argument for an empty key. Exceptions: std::bad_alloc may propagate.
   template <class C = Clock, class = std::enable_if_t<std::is_same_v<C, steady_clock>>>
-  result<void> wait_for_release(std::string_view key, const time_point& deadline) {
+  result<void> wait_for_release(std::string_view key, const time_point& deadline,
+                                const cancel_token& cancel = {}) {
     if (key.empty()) return errc::invalid_argument;
+    // Declared before the lock, so the stop's wake-up (which takes mutex_ on the cancelling
+    // thread, under the token's own lock) is unregistered only after mutex_ is released.
+    waiter w;
+    cancel_token::waker guard;
+    if (cancel.stop_possible()) cancel.on_stop(guard, [this, &w] { wake_cancelled(&w); });
     std::unique_lock<std::mutex> lock(mutex_);
+    if (cancel.stop_requested()) return errc::cancelled;
     const time_point now = clock_.now();
     auto it = find(key);
     if (it == map_.end() || !(now < it->second.expires_at)) return {};
     const time_point until = deadline < it->second.expires_at ? deadline : it->second.expires_at;
     if (!(now < until)) return {};
-    waiter w;
     std::string name(key);
     waiters_[name].push_back(&w);
     ++waiting_;
-    w.cv.wait_until(lock, until, [&w] { return w.woken; });
-    if (!w.woken) {  // expiry or deadline: leave the queue (a release took it out otherwise)
+    w.cv.wait_until(lock, until, [&w] { return w.woken || w.cancelled; });
+    if (!w.woken) {  // expiry, deadline or a stop: leave the queue (a release took it out else)
       auto q = waiters_.find(name);
       if (q != waiters_.end()) {
-        for (auto i = q->second.begin(); i != q->second.end(); ++i) {
-          if (*i == &w) {
-            q->second.erase(i);
-            --waiting_;
-            break;
-          }
+        auto i = std::find(q->second.begin(), q->second.end(), &w);
+        if (i != q->second.end()) {
+          q->second.erase(i);
+          --waiting_;
         }
         if (q->second.empty()) waiters_.erase(q);
       }
     }
-    return {};
+    if (!w.cancelled) return {};
+    if (w.woken) wake_first(name);  // the hand-off goes to the next waiter, not to nobody
+    return errc::cancelled;
   }
 
   /// Raises the fencing token of `owner`'s live lease on `key` from `token` to `to`, and the
@@ -316,13 +327,19 @@ class memory_store {
 
   /// Blocks until `key` may have changed hands, for observers (election::next_leader): until its
   /// lease is released or taken over, or expires by the store's clock, or `deadline`, whichever
-  /// comes first; at once if the key is free now. Unlike wait_for_release it takes no place in
-  /// the hand-off queue: every watcher wakes on every release. Offered only when Clock is
-  /// steady_clock. \returns success; errc::invalid_argument for an empty key.
+  /// comes first, or until `cancel` is stopped (its wake-up wakes the watchers from the cancelling
+  /// thread); at once if the key is free now. Unlike wait_for_release it takes no place in the
+  /// hand-off queue: every watcher wakes on every release. Offered only when Clock is
+  /// steady_clock. \returns success; errc::cancelled once `cancel` was stopped;
+  ///   errc::invalid_argument for an empty key.
   template <class C = Clock, class = std::enable_if_t<std::is_same_v<C, steady_clock>>>
-  result<void> watch_release(std::string_view key, const time_point& deadline) {
+  result<void> watch_release(std::string_view key, const time_point& deadline,
+                             const cancel_token& cancel = {}) {
     if (key.empty()) return errc::invalid_argument;
+    cancel_token::waker guard;  // before the lock: see wait_for_release
+    if (cancel.stop_possible()) cancel.on_stop(guard, [this] { wake_cancelled(nullptr); });
     std::unique_lock<std::mutex> lock(mutex_);
+    if (cancel.stop_requested()) return errc::cancelled;
     const time_point now = clock_.now();
     auto it = find(key);
     if (it == map_.end() || !(now < it->second.expires_at)) return {};
@@ -330,10 +347,12 @@ class memory_store {
     const time_point until = deadline < it->second.expires_at ? deadline : it->second.expires_at;
     ++watching_;
     watch_cv_.wait_until(lock, until, [&] {
+      if (cancel.stop_requested()) return true;
       auto i = find(key);
       return i == map_.end() || i->second.token != token;
     });
     --watching_;
+    if (cancel.stop_requested()) return errc::cancelled;
     return {};
   }
 
@@ -375,8 +394,18 @@ class memory_store {
   // else).
   struct waiter {
     std::condition_variable cv;
-    bool woken = false;  // guarded by mutex_
+    bool woken = false;      // guarded by mutex_
+    bool cancelled = false;  // guarded by mutex_
   };
+
+  // The stop of a waiter's cancel_token (on the cancelling thread): wakes that waiter, or for
+  // nullptr the watchers (each checks its own token).
+  void wake_cancelled(waiter* w) {
+    std::lock_guard<std::mutex> lock(mutex_);
+    if (w == nullptr) return watch_cv_.notify_all();
+    w->cancelled = true;
+    w->cv.notify_all();
+  }
 
   // Wakes the first waiter of `key`, if any (called with mutex_ held; never throws).
   void wake_first(std::string_view key) noexcept {

@@ -190,13 +190,65 @@ result<lease<Store, Clock>> observed_try_acquire(Store& store, std::string_view 
   return l;
 }
 
-// The end of one wait inside the store: `deadline`, or with a token that can be cancelled at
-// most cancel_wait_slice after `now` (the store's wait cannot be interrupted; cancel.hpp).
+// The end of one slice of a wait inside a store that cannot be woken by a cancel: `deadline`, or
+// with a token that can be cancelled at most cancel_wait_slice after `now` (the fallback of
+// wait_in_store, below; cancel.hpp).
 template <class TimePoint>
 TimePoint cancellable_wait_end(const cancel_token& cancel, TimePoint now, TimePoint deadline) {
   if (!cancel.stop_possible()) return deadline;
   const TimePoint slice = saturating_add(now, cancel_wait_slice);
   return slice < deadline ? slice : deadline;
+}
+
+// One call of the store's wait (Watch: watch_release, else wait_for_release) until `end`.
+template <bool Watch, class Store, class TimePoint>
+result<void> store_wait_until(Store& store, std::string_view key, const TimePoint& end) {
+  if constexpr (Watch) {
+    return store.watch_release(key, end);
+  } else {
+    return store.wait_for_release(key, end);
+  }
+}
+
+// Waits in the store until `key` may be free (Watch: may have changed hands; watch_release) or
+// `deadline` on `clock` (read `now` just before), or until `cancel` is stopped: errc::cancelled.
+// A store with the cancellable form (store.hpp's can_cancel_wait_for_release_v) is woken by the
+// stop itself: the wait costs what it costs without a token, not one request more. Any other
+// store's wait is cut, for a token that can be stopped, into cancel_wait_slice pieces with the
+// token checked between them (the fallback for users' stores; they should offer the form): a
+// wait_for_release piece that ran out is resumed at once, with no acquire attempt between (the
+// store answers at once if the key came free meanwhile), while a watch_release piece returns (a
+// new watch would watch whoever holds the key by then: the caller reads the holder again).
+// \returns the store's answer; errc::cancelled once `cancel` was stopped.
+template <bool Watch, class Store, class Clock>
+result<void> wait_in_store(Store& store, std::string_view key, Clock& clock,
+                           typename Clock::time_point now, typename Clock::time_point deadline,
+                           const cancel_token& cancel) {
+  constexpr bool cancellable = Watch ? can_cancel_watch_release_v<Store, Clock>
+                                     : can_cancel_wait_for_release_v<Store, Clock>;
+  if constexpr (cancellable) {
+    (void)clock;
+    (void)now;
+    result<void> r = [&] {
+      if constexpr (Watch) {
+        return store.watch_release(key, deadline, cancel);
+      } else {
+        return store.wait_for_release(key, deadline, cancel);
+      }
+    }();
+    if (!r && cancel.stop_requested()) return errc::cancelled;
+    return r;
+  } else {
+    if (!cancel.stop_possible()) return store_wait_until<Watch>(store, key, deadline);
+    for (;;) {
+      const typename Clock::time_point end = cancellable_wait_end(cancel, now, deadline);
+      result<void> r = store_wait_until<Watch>(store, key, end);
+      if (cancel.stop_requested()) return errc::cancelled;
+      if (!r || Watch || !(end < deadline)) return r;
+      now = clock.now();
+      if (now < end) return r;  // woken before the slice ran out: by the key, not the slice
+    }
+  }
 }
 
 // A timeout as a budget of the clock's duration (<= 0: none; too long: the maximum).
@@ -329,7 +381,7 @@ result<lease<Store, Clock>> acquire_retrying(Store& store, std::string_view key,
       // wake-ups that keep finding the key taken, falls back to one backoff sleep below, so a
       // store whose hints are wrong costs latency, never a busy loop.
       if (l.error() == errc::busy && (++fruitless_waits % 8) != 0) {
-        if (store.wait_for_release(key, cancellable_wait_end(cancel, now, deadline))) continue;
+        if (wait_in_store<false>(store, key, clock, now, deadline, cancel)) continue;
         if (cancel.stop_requested()) return give_up(errc::cancelled);
       }
     }

@@ -1,0 +1,140 @@
+// SPDX-License-Identifier: MIT
+// What every store that waits (wait_for_release) must keep under cancellation, for the store tests
+// (test_cancel_wait.cpp for memory_store, test_{redis,postgres,etcd}_cancel_wait.cpp): a blocking
+// acquire, and a campaign, given a token that can be stopped wait for the holder's release with
+// the same store attempts (and so the same terms) as without one, because the store's own wait
+// is woken by the stop (store.hpp's cancellable wait) rather than cut into 100 ms slices each
+// ending in an attempt; and a request_stop() during that wait ends it with errc::cancelled
+// within a bound far under a slice's worth of attempts, after the one attempt that found the key
+// busy, leaving nothing behind. Real threads and (for real stores) real servers: bounded waits.
+#ifndef HOLDFAST_TESTS_SUPPORT_CANCEL_WAIT_CHECKS_HPP
+#define HOLDFAST_TESTS_SUPPORT_CANCEL_WAIT_CHECKS_HPP
+
+#include <catch2/catch.hpp>
+
+#include <chrono>
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <thread>
+
+#include "holdfast/cancel.hpp"
+#include "holdfast/election.hpp"
+#include "holdfast/lease.hpp"
+
+namespace hf_test {
+
+// How long the holder keeps the key while the waiter waits: several cancel_wait_slice (100 ms)
+// pieces, so a sliced wait would show as extra attempts.
+inline constexpr std::chrono::milliseconds cancel_wait_hold{450};
+
+// One blocking acquire of `key` on `waiter` while a lease of `holder` holds it, released after
+// cancel_wait_hold; with a stoppable (never stopped) token when `stoppable`. Returns the store
+// attempts acquire_report counted.
+template <class Store>
+std::uint32_t attempts_across_release(Store& holder, Store& waiter, const std::string& key,
+                                      bool stoppable) {
+  using namespace std::chrono_literals;
+  holdfast::cancel_source src;
+  auto held = holdfast::try_acquire(holder, key, 20s);
+  REQUIRE(held);
+  holdfast::acquire_report report;
+  holdfast::acquire_options<> o;
+  o.report = &report;
+  if (stoppable) o.cancel = src.token();
+  o.backoff.initial = 5s;  // a backoff sleep would show as a late acquire
+  o.backoff.max_delay = 5s;
+  std::optional<decltype(holdfast::acquire(waiter, key, 10s, 20s, o))> got;
+  std::thread t([&] { got.emplace(holdfast::acquire(waiter, key, 10s, 20s, o)); });
+  std::this_thread::sleep_for(cancel_wait_hold);  // real-server test: a bounded wait
+  const auto released = std::chrono::steady_clock::now();
+  CHECK(held->release());
+  t.join();
+  REQUIRE(got.has_value());
+  REQUIRE(*got);
+  CHECK(std::chrono::steady_clock::now() - released < 2s);  // woken by the release, no backoff
+  CHECK((*got)->release());
+  return report.attempts;
+}
+
+// A blocking acquire waits for a release with as many attempts with a stoppable token as
+// without one (two: busy, then granted after the release; a slice-cut wait made ~6).
+template <class Store>
+void check_cancellable_wait_costs_nothing(Store& holder, Store& waiter, const std::string& key) {
+  const std::uint32_t plain = attempts_across_release(holder, waiter, key + "-plain", false);
+  const std::uint32_t with_token = attempts_across_release(holder, waiter, key + "-token", true);
+  CHECK(plain == 2);
+  CHECK(with_token == plain);
+}
+
+// request_stop() while a blocking acquire waits in the store: cancelled within `bound`, after its
+// one busy attempt, the holder untouched; `left_nothing(key)` says the waiter left no trace
+// (its queue place) behind.
+template <class Store, class LeftNothing>
+void check_stop_ends_store_wait(Store& holder, Store& waiter, const std::string& key,
+                                LeftNothing left_nothing,
+                                std::chrono::milliseconds bound = std::chrono::milliseconds(200)) {
+  using namespace std::chrono_literals;
+  auto held = holdfast::try_acquire(holder, key, 20s);
+  REQUIRE(held);
+  holdfast::cancel_source src;
+  holdfast::acquire_report report;
+  holdfast::acquire_options<> o;
+  o.report = &report;
+  o.cancel = src.token();
+  o.backoff.initial = 5s;
+  o.backoff.max_delay = 5s;
+  std::optional<decltype(holdfast::acquire(waiter, key, 10s, 20s, o))> got;
+  std::thread t([&] { got.emplace(holdfast::acquire(waiter, key, 10s, 20s, o)); });
+  std::this_thread::sleep_for(cancel_wait_hold);  // in the store's wait by now (bounded)
+  const auto t0 = std::chrono::steady_clock::now();
+  src.request_stop();
+  t.join();
+  const auto took = std::chrono::steady_clock::now() - t0;
+  REQUIRE(got.has_value());
+  CHECK(got->error() == holdfast::errc::cancelled);
+  CHECK(took < bound);
+  CHECK(report.attempts == 1);  // the busy one: the wait was not cut into attempts
+  CHECK(left_nothing(key));
+  auto still = holdfast::try_acquire(waiter, key, 10s);
+  CHECK(still.error() == holdfast::errc::busy);  // the holder still holds it
+  CHECK(held->release());
+}
+
+// One campaign of `candidate` while `leader` leads, the leader resigning after cancel_wait_hold;
+// with a stoppable token when `stoppable`. Returns the new term minus the old one.
+template <class Store>
+std::uint64_t term_step_across_resign(Store& a, Store& b, const std::string& name, bool stoppable) {
+  using namespace std::chrono_literals;
+  holdfast::cancel_source src;
+  holdfast::election<Store> leader(a, name, 20s);
+  const auto first = leader.campaign(0s);
+  REQUIRE(first);
+  holdfast::election_options<> eo;
+  if (stoppable) eo.acquire.cancel = src.token();
+  eo.acquire.backoff.initial = 5s;
+  eo.acquire.backoff.max_delay = 5s;
+  holdfast::election<Store> candidate(b, name, 20s, eo);
+  std::optional<holdfast::result<holdfast::fencing_token>> second;
+  std::thread t([&] { second.emplace(candidate.campaign(20s)); });
+  std::this_thread::sleep_for(cancel_wait_hold);  // bounded
+  CHECK(leader.resign());
+  t.join();
+  REQUIRE(second.has_value());
+  REQUIRE(*second);
+  CHECK(candidate.resign());
+  return (**second).value() - first->value();
+}
+
+// Terms do not jump with a stoppable token: a campaign that waits for a resignation makes the
+// same attempts, so on a store whose busy attempts use up tokens the same step, as without one.
+template <class Store>
+void check_campaign_terms_do_not_jump(Store& a, Store& b, const std::string& name) {
+  const std::uint64_t plain = term_step_across_resign(a, b, name + "-plain", false);
+  const std::uint64_t with_token = term_step_across_resign(a, b, name + "-token", true);
+  CHECK(with_token == plain);
+}
+
+}  // namespace hf_test
+
+#endif  // HOLDFAST_TESTS_SUPPORT_CANCEL_WAIT_CHECKS_HPP
