@@ -100,26 +100,6 @@ HOLDFAST_DETAIL_ALLOW_DEPRECATED_END
 }
 
 namespace detail {
-template <class S>
-using min_ttl_call = decltype(std::chrono::milliseconds(std::declval<const S&>().min_ttl()));
-}  // namespace detail
-
-/// Returns the shortest lease TTL `store` is asked for: its min_ttl() where it has one (the
-/// Redis, PostgreSQL and etcd stores: their options' min_ttl, which says where the bound comes
-/// from), else 0. try_acquire(), acquire(), acquire_all() and the recipes' constructors refuse a
-/// TTL under it with errc::invalid_argument (the message, naming the limit, in
-/// acquire_options::report).
-template <class Store>
-[[nodiscard]] std::chrono::milliseconds store_min_ttl(const Store& store) noexcept {
-  if constexpr (detail::is_detected<detail::min_ttl_call, Store>::value) {
-    return std::chrono::milliseconds(store.min_ttl());
-  } else {
-    (void)store;
-    return std::chrono::milliseconds{0};
-  }
-}
-
-namespace detail {
 
 // Names time points of a clock's duration where only the duration matters.
 struct any_clock {};

@@ -279,8 +279,9 @@ class lease {
   ///   errc::lease_lost if the lease is not held, its validity passed, the clock went backwards,
   ///     or the store says it is no longer the holder (lease_lost or not_holder; state() turns
   ///     lost and the on-loss callback runs);
-  ///   errc::invalid_argument if ttl is not in [1 ms, max_ttl] or too short to leave any validity
-  ///     after drift, margin and the holder clock's tick (nothing changes);
+  ///   errc::invalid_argument if ttl is not in [1 ms, max_ttl], under the store's min_ttl
+  ///     (store_min_ttl: as acquire refuses it) or too short to leave any validity after drift,
+  ///     margin and the holder clock's tick (nothing is sent, nothing changes);
   ///   errc::protocol_error if the store's grant is malformed (other token, TTL <= 0; state()
   ///     turns lost since the store cannot be believed);
   ///   any transient store error (store_unavailable, timeout, ...): state() stays held and the
@@ -292,6 +293,7 @@ class lease {
     const result<std::chrono::milliseconds> ms =
         detail::checked_lease_ttl(ttl, b().validity, b().tick);
     if (!ms) return ms.error();
+    if (*ms < store_min_ttl(*b().store)) return errc::invalid_argument;
     detail::pending_loss loss;
     result<void> r;
     {

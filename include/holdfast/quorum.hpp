@@ -255,6 +255,16 @@ class quorum_store {
   [[nodiscard]] std::size_t quorum() const noexcept { return write_quorum_; }
   /// Returns the options in use.
   [[nodiscard]] const quorum_options& options() const noexcept { return opts_; }
+  /// Returns the shortest TTL (ms) every member can honour: the largest of the members'
+  /// store_min_ttl (0 for members without one, such as memory_store). try_acquire(), acquire()
+  /// and the recipes refuse a TTL under it, as they do for one store (acquire_options.hpp).
+  [[nodiscard]] std::chrono::milliseconds min_ttl() const noexcept {
+    std::chrono::milliseconds floor{0};
+    for (const Store* m : exec_.members()) {
+      if (m != nullptr && floor < store_min_ttl(*m)) floor = store_min_ttl(*m);
+    }
+    return floor;
+  }
 
   /// Acquires `key` for `owner` for `ttl` (ms) on W members with one fencing token (the token
   /// floor), asking every member concurrently. Re-acquiring one's own live lease returns the same

@@ -16,6 +16,7 @@
 //   watch_release(key, deadline, cancel)     (optional) | woken | cancelled | error
 //   try_acquire_queued(key, owner, ttl) (optional)| as try_acquire; busy also queues the caller
 //   leave_queue(key)   (optional, with the above)| the caller's queued place is taken out
+//   min_ttl()                        (optional)  | the shortest TTL it can honour (store_min_ttl)
 //
 // with key and owner as std::string_view (binary-safe: any bytes, including NUL), ttl as
 // std::chrono::milliseconds and token as fencing_token, returning result<grant>, result<grant>,
@@ -316,6 +317,27 @@ inline constexpr bool has_try_acquire_all_v = detail::has_try_acquire_all<S>::va
 /// acquire() calls it when its budget ran out during a queued attempt.
 template <class S>
 inline constexpr bool has_leave_queue_v = detail::has_leave_queue<S>::value;
+
+namespace detail {
+template <class S>
+using min_ttl_call = decltype(std::chrono::milliseconds(std::declval<const S&>().min_ttl()));
+}  // namespace detail
+
+/// Returns the shortest lease TTL `store` is asked for: its `min_ttl()` (optional capability, in
+/// ms) where it has one (the Redis, PostgreSQL and etcd stores: their options' min_ttl, which
+/// says where the bound comes from; quorum_store: the largest of its members'), else 0.
+/// try_acquire(), acquire(), acquire_all(), lease::renew(ttl) and the recipes' constructors refuse
+/// a TTL under it with errc::invalid_argument (the message, naming the limit, in
+/// acquire_options::report).
+template <class Store>
+[[nodiscard]] std::chrono::milliseconds store_min_ttl(const Store& store) noexcept {
+  if constexpr (detail::is_detected<detail::min_ttl_call, Store>::value) {
+    return std::chrono::milliseconds(store.min_ttl());
+  } else {
+    (void)store;
+    return std::chrono::milliseconds{0};
+  }
+}
 
 #if HOLDFAST_HAS_CONCEPTS
 /// S provides `result<grant> try_acquire(std::string_view key, std::string_view owner,
