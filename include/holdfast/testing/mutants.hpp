@@ -36,18 +36,12 @@
 //                                |          | it is exact: it trusts its lease while its|
 //                                |          | reading lags up to a tick behind          |
 //
-// Protocol controls (issue 22, "leave nothing behind"), caught by O1 in the protocol schedules
-// rather than in run_schedule's lease workload, since the bug is in a multi-call protocol:
-//
-//   control                      | where                          | the bug                | caught
-//   by
-//   -----------------------------+--------------------------------+------------------------+----------
-//   semaphore forgets lost slot  | tests/unit/test_recipes_sim.cpp | a slot whose reply was | O1
-//                                | (forgetful_acquire)            | lost is neither asked  |
-//                                |                                | again nor given back   |
-//   quorum keeps lost member     | quorum_options::               | a member whose reply   | O1
-//                                | give_back_unsure = false       | was lost keeps the     |
-//                                | (tests/unit/test_quorum_sim.cpp)| owner's lease          |
+// Protocol controls (issue 22, "leave nothing behind") live beside their workloads, since the bug
+// is in a multi-call protocol, and are caught by O1 in those schedules rather than in
+// run_schedule's lease workload: recipe_mutant::forgets_lost_slot (testing/workload_recipes.hpp:
+// a semaphore slot whose reply was lost is neither asked again nor given back) and
+// quorum_mutant::keeps_unsure_member (testing/workload_quorum.hpp: quorum_options::
+// give_back_unsure = false, a member whose reply was lost keeps the owner's lease).
 //
 // Store mutants are mutant_store<Clock>, a small map-based store that is correct when built with
 // mutant::none (the conformance kit checks that too, so the controls differ from a correct store
