@@ -254,6 +254,15 @@ TEST_CASE("etcd lives: a cluster whose revision went back is raised past this st
   REQUIRE(rev);
   CHECK(rev->value() >= g2->token.value());  // it was the second cluster that granted
   REQUIRE(a.release("k2", "A", g2->token));
+  // Raised past and settled, the rewind is still reported (it used to be forgotten).
+  auto d = a.deployment();
+  INFO(a.last_error_message());
+  REQUIRE(d);
+  CHECK(d->can_lose_grants());
+  REQUIRE_FALSE(d->risks.empty());
+  CHECK(d->risks.front().find("went back (or the cluster ID changed) 1 time since") !=
+        std::string::npos);
+  CHECK(d->risks.front().find("already raised past by this store") != std::string::npos);
 }
 
 // Expected: the shared single etcd reports one member, its cluster ID as its life (the ID every

@@ -29,8 +29,11 @@ namespace detail {
 /// The report of the etcd cluster `link` talks to: two requests (member list, status).
 /// \returns it; store_unavailable, timeout, protocol_error as the link reports them.
 inline result<deployment_report> read_etcd_deployment(etcd_link& link) {
-  const bool rewound = link.new_life();  // before these answers, which may note one too
-  const std::int64_t highest = link.highest_revision();
+  // Before these answers, which may note one too. A life already settled (raised past) is still
+  // reported: the grants it lost are gone whether or not this store has recovered since.
+  const bool unsettled = link.new_life();
+  const std::uint64_t lives = link.lives_seen();
+  const std::int64_t below = link.rewound_below();
   result<nlohmann::json> members = link.post("/cluster/member/list", "{}");
   if (!members) return members.error();
   result<nlohmann::json> status = link.post("/maintenance/status", "{}");
@@ -47,12 +50,14 @@ inline result<deployment_report> read_etcd_deployment(etcd_link& link) {
               " raft_term=" + status->value("raftTerm", "") +
               " revision=" + header->value("revision", "") +
               " db_size=" + status->value("dbSize", "");
-  if (rewound) {
-    out.risks.push_back(
-        "the revision went back (or the cluster ID changed) since this store started, below " +
-        std::to_string(highest) +
-        ": a snapshot restore; tokens up to that come again, refused by fences, raised past on "
-        "this store's next attempt (restore with etcdutl snapshot restore --bump-revision)");
+  if (lives > 0) {
+    out.risks.push_back("the revision went back (or the cluster ID changed) " +
+                        std::to_string(lives) + (lives == 1 ? " time" : " times") +
+                        " since this store started, the latest below " + std::to_string(below) +
+                        ": a snapshot restore; tokens up to that come again, refused by fences, " +
+                        (unsettled ? "raised past on this store's next attempt"
+                                   : "already raised past by this store") +
+                        " (restore with etcdutl snapshot restore --bump-revision)");
   }
   if (n % 2 == 0) {
     out.risks.push_back(std::to_string(n) +

@@ -144,6 +144,11 @@ class etcd_link {
   [[nodiscard]] std::int64_t highest_revision() const noexcept { return highest_; }
   [[nodiscard]] bool new_life() const noexcept { return new_life_; }
   void settle_life() noexcept { new_life_ = false; }
+  /// How many new lives this link has seen since it was made (each counted once, when noticed,
+  /// settled or not), and the highest revision seen before the latest of them (0 if none): what
+  /// deployment() reports after the raise settled it.
+  [[nodiscard]] std::uint64_t lives_seen() const noexcept { return lives_seen_; }
+  [[nodiscard]] std::int64_t rewound_below() const noexcept { return rewound_below_; }
   /// The cluster ID of the newest answer ("" before the first).
   [[nodiscard]] const std::string& cluster_id() const noexcept { return cluster_; }
 
@@ -159,13 +164,21 @@ class etcd_link {
     const auto c = header.find("cluster_id");
     if (c != header.end() && c->is_string()) {
       const std::string& id = c->get_ref<const std::string&>();
-      if (!cluster_.empty() && id != cluster_) new_life_ = true;
+      if (!cluster_.empty() && id != cluster_) notice_life();
       cluster_ = id;
     }
     std::int64_t rev = 0;
     if (!json_int64(header, "revision", rev) || rev <= 0) return;
-    if (rev < highest_) new_life_ = true;
+    if (rev < highest_) notice_life();
     if (rev > highest_) highest_ = rev;
+  }
+
+  // One new life, counted once however many answers show it before it is settled.
+  void notice_life() noexcept {
+    if (new_life_) return;
+    new_life_ = true;
+    ++lives_seen_;
+    rewound_below_ = highest_;
   }
 
   // Asks for an auth token and sends it with every later request.
@@ -415,7 +428,9 @@ class etcd_link {
   std::string cluster_;       // the life seen (note_life)
   std::int64_t highest_ = 0;  // the highest revision seen
   bool new_life_ = false;
-  bool auth_disabled_ = false;  // the cluster answered "authentication is not enabled"
+  std::uint64_t lives_seen_ = 0;    // new lives noticed (notice_life)
+  std::int64_t rewound_below_ = 0;  // highest_ when the latest was noticed
+  bool auth_disabled_ = false;      // the cluster answered "authentication is not enabled"
   etcd_failure auth_failure_;
   std::string url_;
   std::string response_;
