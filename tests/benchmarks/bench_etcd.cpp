@@ -60,10 +60,10 @@ class bare_client {
     const auto id = r->find("ID");
     if (id == r->end() || !id->is_string()) return false;
     const std::string lease = id->get<std::string>();
-    body_ =
-        R"({"compare":[{"key":")" + key_ +
-        R"(","target":"CREATE","result":"EQUAL","create_revision":"0"}],"success":[{"request_put":{"key":")" +
-        key_ + R"(","value":")" + owner_ + R"(","lease":")" + lease + R"("}}]})";
+    body_ = R"({"compare":[{"key":")" + key_ +
+            R"(","target":"CREATE","result":"EQUAL","create_revision":"0"}],)"
+            R"("success":[{"request_put":{"key":")" +
+            key_ + R"(","value":")" + owner_ + R"(","lease":")" + lease + R"("}}]})";
     r = link_.post("/kv/txn", body_);
     if (!r || !r->value("succeeded", false)) return false;
     if (with_delete && !link_.post("/kv/deleterange", R"({"key":")" + key_ + R"("})")) {

@@ -4,7 +4,7 @@
 // README's timeline.
 //
 //   invariant              | checked at                 | violated when
-//   -----------------------+----------------------------+-------------------------------------------
+//   -----------------------+----------------------------+------------------------------------------
 //   S1 fenced writes       | each admitted write        | its token is older than one the resource
 //                          |                            | already admitted, or equal to the newest
 //                          |                            | one admitted there for another owner (two

@@ -152,8 +152,8 @@ inline void etcd_acquire_body(std::string& body, const std::string& k, std::stri
   const std::string lease = R"(","lease":")" + std::to_string(id) + R"("}})";
   body.assign(R"({"compare":[{"key":")");
   base64_append(k, body);
-  body +=
-      R"(","target":"CREATE","result":"EQUAL","create_revision":"0"}],"success":[{"request_put":{"key":")";
+  body += R"(","target":"CREATE","result":"EQUAL","create_revision":"0"}],)"
+          R"("success":[{"request_put":{"key":")";
   base64_append(k, body);
   body += R"(","value":")";
   base64_append(owner, body);
