@@ -321,27 +321,30 @@ class etcd_store : public detail::link_client<detail::etcd_link> {
   /// last busy attempt on `key` saw (else a read now). Queued by try_acquire_queued, it watches the
   /// entry ahead, then the key once first; else the key (every such waiter wakes). Returns when
   /// the key is deleted (released, or the holder's lease expired), when the holder's lease can
-  /// have expired (lease/timetolive's whole seconds left, from before that read; 1 s if 0), or at
-  /// `deadline`; at once if the key is free or `deadline` has passed. A dropped stream or a
+  /// have expired (lease/timetolive's whole seconds left, from before that read; 1 s if 0), at
+  /// `deadline`, or when `cancel` is stopped (curl_multi_wakeup ends the watch's poll from the
+  /// stopping thread); at once if the key is free or `deadline` has passed. A dropped stream or a
   /// compacted revision re-reads (once more on the next member): never a sleep past the holder's
   /// expiry. Requests: timetolive and the watch; a two-range read when the entry ahead leaves or
   /// the stream drops. Thread-safety: any number of threads may wait on one store at once, each
   /// on its own watch; the store's connection is held for the reads, never while asleep.
-  /// \returns success (woken for any reason above); errc::invalid_argument for an empty key;
-  ///   store_unavailable, timeout, protocol_error if a read fails or the watch is refused (the
-  ///   caller falls back to backoff), with the text in last_error_message().
+  /// \returns success (woken for any reason above); errc::cancelled once `cancel` was stopped;
+  ///   errc::invalid_argument for an empty key; store_unavailable, timeout, protocol_error if a
+  ///   read fails or the watch is refused (backoff follows), text in last_error_message().
   result<void> wait_for_release(std::string_view key,
-                                const std::chrono::steady_clock::time_point& deadline) {
+                                const std::chrono::steady_clock::time_point& deadline,
+                                const cancel_token& cancel = {}) {
     if (key.empty()) return errc::invalid_argument;
-    return wait_deleted(key, deadline, true);
+    return wait_deleted(key, deadline, true, cancel);
   }
 
   /// For observers (election::next_leader): wait_for_release's wait on the key, in no queue:
   /// every watcher wakes on a release. \returns as wait_for_release.
   result<void> watch_release(std::string_view key,
-                             const std::chrono::steady_clock::time_point& deadline) {
+                             const std::chrono::steady_clock::time_point& deadline,
+                             const cancel_token& cancel = {}) {
     if (key.empty()) return errc::invalid_argument;
-    return wait_deleted(key, deadline, false);
+    return wait_deleted(key, deadline, false, cancel);
   }
 
  private:
@@ -520,7 +523,8 @@ class etcd_store : public detail::link_client<detail::etcd_link> {
   // try_acquire_queued), it watches the entry ahead, or the key once none is; else the key. One
   // watch per round; a dropped or compacted watch, or the entry ahead leaving, re-reads.
   result<void> wait_deleted(std::string_view key, std::chrono::steady_clock::time_point deadline,
-                            bool from_busy) {
+                            bool from_busy, const cancel_token& cancel) {
+    detail::etcd_watch watch(cancel);  // a stop ends its wait (curl_multi_wakeup)
     std::optional<detail::etcd_sighting> seen;
     std::string k;
     detail::etcd_ticket q;  // entry_revision 0: not queued
@@ -536,9 +540,9 @@ class etcd_store : public detail::link_client<detail::etcd_link> {
         seen = sightings_.take(k);
       }
     }
-    detail::etcd_watch watch;
     using end = detail::etcd_watch::end;
     for (int round = 0, drops = 0; round < 64 && drops < 4; ++round) {
+      if (cancel.stop_requested()) return errc::cancelled;
       if (std::chrono::steady_clock::now() >= deadline) return {};
       auto guard = link_.lock();
       const std::int64_t before = seen ? seen->lease : -1;
@@ -565,6 +569,7 @@ class etcd_store : public detail::link_client<detail::etcd_link> {
       auto wake = start + std::chrono::seconds(*left > 0 ? *left : 1);
       if (deadline < wake) wake = deadline;
       const end e = watch.wait(wake);
+      if (e == end::cancelled) return errc::cancelled;
       if (e == end::refused) {
         guard.lock();
         return link_.fail(errc::store_unavailable, watch.why());
@@ -576,9 +581,8 @@ class etcd_store : public detail::link_client<detail::etcd_link> {
     return {};
   }
 
-  void remember(const std::string& k, std::string_view owner, std::int64_t token,
-                std::int64_t lease) {
-    remembered_.put(link_.options().remembered_grants, k, owner, token, lease);
+  void remember(const std::string& k, std::string_view owner, std::int64_t token, std::int64_t l) {
+    remembered_.put(link_.options().remembered_grants, k, owner, token, l);
   }
   void forget(const std::string& k) { remembered_.erase(k); }
 

@@ -278,8 +278,9 @@ class postgres_store : public detail::link_client<detail::pg_link> {
   /// statement NOTIFYs it (pg_notify in the same statement, delivered when it commits) with the
   /// key's hash. The waiter asks the database for the holder's time left in one statement, then
   /// sleeps until a release of its key is announced, until the holder's lease can have expired
-  /// (that time, rounded up, after the request left, on this process's steady clock), or until
-  /// `deadline`, whichever comes first. Returns at once if the key is free.
+  /// (that time, rounded up, after the request left, on this process's steady clock), until
+  /// `deadline`, or until `cancel` is stopped (its wake-up ends the poll through a self-pipe,
+  /// never calling libpq), whichever comes first. Returns at once if the key is free.
   ///
   /// Notifications are hints: one that is lost (a release written by hand) costs the wait until
   /// the holder's expiry, never more; the store stays the judge. A listening session that dies
@@ -289,13 +290,17 @@ class postgres_store : public detail::link_client<detail::pg_link> {
   /// release (one of them gets it; the others find it busy and wait again), unlike Redis' queue.
   ///
   /// Thread-safety: any number of threads may wait on one store; one reads the session at a time.
-  /// \returns success (woken for any of the reasons above); errc::invalid_argument for an empty
-  ///   key; store_unavailable, timeout, protocol_error if the session or the statement failed.
+  /// \returns success (woken for any of the reasons above); errc::cancelled once `cancel` was
+  ///   stopped; errc::invalid_argument for an empty key; store_unavailable, timeout,
+  ///   protocol_error if the session or the statement failed.
   result<void> wait_for_release(std::string_view key,
-                                const std::chrono::steady_clock::time_point& deadline) {
+                                const std::chrono::steady_clock::time_point& deadline,
+                                const cancel_token& cancel = {}) {
     if (key.empty()) return errc::invalid_argument;
     if (length(key) < 0) return errc::invalid_argument;
     listening& l = *listen_;
+    cancel_token::waker stop;  // before any lock: the wake-up takes l.mu
+    detail::wake_on_stop(stop, cancel, l.mu, l.cv, l.wake);
     {
       std::lock_guard<std::mutex> lk(l.mu);
       if (!l.reading) {
@@ -335,7 +340,7 @@ class postgres_store : public detail::link_client<detail::pg_link> {
     ++entry.second;
     for (;;) {
       if (l.seen[hash].first != base) break;  // a release of this key was announced
-      if (!(std::chrono::steady_clock::now() < wake)) break;
+      if (!(std::chrono::steady_clock::now() < wake) || cancel.stop_requested()) break;
       if (!l.reading) {
         l.reading = true;
         lk.unlock();
@@ -358,6 +363,7 @@ class postgres_store : public detail::link_client<detail::pg_link> {
     }
     auto it = l.seen.find(hash);
     if (--it->second.second == 0) l.seen.erase(it);
+    if (cancel.stop_requested()) return errc::cancelled;
     return {};
   }
 
@@ -365,8 +371,9 @@ class postgres_store : public detail::link_client<detail::pg_link> {
   /// place in any queue (PostgreSQL announces every release to every listener), so watching
   /// never takes a release away from a waiting acquirer. \returns as wait_for_release.
   result<void> watch_release(std::string_view key,
-                             const std::chrono::steady_clock::time_point& deadline) {
-    return wait_for_release(key, deadline);
+                             const std::chrono::steady_clock::time_point& deadline,
+                             const cancel_token& cancel = {}) {
+    return wait_for_release(key, deadline, cancel);
   }
 
   /// Deletes lease rows that expired (or were released) more than `grace` (ms) ago, to bound the
@@ -424,6 +431,7 @@ class postgres_store : public detail::link_client<detail::pg_link> {
                {}) {}
     std::mutex mu;  // guards everything below; `link` only while no one is `reading`
     std::condition_variable cv;
+    detail::wake_pipe wake;  // (not guarded) ends the reader's poll: a waiter's token stopped
     detail::pg_link link;
     bool reading = false;
     // Per key hash being waited on: releases seen so far, and how many threads wait on it.
@@ -447,7 +455,12 @@ class postgres_store : public detail::link_client<detail::pg_link> {
       return any;
     };
     if (drain()) return true;  // queued by libpq earlier (e.g. while connecting)
-    const int w = detail::pg_wait(PQsocket(c), POLLIN, until);
+    // Without a self-pipe (no file descriptor left) a stop is seen at least every slice.
+    const auto slice = std::chrono::steady_clock::now() + cancel_wait_slice;
+    const int w = detail::pg_wait(PQsocket(c), POLLIN, l.wake.ok() || until < slice ? until : slice,
+                                  l.wake.fd());
+    l.wake.drain();
+    if (w == 2) return true;  // woken: a waiter's token was stopped
     if (w < 0 || (w > 0 && !PQconsumeInput(c)) || PQstatus(c) != CONNECTION_OK) {
       l.link.disconnect();
       return false;

@@ -393,28 +393,32 @@ class redis_store : public detail::link_client<detail::redis_link> {
   /// reads the holder's PTTL), then sleeps on this store's notification connection until a
   /// release chooses it (the release script pops the first listening waiter and PUBLISHes to its
   /// channel: one waiter woken per release, in the order they queued), until the holder's lease
-  /// can have expired (PTTL + 1 ms after the request left, by this process's steady clock), or
-  /// until `deadline`, whichever comes first. Returns at once if the key is free.
+  /// can have expired (PTTL + 1 ms after the request left, by this process's steady clock),
+  /// until `deadline`, or until `cancel` is stopped (its wake-up ends the poll through a
+  /// self-pipe, never calling hiredis), whichever comes first. Returns at once if the key is free.
   ///
   /// Notifications are hints: a lost message (an expiry, a release by a script that does not
   /// notify) costs the wait until the holder's expiry, never more; the store stays the judge (the
   /// waiter asks try_acquire next). A notification connection that dies under a waiter ends its
   /// wait at once (it returns success, unwoken): its caller asks again and queues on a fresh
-  /// subscription, so the next release still wakes it. A waiter that leaves
-  /// without its notification takes its entry out of the queue, and if a release had already
-  /// chosen it, passes that hand-off on to the next waiter. Requests: one to queue, none while
-  /// asleep, and one more only when leaving unwoken. The queue key expires 60 s after the
-  /// holder's PTTL at queueing time, so abandoned queues vanish on their own.
+  /// subscription, so the next release still wakes it. A waiter that leaves unwoken or cancelled
+  /// takes its entry out of the queue, and if a release had already chosen it, passes that
+  /// hand-off on to the next waiter. Requests: one to queue, none while asleep, one more to leave.
+  /// The queue key expires 60 s after the holder's PTTL at queueing time, so abandoned queues
+  /// vanish on their own.
   ///
   /// Thread-safety: any number of threads may wait on one store at once; one of them reads the
   /// notification connection at a time and files what arrives for the others.
-  /// \returns success (woken for any of the reasons above); errc::invalid_argument for an empty
-  ///   key; store_unavailable, timeout, protocol_error if queueing or subscribing failed (the
-  ///   caller falls back to backoff).
+  /// \returns success (woken for any of the reasons above); errc::cancelled once `cancel` was
+  ///   stopped; errc::invalid_argument for an empty key; store_unavailable, timeout,
+  ///   protocol_error if queueing or subscribing failed (the caller falls back to backoff).
   result<void> wait_for_release(std::string_view key,
-                                const std::chrono::steady_clock::time_point& deadline) {
+                                const std::chrono::steady_clock::time_point& deadline,
+                                const cancel_token& cancel = {}) {
     if (key.empty()) return errc::invalid_argument;
     detail::redis_waiting& w = *wait_;
+    cancel_token::waker stop;  // before any lock: the wake-up takes w.mu
+    w.wake_on_stop(stop, cancel);
     std::uint64_t id = 0;
     std::string entry;
     std::chrono::steady_clock::time_point start{};
@@ -454,14 +458,17 @@ class redis_store : public detail::link_client<detail::redis_link> {
       std::unique_lock<std::mutex> lk(w.mu);
       // A dead notification connection ends the wait early (false): the caller asks again and
       // queues on a fresh subscription, so the next release still wakes it at once.
-      (void)w.sleep_on(lk, wake, [&] { return woken = w.arrived.erase(id) != 0; });
+      (void)w.sleep_on(
+          lk, wake, [&] { return (woken = w.arrived.erase(id) != 0) || cancel.stop_requested(); });
     }
     {
       std::lock_guard<std::mutex> lk(w.mu);
       w.retire(id);
     }
     if (!pttl) return pttl.error();
-    if (*pttl >= 0 && !woken) dequeue(key, entry);
+    const bool cancelled = cancel.stop_requested();
+    if (*pttl >= 0 && (!woken || cancelled)) dequeue(key, entry);  // passes on a hand-off
+    if (cancelled) return errc::cancelled;
     return {};
   }
 
@@ -472,12 +479,16 @@ class redis_store : public detail::link_client<detail::redis_link> {
   /// every watcher of the key wakes. Sleeps until such an announcement, the holder's expiry (its
   /// time left, read by inspect(), + 1 ms after the request left), or `deadline`; returns at
   /// once if the key is free. Requests: one inspect. Lost announcements cost the wait until the
-  /// holder's expiry, never more. Thread-safety as wait_for_release.
-  /// \returns success; errc::invalid_argument for an empty key; errors of inspect() or SUBSCRIBE.
+  /// holder's expiry, never more. A stop of `cancel` ends it as it ends wait_for_release.
+  /// Thread-safety as wait_for_release. \returns success; errc::cancelled once `cancel` was
+  ///   stopped; errc::invalid_argument for an empty key; errors of inspect() or SUBSCRIBE.
   result<void> watch_release(std::string_view key,
-                             const std::chrono::steady_clock::time_point& deadline) {
+                             const std::chrono::steady_clock::time_point& deadline,
+                             const cancel_token& cancel = {}) {
     if (key.empty()) return errc::invalid_argument;
     detail::redis_waiting& w = *wait_;
+    cancel_token::waker stop;  // before any lock: the wake-up takes w.mu
+    w.wake_on_stop(stop, cancel);
     std::uint64_t base;
     {
       std::lock_guard<std::mutex> lk(w.mu);
@@ -495,10 +506,12 @@ class redis_store : public detail::link_client<detail::redis_link> {
     if (held && *held) {
       auto wake = start + (*held)->remaining + std::chrono::milliseconds(1);
       if (deadline < wake) wake = deadline;
-      (void)w.sleep_on(lk, wake, [&] { return it->second.first != base; });
+      (void)w.sleep_on(lk, wake,
+                       [&] { return it->second.first != base || cancel.stop_requested(); });
     }
     if (--it->second.second == 0) w.watched.erase(it);
     if (!held) return held.error();
+    if (cancel.stop_requested()) return errc::cancelled;
     return {};
   }
 
@@ -564,25 +577,12 @@ class redis_store : public detail::link_client<detail::redis_link> {
     return link_.eval(c.script, c.keys, c.nkeys, c.args, c.nargs);
   }
 
-  // Queues `entry` behind `key`'s holder: the holder's PTTL (ms), or -1 if the key is free.
+  // Queues `entry` behind `key`'s holder; takes it out (detail/redis_waiting.hpp).
   result<long long> enqueue(std::string_view key, const std::string& entry) {
-    auto guard = link_.lock();
-    const redis_options& o = link_.options();
-    const std::string_view keys[] = {requests_.lease_key(o, key), requests_.queue_key(o, key)};
-    const std::string_view args[] = {entry, "60000"};
-    result<detail::redis_reply_ptr> r = link_.eval(detail::redis_script::wait, keys, 2, args, 2);
-    if (!r) return r.error();
-    if ((*r)->type == REDIS_REPLY_INTEGER && (*r)->integer >= -1) return (*r)->integer;
-    return link_.fail(errc::protocol_error, "redis: wait: unexpected reply");
+    return detail::redis_enqueue(link_, requests_, key, entry);
   }
-
-  // Takes `entry` out of `key`'s queue, passing a hand-off it was chosen for to the next waiter.
-  // Best effort: the queue's TTL cleans up too.
   void dequeue(std::string_view key, const std::string& entry) {
-    auto guard = link_.lock();
-    const std::string_view keys[] = {requests_.queue_key(link_.options(), key)};
-    const std::string_view args[] = {entry};
-    (void)link_.eval(detail::redis_script::unwait, keys, 1, args, 1);
+    detail::redis_dequeue(link_, requests_, key, entry);
   }
 
   std::unique_ptr<detail::redis_waiting> wait_;

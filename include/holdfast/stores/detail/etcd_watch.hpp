@@ -19,6 +19,7 @@
 //   error answer, no created,  | refused    | reports store_unavailable (backoff follows)
 //     refused connection       |            |
 //   nothing by the wake-up     | quiet      | returns: the holder's lease can have expired
+//   the waiter's token stopped | cancelled  | returns cancelled (interrupt(): curl_multi_wakeup)
 #ifndef HOLDFAST_STORES_DETAIL_ETCD_WATCH_HPP
 #define HOLDFAST_STORES_DETAIL_ETCD_WATCH_HPP
 
@@ -30,6 +31,7 @@
 #include <cstdint>
 #include <limits>
 #include <memory>
+#include <mutex>
 #include <nlohmann/json.hpp>
 #include <optional>
 #include <string>
@@ -37,6 +39,7 @@
 #include <unordered_map>
 #include <utility>
 
+#include "holdfast/cancel.hpp"
 #include "holdfast/detail/config.hpp"
 #include "holdfast/stores/detail/etcd_encoding.hpp"
 #include "holdfast/stores/detail/etcd_json.hpp"
@@ -85,9 +88,12 @@ struct curl_multi_deleter {
 /// One watch of one key from one revision, on its own connection. Not thread-safe (one waiter).
 class etcd_watch {
  public:
-  enum class end { changed, compacted, dropped, refused, quiet };
+  enum class end { changed, compacted, dropped, refused, quiet, cancelled };
 
-  etcd_watch() = default;
+  /// A watch whose wait() a stop of `cancel` ends at once (interrupt(), from the stopping thread).
+  explicit etcd_watch(const cancel_token& cancel = {}) : cancel_(cancel) {
+    if (cancel_.stop_possible()) cancel_.on_stop(stop_, [this] { interrupt(); });
+  }
   etcd_watch(const etcd_watch&) = delete;
   etcd_watch& operator=(const etcd_watch&) = delete;
   ~etcd_watch() { close(); }
@@ -100,7 +106,10 @@ class etcd_watch {
     close();
     if (!curl_ready()) return failed("etcd: curl_global_init failed");
     easy_.reset(curl_easy_init());
-    multi_.reset(curl_multi_init());
+    {
+      std::lock_guard<std::mutex> lk(multi_mu_);  // interrupt() may read multi_ meanwhile
+      if (!multi_) multi_.reset(curl_multi_init());
+    }
     body_.assign(R"({"create_request":{"key":")");
     base64_append(key, body_);
     body_ +=
@@ -139,9 +148,11 @@ class etcd_watch {
     return true;
   }
 
-  /// Sleeps until the watch ends (see the overview) or `wake` (steady clock): quiet.
+  /// Sleeps until the watch ends (see the overview) or `wake` (steady clock): quiet; or until
+  /// the constructor's token is stopped: cancelled (interrupt() ends the poll at once).
   end wait(std::chrono::steady_clock::time_point wake) {
     for (;;) {
+      if (cancel_.stop_requested()) return end::cancelled;
       int running = 0;
       if (curl_multi_perform(multi_.get(), &running) != CURLM_OK) {
         return ended(end::refused, "etcd: watch: curl_multi_perform failed");
@@ -151,11 +162,25 @@ class etcd_watch {
       const auto now = std::chrono::steady_clock::now();
       if (now >= wake) return end::quiet;
       const auto left = std::chrono::ceil<std::chrono::milliseconds>(wake - now).count();
-      const int ms = static_cast<int>(std::min<std::int64_t>(left, 60000));
+      std::int64_t most = 60000;
+#if LIBCURL_VERSION_NUM < 0x074400  // no curl_multi_wakeup: a stop is seen every slice
+      if (cancel_.stop_possible()) most = cancel_wait_slice.count();
+#endif
+      const int ms = static_cast<int>(std::min<std::int64_t>(left, most));
       if (curl_multi_poll(multi_.get(), nullptr, 0, ms, nullptr) != CURLM_OK) {
         return ended(end::refused, "etcd: watch: curl_multi_poll failed");
       }
     }
+  }
+
+  /// Ends the poll of a wait() in progress, or of the next one, at once (curl_multi_wakeup, which
+  /// is thread-safe). Callable from any thread while this watch lives: cancel_token::on_stop's
+  /// wake-up of the waiter's token.
+  void interrupt() noexcept {
+#if LIBCURL_VERSION_NUM >= 0x074400  // 7.68.0
+    std::lock_guard<std::mutex> lk(multi_mu_);
+    if (multi_) (void)curl_multi_wakeup(multi_.get());
+#endif
   }
 
   /// Why the watch ended as refused, dropped or compacted.
@@ -164,11 +189,11 @@ class etcd_watch {
   }
 
  private:
+  // The multi handle stays for the next open(), so interrupt() never sees it change.
   void close() noexcept {
     if (added_) curl_multi_remove_handle(multi_.get(), easy_.get());
     added_ = false;
     easy_.reset();
-    multi_.reset();
     created_ = false;
     buffer_.clear();
   }
@@ -259,6 +284,7 @@ class etcd_watch {
   }
 
   std::unique_ptr<CURL, curl_easy_deleter> easy_;
+  std::mutex multi_mu_;  // guards setting multi_ against interrupt()
   std::unique_ptr<CURLM, curl_multi_deleter> multi_;
   std::unique_ptr<curl_slist, curl_slist_deleter> headers_;
   bool added_ = false;
@@ -268,6 +294,8 @@ class etcd_watch {
   std::string buffer_;
   std::string why_;
   char error_buffer_[CURL_ERROR_SIZE] = {};
+  cancel_token cancel_;
+  cancel_token::waker stop_;  // last: unregistered before anything interrupt() touches goes
 };
 
 }  // namespace detail

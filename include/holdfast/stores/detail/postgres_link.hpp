@@ -28,6 +28,7 @@
 #include "holdfast/error.hpp"
 #include "holdfast/result.hpp"
 #include "holdfast/stores/detail/postgres_sql.hpp"
+#include "holdfast/stores/detail/wake_pipe.hpp"
 #include "holdfast/stores/postgres_options.hpp"
 
 namespace holdfast {
@@ -116,19 +117,18 @@ inline std::optional<std::int64_t> pg_int8(const PGresult* r, int col) noexcept 
   return static_cast<std::int64_t>(pg_read_be64(PQgetvalue(r, 0, col)));
 }
 
-/// Waits until `fd` is ready for `events` or `deadline` passes: 1 ready, 0 timed out, -1 error.
-inline int pg_wait(int fd, short events, std::chrono::steady_clock::time_point deadline) {
+/// Waits until `fd` is ready for `events`, `deadline` passes or `wake` (a wake_pipe's fd, -1:
+/// none) is readable: 1 ready, 0 timed out, 2 woken, -1 error.
+inline int pg_wait(int fd, short events, std::chrono::steady_clock::time_point deadline,
+                   int wake = -1) {
   for (;;) {
     const auto left =
         std::chrono::ceil<std::chrono::milliseconds>(deadline - std::chrono::steady_clock::now());
     if (left <= std::chrono::milliseconds::zero()) return 0;
-    pollfd p{fd, events, 0};
     const int ms = left.count() > INT_MAX ? INT_MAX : static_cast<int>(left.count());
-    const int r = ::poll(&p, 1, ms);
-    if (r < 0 && errno == EINTR) continue;
-    if (r < 0) return -1;
-    if (r == 0) continue;  // re-check the deadline (poll may round)
-    return 1;
+    const int r = poll_or_woken(fd, events, wake, ms);
+    if (r == 0) continue;  // EINTR, or re-check the deadline (poll may round)
+    return r;
   }
 }
 

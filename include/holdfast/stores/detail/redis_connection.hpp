@@ -45,6 +45,7 @@
 #include "holdfast/result.hpp"
 #include "holdfast/stores/detail/redis_deployment.hpp"
 #include "holdfast/stores/detail/redis_resp.hpp"
+#include "holdfast/stores/detail/wake_pipe.hpp"
 #include "holdfast/stores/redis_options.hpp"
 
 namespace holdfast {
@@ -192,19 +193,17 @@ class redis_connection {
   }
 
   /// Waits at most `timeout` for one reply nobody asked for (a message on a subscribed
-  /// connection). \returns it; errc::timeout if none came in time (the connection stays up);
+  /// connection), or until `wake` (a wake_pipe's fd, -1: none) is readable. \returns it;
+  ///   errc::timeout if none came in time or `wake` woke it (the connection stays up);
   ///   another error, with the connection dropped, if it failed.
-  result<redis_reply_ptr> receive(std::chrono::milliseconds timeout) {
+  result<redis_reply_ptr> receive(std::chrono::milliseconds timeout, int wake = -1) {
     if (!ctx_) return fail(errc::store_unavailable, "redis: not connected");
     void* raw = nullptr;
     if (redisGetReplyFromReader(ctx_.get(), &raw) != REDIS_OK) return drop("redis: receive: ");
     if (raw != nullptr) return redis_reply_ptr(static_cast<redisReply*>(raw));
-    struct pollfd p {};
-    p.fd = ctx_->fd;
-    p.events = POLLIN;
     const long long ms = timeout.count() < 0 ? 0 : timeout.count();
-    const int n = ::poll(&p, 1, ms > 60000 ? 60000 : static_cast<int>(ms));
-    if (n == 0 || (n < 0 && errno == EINTR)) return errc::timeout;
+    const int n = poll_or_woken(ctx_->fd, POLLIN, wake, ms > 60000 ? 60000 : static_cast<int>(ms));
+    if (n == 0 || n == 2) return errc::timeout;
     if (n < 0) {
       disconnect();
       return fail(errc::store_unavailable,

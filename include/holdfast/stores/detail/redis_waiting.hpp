@@ -4,7 +4,9 @@
 // the store's own channel (hand-offs a release script chose for one of this store's waiters) and
 // to the release broadcast (every release, for watchers); one waiting thread at a time reads it
 // and files what arrives for the others. Notifications are hints: the waiters bound every sleep
-// by the holder's expiry, and the store stays the judge. Part of stores/redis.hpp; not for users.
+// by the holder's expiry, and the store stays the judge. A waiter's cancel_token wakes it through
+// wake_on_stop(): the waiters on `cv` look again, and the reader's poll() ends on the self-pipe
+// (wake_pipe.hpp); the wake-up never touches hiredis. Part of stores/redis.hpp; not for users.
 #ifndef HOLDFAST_STORES_DETAIL_REDIS_WAITING_HPP
 #define HOLDFAST_STORES_DETAIL_REDIS_WAITING_HPP
 
@@ -25,13 +27,17 @@
 #include <utility>
 #include <vector>
 
+#include "holdfast/cancel.hpp"
 #include "holdfast/detail/config.hpp"
 #include "holdfast/detail/random.hpp"
 #include "holdfast/error.hpp"
 #include "holdfast/fencing_token.hpp"
 #include "holdfast/result.hpp"
 #include "holdfast/stores/detail/redis_link.hpp"
+#include "holdfast/stores/detail/redis_requests.hpp"
 #include "holdfast/stores/detail/redis_resp.hpp"
+#include "holdfast/stores/detail/redis_scripts.hpp"
+#include "holdfast/stores/detail/wake_pipe.hpp"
 #include "holdfast/stores/redis_options.hpp"
 
 namespace holdfast {
@@ -48,6 +54,7 @@ struct redis_waiting {
         broadcast(o.wait_prefix + "released") {}
   std::mutex mu;  // guards everything below; `link` only while no one is `reading`
   std::condition_variable cv;
+  wake_pipe wake;  // (not guarded) ends the reader's poll: a waiter's token was stopped
   redis_link link;
   std::string channel;    // this store's own channel: hand-offs chosen by a release script
   std::string broadcast;  // every release of every key with this wait_prefix, for watchers
@@ -71,6 +78,11 @@ struct redis_waiting {
   std::map<std::thread::id, ticket> tickets;
   // Per key being watched: releases announced so far, and how many threads watch it.
   std::map<std::string, std::pair<std::uint64_t, int>, std::less<>> watched;
+
+  /// [mu not held] While `guard` lives, a stop of `cancel` wakes every waiter and the reader.
+  void wake_on_stop(cancel_token::waker& guard, const cancel_token& cancel) {
+    detail::wake_on_stop(guard, cancel, mu, cv, wake);
+  }
 
   /// [mu held] Ends wait `id`: no longer waiting, any wake-up for it dropped.
   void retire(std::uint64_t id) {
@@ -103,13 +115,17 @@ struct redis_waiting {
     return {};
   }
 
-  /// [mu not held, reading set by the caller] Reads one message for at most `timeout` and files
-  /// it: a wait id (own channel) or a released key (broadcast). false if the connection failed
+  /// [mu not held, reading set by the caller] Reads one message for at most `timeout` (less if
+  /// `wake` is notified) and files it: a wait id (own channel) or a released key (broadcast).
+  /// false if the connection failed
   /// (notifications are lost until the next wait resubscribes).
   bool read_one(std::chrono::milliseconds timeout, std::set<std::uint64_t>& ids,
                 std::vector<std::string>& keys) {
     auto guard = link.lock();
-    result<redis_reply_ptr> r = link.receive(timeout);
+    // Without a self-pipe (no file descriptor left) a stop is seen at least every slice.
+    if (!wake.ok() && cancel_wait_slice < timeout) timeout = cancel_wait_slice;
+    result<redis_reply_ptr> r = link.receive(timeout, wake.fd());
+    wake.drain();
     if (!r) return r.error() == errc::timeout;
     const redisReply* m = r->get();
     if (m->type == REDIS_REPLY_ARRAY && m->elements == 3 &&
@@ -167,6 +183,29 @@ struct redis_waiting {
     }
   }
 };
+
+/// Queues `entry` behind `key`'s holder: the holder's PTTL (ms), or -1 if the key is free.
+inline result<long long> redis_enqueue(redis_link& link, redis_requests& requests,
+                                       std::string_view key, const std::string& entry) {
+  auto guard = link.lock();
+  const redis_options& o = link.options();
+  const std::string_view keys[] = {requests.lease_key(o, key), requests.queue_key(o, key)};
+  const std::string_view args[] = {entry, "60000"};
+  result<redis_reply_ptr> r = link.eval(redis_script::wait, keys, 2, args, 2);
+  if (!r) return r.error();
+  if ((*r)->type == REDIS_REPLY_INTEGER && (*r)->integer >= -1) return (*r)->integer;
+  return link.fail(errc::protocol_error, "redis: wait: unexpected reply");
+}
+
+/// Takes `entry` out of `key`'s queue, passing a hand-off it was chosen for to the next waiter.
+/// Best effort: the queue's TTL cleans up too.
+inline void redis_dequeue(redis_link& link, redis_requests& requests, std::string_view key,
+                          const std::string& entry) {
+  auto guard = link.lock();
+  const std::string_view keys[] = {requests.queue_key(link.options(), key)};
+  const std::string_view args[] = {entry};
+  (void)link.eval(redis_script::unwait, keys, 1, args, 1);
+}
 
 }  // namespace detail
 HOLDFAST_ABI_NAMESPACE_END

@@ -1,0 +1,88 @@
+// SPDX-License-Identifier: MIT
+// tests/unit/test_redis_cancel_wait.cpp - redis_store's cancellable waits (store.hpp): with a token
+// that can be stopped, a blocking acquire and a campaign wait for the holder's release with the
+// same attempts (and term step) as without one, and a stop during the wait ends it within a bound,
+// its queue entry taken out. Real server (HOLDFAST_REDIS_PORT from .ci/servers), real threads,
+// bounded waits (tests/support/cancel_wait_checks.hpp).
+#include <hiredis/hiredis.h>
+#include <catch2/catch.hpp>
+
+#include <chrono>
+#include <optional>
+#include <string>
+
+#include "../support/cancel_wait_checks.hpp"
+#include "../support/real_servers.hpp"
+#include "holdfast/stores/redis.hpp"
+
+// One namespace per file, so that a suite can be compiled as one translation unit
+// (HOLDFAST_UNITY_TESTS) without two files' helpers colliding.
+namespace test_redis_cancel_wait {
+
+using holdfast::redis_options;
+using holdfast::redis_store;
+
+namespace {
+
+std::optional<redis_options> server() {
+  std::optional<std::string> port = hf_test::env("HOLDFAST_REDIS_PORT");
+  if (!port) {
+    if (hf_test::in_ci()) FAIL("HOLDFAST_REDIS_PORT is not set (run .ci/servers start)");
+    hf_test::loud_skip("no Redis: HOLDFAST_REDIS_PORT unset");
+    return std::nullopt;
+  }
+  redis_options o;
+  o.port = std::stoi(*port);
+  o.host = hf_test::env("HOLDFAST_REDIS_HOST").value_or("127.0.0.1");
+  o.password = hf_test::env("HOLDFAST_REDIS_PASSWORD").value_or("");
+  const std::string tag = hf_test::random_tag();
+  o.key_prefix = "{hfc-" + tag + "}:lease:";
+  o.counter_key = "{hfc-" + tag + "}:token";
+  o.wait_prefix = "{hfc-" + tag + "}:wait:";
+  return o;
+}
+
+// The length of `key`'s wait queue, read on a connection of its own.
+long long queued(const redis_options& o, const std::string& key) {
+  redisContext* c = redisConnect(o.host.c_str(), o.port);
+  REQUIRE(c != nullptr);
+  REQUIRE(c->err == 0);
+  if (!o.password.empty()) {
+    freeReplyObject(redisCommand(c, "AUTH %b", o.password.data(), o.password.size()));
+  }
+  const std::string q = o.wait_prefix + key;
+  auto* r = static_cast<redisReply*>(redisCommand(c, "LLEN %b", q.data(), q.size()));
+  REQUIRE(r != nullptr);
+  const long long n = r->type == REDIS_REPLY_INTEGER ? r->integer : -1;
+  freeReplyObject(r);
+  redisFree(c);
+  return n;
+}
+
+}  // namespace
+
+static_assert(holdfast::can_cancel_wait_for_release_v<redis_store, holdfast::steady_clock>);
+static_assert(holdfast::can_cancel_watch_release_v<redis_store, holdfast::steady_clock>);
+
+TEST_CASE("redis cancel: a stoppable token costs a waiting acquire no attempt; a stop ends it",
+          "[redis][cancel_wait][concurrency]") {
+  const std::optional<redis_options> o = server();
+  if (!o) return;
+  redis_store holder(*o);
+  redis_store waiter(*o);
+  hf_test::check_cancellable_wait_costs_nothing(holder, waiter, "k");
+  hf_test::check_stop_ends_store_wait(holder, waiter, "c", [&](const std::string& key) {
+    return queued(*o, key) == 0;  // the entry was taken out: no hand-off goes to nobody
+  });
+}
+
+TEST_CASE("redis cancel: a campaign with a stoppable token takes the same term step as without",
+          "[redis][cancel_wait][election][concurrency]") {
+  const std::optional<redis_options> o = server();
+  if (!o) return;
+  redis_store a(*o);
+  redis_store b(*o);
+  hf_test::check_campaign_terms_do_not_jump(a, b, "job");
+}
+
+}  // namespace test_redis_cancel_wait
