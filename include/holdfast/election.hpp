@@ -71,6 +71,7 @@
 #include "holdfast/fencing_token.hpp"
 #include "holdfast/keepalive.hpp"
 #include "holdfast/lease.hpp"
+#include "holdfast/lease/detail/option_texts.hpp"
 #include "holdfast/recipes/detail/lease_recipe.hpp"
 #include "holdfast/result.hpp"
 #include "holdfast/store.hpp"
@@ -156,18 +157,18 @@ class election : public detail::lease_recipe<Store, Clock, election_options<Cloc
   template <class Rep, class Period>
   election(Store& store, std::string name, std::chrono::duration<Rep, Period> ttl,
            election_options<Clock> opts = {})
-      : recipe(store, std::move(name), ttl, std::move(opts)) {
+      : recipe(store, std::move(name), ttl, std::move(opts), "election", "name") {
     // The recipe checked the name (the election's key), TTL, options and a given keepalive.
-    const bool bad_interval = this->opts_.observe_interval <= std::chrono::nanoseconds::zero() ||
-                              this->opts_.observe_interval > std::chrono::hours(1);
     HOLDFAST_DETAIL_ALLOW_DEPRECATED_BEGIN
     if (!this->opts_.identity.empty()) this->opts_.label = this->opts_.identity;
     HOLDFAST_DETAIL_ALLOW_DEPRECATED_END
-    if (this->config_error_ || bad_interval ||
-        (this->opts_.keepalive == nullptr && this->opts_.renewal.check())) {
-      this->refuse();
-      return;
+    const std::string bad_interval =
+        detail::interval_problem(this->opts_.observe_interval, "observe_interval");
+    if (!bad_interval.empty()) this->refuse(bad_interval);
+    if (this->opts_.keepalive == nullptr && this->opts_.renewal.check()) {
+      this->refuse("renewal." + this->opts_.renewal.problem());
     }
+    if (this->config_error_) return;
     if (this->opts_.keepalive == nullptr) {
       own_keepalive_ = std::make_unique<holdfast::keepalive<Clock>>(this->opts_.acquire.clock,
                                                                     this->opts_.renewal);

@@ -40,6 +40,7 @@
 #include "holdfast/error.hpp"
 #include "holdfast/fencing_token.hpp"
 #include "holdfast/lease/detail/acquire.hpp"
+#include "holdfast/lease/detail/option_texts.hpp"
 #include "holdfast/result.hpp"
 #include "holdfast/store.hpp"
 
@@ -121,13 +122,21 @@ class election_observer {
   /// not in (0, 1 h] is reported by error(), and every call then fails with it.
   election_observer(Store& store, std::string name, election_observer_options<Clock> opts = {})
       : store_(&store), name_(std::move(name)), opts_(std::move(opts)) {
-    const bool bad_interval = opts_.observe_interval <= std::chrono::nanoseconds::zero() ||
-                              opts_.observe_interval > std::chrono::hours(1);
-    if (name_.empty() || bad_interval) config_error_ = make_error_code(errc::invalid_argument);
+    const std::string why =
+        name_.empty() ? std::string("the name is empty")
+                      : detail::interval_problem(opts_.observe_interval, "observe_interval");
+    if (why.empty()) return;
+    config_error_ = make_error_code(errc::invalid_argument);
+    config_message_ = "holdfast: election_observer: invalid argument: " + why;
   }
 
   /// Returns errc::invalid_argument if the constructor's arguments were bad; zero otherwise.
   [[nodiscard]] std::error_code error() const noexcept { return config_error_; }
+
+  /// Returns what error() refers to, naming the argument, its value and the limit ("holdfast:
+  /// election_observer: invalid argument: observe_interval of 0 ns is not in (0, 1 h]"); empty
+  /// when error() is zero.
+  [[nodiscard]] const std::string& error_message() const noexcept { return config_message_; }
 
   /// Asks the store who leads now (one inspect() call).
   /// \returns the leader, or nullopt if nobody leads (the key is free or its lease expired);
@@ -193,6 +202,7 @@ class election_observer {
   std::string name_;
   election_observer_options<Clock> opts_;
   std::error_code config_error_{};
+  std::string config_message_{};
 };
 
 HOLDFAST_ABI_NAMESPACE_END

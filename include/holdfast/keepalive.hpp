@@ -62,6 +62,7 @@
 #include <memory>
 #include <mutex>
 #include <optional>
+#include <string>
 #include <system_error>
 #include <thread>
 #include <type_traits>
@@ -75,6 +76,7 @@
 #include "holdfast/error.hpp"
 #include "holdfast/lease.hpp"
 #include "holdfast/lease/detail/keepalive_port.hpp"
+#include "holdfast/lease/detail/option_texts.hpp"
 #include "holdfast/observer.hpp"
 #include "holdfast/result.hpp"
 
@@ -114,6 +116,16 @@ struct keepalive_options {
       return errc::invalid_argument;
     }
     return {};
+  }
+
+  /// Returns what check() refuses, naming the field, its value and the limit ("renew_fraction of
+  /// 1.5 is not in (0, 1)"); empty when check() passes.
+  [[nodiscard]] std::string problem() const {
+    if (!(renew_fraction > 0.0 && renew_fraction < 1.0)) {
+      return "renew_fraction of " + detail::number_text(renew_fraction) + " is not in (0, 1)";
+    }
+    std::string why = detail::backoff_problem(retry, "retry");
+    return why.empty() ? detail::interval_problem(poll_interval, "poll_interval") : why;
   }
 };
 
@@ -162,6 +174,8 @@ class keepalive : public detail::lease_renewer<Clock> {
       : clock_(std::move(clock)),
         opts_(opts),
         config_error_(opts.check()),
+        config_message_(config_error_ ? "holdfast: keepalive: invalid argument: " + opts.problem()
+                                      : std::string()),
         id_(detail::next_keepalive_id()) {
     if (!config_error_ && opts_.start_thread) thread_ = std::thread([this] { run(); });
   }
@@ -174,6 +188,10 @@ class keepalive : public detail::lease_renewer<Clock> {
 
   /// Returns errc::invalid_argument if the options were invalid; zero otherwise.
   [[nodiscard]] std::error_code error() const noexcept override { return config_error_; }
+
+  /// Returns what error() refers to, naming the option, its value and the limit ("holdfast:
+  /// keepalive: invalid argument: renew_fraction of 1.5 is not in (0, 1)"); empty if none.
+  [[nodiscard]] const std::string& error_message() const noexcept { return config_message_; }
 
   /// Starts renewing `l`: its first renewal is due at renew_fraction of its TTL after its
   /// acquired_at(). Adding a lease this keepalive already renews does nothing. The lease moves its
@@ -489,6 +507,7 @@ class keepalive : public detail::lease_renewer<Clock> {
   Clock clock_;
   const keepalive_options opts_;
   const std::error_code config_error_;
+  const std::string config_message_;
   const std::uint64_t id_;
 
   mutable std::mutex mu_;  // guards everything below except batch_ (guarded by poll_mu_)

@@ -104,7 +104,7 @@ class distributed_mutex : public detail::lease_recipe<Store, Clock, mutex_option
   template <class Rep, class Period>
   distributed_mutex(Store& store, std::string key, std::chrono::duration<Rep, Period> ttl,
                     mutex_options<Clock> opts = {})
-      : recipe(store, std::move(key), ttl, std::move(opts)) {}
+      : recipe(store, std::move(key), ttl, std::move(opts), "distributed_mutex", "key") {}
 
   distributed_mutex(const distributed_mutex&) = delete;
   distributed_mutex& operator=(const distributed_mutex&) = delete;

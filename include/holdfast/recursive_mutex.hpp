@@ -149,6 +149,8 @@ class recursive_distributed_mutex {
   [[nodiscard]] const std::string& key() const noexcept { return m_.key(); }
   /// Returns errc::invalid_argument if the constructor's arguments were bad; zero otherwise.
   [[nodiscard]] std::error_code error() const noexcept { return m_.error(); }
+  /// Returns what error() refers to (distributed_mutex::error_message()); empty if none.
+  [[nodiscard]] const std::string& error_message() const noexcept { return m_.error_message(); }
   /// Returns the error of the most recent failed lock attempt or unlock (zero if none failed).
   [[nodiscard]] std::error_code last_error() const {
     std::lock_guard<std::mutex> lock(mu_);

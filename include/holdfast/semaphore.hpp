@@ -121,11 +121,14 @@ class semaphore : public detail::lease_recipe<Store, Clock, semaphore_options<Cl
   template <class Rep, class Period>
   semaphore(Store& store, std::string name, std::uint32_t permits,
             std::chrono::duration<Rep, Period> ttl, semaphore_options<Clock> opts = {})
-      : recipe(store, std::move(name), ttl, std::move(opts)), permits_(permits) {
+      : recipe(store, std::move(name), ttl, std::move(opts), "semaphore", "name"),
+        permits_(permits) {
     // The recipe checked the name (the slot keys' prefix), TTL, options and a given keepalive.
-    if (permits_ == 0 || permits_ > max_permits ||
-        (!this->opts_.unique_owner && this->opts_.acquire.owner.empty())) {
-      this->refuse();
+    if (permits_ == 0 || permits_ > max_permits) {
+      this->refuse("permits of " + std::to_string(permits_) + " is not in [1, max_permits (" +
+                   std::to_string(max_permits) + ")]");
+    } else if (!this->opts_.unique_owner && this->opts_.acquire.owner.empty()) {
+      this->refuse("acquire.owner is empty, and unique_owner is false (a shared owner needs one)");
     }
   }
 

@@ -4,8 +4,9 @@
 // in one place: the store, the recipe's key (the mutex's key, the election's name, the prefix of
 // the semaphore's slot keys), its options, and the lease TTL validated once at construction by
 // acquire_options.hpp's one acquire-input check (key, TTL, validity and backoff options) and the
-// given keepalive's own options. A bad argument is not an exception: error() reports it and every
-// operation of the recipe fails with it.
+// given keepalive's own options. A bad argument is not an exception: error() reports it,
+// error_message() says which argument, its value and the limit, and every operation of the recipe
+// fails with it.
 //
 // The recipes derive from it publicly, so its type aliases and error() are theirs; its members
 // are protected, and the recipe names them with using-declarations. Not for users.
@@ -22,6 +23,7 @@
 #include "holdfast/detail/config.hpp"
 #include "holdfast/error.hpp"
 #include "holdfast/lease.hpp"
+#include "holdfast/lease/detail/option_texts.hpp"
 #include "holdfast/result.hpp"
 #include "holdfast/store.hpp"
 
@@ -52,34 +54,61 @@ class lease_recipe {
   /// Returns errc::invalid_argument if the constructor's arguments were bad; zero otherwise.
   [[nodiscard]] std::error_code error() const noexcept { return config_error_; }
 
+  /// Returns what error() refers to, naming the argument, its value and the limit it broke
+  /// ("holdfast: election: invalid argument: the TTL of 0 ms is not positive"); empty when error()
+  /// is zero. The constructor also puts it, with the code, in acquire.report if that is set.
+  [[nodiscard]] const std::string& error_message() const noexcept { return config_message_; }
+
   lease_recipe(const lease_recipe&) = delete;
   lease_recipe& operator=(const lease_recipe&) = delete;
 
  protected:
+  // `recipe` and `key_name` name the recipe and its key in the texts of error_message().
   template <class Rep, class Period>
-  lease_recipe(Store& store, std::string key, std::chrono::duration<Rep, Period> ttl, Options opts)
-      : store_(store), key_(std::move(key)), opts_(std::move(opts)) {
+  lease_recipe(Store& store, std::string key, std::chrono::duration<Rep, Period> ttl, Options opts,
+               const char* recipe = "recipe", const char* key_name = "key")
+      : store_(store), key_(std::move(key)), opts_(std::move(opts)), recipe_(recipe) {
     const result<std::chrono::milliseconds> ms = check_acquire_input(key_, ttl, opts_.acquire);
-    if (!ms || check_min_ttl(*ms, store_min_ttl(store), opts_.acquire.report) ||
-        (opts_.keepalive != nullptr && opts_.keepalive->error())) {
-      refuse();
+    acquire_report floor;
+    if (key_.empty()) {
+      refuse(std::string("the ") + key_name + " is empty");
+    } else if (!ms) {
+      std::string why = validity_problem(opts_.acquire.validity, "acquire.validity");
+      if (why.empty()) why = backoff_problem(opts_.acquire.backoff, "acquire.backoff");
+      refuse(why.empty() ? invalid_acquire_input_text(key_, ttl, opts_.acquire) : why);
+    } else if (check_min_ttl(*ms, store_min_ttl(store), &floor)) {
+      const std::string& said = floor.last_store_message;  // "holdfast: the TTL of ..."
+      refuse(said.substr(said.find(' ') + 1));
+    } else if (opts_.keepalive != nullptr && opts_.keepalive->error()) {
+      refuse("options.keepalive has bad options of its own (see its error_message())");
     } else {
       ttl_ = *ms;
     }
   }
   ~lease_recipe() = default;
 
-  // Marks the configuration bad, for a recipe's own checks of its own options.
-  void refuse() noexcept {
+  // Marks the configuration bad, for a recipe's own checks of its own options: `why` names the
+  // argument, its value and the limit. The first refusal's text stays.
+  void refuse(const std::string& why) {
+    if (!config_error_) {
+      config_message_ = "holdfast: " + std::string(recipe_) + ": invalid argument: " + why;
+      if (opts_.acquire.report != nullptr) {
+        opts_.acquire.report->last_store_error = make_error_code(errc::invalid_argument);
+        opts_.acquire.report->last_store_message = config_message_;
+      }
+    }
     config_error_ = make_error_code(errc::invalid_argument);
     ttl_ = std::chrono::milliseconds{0};
   }
+  void refuse() { refuse("an argument is out of range"); }
 
   Store& store_;
   std::string key_;
   Options opts_;
   std::chrono::milliseconds ttl_{0};  // validated; zero when the configuration is bad
   std::error_code config_error_{};
+  std::string config_message_{};
+  const char* recipe_;
 };
 
 }  // namespace detail
