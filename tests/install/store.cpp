@@ -1,16 +1,16 @@
 // SPDX-License-Identifier: MIT
 // A consumer of real stores through their targets alone (holdfast::redis, holdfast::postgres,
-// holdfast::etcd; HOLDFAST_CONSUMER_<STORE> names which, one or several): each store's header
-// compiles with the include paths its target brings, and the program links and runs against the
-// client libraries. Each store asks a port nothing listens on, so the program expects an error,
-// never a grant, and exits non-zero if it got a lease.
+// holdfast::etcd, holdfast::zookeeper; HOLDFAST_CONSUMER_<STORE> names which, one or several): each
+// store's header compiles with the include paths its target brings, and the program links and runs
+// against the client libraries. Each store asks a port nothing listens on, so the program expects
+// an error, never a grant, and exits non-zero if it got a lease.
 #include <chrono>
 #include <cstdio>
 #include <holdfast/holdfast.hpp>
 
 #if !defined(HOLDFAST_CONSUMER_REDIS) && !defined(HOLDFAST_CONSUMER_POSTGRES) && \
-    !defined(HOLDFAST_CONSUMER_ETCD)
-#error "define HOLDFAST_CONSUMER_REDIS, HOLDFAST_CONSUMER_POSTGRES and/or HOLDFAST_CONSUMER_ETCD"
+    !defined(HOLDFAST_CONSUMER_ETCD) && !defined(HOLDFAST_CONSUMER_ZOOKEEPER)
+#error "define HOLDFAST_CONSUMER_REDIS, _POSTGRES, _ETCD and/or _ZOOKEEPER"
 #endif
 #if defined(HOLDFAST_CONSUMER_REDIS)
 #include <holdfast/stores/redis.hpp>
@@ -20,6 +20,9 @@
 #endif
 #if defined(HOLDFAST_CONSUMER_ETCD)
 #include <holdfast/stores/etcd.hpp>
+#endif
+#if defined(HOLDFAST_CONSUMER_ZOOKEEPER)
+#include <holdfast/stores/zookeeper.hpp>
 #endif
 
 namespace {
@@ -57,6 +60,13 @@ int main() {
   etcd.endpoints = {"http://127.0.0.1:1"};
   holdfast::etcd_store etcd_leases(etcd);
   ok = refuses("etcd", etcd_leases) && ok;
+#endif
+#if defined(HOLDFAST_CONSUMER_ZOOKEEPER)
+  holdfast::zookeeper_options zookeeper;
+  zookeeper.hosts = "127.0.0.1:1";
+  zookeeper.connect_timeout = std::chrono::milliseconds(500);
+  holdfast::zookeeper_store zookeeper_leases(zookeeper);
+  ok = refuses("zookeeper", zookeeper_leases) && ok;
 #endif
   return ok ? 0 : 1;
 }

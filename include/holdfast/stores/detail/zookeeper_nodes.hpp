@@ -1,0 +1,185 @@
+// SPDX-License-Identifier: MIT
+// holdfast/stores/detail/zookeeper_nodes.hpp - zookeeper_nodes: the single requests
+// zookeeper_store makes over its link (create, list, get, exists with a watch, delete), each
+// counted, with ZooKeeper's answers unpacked into C++ values and its C structures freed. Not for
+// users. Every member runs under the link's lock().
+#ifndef HOLDFAST_STORES_DETAIL_ZOOKEEPER_NODES_HPP
+#define HOLDFAST_STORES_DETAIL_ZOOKEEPER_NODES_HPP
+
+#include <algorithm>
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <system_error>
+#include <utility>
+#include <vector>
+
+#include "holdfast/detail/config.hpp"
+#include "holdfast/error.hpp"
+#include "holdfast/result.hpp"
+#include "holdfast/stores/detail/zookeeper_link.hpp"
+#include "holdfast/stores/detail/zookeeper_names.hpp"
+#include "holdfast/stores/zookeeper_options.hpp"
+
+namespace holdfast {
+HOLDFAST_ABI_NAMESPACE_BEGIN
+namespace detail {
+
+/// A contender node under a key's parent: its name and sequence number.
+struct zookeeper_child {
+  std::string name;
+  std::int64_t sequence = 0;
+};
+
+/// A node read with get: its name, data and Stat.
+struct zookeeper_node {
+  std::string name;
+  std::string data;
+  Stat stat{};
+};
+
+/// The requests of zookeeper_store (see the file overview).
+class zookeeper_nodes {
+ public:
+  explicit zookeeper_nodes(zookeeper_link& link) : link_(link) {}
+
+  /// Creates an ephemeral sequential node `prefix` + sequence under `parent` with data `owner`,
+  /// creating missing parents (root's parts persistent, `parent` a container). Returns the
+  /// client's code; on ZOK `name` and `stat` describe the node. A lost_reply fault applies the
+  /// create and returns ZCONNECTIONLOSS.
+  int create(const std::string& parent, const std::string& prefix, std::string_view owner,
+             std::string& name, Stat& stat) {
+    const std::string path = parent + "/" + prefix;
+    int rc = create_once(path, owner, name, stat);
+    if (rc == ZNONODE) {
+      rc = make_parents(parent);
+      if (rc == ZOK) rc = create_once(path, owner, name, stat);
+    }
+    if (rc == ZOK && link_.fault && link_.fault("create") == zookeeper_fault::lost_reply) {
+      return ZCONNECTIONLOSS;
+    }
+    return rc;
+  }
+
+  /// The contender nodes under `parent`, in sequence order (empty if `parent` does not exist),
+  /// or protocol_error for a child holdfast did not make.
+  result<std::vector<zookeeper_child>> children(const std::string& parent) {
+    String_vector v{};
+    link_.count_request();
+    const int rc = zoo_get_children(link_.handle(), parent.c_str(), 0, &v);
+    if (rc == ZNONODE) return std::vector<zookeeper_child>();
+    if (rc != ZOK) return link_.fail_rc(rc, "get_children", parent);
+    std::vector<zookeeper_child> out;
+    out.reserve(static_cast<std::size_t>(v.count));
+    bool foreign = false;
+    for (int i = 0; i < v.count; ++i) {
+      const std::optional<std::int64_t> seq = zookeeper_sequence(v.data[i]);
+      if (!seq) {
+        foreign = true;
+        continue;
+      }
+      out.push_back(zookeeper_child{v.data[i], *seq});
+    }
+    deallocate_String_vector(&v);
+    if (foreign) {
+      return link_.fail(errc::protocol_error,
+                        "zookeeper: " + parent + " has a child holdfast did not make");
+    }
+    std::sort(out.begin(), out.end(), [](const zookeeper_child& a, const zookeeper_child& b) {
+      return a.sequence < b.sequence;
+    });
+    return out;
+  }
+
+  /// Reads `parent`/`name`: nullopt if it does not exist.
+  result<std::optional<zookeeper_node>> get(const std::string& parent, const std::string& name) {
+    const std::string path = parent + "/" + name;
+    zookeeper_node n;
+    n.name = name;
+    for (int attempt = 0; attempt < 2; ++attempt) {
+      int len = static_cast<int>(buf_.size());
+      link_.count_request();
+      const int rc = zoo_get(link_.handle(), path.c_str(), 0, buf_.data(), &len, &n.stat);
+      if (rc == ZNONODE) return std::optional<zookeeper_node>();
+      if (rc != ZOK) return link_.fail_rc(rc, "get", path);
+      if (n.stat.dataLength <= len || attempt == 1) {
+        n.data.assign(buf_.data(), static_cast<std::size_t>(std::max(len, 0)));
+        return std::optional<zookeeper_node>(std::move(n));
+      }
+      buf_.resize(static_cast<std::size_t>(n.stat.dataLength) + 1);  // larger: read once more
+    }
+    return std::optional<zookeeper_node>();
+  }
+
+  /// The first contender under `parent` (the holder), read; nullopt if there is none. Re-lists
+  /// once if it went away between the two reads.
+  result<std::optional<zookeeper_node>> first(const std::string& parent) {
+    for (int attempt = 0; attempt < 3; ++attempt) {
+      result<std::vector<zookeeper_child>> kids = children(parent);
+      if (!kids) return kids.error();
+      if (kids->empty()) return std::optional<zookeeper_node>();
+      result<std::optional<zookeeper_node>> n = get(parent, kids->front().name);
+      if (!n || *n) return n;
+    }
+    return std::optional<zookeeper_node>();
+  }
+
+  /// Stat of `path`, with a watch on it (the link's watcher) if `watch`. ZNONODE if absent.
+  int exists(const std::string& path, Stat& stat, bool watch) {
+    link_.count_request();
+    if (watch) {
+      return zoo_wexists(link_.handle(), path.c_str(), zookeeper_link::watcher(), &link_, &stat);
+    }
+    return zoo_exists(link_.handle(), path.c_str(), 0, &stat);
+  }
+
+  /// Deletes `path` (any version). Returns the client's code.
+  int remove(const std::string& path) {
+    link_.count_request();
+    return zoo_delete(link_.handle(), path.c_str(), -1);
+  }
+
+  /// The ACL of the nodes holdfast creates (see zookeeper_options::digest).
+  ACL_vector* acl() const noexcept {
+    return link_.options().digest.empty() ? &ZOO_OPEN_ACL_UNSAFE : &ZOO_CREATOR_ALL_ACL;
+  }
+
+  /// Creates every missing ancestor of `path` (persistent) and `path` (a container if
+  /// `container`, else persistent). Returns ZOK or the first other code than ZNODEEXISTS.
+  int make_parents(const std::string& path, bool container = true) {
+    for (std::size_t at = path.find('/', 1);; at = path.find('/', at + 1)) {
+      const bool last = at == std::string::npos;
+      const std::string part = last ? path : path.substr(0, at);
+      link_.count_request();
+      const int rc = zoo_create(link_.handle(), part.c_str(), "", 0, acl(),
+                                last && container ? ZOO_CONTAINER : ZOO_PERSISTENT, nullptr, 0);
+      if (rc != ZOK && rc != ZNODEEXISTS) return rc;
+      if (last) return ZOK;
+    }
+  }
+
+ private:
+  int create_once(const std::string& path, std::string_view owner, std::string& name, Stat& stat) {
+    char out[1024];
+    link_.count_request();
+    const int rc =
+        zoo_create2(link_.handle(), path.c_str(), owner.data(), static_cast<int>(owner.size()),
+                    acl(), ZOO_EPHEMERAL_SEQUENTIAL, out, sizeof out, &stat);
+    if (rc == ZOK) {
+      const std::string_view full(out);
+      const std::size_t slash = full.rfind('/');
+      name.assign(slash == std::string_view::npos ? full : full.substr(slash + 1));
+    }
+    return rc;
+  }
+
+  zookeeper_link& link_;
+  std::vector<char> buf_ = std::vector<char>(256);
+};
+
+}  // namespace detail
+HOLDFAST_ABI_NAMESPACE_END
+}  // namespace holdfast
+
+#endif  // HOLDFAST_STORES_DETAIL_ZOOKEEPER_NODES_HPP

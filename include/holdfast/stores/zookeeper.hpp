@@ -1,0 +1,510 @@
+// SPDX-License-Identifier: MIT
+// holdfast/stores/zookeeper.hpp - zookeeper_store: a LeaseStore in ZooKeeper (3.5 and later),
+// the seeds' ephemeral-sequential lock, whose fencing token is the holder node's czxid. Opt-in:
+// needs ZooKeeper's multi-threaded C client (Debian: libzookeeper-mt-dev; link
+// -lzookeeper_mt); nothing in the core includes it.
+//
+// A lease on key K is an ephemeral sequential node under root/<K escaped> (a container node the
+// server deletes once empty): "<16 hex of SHA-256(owner)>-<10-digit sequence>", whose data is
+// the owner's bytes. The contender with the lowest sequence holds the lease; the others queue
+// behind it in sequence order (FIFO: the fairness a TTL lock lacks). This is the recipe of the
+// ZooKeeper documentation and Curator's InterProcessMutex, with three differences:
+//  - the fencing token is the holder node's czxid: the zxid of the transaction that created it,
+//    committed through Zab, increasing across leader changes (the epoch is its high 32 bits)
+//    and restarts (the transaction log), so per key every holder's token is greater than every
+//    earlier holder's (a node created later has a higher sequence *and* a higher zxid). Tokens
+//    are not store-wide: a contender queued early holds a lower czxid than a grant of another
+//    key made meanwhile. Curator hands out no token at all.
+//  - try_acquire does not wait: a contender that is not first deletes its node again (busy);
+//    only try_acquire_queued (blocking acquire()) keeps it as a place in the queue.
+//  - "protected" create (Curator's withProtection): the owner-derived prefix lets a call whose
+//    create lost its reply (ConnectionLoss after the server applied it) find its own node in the
+//    same session, so no node is orphaned and no client queues twice.
+//
+//   operation   | requests (round trips)                       | why
+//   ------------+----------------------------------------------+--------------------------------
+//   acquire     | create (ephemeral sequential), get_children  | a node's place shows only in
+//               |                                          (2) | the list of its siblings
+//     busy      | + delete of the new node                 (3) | nothing is left behind
+//     same owner| + get of the older node, delete of the new   | T1's retry rule: the older node
+//               |                                          (4) | (its token) is kept
+//   renew       | exists of the holder node                (1) | the session keeps it alive
+//   release     | exists, delete                           (2) | only the node with the token
+//   inspect     | get_children, get of the lowest          (2) |
+//   (a store that did not make the grant first finds the holder: get_children + get)
+//
+// TTL and validity. An ephemeral node lives as long as the session that created it, and the
+// ZooKeeper leader ends a session (deleting its nodes) once it has heard nothing from the client
+// for the session timeout, which the server negotiates (between minSessionTimeout and
+// maxSessionTimeout: 2 and 20 ticks by default). There is no per-node TTL (TTL nodes are
+// persistent, need extendedTypesEnabled and are reaped once a minute), so the mapping is:
+//  - one session per store, shared by its leases; every grant reports TTL = the granted session
+//    timeout (min_ttl(); at most the TTL asked). The server cannot end it earlier: it counts the
+//    timeout from the last request it received, which left the holder after the holder's clock
+//    reading that starts its validity (DESIGN.md section 4). A holder that lost contact for the
+//    session timeout must assume the lease lost, and lease<> does: its validity is that TTL.
+//  - a TTL shorter than the session timeout is refused with invalid_argument naming min_ttl:
+//    the node would outlive what its holder trusts (a crashed holder would block others for the
+//    session timeout, not its TTL), as etcd's minimum lease TTL.
+//  - renew confirms the node still exists in this session (one exists request, which is also a
+//    heartbeat); the session's pings keep the node alive in between. A lease thus ends with its
+//    release, with the session (expired, or the store destroyed: zookeeper_close deletes the
+//    nodes at once), or when its node is deleted behind holdfast's back; not because one lease of
+//    a live store was not renewed. Session expiry is a lost lease: renew answers lease_lost and
+//    last_error_message() says the session expired (lease<> records renew_refused).
+//
+// Waiting (wait_for_release, try_acquire_queued, leave_queue) without polling and without a
+// herd: a queued contender watches (zoo_wexists) only the node just ahead of it, so a release
+// wakes exactly the next contender, which asks again (one exists + create/list per hand-off).
+// A waiter with no place (watch_release, or no queued attempt) watches the holder's node: every
+// such watcher wakes. A dropped connection or an expired session wakes every waiter (it
+// re-checks): a waiter never sleeps past the holder's node going away.
+//
+// Keys: any bytes, escaped or hashed into one node name (detail/zookeeper_names.hpp). Owners: any
+// bytes up to zookeeper_options::max_owner_bytes. Failures (T4): no server in connect_timeout, a
+// lost connection (ConnectionLoss) or an expired session is store_unavailable, an operation timeout
+// timeout, a refused digest or ACL permission_denied, hosts the client cannot parse or resolve
+// misconfigured (none retried by acquire()); the client's text in last_error_message().
+//
+// Files: this header; zookeeper_options.hpp; zookeeper_fence.hpp (fenced writes in ZooKeeper);
+// detail/zookeeper_link.hpp (the session, events, error mapping); detail/zookeeper_names.hpp.
+#ifndef HOLDFAST_STORES_ZOOKEEPER_HPP
+#define HOLDFAST_STORES_ZOOKEEPER_HPP
+
+#include <algorithm>
+#include <chrono>
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <system_error>
+#include <thread>
+#include <unordered_map>
+#include <utility>
+#include <vector>
+
+#include "holdfast/detail/config.hpp"
+#include "holdfast/error.hpp"
+#include "holdfast/fencing_token.hpp"
+#include "holdfast/result.hpp"
+#include "holdfast/store.hpp"
+#include "holdfast/stores/detail/link_client.hpp"
+#include "holdfast/stores/detail/zookeeper_link.hpp"
+#include "holdfast/stores/detail/zookeeper_names.hpp"
+#include "holdfast/stores/detail/zookeeper_nodes.hpp"
+#include "holdfast/stores/zookeeper_options.hpp"
+
+namespace holdfast {
+HOLDFAST_ABI_NAMESPACE_BEGIN
+
+/// A LeaseStore in ZooKeeper (see the file overview for the nodes, the requests, the TTL
+/// mapping and waiting). Models LeaseStore with inspect(), wait_for_release(), watch_release(),
+/// try_acquire_queued() and leave_queue().
+///
+/// Differences from memory_store: every grant's TTL is the session timeout the server granted
+/// (min_ttl()), and a shorter TTL is invalid_argument; a lease ends with its release or its
+/// session, not with a missed renewal alone; tokens are per key (czxids), not store-wide. Only
+/// the session that made a grant renews it (another process with the same owner gets lease_lost
+/// from renew and busy from try_acquire: it cannot keep that session alive).
+///
+/// Thread-safety: every member function may be called concurrently; one mutex serializes the
+/// store's requests (waits sleep without it). Not fork-safe: a child process makes its own store.
+class zookeeper_store : public detail::link_client<detail::zookeeper_link> {
+ public:
+  // last_error_message() and options(): see detail::link_client.
+
+  /// Makes a store for the ensemble in `opts`; opens its session on first use (or connect()).
+  explicit zookeeper_store(zookeeper_options opts = {})
+      : link_client(std::in_place, std::move(opts)) {}
+
+  zookeeper_store(const zookeeper_store&) = delete;
+  zookeeper_store& operator=(const zookeeper_store&) = delete;
+
+  /// Returns the shortest TTL this store grants, in ms: the session timeout the server granted
+  /// (options().session_timeout until the first session). See holdfast::store_min_ttl().
+  /// Thread-safe.
+  [[nodiscard]] std::chrono::milliseconds min_ttl() const noexcept {
+    return link_.granted_timeout();
+  }
+
+  /// Grants `key` to `owner` iff no other contender is ahead: creates the owner's ephemeral
+  /// sequential node and lists its siblings; first in line is a grant, else the node is deleted.
+  /// The same owner re-acquiring its live lease (in this session) gets the same token back.
+  /// \returns the grant {token = the holder node's czxid, ttl = the session timeout};
+  ///   errc::busy if another contender is ahead (or this owner's node of another session);
+  ///   errc::invalid_argument for an empty key/owner, a TTL not in [min_ttl(), max_ttl], an
+  ///   owner over options().max_owner_bytes; store_unavailable (no server, a lost connection: a
+  ///   node whose create applied is found and deleted or kept, never orphaned), timeout,
+  ///   permission_denied (ACL, digest), misconfigured (hosts), protocol_error (a node under the
+  ///   key that holdfast did not make).
+  result<grant> try_acquire(std::string_view key, std::string_view owner,
+                            std::chrono::milliseconds ttl) {
+    return acquire_as(key, owner, ttl, false);
+  }
+
+  /// try_acquire that, when `key` is busy, keeps the calling thread's node as its place in the
+  /// queue for its next wait_for_release on `key` (store.hpp's try_acquire_queued); a later
+  /// attempt finds it again (its token is that node's czxid). A place in another key's queue is
+  /// left. \returns as try_acquire.
+  result<grant> try_acquire_queued(std::string_view key, std::string_view owner,
+                                   std::chrono::milliseconds ttl) {
+    return acquire_as(key, owner, ttl, true);
+  }
+
+  /// Confirms that `owner` holds `key` with `token` in this store's session: one exists request
+  /// (two more if this store did not make the grant).
+  /// \returns the grant {token, the session timeout}; errc::lease_lost if the node is gone (its
+  ///   session expired: last_error_message() says so; released; deleted), another contender
+  ///   holds the key, or the node belongs to another session; invalid_argument
+  ///   (check_renew_args, or a TTL under min_ttl()); store_unavailable, timeout as try_acquire.
+  result<grant> renew(std::string_view key, std::string_view owner, fencing_token token,
+                      std::chrono::milliseconds ttl) {
+    if (std::error_code ec = check_renew_args(key, owner, token, ttl)) return ec;
+    if (token > zookeeper_max_token) return errc::lease_lost;
+    auto guard = link_.lock();
+    if (std::error_code ec = ready(ttl)) return ec;
+    result<std::optional<held>> h = holder_of(key, owner, token);
+    if (!h) return h.error();
+    if (!*h) return errc::lease_lost;
+    if ((*h)->session != link_.session_id()) {
+      forget((*h)->parent);
+      return link_.fail(errc::lease_lost, "zookeeper: renew: the node is held by session " +
+                                              detail::zookeeper_session_text((*h)->session) +
+                                              ", not this store's");
+    }
+    return grant{token, std::min(ttl, link_.granted_timeout())};
+  }
+
+  /// Frees `key` iff `owner` holds it with `token`: deletes the holder node (the next contender's
+  /// watch fires). \returns success; errc::not_holder if the key is free or held by another
+  ///   owner or token; invalid_argument (check_release_args); store_unavailable, timeout.
+  result<void> release(std::string_view key, std::string_view owner, fencing_token token) {
+    if (std::error_code ec = check_release_args(key, owner, token)) return ec;
+    if (token > zookeeper_max_token) return errc::not_holder;
+    auto guard = link_.lock();
+    if (std::error_code ec = ready(std::chrono::milliseconds::max())) return ec;
+    result<std::optional<held>> h = holder_of(key, owner, token);
+    if (!h) return h.error();
+    if (!*h) return errc::not_holder;
+    forget((*h)->parent);
+    const std::string path = (*h)->parent + "/" + (*h)->name;
+    const int rc = nodes_.remove(path);
+    if (rc == ZNONODE) return errc::not_holder;
+    if (rc != ZOK) return link_.fail_rc(rc, "delete", path);
+    return {};
+  }
+
+  /// Reports the holder of `key`: its owner, token (czxid) and, as time left, the session
+  /// timeout (the least it stays after its holder's last contact). Two requests.
+  /// \returns the record, or nullopt if no contender holds it; invalid_argument for an empty
+  ///   key; store_unavailable, timeout, protocol_error as try_acquire.
+  result<std::optional<lease_record>> inspect(std::string_view key) {
+    if (key.empty()) return errc::invalid_argument;
+    auto guard = link_.lock();
+    if (std::error_code ec = ready(std::chrono::milliseconds::max())) return ec;
+    const std::string parent = parent_of(key);
+    result<std::optional<detail::zookeeper_node>> first = nodes_.first(parent);
+    if (!first) return first.error();
+    if (!*first) return std::optional<lease_record>();
+    lease_record r;
+    r.owner = std::move((*first)->data);
+    r.token = fencing_token(static_cast<std::uint64_t>((*first)->stat.czxid));
+    r.remaining = link_.granted_timeout();
+    return std::optional<lease_record>(std::move(r));
+  }
+
+  /// Takes the calling thread's place in a queue (try_acquire_queued) out: deletes its node, so
+  /// the contender behind it watches the one ahead at once. \returns success (also with no
+  ///   place); invalid_argument for an empty key; store_unavailable if the delete failed (the
+  ///   node then goes with the session, or this thread's next attempt).
+  result<void> leave_queue(std::string_view key) {
+    if (key.empty()) return errc::invalid_argument;
+    auto guard = link_.lock();
+    auto it = tickets_.find(std::this_thread::get_id());
+    if (it == tickets_.end()) return {};
+    const ticket t = std::move(it->second);
+    tickets_.erase(it);
+    if (t.session != link_.session_id()) return {};
+    const std::string path = t.parent + "/" + t.name;
+    const int rc = nodes_.remove(path);
+    if (rc != ZOK && rc != ZNONODE) return link_.fail_rc(rc, "delete", path);
+    return {};
+  }
+
+  /// Blocks until `key` may be free or `deadline`, without polling (store.hpp's
+  /// wait_for_release). Queued (try_acquire_queued left this thread a place), it watches the node
+  /// just ahead of its own: a release wakes only the next contender. Else it watches the
+  /// holder's node. Returns at once if that node is gone; wakes when it is deleted (released, or
+  /// its session ended), on any session event (connection lost or regained, expiry), or at
+  /// `deadline`. Requests: one exists with a watch (get_children + exists without a place).
+  /// Thread-safety: any number of threads may wait at once; the store's mutex is not held while
+  /// asleep. \returns success (woken for any reason above); invalid_argument for an empty key;
+  ///   store_unavailable, timeout if a read fails (the caller falls back to backoff).
+  result<void> wait_for_release(std::string_view key,
+                                const std::chrono::steady_clock::time_point& deadline) {
+    if (key.empty()) return errc::invalid_argument;
+    return wait_gone(key, deadline, true);
+  }
+
+  /// For observers (election::next_leader): waits for the holder's node to go, in no queue:
+  /// every watcher wakes on a release. \returns as wait_for_release.
+  result<void> watch_release(std::string_view key,
+                             const std::chrono::steady_clock::time_point& deadline) {
+    if (key.empty()) return errc::invalid_argument;
+    return wait_gone(key, deadline, false);
+  }
+
+ private:
+  // A grant this store made (or found): the key's parent node, the holder node's name, and the
+  // session that created it.
+  struct held {
+    std::string parent;
+    std::string name;
+    std::string owner;
+    fencing_token token;
+    std::int64_t session = 0;
+  };
+  // A calling thread's place in a key's queue (try_acquire_queued): its node and the one ahead.
+  struct ticket {
+    std::string parent;
+    std::string name;
+    std::string ahead;
+    std::int64_t session = 0;
+    std::int64_t czxid = 0;
+  };
+
+  static std::string child_path(const std::string& parent, const std::string& name) {
+    std::string p = parent;
+    p += '/';
+    p += name;
+    return p;
+  }
+
+  std::string parent_of(std::string_view key) const {
+    std::string p = link_.options().root;
+    p += '/';
+    detail::zookeeper_key_name(key, p);
+    return p;
+  }
+
+  // A session, and a TTL this store can grant (ttl >= min_ttl()).
+  std::error_code ready(std::chrono::milliseconds ttl) {
+    if (std::error_code ec = link_.ensure_connected()) return ec;
+    const std::chrono::milliseconds floor = link_.granted_timeout();
+    if (ttl < floor) {
+      return link_.fail(errc::invalid_argument,
+                        "zookeeper: the TTL of " + std::to_string(ttl.count()) +
+                            " ms is under the store's min_ttl of " + std::to_string(floor.count()) +
+                            " ms (the session timeout the server granted: a lease lives as long "
+                            "as its session, so a shorter TTL would outlive its holder's trust)");
+    }
+    return {};
+  }
+
+  result<grant> acquire_as(std::string_view key, std::string_view owner,
+                           std::chrono::milliseconds ttl, bool queue) {
+    if (std::error_code ec = check_acquire_args(key, owner, ttl)) return ec;
+    auto guard = link_.lock();
+    if (owner.size() > link_.options().max_owner_bytes) {
+      return link_.fail(errc::invalid_argument,
+                        "zookeeper: the owner of " + std::to_string(owner.size()) +
+                            " bytes is over zookeeper_options::max_owner_bytes (" +
+                            std::to_string(link_.options().max_owner_bytes) +
+                            "; the server's jute.maxbuffer bounds it)");
+    }
+    if (std::error_code ec = ready(ttl)) return ec;
+    const std::string parent = parent_of(key);
+    leave_other_queue(parent);
+    const std::string prefix = detail::zookeeper_owner_prefix(owner);
+    for (int round = 0;; ++round) {
+      const std::int64_t sid = link_.session_id();
+      std::string made;
+      Stat st{};
+      auto t = tickets_.find(std::this_thread::get_id());
+      // This thread's place in this queue: no new node, one list (a hand-off's only request).
+      const bool placed = round == 0 && t != tickets_.end() && t->second.session == sid;
+      if (placed) {
+        made = t->second.name;
+        st.czxid = t->second.czxid;
+      } else if (std::error_code ec = enter(parent, prefix, owner, made, st)) {
+        return ec;
+      }
+      result<std::vector<detail::zookeeper_child>> kids = nodes_.children(parent);
+      if (!kids) {
+        if (!made.empty() && !placed) (void)nodes_.remove(child_path(parent, made));  // given back
+        return kids.error();
+      }
+      result<std::vector<held>> mine = own_nodes(parent, prefix, owner, made, st, *kids);
+      if (!mine) return mine.error();
+      if (!mine->empty()) return judge(*kids, std::move(mine->front()), ttl, queue);
+      tickets_.erase(std::this_thread::get_id());
+      if (!placed) {
+        return link_.fail(errc::store_unavailable,
+                          "zookeeper: create under " + parent +
+                              ": the connection was lost and the node is not there (not "
+                              "applied, or deleted since): nothing was left behind");
+      }
+      // The place went (deleted behind holdfast's back): queue anew, once.
+    }
+  }
+
+  // Creates this attempt's node (`made`, its Stat in `st`). A create whose reply was lost leaves
+  // `made` empty: once the session is back, own_nodes() finds the node if the create applied
+  // (by its prefix, data and session), so it is neither orphaned nor doubled. A session that
+  // expired meanwhile took the node with it.
+  std::error_code enter(const std::string& parent, const std::string& prefix,
+                        std::string_view owner, std::string& made, Stat& st) {
+    const std::int64_t sid = link_.session_id();
+    const int rc = nodes_.create(parent, prefix, owner, made, st);
+    if (rc == ZOK) return {};
+    if (rc != ZCONNECTIONLOSS) return link_.fail_rc(rc, "create", parent + "/" + prefix);
+    made.clear();
+    if (std::error_code ec = link_.ensure_connected()) return ec;
+    if (link_.session_id() != sid) return link_.fail(errc::store_unavailable, link_.lost_session());
+    return {};
+  }
+
+  // This owner's nodes of this session among `kids`, first in line first; all but the first (a
+  // doubled create, a place a lost reply hid) are deleted.
+  result<std::vector<held>> own_nodes(const std::string& parent, const std::string& prefix,
+                                      std::string_view owner, const std::string& made,
+                                      const Stat& st,
+                                      const std::vector<detail::zookeeper_child>& kids) {
+    const std::int64_t sid = link_.session_id();
+    std::vector<held> mine;
+    for (const detail::zookeeper_child& c : kids) {
+      if (c.name.compare(0, prefix.size(), prefix) != 0) continue;
+      std::int64_t czxid = st.czxid;
+      if (c.name != made) {
+        result<std::optional<detail::zookeeper_node>> n = nodes_.get(parent, c.name);
+        if (!n) return n.error();
+        if (!*n || (*n)->data != owner || (*n)->stat.ephemeralOwner != sid) continue;
+        czxid = (*n)->stat.czxid;
+      }
+      mine.push_back(held{parent, c.name, std::string(owner),
+                          fencing_token(static_cast<std::uint64_t>(czxid)), sid});
+    }
+    for (std::size_t i = 1; i < mine.size(); ++i) (void)nodes_.remove(parent + "/" + mine[i].name);
+    return mine;
+  }
+
+  // The answer for this owner's node `keep` among `kids`: a grant if first in line, else busy,
+  // keeping it as the calling thread's place if `queue`, deleting it if not.
+  result<grant> judge(const std::vector<detail::zookeeper_child>& kids, held keep,
+                      std::chrono::milliseconds ttl, bool queue) {
+    const std::thread::id me = std::this_thread::get_id();
+    if (keep.name == kids.front().name) {
+      tickets_.erase(me);
+      const fencing_token token = keep.token;
+      remember(std::move(keep));
+      return grant{token, std::min(ttl, link_.granted_timeout())};
+    }
+    if (!queue) {
+      (void)nodes_.remove(keep.parent + "/" + keep.name);
+      tickets_.erase(me);
+      return errc::busy;
+    }
+    std::string ahead;
+    for (const detail::zookeeper_child& c : kids) {
+      if (c.name == keep.name) break;
+      ahead = c.name;
+    }
+    tickets_[me] = ticket{keep.parent, keep.name, ahead, keep.session,
+                          static_cast<std::int64_t>(keep.token.value())};
+    return errc::busy;
+  }
+
+  // The holder of `key` if it is `owner` with `token` (remembered, else found: the first node
+  // under the key's parent); nullopt if another or none holds it.
+  result<std::optional<held>> holder_of(std::string_view key, std::string_view owner,
+                                        fencing_token token) {
+    const std::string parent = parent_of(key);
+    auto it = remembered_.find(parent);
+    if (it != remembered_.end() && it->second.owner == owner && it->second.token == token) {
+      if (it->second.session != link_.session_id()) {
+        remembered_.erase(it);
+        link_.fail(errc::lease_lost, link_.lost_session());
+        return std::optional<held>();
+      }
+      Stat st{};
+      const std::string path = parent + "/" + it->second.name;
+      const int rc = nodes_.exists(path, st, false);
+      if (rc == ZNONODE) {
+        remembered_.erase(it);
+        return std::optional<held>();
+      }
+      if (rc != ZOK) return link_.fail_rc(rc, "exists", path);
+      if (static_cast<std::uint64_t>(st.czxid) != token.value()) return std::optional<held>();
+      it->second.session = st.ephemeralOwner;
+      return std::optional<held>(it->second);
+    }
+    result<std::optional<detail::zookeeper_node>> first = nodes_.first(parent);
+    if (!first) return first.error();
+    if (!*first || (*first)->data != owner ||
+        static_cast<std::uint64_t>((*first)->stat.czxid) != token.value()) {
+      return std::optional<held>();
+    }
+    held h{parent, (*first)->name, std::string(owner), token, (*first)->stat.ephemeralOwner};
+    if (h.session == link_.session_id()) remember(h);
+    return std::optional<held>(std::move(h));
+  }
+
+  // The wait of wait_for_release and watch_release (see there).
+  result<void> wait_gone(std::string_view key, std::chrono::steady_clock::time_point deadline,
+                         bool from_busy) {
+    std::string path;
+    std::uint64_t seen = 0;
+    {
+      auto guard = link_.lock();
+      if (std::chrono::steady_clock::now() >= deadline) return {};
+      if (std::error_code ec = link_.ensure_connected()) return ec;
+      const std::string parent = parent_of(key);
+      auto it = tickets_.find(std::this_thread::get_id());
+      if (from_busy && it != tickets_.end() && it->second.parent == parent &&
+          it->second.session == link_.session_id()) {
+        if (it->second.ahead.empty()) return {};  // first in line: ask again
+        path = parent + "/" + it->second.ahead;
+      } else {
+        result<std::vector<detail::zookeeper_child>> kids = nodes_.children(parent);
+        if (!kids) return kids.error();
+        if (kids->empty()) return {};  // free
+        path = parent + "/" + kids->front().name;
+      }
+      seen = link_.watch_interest(path);
+      Stat st{};
+      const int rc = nodes_.exists(path, st, true);
+      if (rc != ZOK) {
+        link_.forget_watch(path);
+        if (rc == ZNONODE) return {};  // gone already
+        return link_.fail_rc(rc, "exists", path);
+      }
+    }
+    link_.wait_event(path, seen, deadline);
+    link_.forget_watch(path);
+    return {};
+  }
+  // Deletes the calling thread's place in a queue other than `parent`'s, or of an old session.
+  void leave_other_queue(const std::string& parent) {
+    auto it = tickets_.find(std::this_thread::get_id());
+    if (it == tickets_.end() || it->second.parent == parent) return;
+    if (it->second.session == link_.session_id()) {
+      (void)nodes_.remove(it->second.parent + "/" + it->second.name);
+    }
+    tickets_.erase(it);
+  }
+  void remember(held h) {
+    if (remembered_.size() >= 4096) remembered_.clear();  // then found again: two more reads
+    std::string parent = h.parent;
+    remembered_[std::move(parent)] = std::move(h);
+  }
+  void forget(const std::string& parent) { remembered_.erase(parent); }
+
+  detail::zookeeper_nodes nodes_{link_};
+  std::unordered_map<std::string, held> remembered_;     // guarded by the link's mutex
+  std::unordered_map<std::thread::id, ticket> tickets_;  // guarded by the link's mutex
+};
+
+HOLDFAST_ABI_NAMESPACE_END
+}  // namespace holdfast
+
+#endif  // HOLDFAST_STORES_ZOOKEEPER_HPP

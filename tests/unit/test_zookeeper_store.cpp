@@ -1,0 +1,385 @@
+// SPDX-License-Identifier: MIT
+// Tests of stores/zookeeper.hpp against a real ZooKeeper server (the standalone one .ci/servers
+// starts, HOLDFAST_ZK_HOSTS, else one of our own): the LeaseStore contract and the conformance
+// kit, acquire/renew/release/inspect, busy, token order, the TTL mapping (min_ttl is the granted
+// session timeout), protected create after a lost reply, the predecessor-watch hand-off (one
+// wake and at most three requests per release), session expiry as a lost lease, and
+// misconfiguration answered at once.
+#include <catch2/catch.hpp>
+
+#include <atomic>
+#include <chrono>
+#include <memory>
+#include <optional>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "../support/fail_fast.hpp"
+#include "../support/real_servers.hpp"
+#include "../support/zookeeper_servers.hpp"
+#include "holdfast/lease.hpp"
+#include "holdfast/stores/zookeeper.hpp"
+#include "holdfast/testing/conformance.hpp"
+
+// One namespace per file, so that a suite can be compiled as one translation unit
+// (HOLDFAST_UNITY_TESTS) without two files' helpers colliding.
+namespace test_zookeeper_store {
+
+using holdfast::errc;
+using holdfast::fencing_token;
+using holdfast::zookeeper_options;
+using holdfast::zookeeper_store;
+using namespace std::chrono_literals;
+
+namespace {
+
+/// Options on the shared server with a root of their own (runs never see each other's nodes) and
+/// a 2 s session (the server, tickTime 500 ms, grants 1 to 10 s).
+std::optional<zookeeper_options> shared() {
+  std::string why;
+  std::optional<std::string> hosts = hf_test::shared_zookeeper(why);
+  if (!hosts) {
+    if (hf_test::in_ci()) FAIL(why);
+    hf_test::loud_skip(why);
+    return std::nullopt;
+  }
+  zookeeper_options o;
+  o.hosts = *hosts;
+  o.root = "/hf-test/" + hf_test::random_tag();
+  o.session_timeout = 2000ms;
+  o.max_owner_bytes = 2u << 20;  // the test servers run with jute.maxbuffer = 4 MiB
+  return o;
+}
+
+/// A store whose link the tests reach: requests counted, faults injected, the session shown.
+class open_store : public zookeeper_store {
+ public:
+  using zookeeper_store::zookeeper_store;
+  holdfast::detail::zookeeper_link& link() { return link_; }
+  /// Ends this store's session at the server, as an expiry would: a second handle joins the
+  /// session with its id and password and closes it (the server deletes its nodes; this store
+  /// hears SESSION_EXPIRED when it next reaches the server).
+  void expire_session() {
+    clientid_t id{};
+    {
+      auto guard = link_.lock();
+      REQUIRE(link_.handle() != nullptr);
+      id = *zoo_client_id(link_.handle());
+    }
+    zhandle_t* other =
+        zookeeper_init(link_.options().hosts.c_str(), nullptr, 2000, &id, nullptr, 0);
+    REQUIRE(other != nullptr);
+    REQUIRE(hf_test::wait_until([&] { return zoo_state(other) == ZOO_CONNECTED_STATE; }, 5000ms));
+    zookeeper_close(other);
+  }
+};
+
+/// Raw requests behind the store's back.
+class admin {
+ public:
+  explicit admin(const zookeeper_options& o) : link_(o), nodes_(link_) {
+    auto guard = link_.lock();
+    REQUIRE_FALSE(link_.ensure_connected());
+  }
+  std::string parent(std::string_view key) const {
+    std::string p = link_.options().root + "/";
+    holdfast::detail::zookeeper_key_name(key, p);
+    return p;
+  }
+  /// The contender nodes under `key`, in order.
+  std::vector<std::string> contenders(std::string_view key) {
+    auto guard = link_.lock();
+    auto kids = nodes_.children(parent(key));
+    REQUIRE(kids);
+    std::vector<std::string> out;
+    for (const auto& c : *kids) out.push_back(c.name);
+    return out;
+  }
+  /// Deletes every contender of `key` (the holder's session "expired" for this key only).
+  void expire_now(std::string_view key) {
+    auto guard = link_.lock();
+    auto kids = nodes_.children(parent(key));
+    REQUIRE(kids);
+    for (const auto& c : *kids) (void)nodes_.remove(parent(key) + "/" + c.name);
+  }
+
+ private:
+  holdfast::detail::zookeeper_link link_;
+  holdfast::detail::zookeeper_nodes nodes_;
+};
+
+holdfast::testing::conformance_options zk_kit(const zookeeper_options& o) {
+  auto adm = std::make_shared<admin>(o);
+  holdfast::testing::conformance_options co;
+  co.expire_now = [adm](std::string_view key) { adm->expire_now(key); };
+  co.store_wide_tokens = false;  // czxids of queued contenders are older than later grants
+  return co;
+}
+
+}  // namespace
+
+TEST_CASE("zookeeper_store meets the LeaseStore contract", "[zookeeper][contract]") {
+  std::optional<zookeeper_options> o = shared();
+  if (!o) return;
+  zookeeper_store s(*o);
+  const auto r = holdfast::testing::check_contract(s, zk_kit(*o));
+  INFO(r.summary());
+  CHECK(r.ok());
+  UNSCOPED_INFO(r.summary());
+  CHECK(s.last_error_message().empty());
+}
+
+TEST_CASE("zookeeper_store passes the conformance kit (contract and simulated schedules)",
+          "[zookeeper][contract]") {
+  std::optional<zookeeper_options> base = shared();
+  if (!base) return;
+  holdfast::testing::conformance_options co = zk_kit(*base);
+  co.schedules = 10;
+  co.hostile_strings = true;
+  co.run.ttl = 2000ms;  // the session timeout asked (and granted) below
+  int made = 0;
+  const holdfast::testing::conformance_report report = holdfast::testing::check_store(
+      [&] {
+        zookeeper_options o = *base;
+        if (made++ > 0) o.root += "-" + std::to_string(made);
+        return std::make_unique<zookeeper_store>(o);
+      },
+      co);
+  INFO(report.summary());
+  CHECK(report.ok());
+  CHECK(report.contract_checks > 60);
+}
+
+TEST_CASE("zookeeper_store: acquire, busy, renew, inspect, release; tokens are czxids in order",
+          "[zookeeper]") {
+  std::optional<zookeeper_options> o = shared();
+  if (!o) return;
+  zookeeper_store a(*o);
+  zookeeper_store b(*o);
+  admin adm(*o);
+  auto g = a.try_acquire("k", "A", 5000ms);
+  REQUIRE(g);
+  CHECK(g->ttl == 2000ms);  // the session timeout the server granted, at most what was asked
+  CHECK(adm.contenders("k").size() == 1);
+  CHECK(b.try_acquire("k", "B", 5000ms).error() == errc::busy);
+  CHECK(adm.contenders("k").size() == 1);        // the busy attempt deleted its node
+  auto again = a.try_acquire("k", "A", 5000ms);  // T1's retry rule: the same token
+  REQUIRE(again);
+  CHECK(again->token == g->token);
+  CHECK(adm.contenders("k").size() == 1);
+  auto r = a.renew("k", "A", g->token, 3000ms);
+  REQUIRE(r);
+  CHECK(r->token == g->token);
+  CHECK(r->ttl == 2000ms);
+  CHECK(b.renew("k", "B", g->token, 3000ms).error() == errc::lease_lost);
+  CHECK(b.release("k", "A", fencing_token(g->token.value() + 1)).error() == errc::not_holder);
+  auto seen = b.inspect("k");
+  REQUIRE(seen);
+  REQUIRE(*seen);
+  CHECK((*seen)->owner == "A");
+  CHECK((*seen)->token == g->token);
+  // Another store with the same owner cannot renew a grant of this store's session.
+  CHECK(b.renew("k", "A", g->token, 3000ms).error() == errc::lease_lost);
+  REQUIRE(a.release("k", "A", g->token));
+  CHECK(a.release("k", "A", g->token).error() == errc::not_holder);
+  auto none = b.inspect("k");
+  REQUIRE(none);
+  CHECK_FALSE(*none);
+  fencing_token last = g->token;
+  for (int i = 0; i < 5; ++i) {
+    zookeeper_store& s = i % 2 == 0 ? b : a;
+    auto n = s.try_acquire("k", i % 2 == 0 ? "B" : "A", 2000ms);
+    REQUIRE(n);
+    CHECK(last < n->token);
+    last = n->token;
+    REQUIRE(s.release("k", i % 2 == 0 ? "B" : "A", n->token));
+  }
+}
+
+TEST_CASE("zookeeper_store: a TTL under the granted session timeout is refused, naming min_ttl",
+          "[zookeeper][min_ttl]") {
+  std::optional<zookeeper_options> o = shared();
+  if (!o) return;
+  SECTION("the session asked for is granted") {
+    zookeeper_store s(*o);
+    CHECK(holdfast::store_min_ttl(s) == 2000ms);  // before the session: the one asked
+    CHECK(s.try_acquire("k", "A", 1999ms).error() == errc::invalid_argument);
+    CHECK(s.last_error_message().find("min_ttl of 2000 ms") != std::string::npos);
+    auto g = s.try_acquire("k", "A", 2000ms);
+    REQUIRE(g);
+    CHECK(g->ttl == 2000ms);
+    auto over = s.try_acquire("k2", "A", 2001ms);
+    REQUIRE(over);
+    CHECK(over->ttl == 2000ms);
+  }
+  SECTION("a session shorter than the server's minimum is raised, and min_ttl with it") {
+    o->session_timeout = 200ms;  // the server's minimum is 2 ticks = 1000 ms
+    zookeeper_store s(*o);
+    auto g = s.try_acquire("k", "A", 500ms);
+    CHECK(g.error() == errc::invalid_argument);
+    CHECK(s.last_error_message().find("min_ttl of 1000 ms") != std::string::npos);
+    CHECK(holdfast::store_min_ttl(s) == 1000ms);
+    holdfast::acquire_report report;
+    holdfast::acquire_options<> opts;
+    opts.report = &report;
+    CHECK(holdfast::try_acquire(s, "k", 999ms, opts).error() == errc::invalid_argument);
+    CHECK(report.attempts == 0);  // refused by the lease layer, nothing sent
+    auto ok = s.try_acquire("k", "A", 1000ms);
+    REQUIRE(ok);
+    CHECK(ok->ttl == 1000ms);
+  }
+}
+
+TEST_CASE("zookeeper_store: a create whose reply is lost neither orphans a node nor queues twice",
+          "[zookeeper][lost_reply]") {
+  std::optional<zookeeper_options> o = shared();
+  if (!o) return;
+  open_store a(*o);
+  zookeeper_store b(*o);
+  admin adm(*o);
+  int lost = 0;
+  a.link().fault = [&](const char*) {
+    ++lost;
+    return holdfast::detail::zookeeper_fault::lost_reply;
+  };
+  SECTION("a grant: found by its prefix, data and session, and kept") {
+    auto g = a.try_acquire("k", "A", 2000ms);
+    CHECK(lost == 1);
+    REQUIRE(g);
+    CHECK(adm.contenders("k").size() == 1);
+    a.link().fault = nullptr;
+    CHECK(b.try_acquire("k", "B", 2000ms).error() == errc::busy);
+    REQUIRE(a.release("k", "A", g->token));
+    CHECK(adm.contenders("k").empty());
+  }
+  SECTION("busy, not queued: the found node is deleted") {
+    auto h = b.try_acquire("k", "B", 2000ms);
+    REQUIRE(h);
+    CHECK(a.try_acquire("k", "A", 2000ms).error() == errc::busy);
+    CHECK(lost == 1);
+    CHECK(adm.contenders("k").size() == 1);
+  }
+  SECTION("busy, queued: one place, not two") {
+    auto h = b.try_acquire("k", "B", 2000ms);
+    REQUIRE(h);
+    CHECK(a.try_acquire_queued("k", "A", 2000ms).error() == errc::busy);
+    CHECK(adm.contenders("k").size() == 2);
+    a.link().fault = nullptr;
+    CHECK(a.try_acquire_queued("k", "A", 2000ms).error() == errc::busy);  // the same place
+    CHECK(adm.contenders("k").size() == 2);
+    REQUIRE(a.leave_queue("k"));
+    CHECK(adm.contenders("k").size() == 1);
+  }
+}
+
+TEST_CASE("zookeeper_store: a release wakes exactly the next waiter, in three requests",
+          "[zookeeper][wait_for_release]") {
+  std::optional<zookeeper_options> o = shared();
+  if (!o) return;
+  open_store s(*o);
+  zookeeper_store holder(*o);
+  auto g = holder.try_acquire("k", "H", 2000ms);
+  REQUIRE(g);
+  constexpr int n = 3;
+  std::atomic<int> queued{0};
+  std::atomic<int> woken{0};
+  std::atomic<int> granted{0};
+  std::atomic<bool> stop{false};
+  std::vector<fencing_token> tokens(n);
+  std::vector<std::thread> waiters;
+  for (int i = 0; i < n; ++i) {
+    waiters.emplace_back([&, i] {
+      // In order: waiter i queues once waiter i - 1 has.
+      REQUIRE(hf_test::wait_until([&] { return queued.load() == i; }, 5000ms));
+      const std::string owner = "W" + std::to_string(i);
+      CHECK(s.try_acquire_queued("k", owner, 2000ms).error() == errc::busy);
+      ++queued;
+      while (!stop) {
+        CHECK(s.wait_for_release("k", std::chrono::steady_clock::now() + 300ms));
+        if (stop) break;
+        auto w = s.try_acquire_queued("k", owner, 2000ms);
+        if (!w) continue;  // a wake-up at the deadline (polling bound), not a hand-off
+        tokens[i] = w->token;
+        ++woken;
+        ++granted;
+        CHECK(s.release("k", owner, w->token));
+        return;
+      }
+    });
+  }
+  REQUIRE(hf_test::wait_until([&] { return queued.load() == n; }, 5000ms));
+  std::this_thread::sleep_for(100ms);
+  CHECK(granted == 0);
+  const std::uint64_t before = s.link().requests();
+  REQUIRE(holder.release("k", "H", g->token));
+  REQUIRE(hf_test::wait_until([&] { return granted.load() == n; }, 10000ms));
+  stop = true;
+  for (auto& t : waiters) t.join();
+  for (int i = 1; i < n; ++i) CHECK(tokens[i - 1] < tokens[i]);  // FIFO, tokens in order
+  // Each hand-off: the waiter's list (1), its release (exists + delete: 2); the waiters' own
+  // deadline wake-ups add one list each (300 ms bound) and are few in this short run.
+  const std::uint64_t used = s.link().requests() - before;
+  INFO("requests for " << n << " hand-offs: " << used);
+  CHECK(used <= 3 * n + 6);
+}
+
+TEST_CASE("zookeeper_store: an expired session is a lost lease, and says so",
+          "[zookeeper][session]") {
+  std::optional<zookeeper_options> o = shared();
+  if (!o) return;
+  open_store s(*o);
+  zookeeper_store other(*o);
+  auto g = s.try_acquire("k", "A", 2000ms);
+  REQUIRE(g);
+  s.expire_session();
+  // The server deleted the node with the session: another owner gets the key at once.
+  auto h = other.try_acquire("k", "B", 2000ms);
+  REQUIRE(h);
+  CHECK(g->token < h->token);
+  for (int i = 0; i < 50; ++i) {
+    auto r = s.renew("k", "A", g->token, 2000ms);
+    REQUIRE_FALSE(r.has_value());
+    if (r.error() == errc::lease_lost) break;
+    CHECK(r.error() == errc::store_unavailable);  // until the store hears of the expiry
+    std::this_thread::sleep_for(100ms);
+  }
+  CHECK(s.renew("k", "A", g->token, 2000ms).error() == errc::lease_lost);
+  CHECK(s.last_error_message().find("expired") != std::string::npos);
+  // The store opened a new session and serves again.
+  CHECK(s.try_acquire("k", "A", 2000ms).error() == errc::busy);
+  REQUIRE(other.release("k", "B", h->token));
+  CHECK(s.try_acquire("k", "A", 2000ms).has_value());
+}
+
+TEST_CASE("zookeeper_store: misconfiguration is answered at once, an absent server in bound",
+          "[zookeeper][errors]") {
+  SECTION("hosts the client cannot parse or resolve") {
+    zookeeper_options o;
+    o.hosts = "no-such-host.invalid:2181";
+    o.session_timeout = 2000ms;  // under check_fails_fast's TTL of 3 s
+    zookeeper_store s(o);
+    hf_test::check_fails_fast(s, errc::misconfigured);
+    CHECK(s.last_error_message().find("zookeeper_options::hosts") != std::string::npos);
+  }
+  SECTION("bad options name the field") {
+    zookeeper_options o;
+    o.root = "holdfast";
+    o.session_timeout = 2000ms;
+    zookeeper_store s(o);
+    hf_test::check_fails_fast(s, errc::invalid_argument);
+    CHECK(s.last_error_message().find("root") != std::string::npos);
+  }
+  SECTION("nothing listens: store_unavailable after connect_timeout, no grant") {
+    zookeeper_options o;
+    o.hosts = "127.0.0.1:" + std::to_string(hf_test::free_port());
+    o.connect_timeout = 300ms;
+    zookeeper_store s(o);
+    const auto t0 = std::chrono::steady_clock::now();
+    CHECK(s.try_acquire("k", "A", 20000ms).error() == errc::store_unavailable);
+    CHECK(std::chrono::steady_clock::now() - t0 < 2s);
+    CHECK(s.last_error_message().find("connect_timeout") != std::string::npos);
+  }
+}
+
+}  // namespace test_zookeeper_store
