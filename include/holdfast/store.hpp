@@ -14,6 +14,7 @@
 //   watch_release(key, deadline)     (optional)  | woken | error
 //   wait_for_release(key, deadline, cancel)  (optional) | woken | cancelled | error
 //   watch_release(key, deadline, cancel)     (optional) | woken | cancelled | error
+//   wait_for_release_any(keys, deadline, cancel) (optional) | index of a key | cancelled | error
 //   try_acquire_queued(key, owner, ttl) (optional)| as try_acquire; busy also queues the caller
 //   leave_queue(key)   (optional, with the above)| the caller's queued place is taken out
 //   min_ttl()                        (optional)  | the shortest TTL it can honour (store_min_ttl)
@@ -77,6 +78,16 @@
 // woken no sooner than every cancel_wait_slice (100 ms) for a cancellable token, at the cost of
 // one more call of its wait per slice, so a store that waits should offer them.
 //
+// wait_for_release_any (optional; semaphore.hpp): the wait above for any of several keys, with a
+// cancel_token: `result<std::size_t> wait_for_release_any(const std::vector<std::string>& keys,
+// const TimePoint& deadline, const cancel_token& cancel)`. It ends when any key may be free (one
+// is released: the store wakes one waiter of that key, skipping waiters already woken by another
+// key, so no release is spent on a thread that left; or its holder's lease can have expired),
+// at `deadline`, or at a stop, and returns the index of a key to try first (keys.size() at the
+// deadline). The same hint rules: a lost notification costs at most the wait until the earliest
+// holder's expiry among the keys. memory_store offers it; a semaphore on a store without it waits
+// on one slot, bounded by its backoff.
+//
 // `testing/` holds the conformance kit that checks a store against all of this at run time.
 #ifndef HOLDFAST_STORE_HPP
 #define HOLDFAST_STORE_HPP
@@ -90,6 +101,7 @@
 #include <system_error>
 #include <type_traits>
 #include <utility>
+#include <vector>
 
 #include "holdfast/cancel.hpp"
 #include "holdfast/detail/config.hpp"
@@ -224,6 +236,10 @@ template <class S, class TimePoint>
 using cancellable_watch_release_call = decltype(std::declval<S&>().watch_release(
     std::declval<std::string_view>(), std::declval<const TimePoint&>(),
     std::declval<const cancel_token&>()));
+template <class S, class TimePoint>
+using wait_for_release_any_call = decltype(std::declval<S&>().wait_for_release_any(
+    std::declval<const std::vector<std::string>&>(), std::declval<const TimePoint&>(),
+    std::declval<const cancel_token&>()));
 template <class S>
 using try_acquire_queued_call = decltype(std::declval<S&>().try_acquire_queued(
     std::declval<std::string_view>(), std::declval<std::string_view>(),
@@ -260,6 +276,9 @@ struct has_cancellable_wait_for_release
 template <class S, class TimePoint>
 struct has_cancellable_watch_release
     : is_detected_convertible<result<void>, cancellable_watch_release_call, S, TimePoint> {};
+template <class S, class TimePoint>
+struct has_wait_for_release_any
+    : is_detected_convertible<result<std::size_t>, wait_for_release_any_call, S, TimePoint> {};
 template <class S>
 struct has_try_acquire_queued : is_detected_convertible<result<grant>, try_acquire_queued_call, S> {
 };
@@ -296,6 +315,13 @@ inline constexpr bool can_cancel_wait_for_release_v =
 template <class S, class Clock>
 inline constexpr bool can_cancel_watch_release_v =
     detail::has_cancellable_watch_release<S, typename Clock::time_point>::value;
+
+/// True iff S offers, for callers on `Clock`, `result<std::size_t> wait_for_release_any(const
+/// std::vector<std::string>& keys, const Clock::time_point& deadline, const cancel_token&
+/// cancel)`: a wait for a release of any of `keys` (see the overview; semaphore.hpp uses it).
+template <class S, class Clock>
+inline constexpr bool can_wait_for_release_any_v =
+    detail::has_wait_for_release_any<S, typename Clock::time_point>::value;
 
 /// True iff S offers `result<grant> try_acquire_queued(key, owner, ttl)`: try_acquire that, when
 /// busy, also queues the calling thread for its next wait_for_release (see the overview).

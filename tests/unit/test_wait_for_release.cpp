@@ -276,4 +276,71 @@ TEST_CASE("memory_store: watch_release wakes every watcher on a release, and tak
   CHECK(store.watch_release("free", std::chrono::steady_clock::now() + 30s).has_value());
 }
 
+// memory_store's wait for any of several keys (semaphore.hpp's waiting): answers at once for a
+// free or expired key (its index) and a past deadline (keys.size()); refuses bad input.
+TEST_CASE("memory_store: wait_for_release_any answers at once for a free key or a past deadline",
+          "[memory_store][wait_for_release]") {
+  static_assert(
+      holdfast::can_wait_for_release_any_v<holdfast::memory_store<>, holdfast::steady_clock>);
+  static_assert(
+      !holdfast::can_wait_for_release_any_v<holdfast::memory_store<manual_clock>, manual_clock>);
+  holdfast::memory_store<> store;
+  const auto now = std::chrono::steady_clock::now();
+  REQUIRE(store.try_acquire("a", "x", 60s).has_value());
+  REQUIRE(store.try_acquire("b", "x", 60s).has_value());
+  CHECK(store.wait_for_release_any({"a", "free", "b"}, now + 30s).value() == 1u);
+  CHECK(store.wait_for_release_any({"a", "b"}, now).value() == 2u);  // the deadline passed
+  CHECK(store.wait_for_release_any({}, now + 30s).error() == errc::invalid_argument);
+  CHECK(store.wait_for_release_any({"a", ""}, now + 30s).error() == errc::invalid_argument);
+  CHECK(store.waiting() == 0u);
+}
+
+// One waiter of {a, b} and, behind it, one of b alone. a and b are released back to back: a wakes
+// the first waiter; b's release must not be spent on that waiter (woken already, maybe not yet
+// out of b's queue) but wake the second. Expected: the first answers 0 (a), the second is woken
+// too, long before the 20 s deadline and the 60 s TTL, and no place is left in any queue.
+TEST_CASE("memory_store: a release skips a waiter another key already woke",
+          "[memory_store][wait_for_release][concurrency]") {
+  holdfast::memory_store<> store;
+  const auto a = store.try_acquire("a", "x", 60s).value();
+  const auto b = store.try_acquire("b", "x", 60s).value();
+  const auto start = std::chrono::steady_clock::now();
+  const auto deadline = start + 20s;
+  const auto limit = start + 20s;
+  std::optional<holdfast::result<std::size_t>> first;
+  std::thread t1([&] { first = store.wait_for_release_any({"a", "b"}, deadline); });
+  while (store.waiting() < 2 && std::chrono::steady_clock::now() < limit) std::this_thread::yield();
+  REQUIRE(store.waiting() == 2u);
+  std::thread t2([&] { (void)store.wait_for_release("b", deadline); });
+  while (store.waiting() < 3 && std::chrono::steady_clock::now() < limit) std::this_thread::yield();
+  REQUIRE(store.waiting() == 3u);
+  REQUIRE(store.release("a", "x", a.token).has_value());
+  REQUIRE(store.release("b", "x", b.token).has_value());
+  t1.join();
+  t2.join();
+  REQUIRE(first.has_value());
+  CHECK(first->value() == 0u);
+  CHECK(std::chrono::steady_clock::now() - start < 10s);
+  CHECK(store.waiting() == 0u);
+}
+
+// A stop ends the wait with errc::cancelled and leaves no place behind.
+TEST_CASE("memory_store: wait_for_release_any is woken by a stop",
+          "[memory_store][wait_for_release][concurrency]") {
+  holdfast::memory_store<> store;
+  REQUIRE(store.try_acquire("a", "x", 60s).has_value());
+  REQUIRE(store.try_acquire("b", "x", 60s).has_value());
+  holdfast::cancel_source src;
+  const auto limit = std::chrono::steady_clock::now() + 20s;
+  std::optional<holdfast::result<std::size_t>> r;
+  std::thread t([&] { r = store.wait_for_release_any({"a", "b"}, limit, src.token()); });
+  while (store.waiting() < 2 && std::chrono::steady_clock::now() < limit) std::this_thread::yield();
+  src.request_stop();
+  t.join();
+  REQUIRE(r.has_value());
+  CHECK(r->error() == errc::cancelled);
+  CHECK(store.waiting() == 0u);
+  CHECK(std::chrono::steady_clock::now() < limit);
+}
+
 }  // namespace test_wait_for_release

@@ -22,7 +22,8 @@
 // clock a condition variable can wait on): a waiter sleeps on its own condition variable in a FIFO
 // queue per key until the holder's expiry or its deadline. release() wakes the first waiter of
 // the key, and only that one, so a hand-off costs one wake-up however many wait; the others sleep
-// on. Nothing is kept, and release() looks nothing up, while nobody waits.
+// on (wait_for_release_any: one place per key, detail/memory_waiting.hpp). Nothing is kept, and
+// release() looks nothing up, while nobody waits.
 //
 // Not durable: a new memory_store starts its counter afresh (or at a value you pass in, e.g. one
 // you persisted), so fences downstream must outlive the store or be reset with it.
@@ -55,6 +56,7 @@
 #include "holdfast/fencing_token.hpp"
 #include "holdfast/result.hpp"
 #include "holdfast/store.hpp"
+#include "holdfast/stores/detail/memory_waiting.hpp"
 
 namespace holdfast {
 HOLDFAST_ABI_NAMESPACE_BEGIN
@@ -205,7 +207,7 @@ class memory_store {
       return errc::not_holder;
     }
     recycle(it);
-    if (waiting_ != 0) wake_first(key);
+    if (waiters_.places() != 0) waiters_.wake_first(key);
     if (watching_ != 0) watch_cv_.notify_all();
     return {};
   }
@@ -225,36 +227,29 @@ class memory_store {
   result<void> wait_for_release(std::string_view key, const time_point& deadline,
                                 const cancel_token& cancel = {}) {
     if (key.empty()) return errc::invalid_argument;
-    // Declared before the lock, so the stop's wake-up (which takes mutex_ on the cancelling
-    // thread, under the token's own lock) is unregistered only after mutex_ is released.
-    waiter w;
-    cancel_token::waker guard;
-    if (cancel.stop_possible()) cancel.on_stop(guard, [this, &w] { wake_cancelled(&w); });
-    std::unique_lock<std::mutex> lock(mutex_);
-    if (cancel.stop_requested()) return errc::cancelled;
-    const time_point now = clock_.now();
-    auto it = find(key);
-    if (it == map_.end() || !(now < it->second.expires_at)) return {};
-    const time_point until = deadline < it->second.expires_at ? deadline : it->second.expires_at;
-    if (!(now < until)) return {};
-    std::string name(key);
-    waiters_[name].push_back(&w);
-    ++waiting_;
-    w.cv.wait_until(lock, until, [&w] { return w.woken || w.cancelled; });
-    if (!w.woken) {  // expiry, deadline or a stop: leave the queue (a release took it out else)
-      auto q = waiters_.find(name);
-      if (q != waiters_.end()) {
-        auto i = std::find(q->second.begin(), q->second.end(), &w);
-        if (i != q->second.end()) {
-          q->second.erase(i);
-          --waiting_;
-        }
-        if (q->second.empty()) waiters_.erase(q);
-      }
+    result<std::size_t> r = wait_any(&key, 1, deadline, cancel);
+    if (!r) return r.error();
+    return {};
+  }
+
+  /// Blocks until any of `keys` may be free, as wait_for_release waits for one (store.hpp's
+  /// wait_for_release_any capability, used by semaphore::acquire()): the waiter holds a place in
+  /// the FIFO queue of every key, and the first release of any of them wakes it (a later one
+  /// skips it and wakes the next waiter of its key). Also ends at the earliest holder's expiry,
+  /// at `deadline`, or at a stop of `cancel`; returns at once if a key is free now. Offered only
+  /// when Clock is steady_clock. \returns the index of a key that may be free (released,
+  ///   expired, or free now: try it first), or keys.size() if `deadline` came first;
+  ///   errc::cancelled, errc::invalid_argument (no keys, or an empty one) as wait_for_release.
+  template <class C = Clock, class = std::enable_if_t<std::is_same_v<C, steady_clock>>>
+  result<std::size_t> wait_for_release_any(const std::vector<std::string>& keys,
+                                           const time_point& deadline,
+                                           const cancel_token& cancel = {}) {
+    std::vector<std::string_view> views(keys.begin(), keys.end());
+    for (const std::string_view k : views) {
+      if (k.empty()) return errc::invalid_argument;
     }
-    if (!w.cancelled) return {};
-    if (w.woken) wake_first(name);  // the hand-off goes to the next waiter, not to nobody
-    return errc::cancelled;
+    if (views.empty()) return errc::invalid_argument;
+    return wait_any(views.data(), views.size(), deadline, cancel);
   }
 
   /// Raises the fencing token of `owner`'s live lease on `key` from `token` to `to`, and the
@@ -362,10 +357,11 @@ class memory_store {
     return watching_;
   }
 
-  /// Returns how many threads are blocked in wait_for_release() now (for tests and metrics).
+  /// Returns how many places the threads blocked in wait_for_release() (one each) and
+  /// wait_for_release_any() (one per key) hold in the wait queues now (for tests and metrics).
   [[nodiscard]] std::size_t waiting() const {
     std::lock_guard<std::mutex> lock(mutex_);
-    return waiting_;
+    return waiters_.places();
   }
 
   /// Returns a copy of the store's clock.
@@ -390,13 +386,7 @@ class memory_store {
     return a < b ? b : a;
   }
 
-  // One thread in wait_for_release, on its own condition variable (so waking it wakes no one
-  // else).
-  struct waiter {
-    std::condition_variable cv;
-    bool woken = false;      // guarded by mutex_
-    bool cancelled = false;  // guarded by mutex_
-  };
+  using waiter = detail::memory_wait_queues::waiter;
 
   // The stop of a waiter's cancel_token (on the cancelling thread): wakes that waiter, or for
   // nullptr the watchers (each checks its own token).
@@ -407,22 +397,36 @@ class memory_store {
     w->cv.notify_all();
   }
 
-  // Wakes the first waiter of `key`, if any (called with mutex_ held; never throws).
-  void wake_first(std::string_view key) noexcept {
-    HOLDFAST_TRY {
-      auto q = waiters_.find(std::string(key));
-      if (q == waiters_.end()) return;
-      waiter* w = q->second.front();
-      q->second.pop_front();
-      --waiting_;
-      if (q->second.empty()) waiters_.erase(q);
-      w->woken = true;
-      w->cv.notify_one();
+  // The wait of wait_for_release(_any) for `n` keys (see there): the index of a key that may be
+  // free, n at the deadline, or errc::cancelled.
+  result<std::size_t> wait_any(const std::string_view* keys, std::size_t n,
+                               const time_point& deadline, const cancel_token& cancel) {
+    // Declared before the lock, so the stop's wake-up (which takes mutex_ on the cancelling
+    // thread, under the token's own lock) is unregistered only after mutex_ is released.
+    waiter w;
+    cancel_token::waker guard;
+    if (cancel.stop_possible()) cancel.on_stop(guard, [this, &w] { wake_cancelled(&w); });
+    std::unique_lock<std::mutex> lock(mutex_);
+    if (cancel.stop_requested()) return errc::cancelled;
+    const time_point now = clock_.now();
+    time_point until = deadline;
+    std::size_t soonest = n;  // the key whose holder's expiry ends the wait, if one does
+    for (std::size_t i = 0; i < n; ++i) {
+      auto it = find(keys[i]);
+      if (it == map_.end() || !(now < it->second.expires_at)) return i;
+      if (it->second.expires_at < until) {
+        until = it->second.expires_at;
+        soonest = i;
+      }
     }
-    HOLDFAST_CATCH_ALL {
-      // The key could not be copied for the lookup (out of memory): the waiters wake at the
-      // holder's expiry instead, as if the notification had been lost.
-    }
+    if (!(now < until)) return soonest;
+    const std::vector<std::string> names(keys, keys + n);
+    waiters_.join(names, &w);
+    w.cv.wait_until(lock, until, [&w] { return w.woken || w.cancelled; });
+    waiters_.leave(names, &w);  // expiry, deadline, a stop, or the queues of other keys
+    if (!w.cancelled) return w.woken ? w.by : soonest;
+    if (w.woken) waiters_.wake_first(names[w.by]);  // the hand-off goes on, not to nobody
+    return errc::cancelled;
   }
 
   // Returns the reading from which a grant of `ttl` made at reading `now` may end: now + ttl +
@@ -583,9 +587,8 @@ class memory_store {
   std::size_t released_count_ = 0;
   std::size_t sweep_at_ = min_sweep;
   std::uint64_t last_token_ = 0;
-  std::unordered_map<std::string, std::deque<waiter*>> waiters_;  // per key, FIFO
-  std::size_t waiting_ = 0;  // threads in wait_for_release: release() looks nothing up when 0
-  std::condition_variable watch_cv_;  // watch_release sleeps here; every release wakes all
+  detail::memory_wait_queues waiters_;  // wait_for_release(_any): per key, FIFO
+  std::condition_variable watch_cv_;    // watch_release sleeps here; every release wakes all
   std::size_t watching_ = 0;
 };
 

@@ -1,0 +1,108 @@
+// SPDX-License-Identifier: MIT
+// holdfast/stores/detail/memory_waiting.hpp - memory_wait_queues: the wait queues of
+// memory_store's wait_for_release and wait_for_release_any. Per key, a FIFO of waiting threads,
+// each on its own condition variable, so that a release wakes one waiter and no one else. A
+// thread waiting for any of several keys holds one place in each of their queues; the first
+// release of any of them wakes it, a later one skips it (it is leaving) and wakes the next
+// waiter, so no release is spent on a thread that already woke. Every member is called with the
+// store's mutex held. Part of stores/memory.hpp; not for users.
+#ifndef HOLDFAST_STORES_DETAIL_MEMORY_WAITING_HPP
+#define HOLDFAST_STORES_DETAIL_MEMORY_WAITING_HPP
+
+#include <algorithm>
+#include <condition_variable>
+#include <cstddef>
+#include <deque>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <unordered_map>
+#include <utility>
+#include <vector>
+
+#include "holdfast/detail/config.hpp"
+
+namespace holdfast {
+HOLDFAST_ABI_NAMESPACE_BEGIN
+namespace detail {
+
+class memory_wait_queues {
+ public:
+  /// One waiting thread (every field guarded by the store's mutex).
+  struct waiter {
+    std::condition_variable cv;
+    bool woken = false;      // a release chose it ...
+    std::size_t by = 0;      // ... of its key number `by`
+    bool cancelled = false;  // its cancel_token was stopped
+  };
+
+  /// Returns the places held now (one per key of every waiter): 0 lets release() look nothing up.
+  [[nodiscard]] std::size_t places() const noexcept { return places_; }
+
+  /// Queues `w` for every key of `names` (key i as number i). Strongly exception-safe: if an
+  /// allocation fails, `w` is in no queue and the exception propagates.
+  void join(const std::vector<std::string>& names, waiter* w) {
+#if HOLDFAST_HAS_EXCEPTIONS
+    try {
+#endif
+      for (std::size_t i = 0; i < names.size(); ++i) {
+        queues_[names[i]].emplace_back(w, i);
+        ++places_;
+      }
+#if HOLDFAST_HAS_EXCEPTIONS
+    } catch (...) {
+      leave(names, w);
+      throw;
+    }
+#endif
+  }
+
+  /// Takes `w` out of every queue of `names` it is still in (a release took it out of the others).
+  void leave(const std::vector<std::string>& names, const waiter* w) noexcept {
+    for (const std::string& name : names) {
+      auto q = queues_.find(name);
+      if (q == queues_.end()) continue;
+      auto at = std::find_if(q->second.begin(), q->second.end(),
+                             [w](const place& p) { return p.first == w; });
+      if (at == q->second.end()) continue;
+      q->second.erase(at);
+      --places_;
+      if (q->second.empty()) queues_.erase(q);
+    }
+  }
+
+  /// Wakes the first waiter of `key` that has not woken or been cancelled, if any; the ones
+  /// before it lose their place (they are leaving). Never throws: if the key cannot be copied for
+  /// the lookup (out of memory), the waiters wake at the holder's expiry instead, as if the
+  /// notification had been lost.
+  void wake_first(std::string_view key) noexcept {
+    HOLDFAST_TRY {
+      auto q = queues_.find(std::string(key));
+      if (q == queues_.end()) return;
+      std::optional<place> first;
+      while (!first && !q->second.empty()) {
+        const place p = q->second.front();
+        q->second.pop_front();
+        --places_;
+        if (!p.first->woken && !p.first->cancelled) first = p;
+      }
+      if (q->second.empty()) queues_.erase(q);
+      if (!first) return;
+      first->first->woken = true;
+      first->first->by = first->second;
+      first->first->cv.notify_one();
+    }
+    HOLDFAST_CATCH_ALL {}
+  }
+
+ private:
+  using place = std::pair<waiter*, std::size_t>;  // a waiter and the number of this key in its wait
+  std::unordered_map<std::string, std::deque<place>> queues_;
+  std::size_t places_ = 0;
+};
+
+}  // namespace detail
+HOLDFAST_ABI_NAMESPACE_END
+}  // namespace holdfast
+
+#endif  // HOLDFAST_STORES_DETAIL_MEMORY_WAITING_HPP
