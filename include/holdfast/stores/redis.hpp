@@ -18,14 +18,12 @@
 //   fence    | fence key             | token > newest, or == newest and the same owner: run the
 //            |                       |   caller's command, then SET "<token>:<owner>";
 //            |                       |   older: stale_token; equal, other owner: token_reissued
-//
 // It avoids "SET NX PX, then INCR" (two round trips: a stalled acquirer gets a newer token than
 // a holder granted after it; store.hpp, T1).
 //
 // Keys, owners and values are binary-safe bulk arguments (any bytes, NUL included, up to Redis'
 // 512 MB), never spliced into a script. Tokens are decimal strings, never a Lua double, so exact
 // over INCR's range 1 .. 2^63-1; a counter at 2^63-1 makes acquire report token_exhausted.
-//
 // Lost grants (DESIGN.md, "Lost grants"). The counter and the leases live in Redis' memory: with
 // no persistence a restart loses them all; with `appendfsync everysec` a machine crash loses up to
 // a second of them; a failover to an asynchronous replica loses what it had not received. A store
@@ -47,7 +45,6 @@
 // ROLE; READONLY (a demoted primary) drops the connection, so the next call asks again. A primary
 // that Sentinel replaced but has not demoted yet (SENTINEL FAILOVER with it alive) keeps taking
 // this store's grants until it is demoted; those are lost, and the fences refuse their tokens.
-//
 // Expiry is judged by the Redis server's clock (T2), and a grant lasts at least its TTL in real
 // time as T2 asks: TTLs go to Redis in whole milliseconds (PX / PEXPIRE, never rounded to
 // seconds), Redis stores the expiry as its millisecond clock (read rounded down) + ttl, and treats
@@ -56,12 +53,10 @@
 // command timeouts, AUTH (password or ACL user + password), SELECT, CLIENT SETNAME. No TLS: the
 // hiredis 0.14 that Debian 12 ships has none; tunnel (stunnel, spiped) or use a newer hiredis with
 // a socket you secure yourself. Standalone Redis (or a Sentinel-managed primary) only: keys share
-// one slot (a `{holdfast}` hash tag), but MOVED/ASK redirections are not followed.
-//
-// Commands are written with send(MSG_NOSIGNAL), so a connection the server has closed reports an
-// error instead of raising SIGPIPE (hiredis 0.14's own write() would kill a process that does not
-// ignore SIGPIPE).
-//
+// one slot (a `{holdfast}` hash tag), but MOVED/ASK redirections are not followed. Commands are
+// written with send(MSG_NOSIGNAL), so a connection the server has closed reports an error instead
+// of raising SIGPIPE (hiredis 0.14's own write() would kill a process that does not ignore
+// SIGPIPE).
 // Split send/receive (send_receive.hpp): send(), interest(), progress() and receive() run the same
 // scripts on the store's own connection without blocking, so one thread can have requests to many
 // Redis servers in flight and poll() their sockets together (quorum_store does). The request is
@@ -70,7 +65,6 @@
 // start); receive() waits at most command_timeout from send(). send() declines rather than block
 // when the connection is not open (connecting blocks) or another split request is in flight; the
 // store's blocking operations wait until the split request in flight has been received.
-//
 // Failures (T4): a dropped connection, a refused connect, a timeout or a server that is not serving
 // (LOADING, BUSY, READONLY, not the primary by ROLE, ...) is an error, never a grant. The
 // connection is dropped and re-established by the next call; the failed call itself is never
@@ -82,7 +76,7 @@
 // EVALSHA, NOSCRIPT), detail/redis_link.hpp (its lock and the split send/receive path),
 // detail/redis_scripts.hpp (the Lua scripts), detail/redis_requests.hpp (each operation as a script
 // call and the reading of its reply, shared by both paths), detail/redis_waiting.hpp (the pub/sub
-// side of wait_for_release and watch_release).
+// side of wait_for_release and watch_release), detail/redis_wait_any.hpp (wait_for_release_any).
 #ifndef HOLDFAST_STORES_REDIS_HPP
 #define HOLDFAST_STORES_REDIS_HPP
 
@@ -112,7 +106,7 @@
 #include "holdfast/stores/detail/redis_requests.hpp"
 #include "holdfast/stores/detail/redis_resp.hpp"
 #include "holdfast/stores/detail/redis_scripts.hpp"
-#include "holdfast/stores/detail/redis_waiting.hpp"
+#include "holdfast/stores/detail/redis_wait_any.hpp"
 #include "holdfast/stores/redis_fence.hpp"
 #include "holdfast/stores/redis_options.hpp"
 
@@ -125,10 +119,8 @@ HOLDFAST_ABI_NAMESPACE_BEGIN
 ///
 /// Tokens are store-wide (one INCR counter per store configuration): every new grant of any key
 /// carries a token greater than every token the counter issued before, in 1 .. 2^63-1.
-///
 /// Differences from memory_store: releasing a lease that has already expired reports not_holder
 /// (Redis deleted the record at expiry); the granted TTL is exactly the one asked for.
-///
 /// Thread-safety: every member function may be called concurrently; one mutex serializes the
 /// connection (a hiredis context is single-threaded), so concurrent callers take turns, one round
 /// trip each. For parallel round trips, use one redis_store per thread. Not fork-safe: a child
@@ -229,8 +221,8 @@ class redis_store : public detail::link_client<detail::redis_link> {
   /// lost the counter and its life record (no persistence): pass the newest token any fence
   /// downstream admitted, and new holders get past the fences again (a failover to a lagging
   /// replica or a crash inside the fsync window needs no operator: the new life raises the
-  /// counter itself, see the file overview). It is also the
-  /// token-floor capability quorum_store uses for recovery (see quorum.hpp).
+  /// counter itself, see the file overview). It is also the token-floor capability quorum_store
+  /// uses for recovery (see quorum.hpp).
   /// \returns success; errc::invalid_argument unless `floor` is in [1, 2^63-1];
   ///   store_unavailable, timeout, protocol_error.
   result<void> raise_token_floor(fencing_token floor) {
@@ -513,6 +505,14 @@ class redis_store : public detail::link_client<detail::redis_link> {
     if (!held) return held.error();
     if (cancel.stop_requested()) return errc::cancelled;
     return {};
+  }
+
+  /// Waits for a release of any of `keys` (store.hpp's wait_for_release_any; semaphore.hpp): one
+  /// script queues, one leaves (detail/redis_wait_any.hpp). \returns as store.hpp says.
+  result<std::size_t> wait_for_release_any(const std::vector<std::string>& keys,
+                                           const std::chrono::steady_clock::time_point& deadline,
+                                           const cancel_token& cancel = {}) {
+    return detail::redis_wait_any(link_, *wait_, keys, deadline, cancel);
   }
 
  private:

@@ -247,6 +247,41 @@ inline std::string redis_fence_script() {
          "return 1\n";
 }
 
+// wait_for_release_any (detail/redis_wait_any.hpp): KEYS[1..n] lease keys, KEYS[n+1..2n] their
+// wait queues; ARGV[1] "<channel> <wait id>", ARGV[2] grace (ms). {i, -1} if key i (from 0) is
+// free (nothing queued); else queues the waiter in every queue and returns {i, PTTL} of the key
+// whose holder's lease ends first.
+inline constexpr const char* redis_wait_any_script =
+    "local n = #KEYS / 2\n"
+    "local ts, m, mi = {}, -1, 0\n"
+    "for i = 1, n do\n"
+    "  local t = redis.call('PTTL', KEYS[i])\n"
+    "  if t < 0 then return {i - 1, -1} end\n"
+    "  ts[i] = t\n"
+    "  if m < 0 or t < m then m, mi = t, i - 1 end\n"
+    "end\n"
+    "for i = 1, n do\n"
+    "  local q, e = KEYS[n + i], ts[i] + tonumber(ARGV[2])\n"
+    "  redis.call('RPUSH', q, ARGV[1])\n"
+    "  if redis.call('PTTL', q) < e then redis.call('PEXPIRE', q, e) end\n"
+    "end\n"
+    "return {mi, m}\n";
+
+// KEYS: wait queues; ARGV[1] "<channel> <wait id>", ARGV[2] "1" to keep one hand-off. Takes the
+// entry out of every queue. A queue it had already left chose this waiter: with ARGV[2] = "1"
+// the first such queue's index (from 0) is returned and its hand-off kept; every other one's goes
+// to its next listening waiter. -1 if none was kept.
+inline std::string redis_unwait_any_script() {
+  return std::string(redis_wake_fn) +
+         "local keep, got = ARGV[2] == '1', -1\n"
+         "for i = 1, #KEYS do\n"
+         "  if redis.call('LREM', KEYS[i], 1, ARGV[1]) == 0 then\n"
+         "    if keep and got < 0 then got = i - 1 else wake(KEYS[i]) end\n"
+         "  end\n"
+         "end\n"
+         "return got\n";
+}
+
 /// The index of each of redis_store's scripts on its connection, in the order
 /// redis_store_scripts() lists them.
 struct redis_script {
@@ -259,15 +294,18 @@ struct redis_script {
     raise,
     wait,
     unwait,
-    acquire_queued
+    acquire_queued,
+    wait_any,
+    unwait_any
   };
 };
 
 /// redis_store's scripts, at the indices redis_script names.
 inline std::vector<std::string> redis_store_scripts() {
-  return {redis_acquire_script(), redis_renew_script,     redis_release_script(),
-          redis_inspect_script,   redis_advance_script(), redis_raise_script(),
-          redis_wait_script,      redis_unwait_script(),  redis_acquire_queued_script()};
+  return {redis_acquire_script(), redis_renew_script,       redis_release_script(),
+          redis_inspect_script,   redis_advance_script(),   redis_raise_script(),
+          redis_wait_script,      redis_unwait_script(),    redis_acquire_queued_script(),
+          redis_wait_any_script,  redis_unwait_any_script()};
 }
 
 }  // namespace detail
