@@ -4,7 +4,9 @@
 //
 // Six worker threads share three permits of "renderer" (say, three GPU slots). Each takes a permit
 // (blocking, with a deadline), fences its writes to its slot by the permit's token, and releases
-// it. One worker dies while holding its permit: it never releases, and nothing renews the permit.
+// it. Permits renew themselves while held (the semaphore's keepalive; semaphore_options::renew).
+// One worker dies while holding its permit: it never releases, and nothing renews the permit (a
+// crashed process's keepalive dies with it: here the dying worker's semaphore renews nothing).
 // Its permit alone expires after the TTL; the two other slots never stop serving. At the end the
 // program takes all three permits at once, which it can only once the dead permit has expired,
 // and the dead slot's new token is greater, so a late write by the dead worker is refused there.
@@ -49,6 +51,11 @@ void say(const char* fmt, Args... args) {
 int main() {
   holdfast::memory_store<> store;
   holdfast::semaphore<holdfast::memory_store<>> renderer(store, "renderer", kPermits, kTtl);
+  // The dying worker's process: the same semaphore, whose permits nothing renews once it dies.
+  holdfast::semaphore_options<> dying_options;
+  dying_options.renew = false;
+  holdfast::semaphore<holdfast::memory_store<>> dying(store, "renderer", kPermits, kTtl,
+                                                      dying_options);
   holdfast::keyed_fence_gate slots;  // one fence per slot: what a permit's token orders
   std::atomic<int> held{0};
   std::atomic<int> most_held{0};
@@ -64,7 +71,7 @@ int main() {
 
   auto work = [&](int id) {
     const bool dies = id == 0;
-    auto permit = renderer.acquire(2s);
+    auto permit = (dies ? dying : renderer).acquire(2s);
     if (!permit) {
       say("worker %d: no permit: %s", id, permit.error().message().c_str());
       ok = false;

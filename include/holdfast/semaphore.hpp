@@ -16,6 +16,19 @@
 // released, kept alive (keepalive.hpp) and lost exactly like any lease, and it expires on its
 // own when its holder dies; the others are untouched.
 //
+// Renewal: by default (semaphore_options::renew) a permit keeps itself alive until released, as
+// Redisson's lock watchdog and an election's leadership do: the semaphore adds every permit it
+// grants to a keepalive of its own (one thread for all its permits, started at the first grant;
+// one renew request per permit every half TTL), or to the one you give. A permit whose renewals
+// fail turns lost no later than its validity's end and says so through acquire.on_lost.
+//
+// Waiting: a blocking acquire() on a full pool sleeps in the store until a release of *any* slot
+// (store.hpp's wait_for_release_any: memory_store wakes one waiter per release, FIFO over all
+// the slots it waits for), or until the earliest holder's expiry, and then asks the slot that
+// came free, alone. No request is sent while it sleeps, and a release reaches a waiter at once.
+// On a store that waits for one key only it waits for its first slot, bounded by its backoff; on
+// one that cannot wait, it polls with backoff.
+//
 //   permit state | as lease.hpp's table: held -> lost / releasing -> released
 //   semaphore    | free count = N - live slots (available(), needs the store's inspect())
 //
@@ -26,7 +39,8 @@
 // slots.
 //
 // Costs: try_acquire() takes 1 store request when a slot is free at its starting point and up to
-// N when the pool is nearly full; available() takes N inspects. For large N on a remote store,
+// N when the pool is nearly full; a waiter woken by a release takes 1 more (and 1 wait);
+// available() takes N inspects. For large N on a remote store,
 // prefer a store-side counter (below) or fewer, larger permits.
 //
 // Compared with the two well-known designs:
@@ -50,6 +64,8 @@
 #include <chrono>
 #include <cstddef>
 #include <cstdint>
+#include <memory>
+#include <mutex>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -84,9 +100,21 @@ struct semaphore_options {
   /// Clock, validity, backoff and on-loss callback of every permit. `acquire.label`, if set, is the
   /// readable part of the owner ids: each acquire gets a fresh one (`<label>/<32 random hex>`).
   acquire_options<Clock> acquire{};
-  /// If set, every permit this semaphore grants is kept alive by this keepalive until released.
-  /// It must outlive the permits. Default: none (a permit lasts one TTL unless renewed).
+  /// If set, every permit this semaphore grants is kept alive by this keepalive until released
+  /// (whatever `renew` says). It must outlive the permits. Default: none.
   holdfast::keepalive<Clock>* keepalive = nullptr;
+  /// true (default): with no `keepalive` given, the semaphore renews every permit it grants with
+  /// a keepalive of its own, as an election renews its leadership (keepalive.hpp: one thread for
+  /// all the semaphore's permits, started at its first grant, sleeping until a renewal is due;
+  /// a renewal is one store request per permit every renewal.renew_fraction of the TTL). A permit
+  /// is then held until released, and one whose renewals fail turns lost no later than the end
+  /// of its validity, told through acquire.on_lost, as any kept-alive lease. The semaphore must
+  /// outlive such permits: once it is destroyed they are no longer renewed (each lasts its TTL).
+  /// false: a permit lasts one TTL unless renewed by hand (renew(), or a keepalive of yours).
+  bool renew = true;
+  /// Options of the semaphore's own keepalive (with `renew` and no `keepalive`). Default: renew
+  /// at half the TTL, retry transient errors until the validity ends.
+  keepalive_options renewal{};
   /// true (default): every acquire gets a fresh owner id, `<acquire.label>/<32 random hex>` (a
   /// set acquire.owner is taken as the label, as 0.1 did: prefer acquire.label).
   /// false: acquire.owner is used as it is; it must then be non-empty and unique per acquirer
@@ -109,6 +137,7 @@ class semaphore : public detail::lease_recipe<Store, Clock, semaphore_options<Cl
  public:
   /// A permit is a lease on one slot key: token(), valid(), renew(), release(), RAII.
   using permit = lease<Store, Clock>;
+  using typename recipe::time_point;
   // store_type, clock_type, lease_type, time_point and error() come from detail::lease_recipe,
   // as do the members store_, key_ (the semaphore's name: the prefix of its slot keys), opts_ and
   // ttl_.
@@ -116,8 +145,8 @@ class semaphore : public detail::lease_recipe<Store, Clock, semaphore_options<Cl
   /// Makes a semaphore of `permits` permits named `name` in `store`, each granted for `ttl` (ms,
   /// or any duration; truncated to whole ms). Never fails: bad arguments (empty name, permits not
   /// in [1, max_permits], a TTL not in [1 ms, max_ttl] or too short for any validity on the clock,
-  /// bad validity/backoff options, a keepalive with bad options) are reported by error(), and every
-  /// acquire then fails with it.
+  /// bad validity/backoff options, a keepalive or `renewal` with bad options) are reported by
+  /// error(), and every acquire then fails with it.
   template <class Rep, class Period>
   semaphore(Store& store, std::string name, std::uint32_t permits,
             std::chrono::duration<Rep, Period> ttl, semaphore_options<Clock> opts = {})
@@ -129,8 +158,16 @@ class semaphore : public detail::lease_recipe<Store, Clock, semaphore_options<Cl
                    std::to_string(max_permits) + ")]");
     } else if (!this->opts_.unique_owner && this->opts_.acquire.owner.empty()) {
       this->refuse("acquire.owner is empty, and unique_owner is false (a shared owner needs one)");
+    } else if (this->opts_.keepalive == nullptr && this->opts_.renew &&
+               this->opts_.renewal.check()) {
+      this->refuse("renewal (keepalive_options) is invalid, and renew is true with no keepalive");
     }
+    if (this->config_error_) return;
+    for (std::uint32_t i = 0; i < permits_; ++i) slot_keys_.push_back(slot_key(i));
   }
+
+  /// Stops the semaphore's own keepalive, if it started one: its permits are no longer renewed.
+  ~semaphore() = default;
 
   /// Tries once to take a permit: asks the N slots in turn, from a random one, and returns the
   /// first the store grants. Makes at most N store requests and does not wait.
@@ -148,24 +185,28 @@ class semaphore : public detail::lease_recipe<Store, Clock, semaphore_options<Cl
     if (this->config_error_) return this->config_error_;
     const acquire_options<Clock> o = attempt_options();
     std::vector<std::uint32_t> unsure;
-    result<permit> p = pass(o, first_slot(o.owner), unsure);
+    result<permit> p = pass(o, first_slot(o.owner), unsure, permits_);
     if (!p) give_back(o, unsure);
     return p;
   }
 
-  /// Takes a permit, retrying with exponential backoff and full jitter (acquire.backoff) while
-  /// every slot is held or the store fails transiently, until `timeout` has passed on the clock
-  /// (<= 0: one pass). Where the store can wait for a release (store.hpp's wait_for_release), the
-  /// pause between passes is spent waiting there for this acquirer's first slot, so its release
-  /// (or its holder's expiry) ends the pause at once; the backoff delay still bounds it, since
-  /// another slot may free first. Every pass uses the same owner id and asks first the slots whose
-  /// calls failed before (their replies may have been lost), so a pass after a lost reply gets
-  /// its own grant back instead of taking a second slot; a pass that wins another slot, and an
-  /// acquire that ends without a permit, give such slots back (ask again, release). \returns the
-  /// permit; errc::timeout if the deadline passed with no slot granted;
-  ///   errc::busy (or the last transient error) if acquire.backoff.max_attempts ran out;
-  ///   at once, any non-transient error (invalid_argument, protocol_error, token_exhausted,
-  ///     misconfigured, permission_denied);
+  /// Takes a permit, waiting while every slot is held, until `timeout` has passed on the clock
+  /// (<= 0: one pass). Where the store can wait for a release of any of several keys (store.hpp's
+  /// wait_for_release_any: memory_store), the waiter sleeps in the store until a release of any
+  /// slot wakes it (one waiter per release, in the order they began waiting) or a holder's permit
+  /// can have expired, and then asks the slot that came free first, alone: no rescan, and no
+  /// request while asleep. Where the store can wait for one key only (wait_for_release: Redis,
+  /// PostgreSQL, etcd), the pause between passes is spent waiting for this acquirer's first slot,
+  /// bounded by the backoff delay (another slot may free first). Otherwise, and after a transient
+  /// store error, it retries with exponential backoff and full jitter (acquire.backoff).
+  /// Every pass uses the same owner id and asks first the slots whose calls failed before
+  /// (their replies may have been lost), so a pass after a lost reply gets its own grant back
+  /// instead of taking a second slot; a pass that wins another slot, and an acquire that ends
+  /// without a permit, give such slots back (ask again, release). \returns the permit (renewed
+  /// by default: semaphore_options::renew); errc::timeout if the deadline passed with no slot
+  /// granted; errc::busy (or the last transient error) if acquire.backoff.max_attempts passes ran
+  /// out; at once, any non-transient error (invalid_argument, protocol_error, token_exhausted,
+  ///   misconfigured, permission_denied);
   ///   errc::cancelled within one store round trip of acquire.cancel's stop (cancel.hpp), with no
   ///     permit held (a grant whose round trip saw the stop is given back).
   /// acquire.report, if set, gets every slot's attempt and the last store error with its text.
@@ -175,10 +216,10 @@ class semaphore : public detail::lease_recipe<Store, Clock, semaphore_options<Cl
     if (this->config_error_) return this->config_error_;
     const acquire_options<Clock> o = attempt_options();
     Clock clock = o.clock;
-    const typename Clock::time_point deadline = detail::saturating_add(
+    const time_point deadline = detail::saturating_add(
         clock.now(), timeout > decltype(timeout)::zero() ? timeout : decltype(timeout)::zero());
     backoff delays(o.backoff);
-    // Start every pass at the same slot: a retry after a lost reply asks its own slot first.
+    // Start every full pass at the same slot: a retry after a lost reply asks its own slot first.
     const std::uint32_t start = first_slot(o.owner);
     // Slots whose grant may have been made without this acquirer hearing of it (a lost reply):
     // asked first by the next pass (the same owner gets its own grant back) and given back when
@@ -188,26 +229,22 @@ class semaphore : public detail::lease_recipe<Store, Clock, semaphore_options<Cl
       give_back(o, unsure);
       return ec;
     };
+    std::optional<std::uint32_t> only;  // after a wake-up: the one slot that may be free
     for (std::uint32_t made = 1;; ++made) {
-      result<permit> p = pass(o, start, unsure);
+      result<permit> p = only ? pass(o, *only, unsure, 1) : pass(o, start, unsure, permits_);
+      only.reset();
       if (p) return p;
       // errc::cancelled too (not transient)
       if (!is_transient(p.error()) || delays.exhausted(made)) return fail(p.error());
-      const typename Clock::time_point now = clock.now();
+      const time_point now = clock.now();
       if (!(now < deadline)) return fail(errc::timeout);
-      typename Clock::time_point wake = detail::saturating_add(now, delays.next_delay());
+      time_point wake = detail::saturating_add(now, delays.next_delay());
       if (deadline < wake) wake = deadline;
-      if constexpr (can_wait_for_release_v<Store, Clock>) {
-        // Waiting without polling, for one slot: sleep in the store until this acquirer's first
-        // slot is released or its holder's permit can have expired, or the backoff delay ends
-        // (another slot may free first), whichever comes first.
-        // Woken by a stop of o.cancel where the store's wait can be (store.hpp).
-        if (p.error() == errc::busy && detail::wait_in_store<false>(this->store_, slot_key(start),
-                                                                    clock, now, wake, o.cancel)) {
-          continue;
-        }
-      }
-      if (!detail::sleep_until_or_cancelled(clock, wake, o.cancel)) return errc::cancelled;
+      result<bool> woken = false;
+      if (p.error() == errc::busy) woken = wait(o, clock, now, deadline, wake, start, only);
+      if (!woken) return fail(woken.error());
+      if (*woken) continue;
+      if (!detail::sleep_until_or_cancelled(clock, wake, o.cancel)) return fail(errc::cancelled);
     }
   }
 
@@ -239,6 +276,46 @@ class semaphore : public detail::lease_recipe<Store, Clock, semaphore_options<Cl
   [[nodiscard]] std::chrono::milliseconds ttl() const noexcept { return this->ttl_; }
 
  private:
+  // Between two passes of acquire(), with every slot busy: waits in the store where it can (see
+  // acquire()). \returns true if woken (the next pass starts at once; `only` is set to the slot to
+  //   ask alone when the store named one), false to sleep the backoff delay until `wake` first
+  //   (the store cannot wait, or its wait failed), errc::cancelled.
+  result<bool> wait(const acquire_options<Clock>& o, Clock& clock, time_point now,
+                    time_point deadline, time_point wake, std::uint32_t start,
+                    std::optional<std::uint32_t>& only) {
+    if constexpr (can_wait_for_release_any_v<Store, Clock>) {
+      (void)clock, (void)now, (void)wake, (void)start;
+      result<std::size_t> r = this->store_.wait_for_release_any(slot_keys_, deadline, o.cancel);
+      if (o.cancel.stop_requested()) return errc::cancelled;
+      if (!r) return false;
+      if (*r < permits_) only = static_cast<std::uint32_t>(*r);
+      return true;  // at the deadline (r = N) the next pass is the last
+    } else if constexpr (can_wait_for_release_v<Store, Clock>) {
+      // For one slot: until it is released or its holder's permit can have expired, bounded by
+      // the backoff delay (another slot may free first). Woken by a stop where the store can be.
+      (void)deadline, (void)only;
+      result<void> r =
+          detail::wait_in_store<false>(this->store_, slot_key(start), clock, now, wake, o.cancel);
+      if (o.cancel.stop_requested()) return errc::cancelled;
+      return static_cast<bool>(r);
+    } else {
+      (void)o, (void)clock, (void)now, (void)deadline, (void)wake, (void)start, (void)only;
+      return false;
+    }
+  }
+
+  // The keepalive that renews this semaphore's permits: the given one, else (with renew) its
+  // own, started at the first grant; null if permits are not renewed.
+  holdfast::keepalive<Clock>* renewer() {
+    if (this->opts_.keepalive != nullptr || !this->opts_.renew) return this->opts_.keepalive;
+    std::lock_guard<std::mutex> lock(own_mu_);
+    if (!own_keepalive_) {
+      own_keepalive_ = std::make_unique<holdfast::keepalive<Clock>>(this->opts_.acquire.clock,
+                                                                    this->opts_.renewal);
+    }
+    return own_keepalive_.get();
+  }
+
   acquire_options<Clock> attempt_options() const {
     acquire_options<Clock> o = this->opts_.acquire;
     if (!this->opts_.unique_owner) return o;
@@ -258,15 +335,15 @@ class semaphore : public detail::lease_recipe<Store, Clock, semaphore_options<Cl
   }
 
   // One pass over the slots: first those in `unsure` (whose earlier call may have granted
-  // them to this owner: asking again returns that grant), then the others from `start`; the
+  // them to this owner: asking again returns that grant), then `count` others from `start`; the
   // first grant wins and every other unsure slot is given back. Busy slots are skipped; a failing
   // slot is remembered (reported if no slot is granted) and added to `unsure`, since its call
   // may have applied; a non-transient error ends the pass at once.
   result<permit> pass(const acquire_options<Clock>& o, std::uint32_t start,
-                      std::vector<std::uint32_t>& unsure) {
+                      std::vector<std::uint32_t>& unsure, std::uint32_t count) {
     std::error_code failure{};
     const std::vector<std::uint32_t> first = unsure;  // (no allocation while nothing failed)
-    for (std::size_t k = 0; k < first.size() + permits_; ++k) {
+    for (std::size_t k = 0; k < first.size() + count; ++k) {
       if (o.cancel.stop_requested()) return errc::cancelled;  // before each round trip
       std::uint32_t slot = 0;
       if (k < first.size()) {
@@ -285,7 +362,7 @@ class semaphore : public detail::lease_recipe<Store, Clock, semaphore_options<Cl
       if (p) {
         forget(unsure, slot);
         give_back(o, unsure);
-        if (this->opts_.keepalive != nullptr) (void)this->opts_.keepalive->add(*p);
+        if (holdfast::keepalive<Clock>* k = renewer()) (void)k->add(*p);
         return p;
       }
       if (p.error() == errc::busy) {
@@ -317,6 +394,9 @@ class semaphore : public detail::lease_recipe<Store, Clock, semaphore_options<Cl
   }
 
   std::uint32_t permits_;
+  std::vector<std::string> slot_keys_;  // slot_key(0..N-1), for the store's wait
+  std::mutex own_mu_;                   // guards own_keepalive_'s start
+  std::unique_ptr<holdfast::keepalive<Clock>> own_keepalive_;
 };
 
 HOLDFAST_ABI_NAMESPACE_END

@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: MIT
 // tests/benchmarks/bench_semaphore_handoff.cpp - the semaphore's hand-off on memory_store: 4
-// permits, 16 waiters in semaphore::acquire(), every store call counted (semaphore_handoff.hpp);
+// permits, 16 waiters in semaphore::acquire(), every store call counted (semaphore_handoff.hpp;
+// a wait, for one key or for any of the slots, counts as one call);
 // next to the same semaphore over a store that cannot wait (polling with backoff), in one run.
 // The figures are in README.md.
 #include <benchmark/benchmark.h>
@@ -19,7 +20,7 @@
 
 namespace {
 
-using holdfast_bench::counting;
+using holdfast_bench::counting_any;
 using holdfast_bench::polling;
 using memory = holdfast::memory_store<>;
 
@@ -28,11 +29,13 @@ void run(benchmark::State& state, Store& store, std::atomic<std::uint64_t>& requ
   const int permits = static_cast<int>(state.range(0));
   const int waiters = static_cast<int>(state.range(1));
   const auto handoffs = static_cast<std::uint64_t>(state.range(2));
+  holdfast::semaphore_options<> so;
+  so.renew = state.range(3) != 0;  // renew = 0: no keepalive, as before issue 22 part 5
   using sem_type = holdfast::semaphore<Store>;
   std::vector<std::unique_ptr<sem_type>> sems;
   for (int i = 0; i < permits + waiters; ++i) {
     sems.push_back(std::make_unique<sem_type>(store, "sem", static_cast<std::uint32_t>(permits),
-                                              std::chrono::seconds(30)));
+                                              std::chrono::seconds(30), so));
   }
   requests = 0;
   const holdfast_bench::handoff_result r = holdfast_bench::run_semaphore_handoffs<sem_type*>(
@@ -46,8 +49,8 @@ void BM_semaphore_handoff_memory(benchmark::State& state) {
   for (auto _ : state) {
     memory store;
     std::atomic<std::uint64_t> requests{0};
-    counting<memory> counted{&store, &requests};
-    polling<counting<memory>> polled{&counted};
+    counting_any<memory> counted{{&store, &requests}};
+    polling<counting_any<memory>> polled{&counted};
     if constexpr (Wait) {
       run(state, counted, requests);
     } else {
@@ -57,15 +60,17 @@ void BM_semaphore_handoff_memory(benchmark::State& state) {
   state.SetLabel(Wait ? "store can wait" : "polling (backoff)");
 }
 
-// {permits, waiters, hand-offs}
+// {permits, waiters, hand-offs, renew}
 BENCHMARK_TEMPLATE(BM_semaphore_handoff_memory, true)
-    ->Args({4, 16, 400})
+    ->Args({4, 16, 400, 1})
+    ->Args({4, 16, 400, 0})
     ->Iterations(1)
     ->UseRealTime()
     ->Unit(benchmark::kMillisecond)
     ->Apply(holdfast_bench::with_min_max);
 BENCHMARK_TEMPLATE(BM_semaphore_handoff_memory, false)
-    ->Args({4, 16, 100})
+    ->Args({4, 16, 100, 1})
+    ->Args({4, 16, 100, 0})
     ->Iterations(1)
     ->UseRealTime()
     ->Unit(benchmark::kMillisecond)

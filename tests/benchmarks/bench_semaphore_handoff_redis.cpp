@@ -88,6 +88,8 @@ void run(benchmark::State& state, admin& a, const holdfast::redis_options& o) {
   const int permits = static_cast<int>(state.range(0));
   const int waiters = static_cast<int>(state.range(1));
   const auto handoffs = static_cast<std::uint64_t>(state.range(2));
+  holdfast::semaphore_options<> so;
+  so.renew = state.range(3) != 0;  // renew = 0: no keepalive, as before issue 22 part 5
   using sem_type = holdfast::semaphore<Store>;
   std::vector<std::unique_ptr<holdfast::redis_store>> stores;
   std::vector<std::unique_ptr<polling<holdfast::redis_store>>> wrappers;
@@ -103,7 +105,7 @@ void run(benchmark::State& state, admin& a, const holdfast::redis_options& o) {
       seen = wrappers.back().get();
     }
     sems.push_back(std::make_unique<sem_type>(*seen, "sem", static_cast<std::uint32_t>(permits),
-                                              std::chrono::seconds(30)));
+                                              std::chrono::seconds(30), so));
   }
   const double rtt = a.rtt_us(200);
   const std::uint64_t before = a.requests();
@@ -138,13 +140,15 @@ void BM_semaphore_handoff_redis(benchmark::State& state) {
 }
 
 BENCHMARK_TEMPLATE(BM_semaphore_handoff_redis, true)
-    ->Args({4, 16, 200})
+    ->Args({4, 16, 200, 1})
+    ->Args({4, 16, 200, 0})
     ->Iterations(1)
     ->UseRealTime()
     ->Unit(benchmark::kMillisecond)
     ->Apply(holdfast_bench::with_min_max);
 BENCHMARK_TEMPLATE(BM_semaphore_handoff_redis, false)
-    ->Args({4, 16, 50})
+    ->Args({4, 16, 50, 1})
+    ->Args({4, 16, 50, 0})
     ->Iterations(1)
     ->UseRealTime()
     ->Unit(benchmark::kMillisecond)

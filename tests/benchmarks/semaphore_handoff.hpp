@@ -31,6 +31,19 @@
 
 namespace holdfast_bench {
 
+/// handoff.hpp's counting store, also forwarding (and counting) the store's wait for a release of
+/// any of several keys when the store has it: what semaphore::acquire() waits in.
+template <class Store>
+struct counting_any : counting<Store> {
+  template <class S = Store>
+  auto wait_for_release_any(const std::vector<std::string>& keys,
+                            const handoff_clock::time_point& d, const holdfast::cancel_token& c)
+      -> decltype(std::declval<S&>().wait_for_release_any(keys, d, c)) {
+    ++*this->n;
+    return this->s->wait_for_release_any(keys, d, c);
+  }
+};
+
 /// Runs `handoffs` hand-offs of a `permits`-permit semaphore among `permits` + `waiters` threads.
 /// `make_sem(i)` gives thread i its semaphore (a pointer to a semaphore over thread i's store).
 template <class SemPtr, class MakeSem>

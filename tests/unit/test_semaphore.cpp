@@ -3,7 +3,9 @@
 // its own expiry; try/blocking acquire, release, free count, bad input. Manual time only.
 #include <catch2/catch.hpp>
 
+#include <atomic>
 #include <chrono>
+#include <mutex>
 #include <set>
 #include <string>
 #include <thread>
@@ -24,10 +26,13 @@ using holdfast::errc;
 using holdfast::manual_clock;
 using holdfast_test::jump_clock;
 
+// Options on `clock`. `renew` false: these tests move time by hand to see permits expire, and a
+// permit renews itself by default (tested on its own below).
 template <class Clock>
-holdfast::semaphore_options<Clock> options(Clock clock) {
+holdfast::semaphore_options<Clock> options(Clock clock, bool renew = false) {
   holdfast::semaphore_options<Clock> o;
   o.acquire.clock = clock;
+  o.renew = renew;
   return o;
 }
 
@@ -104,8 +109,7 @@ TEST_CASE("semaphore: a dead holder's permit expires on its own; the others are 
 TEST_CASE("semaphore: blocking acquire waits for a permit, or times out", "[semaphore]") {
   jump_clock clock;
   holdfast::memory_store<manual_clock> store(clock.manual());
-  holdfast::semaphore_options<jump_clock> o;
-  o.acquire.clock = clock;
+  holdfast::semaphore_options<jump_clock> o = options(clock);
   o.acquire.backoff.initial = 10ms;
   o.acquire.backoff.max_delay = 100ms;
   o.acquire.backoff.seed = 7;
@@ -202,8 +206,7 @@ TEST_CASE("semaphore: a retry after a lost reply gets its own grant back, no orp
           "[semaphore]") {
   jump_clock clock;
   holdfast_test::scripted_store store(clock.manual());
-  holdfast::semaphore_options<jump_clock> o;
-  o.acquire.clock = clock;
+  holdfast::semaphore_options<jump_clock> o = options(clock);
   o.acquire.owner = "w";
   o.unique_owner = false;  // a fixed owner: the start slot is the one "w" hashes to
   o.acquire.backoff.initial = 10ms;
@@ -270,6 +273,164 @@ TEST_CASE("semaphore: a failed try gives back the slot whose reply was lost", "[
   CHECK(calls == 3);
   CHECK(store.releases == 1);
   CHECK_FALSE(holdfast_test::record_of(store.inner, "s#1").has_value());
+}
+
+// A steady-clock memory_store seen through a forwarder that counts every call, and offers the
+// store's wait for any of several keys (what semaphore::acquire() uses on memory_store).
+struct counted_store {
+  explicit counted_store(holdfast::memory_store<>* store) : s(store) {}
+  holdfast::memory_store<>* s;
+  std::atomic<int> acquires{0};
+  std::atomic<int> renews{0};
+  std::atomic<int> releases{0};
+  std::atomic<int> waits{0};
+  std::mutex mu;
+  std::vector<std::string> asked;  // every key try_acquire was asked, in order
+  holdfast::result<holdfast::grant> try_acquire(std::string_view k, std::string_view o,
+                                                std::chrono::milliseconds t) {
+    ++acquires;
+    {
+      std::lock_guard<std::mutex> lock(mu);
+      asked.emplace_back(k);
+    }
+    return s->try_acquire(k, o, t);
+  }
+  holdfast::result<holdfast::grant> renew(std::string_view k, std::string_view o,
+                                          holdfast::fencing_token tok,
+                                          std::chrono::milliseconds t) {
+    ++renews;
+    return s->renew(k, o, tok, t);
+  }
+  holdfast::result<void> release(std::string_view k, std::string_view o,
+                                 holdfast::fencing_token tok) {
+    ++releases;
+    return s->release(k, o, tok);
+  }
+  holdfast::result<std::size_t> wait_for_release_any(const std::vector<std::string>& keys,
+                                                     const std::chrono::steady_clock::time_point& d,
+                                                     const holdfast::cancel_token& c) {
+    ++waits;
+    return s->wait_for_release_any(keys, d, c);
+  }
+};
+
+// Part 5 of issue 22: before, a waiter slept on its own first slot only, bounded by the backoff,
+// and rescanned every slot after each pause (3 waiters over 6 s sent 172 acquire scripts). Now a
+// release of *any* slot wakes it, and it asks that slot alone. Expected for N = 3, every slot
+// held by others, the waiter asleep, then a slot other than its first released: 3 acquires (its
+// first pass) + 1 (the released slot) = 4, one wait, granted the released slot. The backoff is an
+// hour, so any polling pass would not end within the test's bound. Real threads, bounded waits.
+TEST_CASE("semaphore: a release of any slot wakes a waiter, which asks that slot alone",
+          "[semaphore][concurrency]") {
+  holdfast::memory_store<> inner;
+  counted_store store(&inner);
+  holdfast::semaphore_options<> o;
+  o.acquire.backoff.initial = 1h;
+  o.acquire.backoff.max_delay = 1h;
+  holdfast::semaphore<counted_store> pool(store, "p", 3, 60s, o);
+  REQUIRE_FALSE(pool.error());
+  std::vector<holdfast::grant> held;
+  for (std::uint32_t i = 0; i < 3; ++i)
+    held.push_back(inner.try_acquire(pool.slot_key(i), "other", 60s).value());
+  holdfast::result<decltype(pool)::permit> got = errc::busy;
+  std::thread waiter([&] { got = pool.acquire(20s); });
+  const auto limit = std::chrono::steady_clock::now() + 20s;
+  while (inner.waiting() < 3 && std::chrono::steady_clock::now() < limit) std::this_thread::yield();
+  REQUIRE(inner.waiting() == 3);  // one place in each slot's queue
+  std::string first;
+  {
+    std::lock_guard<std::mutex> lock(store.mu);
+    REQUIRE(store.asked.size() == 3);
+    first = store.asked.front();
+  }
+  const std::uint32_t freed = first == pool.slot_key(1) ? 2 : 1;  // not the waiter's first slot
+  REQUIRE(inner.release(pool.slot_key(freed), "other", held[freed].token).has_value());
+  waiter.join();
+  REQUIRE(got.has_value());
+  CHECK(got->key() == pool.slot_key(freed));
+  CHECK(store.acquires == 4);
+  CHECK(store.waits == 1);
+  CHECK(store.asked.back() == pool.slot_key(freed));
+  CHECK(inner.waiting() == 0);  // it left the other two queues
+  CHECK(got->release().has_value());
+}
+
+// The default (issue 22 part 5): a permit keeps itself alive, as a lease added to a keepalive,
+// with a keepalive of the semaphore's own (started at its first grant). TTL 1 s; time moved by
+// hand to 3 s, three TTLs: the permit is still valid and still the store's holder, the pool still
+// full. With renew = false the same permit is gone at 1 s (the TTL alone).
+TEST_CASE("semaphore: a permit outlives its TTL by default; renew = false lasts one TTL",
+          "[semaphore][keepalive]") {
+  manual_clock clock;
+  holdfast::memory_store<manual_clock> store(clock);
+  using sem = holdfast::semaphore<holdfast::memory_store<manual_clock>, manual_clock>;
+  SECTION("renewed by default") {
+    sem pool(store, "r", 1, 1s, options(clock, true));
+    auto p = pool.try_acquire();
+    REQUIRE(p.has_value());
+    REQUIRE(clock.wait_for_sleepers(1, 10s));  // the semaphore's keepalive, due at 500 ms
+    for (int i = 0; i < 6; ++i) {
+      clock.advance(500ms);
+      REQUIRE(clock.wait_for_sleepers(1, 10s));  // renewed, asleep until the next renewal
+    }
+    CHECK(p->valid());
+    CHECK(store.inspect("r#0").value().value().token == p->token());
+    CHECK(pool.try_acquire().error() == errc::busy);
+    CHECK(p->release().has_value());
+  }
+  SECTION("renew = false: one TTL") {
+    sem pool(store, "r", 1, 1s, options(clock, false));
+    auto p = pool.try_acquire();
+    REQUIRE(p.has_value());
+    clock.advance(1s - 1ns);
+    CHECK(pool.try_acquire().error() == errc::busy);
+    clock.advance(1ns);
+    CHECK_FALSE(p->valid());
+    CHECK(pool.try_acquire().has_value());
+  }
+  SECTION("a given keepalive renews as before (the semaphore starts none)") {
+    holdfast::keepalive<manual_clock> ka(clock);
+    auto o = options(clock, true);
+    o.keepalive = &ka;
+    sem pool(store, "r", 1, 1s, o);
+    auto p = pool.try_acquire();
+    REQUIRE(p.has_value());
+    REQUIRE(clock.wait_for_sleepers(1, 10s));
+    clock.advance(500ms);
+    REQUIRE(clock.wait_for_sleepers(1, 10s));
+    CHECK(ka.stats().renewals == 1);
+    CHECK(clock.sleepers() == 1);  // only the given keepalive sleeps on the clock
+  }
+}
+
+// A renewal the store refuses turns the permit lost and tells acquire.on_lost, as for any lease
+// in a keepalive: the default renewal reports loss like a lease's.
+TEST_CASE("semaphore: a permit whose renewal is refused is lost, told through on_lost",
+          "[semaphore][keepalive]") {
+  manual_clock clock;
+  holdfast_test::scripted_store store(clock);
+  auto o = options(clock, true);
+  std::atomic<int> lost{0};
+  std::atomic<holdfast::loss_cause> why{holdfast::loss_cause::none};
+  o.acquire.on_lost = [&](holdfast::loss_cause c) {
+    why = c;
+    ++lost;
+  };
+  holdfast::semaphore<holdfast_test::scripted_store, manual_clock> pool(store, "r", 1, 1s, o);
+  auto p = pool.try_acquire();
+  REQUIRE(p.has_value());
+  store.on_renew = [](std::string_view, std::string_view, holdfast::fencing_token,
+                      holdfast_test::ms) -> holdfast::result<holdfast::grant> {
+    return errc::lease_lost;
+  };
+  REQUIRE(clock.wait_for_sleepers(1, 10s));
+  clock.advance(500ms);
+  const auto limit = std::chrono::steady_clock::now() + 10s;
+  while (lost == 0 && std::chrono::steady_clock::now() < limit) std::this_thread::yield();
+  CHECK(lost == 1);
+  CHECK(why == holdfast::loss_cause::renew_refused);
+  CHECK(store.renews == 1);
+  CHECK_FALSE(p->valid());
 }
 
 }  // namespace test_semaphore

@@ -303,6 +303,7 @@ inline void semaphore_rounds(recipe_world& w, std::size_t i, std::uint64_t seed,
     so.acquire = w.acquire_opts(p, seed * 7 + i * 3 + static_cast<std::uint64_t>(round));
     so.acquire.owner = p.name + std::to_string(round);
     so.unique_owner = false;  // deterministic: the history replays byte for byte
+    so.renew = false;  // p.renewer renews it below (a keepalive thread would not be simulated)
     result<recipe_permit> permit = errc::busy;
     if (m == recipe_mutant::forgets_lost_slot) {
       permit = forgetful_acquire(w.store, so.acquire, static_cast<std::uint32_t>(i + round));
