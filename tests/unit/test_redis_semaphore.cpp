@@ -202,7 +202,7 @@ TEST_CASE("redis semaphore: an unannounced expiry wakes the waiter at the earlie
   for (const std::string& k : keys) CHECK(queued(*o, k) == 0);
 }
 
-// A stop of acquire.cancel ends the wait (within the 100 ms slice) with errc::cancelled, and the
+// A stop of acquire.cancel ends the wait at once (its wake-up) with errc::cancelled, and the
 // waiter leaves every queue it joined.
 TEST_CASE("redis semaphore: a stop ends the wait and leaves every queue",
           "[redis][semaphore][cancel]") {
@@ -226,7 +226,7 @@ TEST_CASE("redis semaphore: a stop ends the wait and leaves every queue",
   src.request_stop();
   waiter.join();
   CHECK(got.error() == errc::cancelled);
-  CHECK(clk::now() - stopped_at < 5s);
+  CHECK(clk::now() - stopped_at < 2s);  // at once; bounded for CI
   for (const std::string& k : keys) CHECK(queued(*o, k) == 0);
 }
 

@@ -11,8 +11,8 @@
 // other queue it had left (two releases chose it) has its hand-off passed on to that queue's next
 // waiter, as is every hand-off when it leaves unwoken, so no release wakes nobody. Requests: two
 // per wait, none while asleep. A lost notification costs at most the wait until the earliest
-// expiry; a notification connection that dies ends the wait at once. A stop of the cancel_token
-// is seen within cancel_wait_slice (100 ms). Part of stores/redis.hpp; not for users.
+// expiry; a notification connection that dies ends the wait at once, and so does a stop of the
+// cancel_token (redis_waiting's wake-up). Part of stores/redis.hpp; not for users.
 #ifndef HOLDFAST_STORES_DETAIL_REDIS_WAIT_ANY_HPP
 #define HOLDFAST_STORES_DETAIL_REDIS_WAIT_ANY_HPP
 
@@ -88,21 +88,15 @@ inline result<std::pair<long long, long long>> redis_queue_any(
 }
 
 // [mu not held] Sleeps until wait `id` is woken (true), `wake`, the notification connection dies
-// or `cancel` is stopped (seen within cancel_wait_slice).
+// or `cancel` is stopped (its wake-up, registered by the caller, ends the sleep at once).
 inline bool redis_sleep_any(redis_waiting& w, std::uint64_t id,
                             std::chrono::steady_clock::time_point wake,
                             const cancel_token& cancel) {
   bool woken = false;
   std::unique_lock<std::mutex> lk(w.mu);
-  for (;;) {
-    auto until = wake;
-    const auto slice = std::chrono::steady_clock::now() + cancel_wait_slice;
-    if (cancel.stop_possible() && slice < until) until = slice;
-    // A dead notification connection ends the wait early (false): the caller asks again.
-    const bool alive = w.sleep_on(lk, until, [&] { return woken = w.arrived.erase(id) != 0; });
-    if (woken || !alive || cancel.stop_requested()) break;
-    if (!(std::chrono::steady_clock::now() < wake)) break;
-  }
+  // A dead notification connection ends the wait early: the caller asks again.
+  (void)w.sleep_on(lk, wake,
+                   [&] { return (woken = w.arrived.erase(id) != 0) || cancel.stop_requested(); });
   w.retire(id);
   return woken;
 }
@@ -120,6 +114,8 @@ inline result<std::size_t> redis_wait_any(redis_link& link, redis_waiting& w,
   for (const std::string& k : keys) {
     if (k.empty()) return errc::invalid_argument;
   }
+  cancel_token::waker stop;  // before any lock: the wake-up takes w.mu
+  w.wake_on_stop(stop, cancel);
   if (cancel.stop_requested()) return errc::cancelled;
   const redis_options& o = link.options();
   std::vector<std::string> names;  // the lease keys, then the queue keys
