@@ -83,6 +83,7 @@
 #include <utility>
 #include <vector>
 
+#include "holdfast/cancel.hpp"
 #include "holdfast/detail/config.hpp"
 #include "holdfast/error.hpp"
 #include "holdfast/fencing_token.hpp"
@@ -92,6 +93,7 @@
 #include "holdfast/stores/detail/zookeeper_link.hpp"
 #include "holdfast/stores/detail/zookeeper_names.hpp"
 #include "holdfast/stores/detail/zookeeper_nodes.hpp"
+#include "holdfast/stores/zookeeper_fence.hpp"
 #include "holdfast/stores/zookeeper_options.hpp"
 
 namespace holdfast {
@@ -237,21 +239,25 @@ class zookeeper_store : public detail::link_client<detail::zookeeper_link> {
   /// holder's node. Returns at once if that node is gone; wakes when it is deleted (released, or
   /// its session ended), on any session event (connection lost or regained, expiry), or at
   /// `deadline`. Requests: one exists with a watch (get_children + exists without a place).
-  /// Thread-safety: any number of threads may wait at once; the store's mutex is not held while
-  /// asleep. \returns success (woken for any reason above); invalid_argument for an empty key;
-  ///   store_unavailable, timeout if a read fails (the caller falls back to backoff).
+  /// A stop of `cancel` ends the wait at once (cancel.hpp), its place kept for the caller's
+  /// leave_queue. Thread-safety: any number of threads may wait at once; the store's mutex is not
+  /// held while asleep. \returns success (woken for any reason above); errc::cancelled once
+  ///   `cancel` was stopped; invalid_argument for an empty key; store_unavailable, timeout if a
+  ///   read fails (the caller falls back to backoff).
   result<void> wait_for_release(std::string_view key,
-                                const std::chrono::steady_clock::time_point& deadline) {
+                                const std::chrono::steady_clock::time_point& deadline,
+                                const cancel_token& cancel = {}) {
     if (key.empty()) return errc::invalid_argument;
-    return wait_gone(key, deadline, true);
+    return wait_gone(key, deadline, true, cancel);
   }
 
   /// For observers (election::next_leader): waits for the holder's node to go, in no queue:
   /// every watcher wakes on a release. \returns as wait_for_release.
   result<void> watch_release(std::string_view key,
-                             const std::chrono::steady_clock::time_point& deadline) {
+                             const std::chrono::steady_clock::time_point& deadline,
+                             const cancel_token& cancel = {}) {
     if (key.empty()) return errc::invalid_argument;
-    return wait_gone(key, deadline, false);
+    return wait_gone(key, deadline, false, cancel);
   }
 
  private:
@@ -451,7 +457,8 @@ class zookeeper_store : public detail::link_client<detail::zookeeper_link> {
 
   // The wait of wait_for_release and watch_release (see there).
   result<void> wait_gone(std::string_view key, std::chrono::steady_clock::time_point deadline,
-                         bool from_busy) {
+                         bool from_busy, const cancel_token& cancel) {
+    if (cancel.stop_requested()) return errc::cancelled;
     std::string path;
     std::uint64_t seen = 0;
     {
@@ -479,8 +486,9 @@ class zookeeper_store : public detail::link_client<detail::zookeeper_link> {
         return link_.fail_rc(rc, "exists", path);
       }
     }
-    link_.wait_event(path, seen, deadline);
+    link_.wait_event(path, seen, deadline, cancel);
     link_.forget_watch(path);
+    if (cancel.stop_requested()) return errc::cancelled;
     return {};
   }
   // Deletes the calling thread's place in a queue other than `parent`'s, or of an old session.

@@ -37,6 +37,7 @@
 #include <unordered_map>
 #include <utility>
 
+#include "holdfast/cancel.hpp"
 #include "holdfast/detail/config.hpp"
 #include "holdfast/error.hpp"
 #include "holdfast/stores/zookeeper_options.hpp"
@@ -171,11 +172,21 @@ class zookeeper_link {
     if (it != fired_.end() && --it->second.waiters == 0) fired_.erase(it);
   }
   /// Sleeps until a watch event on `path` (or a session event) after `seen`, or `deadline`.
-  /// Returns true iff woken by an event. Thread-safe; never under lock().
+  /// Returns true iff woken (by an event or a stop). Thread-safe; never under lock().
+  /// A stop of `cancel` ends the sleep at once (its wake-up, on the stopping thread, notifies
+  /// under ev_mu_, so no waiter misses it between its check and its wait).
   bool wait_event(const std::string& path, std::uint64_t seen,
-                  std::chrono::steady_clock::time_point deadline) {
+                  std::chrono::steady_clock::time_point deadline, const cancel_token& cancel) {
+    cancel_token::waker stop;  // before the lock: the wake-up takes ev_mu_
+    if (cancel.stop_possible()) {
+      cancel.on_stop(stop, [this] {
+        std::lock_guard<std::mutex> g(ev_mu_);
+        ev_cv_.notify_all();
+      });
+    }
     std::unique_lock<std::mutex> g(ev_mu_);
     return ev_cv_.wait_until(g, deadline, [&] {
+      if (cancel.stop_requested()) return true;
       auto it = fired_.find(path);
       return (it != fired_.end() ? it->second.fired : 0) + session_events_ != seen;
     });

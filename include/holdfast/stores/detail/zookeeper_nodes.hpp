@@ -148,6 +148,7 @@ class zookeeper_nodes {
   /// Creates every missing ancestor of `path` (persistent) and `path` (a container if
   /// `container`, else persistent). Returns ZOK or the first other code than ZNODEEXISTS.
   int make_parents(const std::string& path, bool container = true) {
+    if (path.size() <= 1) return ZOK;  // "/" exists
     for (std::size_t at = path.find('/', 1);; at = path.find('/', at + 1)) {
       const bool last = at == std::string::npos;
       const std::string part = last ? path : path.substr(0, at);
