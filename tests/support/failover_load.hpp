@@ -29,6 +29,8 @@
 #define HOLDFAST_TESTS_SUPPORT_FAILOVER_LOAD_HPP
 
 #include <fcntl.h>
+#include <signal.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -47,6 +49,8 @@
 #include <thread>
 #include <utility>
 #include <vector>
+
+#include <catch2/catch.hpp>
 
 #include "holdfast/error.hpp"
 #include "holdfast/fencing_token.hpp"
@@ -420,13 +424,20 @@ class workers {
     if (FILE* f = std::fopen((dir_ + "/stop").c_str(), "w")) std::fclose(f);
     for (pid_t& p : pids_) {
       if (p <= 0) continue;
-      if (hf_test::wait_exit(p, std::chrono::seconds(15)) == -1) {
+      const int status = hf_test::wait_exit(p, std::chrono::seconds(15));
+      if (status == -1) {
         ::kill(-p, SIGKILL);
         hf_test::wait_exit(p, std::chrono::seconds(5));
+      } else if (WIFEXITED(status) && WEXITSTATUS(status) == 0) {
+        ++clean_exits_;
       }
       p = -1;
     }
   }
+
+  /// Workers that exited by themselves with status 0 (no crash, no sanitizer report, no Catch2
+  /// failure), once stop() returned.
+  [[nodiscard]] int clean_exits() const { return clean_exits_; }
 
   [[nodiscard]] records read() const { return read_records(files_, acked_); }
   /// The workers' own output (a crash, a sanitizer report), for a failure message.
@@ -444,7 +455,23 @@ class workers {
   std::vector<pid_t> pids_;
   std::vector<std::string> files_;
   std::vector<bool> acked_;
+  int clean_exits_ = 0;
 };
+
+/// The expectations every load case shares (see the file's comment): no violation, every worker
+/// exited cleanly, the next life's tokens got through the fence (`live`: seen by the parent's
+/// poll) within 30 s of the fault, and no token was told to two owners (the next life's tokens
+/// are raised past the old ones).
+inline void expect(const verdict& v, const workers& w, bool live) {
+  for (const std::string& violation : v.violations) FAIL_CHECK(violation);
+  CHECK(w.clean_exits() == 4);
+  CHECK(live);
+  REQUIRE(v.liveness_s);
+  CHECK(*v.liveness_s < 30.0);
+  CHECK(v.newest_before_fault > 0);
+  CHECK(v.newest_before_fault < life_gap);
+  CHECK(v.reissued_tokens == 0);
+}
 
 }  // namespace failover_load
 
