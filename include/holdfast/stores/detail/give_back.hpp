@@ -35,14 +35,17 @@ inline bool may_hide_grant(const std::error_code& ec) noexcept {
 
 /// Gives back whatever `owner` may hold on `key` in `store` after a call whose answer was lost:
 /// asks again with the same owner and `ttl` (ms; <= 0 asks for 1 ms), and releases the grant
-/// unless its token is `keep` (the grant the caller reports; none: keep nothing). One or two
-/// store calls; best effort: a store that still fails is left to free the key at its TTL.
+/// unless its token is `keep` (the grant the caller reports; none: keep nothing). One to three
+/// store calls (the re-ask once more when its own answer may hide a grant); best effort: a store that still fails is left to free the key at its TTL.
 /// \returns the token that was given back, or none. Exceptions from the store propagate.
 template <class Store>
 fencing_token give_back(Store& store, std::string_view key, std::string_view owner,
                         std::chrono::milliseconds ttl, fencing_token keep = {}) {
   if (ttl <= std::chrono::milliseconds::zero()) ttl = std::chrono::milliseconds(1);
   result<grant> g = store.try_acquire(key, owner, ttl);
+  // The re-ask can itself make a grant (the store held nothing of the owner's) whose reply is
+  // lost: ask once more, which returns that grant, so the give-back leaves nothing either.
+  if (!g && may_hide_grant(g.error())) g = store.try_acquire(key, owner, ttl);
   if (!g || !g->token.is_issuable()) return {};
   if (keep.is_issuable() && g->token == keep) return {};
   (void)store.release(key, owner, g->token);
