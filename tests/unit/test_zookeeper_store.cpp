@@ -9,6 +9,8 @@
 
 #include <atomic>
 #include <chrono>
+#include <cstdio>
+#include <fstream>
 #include <memory>
 #include <optional>
 #include <string>
@@ -67,8 +69,8 @@ class open_store : public zookeeper_store {
       REQUIRE(link_.handle() != nullptr);
       id = *zoo_client_id(link_.handle());
     }
-    zhandle_t* other =
-        zookeeper_init(link_.options().hosts.c_str(), nullptr, 2000, &id, nullptr, 0);
+    zhandle_t* other = zookeeper_init2(link_.options().hosts.c_str(), nullptr, 2000, &id, nullptr,
+                                       0, [](const char*) {});
     REQUIRE(other != nullptr);
     REQUIRE(hf_test::wait_until([&] { return zoo_state(other) == ZOO_CONNECTED_STATE; }, 5000ms));
     zookeeper_close(other);
@@ -356,6 +358,103 @@ TEST_CASE("zookeeper_store: an expired session is a lost lease, and says so",
   CHECK(s.try_acquire("k", "A", 2000ms).error() == errc::busy);
   REQUIRE(other.release("k", "B", h->token));
   CHECK(s.try_acquire("k", "A", 2000ms).has_value());
+}
+
+// The child of the SIGSTOP test (run as `<this executable> "[.zookeeper_child]"` with
+// HOLDFAST_ZK_CHILD=<hosts>|<root>|<dir>): acquires "stopped" as "child" through holdfast::lease
+// on a 1 s session, writes its token to <dir>/token, then renews every 50 ms and appends what it
+// saw to <dir>/log ("ok", "lost <valid 0|1> <cause>", "err <code>") until it is lost.
+TEST_CASE("zookeeper child process (the SIGSTOP test's)", "[.zookeeper_child]") {
+  const std::optional<std::string> spec = hf_test::env("HOLDFAST_ZK_CHILD");
+  REQUIRE(spec);
+  const std::size_t a = spec->find('|');
+  const std::size_t b = spec->find('|', a + 1);
+  zookeeper_options o;
+  o.hosts = spec->substr(0, a);
+  o.root = spec->substr(a + 1, b - a - 1);
+  const std::string dir = spec->substr(b + 1);
+  o.session_timeout = 1000ms;
+  zookeeper_store s(o);
+  auto l = holdfast::try_acquire(s, "stopped", 1000ms);
+  REQUIRE(l);
+  {
+    std::ofstream(dir + "/token.tmp") << l->token().value() << "\n";
+    REQUIRE(::rename((dir + "/token.tmp").c_str(), (dir + "/token").c_str()) == 0);
+  }
+  std::ofstream log(dir + "/log");
+  for (int i = 0; i < 400; ++i) {
+    std::this_thread::sleep_for(50ms);
+    const bool valid_before = l->valid();
+    auto r = l->renew();
+    if (r) {
+      log << "ok" << std::endl;
+      continue;
+    }
+    if (r.error() == errc::lease_lost || l->state() == holdfast::lease_state::lost) {
+      log << "lost " << valid_before << " " << holdfast::to_string(l->loss()) << " "
+          << s.last_error_message() << std::endl;
+      return;
+    }
+    log << "err " << r.error().message() << std::endl;
+  }
+}
+
+TEST_CASE("zookeeper_store: a client stopped past its session timeout loses its lease, and knows",
+          "[zookeeper][session]") {
+  std::optional<zookeeper_options> o = shared();
+  if (!o) return;
+  const std::string dir = hf_test::make_temp_dir("zk-child");
+  REQUIRE_FALSE(dir.empty());
+  ::setenv("HOLDFAST_ZK_CHILD", (o->hosts + "|" + o->root + "|" + dir).c_str(), 1);
+  char self[4096] = {};
+  REQUIRE(::readlink("/proc/self/exe", self, sizeof self - 1) > 0);
+  const pid_t child = hf_test::spawn({self, "[.zookeeper_child]"}, dir + "/child.out", {}, dir);
+  ::unsetenv("HOLDFAST_ZK_CHILD");
+  REQUIRE(child > 0);
+  REQUIRE(
+      hf_test::wait_until([&] { return !hf_test::read_file(dir + "/token").empty(); }, 10000ms));
+  const fencing_token child_token(std::stoull(hf_test::read_file(dir + "/token")));
+  holdfast::zookeeper_fence fence(*o);
+  const std::string f = o->root + "/stopped-fence";
+  REQUIRE(fence.admit(f, child_token, "child"));
+  zookeeper_store s(*o);
+  CHECK(s.try_acquire("stopped", "parent", 2000ms).error() == errc::busy);
+  ::kill(child, SIGSTOP);
+  const auto stopped = std::chrono::steady_clock::now();
+  // The server ends the frozen client's session after its 1 s timeout (rounded up to a tick of
+  // 500 ms): the key is free within about 1.5 s, never before 1 s.
+  std::optional<holdfast::grant> mine;
+  REQUIRE(hf_test::wait_until(
+      [&] {
+        auto g = s.try_acquire("stopped", "parent", 2000ms);
+        if (g) mine = *g;
+        return g.has_value();
+      },
+      5000ms));
+  const auto freed = std::chrono::steady_clock::now() - stopped;
+  INFO("freed " << std::chrono::duration_cast<std::chrono::milliseconds>(freed).count()
+                << " ms after SIGSTOP");
+  std::printf(
+      "zookeeper: a SIGSTOPped holder's key (session 1000 ms) was free %lld ms later\n",
+      static_cast<long long>(std::chrono::duration_cast<std::chrono::milliseconds>(freed).count()));
+  CHECK(freed >= 1000ms);
+  CHECK(freed < 3000ms);
+  CHECK(child_token < mine->token);
+  REQUIRE(fence.admit(f, mine->token, "parent"));
+  ::kill(child, SIGCONT);
+  const int status = hf_test::wait_exit(child, 10000ms);
+  CHECK(WIFEXITED(status));
+  CHECK(WEXITSTATUS(status) == 0);
+  const std::string log = hf_test::read_file(dir + "/log");
+  INFO("child log:\n" << log << "\nchild output:\n" << hf_test::read_file(dir + "/child.out"));
+  // Resumed, the child finds its validity gone (lease<> knows it without the store) or hears
+  // lease_lost from renew; it never renews successfully after the stop.
+  const std::size_t lost_at = log.find("lost ");
+  REQUIRE(lost_at != std::string::npos);
+  CHECK(log.find("lost 0 ") != std::string::npos);  // not valid any more when it woke
+  // And its stale token is refused by the fence the new holder wrote through.
+  CHECK(fence.admit(f, child_token, "child").error() == errc::stale_token);
+  hf_test::remove_tree(dir);
 }
 
 TEST_CASE("zookeeper_store: misconfiguration is answered at once, an absent server in bound",
