@@ -184,8 +184,17 @@ class election_observer {
             detail::saturating_add(now, (**now_leads).remaining + std::chrono::milliseconds(1));
         if (expiry < wake) wake = expiry;
         if constexpr (can_watch_release_v<Store, Clock>) {
-          // Woken by a stop of `cancel` where the store's watch can be (store.hpp).
-          if (detail::wait_in_store<true>(*store_, name_, clock, now, wake, cancel)) continue;
+          // Woken by a stop of `cancel` where the store's watch can be (store.hpp). Given the
+          // term just read, the watch returns at once if a hand-off came in between, instead of
+          // watching the new leader's lease as if it were the one that was read.
+          const result<void> watched = [&] {
+            if constexpr (can_watch_known_holder_v<Store, Clock>) {
+              return store_->watch_release(name_, wake, cancel, (**now_leads).term);
+            } else {
+              return detail::wait_in_store<true>(*store_, name_, clock, now, wake, cancel);
+            }
+          }();
+          if (watched) continue;
           if (cancel.stop_requested()) return errc::cancelled;
           // A failed watch is only a lost hint: fall back to sleeping out the interval.
         }

@@ -14,6 +14,7 @@
 //   watch_release(key, deadline)     (optional)  | woken | error
 //   wait_for_release(key, deadline, cancel)  (optional) | woken | cancelled | error
 //   watch_release(key, deadline, cancel)     (optional) | woken | cancelled | error
+//   watch_release(key, deadline, cancel, known) (optional) | as above; at once if not `known`'s
 //   wait_for_release_any(keys, deadline, cancel) (optional) | index of a key | cancelled | error
 //   try_acquire_queued(key, owner, ttl) (optional)| as try_acquire; busy also queues the caller
 //   leave_queue(key)   (optional, with the above)| the caller's queued place is taken out
@@ -240,6 +241,10 @@ template <class S, class TimePoint>
 using wait_for_release_any_call = decltype(std::declval<S&>().wait_for_release_any(
     std::declval<const std::vector<std::string>&>(), std::declval<const TimePoint&>(),
     std::declval<const cancel_token&>()));
+template <class S, class TimePoint>
+using known_watch_release_call = decltype(std::declval<S&>().watch_release(
+    std::declval<std::string_view>(), std::declval<const TimePoint&>(),
+    std::declval<const cancel_token&>(), std::declval<fencing_token>()));
 template <class S>
 using try_acquire_queued_call = decltype(std::declval<S&>().try_acquire_queued(
     std::declval<std::string_view>(), std::declval<std::string_view>(),
@@ -279,6 +284,9 @@ struct has_cancellable_watch_release
 template <class S, class TimePoint>
 struct has_wait_for_release_any
     : is_detected_convertible<result<std::size_t>, wait_for_release_any_call, S, TimePoint> {};
+template <class S, class TimePoint>
+struct has_known_watch_release
+    : is_detected_convertible<result<void>, known_watch_release_call, S, TimePoint> {};
 template <class S>
 struct has_try_acquire_queued : is_detected_convertible<result<grant>, try_acquire_queued_call, S> {
 };
@@ -322,6 +330,16 @@ inline constexpr bool can_cancel_watch_release_v =
 template <class S, class Clock>
 inline constexpr bool can_wait_for_release_any_v =
     detail::has_wait_for_release_any<S, typename Clock::time_point>::value;
+
+/// True iff S offers the cancellable watch from a known holder for callers on `Clock`:
+/// `result<void> watch_release(key, deadline, const cancel_token& cancel, fencing_token known)`,
+/// which returns at once if `key` is not held under `known` (free, or another token: the holder
+/// the caller read has gone already), else watches as watch_release does. It closes the gap
+/// between reading the holder and watching it: a hand-off in between would otherwise be watched
+/// as the new holder's lease, and slept through (election_observer::next_leader uses it).
+template <class S, class Clock>
+inline constexpr bool can_watch_known_holder_v =
+    detail::has_known_watch_release<S, typename Clock::time_point>::value;
 
 /// True iff S offers `result<grant> try_acquire_queued(key, owner, ttl)`: try_acquire that, when
 /// busy, also queues the calling thread for its next wait_for_release (see the overview).

@@ -6,7 +6,8 @@
 // is woken by the stop (store.hpp's cancellable wait) rather than cut into 100 ms slices each
 // ending in an attempt; and a request_stop() during that wait ends it with errc::cancelled
 // within a bound far under a slice's worth of attempts, after the one attempt that found the key
-// busy, leaving nothing behind. Real threads and (for real stores) real servers: bounded waits.
+// busy, leaving nothing behind; and next_leader sees a hand-off between its read of the leader
+// and its watch at once. Real threads and (for real stores) real servers: bounded waits.
 #ifndef HOLDFAST_TESTS_SUPPORT_CANCEL_WAIT_CHECKS_HPP
 #define HOLDFAST_TESTS_SUPPORT_CANCEL_WAIT_CHECKS_HPP
 
@@ -14,12 +15,16 @@
 
 #include <chrono>
 #include <cstdint>
+#include <functional>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <thread>
+#include <utility>
 
 #include "holdfast/cancel.hpp"
 #include "holdfast/election.hpp"
+#include "holdfast/election_observer.hpp"
 #include "holdfast/lease.hpp"
 
 namespace hf_test {
@@ -133,6 +138,72 @@ void check_campaign_terms_do_not_jump(Store& a, Store& b, const std::string& nam
   const std::uint64_t plain = term_step_across_resign(a, b, name + "-plain", false);
   const std::uint64_t with_token = term_step_across_resign(a, b, name + "-token", true);
   CHECK(with_token == plain);
+}
+
+// `Store` seen by an election_observer, with a hook after every inspect() read: the place where
+// a hand-off between next_leader's read of the leader and its watch can fall.
+template <class Store>
+struct inspect_hooked {
+  Store* s;
+  std::function<void()> after_inspect{};
+  holdfast::result<holdfast::grant> try_acquire(std::string_view k, std::string_view o,
+                                                std::chrono::milliseconds t) {
+    return s->try_acquire(k, o, t);
+  }
+  holdfast::result<holdfast::grant> renew(std::string_view k, std::string_view o,
+                                          holdfast::fencing_token tok,
+                                          std::chrono::milliseconds t) {
+    return s->renew(k, o, tok, t);
+  }
+  holdfast::result<void> release(std::string_view k, std::string_view o,
+                                 holdfast::fencing_token tok) {
+    return s->release(k, o, tok);
+  }
+  holdfast::result<std::optional<holdfast::lease_record>> inspect(std::string_view k) {
+    auto r = s->inspect(k);
+    if (after_inspect) after_inspect();
+    return r;
+  }
+  holdfast::result<void> watch_release(std::string_view k,
+                                       const std::chrono::steady_clock::time_point& d,
+                                       const holdfast::cancel_token& c = {},
+                                       holdfast::fencing_token known = {}) {
+    return s->watch_release(k, d, c, known);
+  }
+};
+
+// next_leader(A) whose first read sees A while A hands over to B before its watch starts: it
+// answers B at once (the watch is given A's term and finds B's), not after sleeping through the
+// watch of B's lease until its timeout (observe_interval 30 s, timeout 5 s).
+template <class Store>
+void check_next_leader_sees_handoff(Store& a_store, Store& b_store, Store& observed) {
+  using namespace std::chrono_literals;
+  static_assert(holdfast::can_watch_known_holder_v<Store, holdfast::steady_clock>);
+  inspect_hooked<Store> hooked{&observed};
+  auto a = holdfast::try_acquire(a_store, "job", 20s);
+  REQUIRE(a);
+  holdfast::election_observer_options<> oo;
+  oo.observe_interval = 30s;
+  holdfast::election_observer<inspect_hooked<Store>> watcher(hooked, "job", oo);
+  auto known = watcher.leader();
+  REQUIRE(known);
+  REQUIRE(known->has_value());
+  std::optional<decltype(holdfast::try_acquire(b_store, "job", 20s))> b;
+  bool handed_over = false;
+  hooked.after_inspect = [&] {
+    if (std::exchange(handed_over, true)) return;
+    CHECK(a->release());
+    b.emplace(holdfast::try_acquire(b_store, "job", 20s));
+  };
+  const auto t0 = std::chrono::steady_clock::now();
+  auto next = watcher.next_leader(*known, 5s);
+  CHECK(std::chrono::steady_clock::now() - t0 < 2s);  // not the 5 s timeout
+  REQUIRE(next);
+  REQUIRE(next->has_value());
+  REQUIRE(b.has_value());
+  REQUIRE(*b);
+  CHECK((*next)->term == (**b).token());
+  CHECK((**b).release());
 }
 
 }  // namespace hf_test

@@ -10,10 +10,12 @@
 #include <atomic>
 #include <chrono>
 #include <cstdint>
+#include <functional>
 #include <optional>
 #include <string>
 #include <string_view>
 #include <thread>
+#include <utility>
 
 #include "../support/cancel_wait_checks.hpp"
 #include "holdfast/cancel.hpp"
@@ -53,9 +55,12 @@ struct counting_store {
                                  holdfast::fencing_token tok) {
     return s->release(k, o, tok);
   }
+  std::function<void()> after_inspect{};  // runs after each inspect() read (a race in between)
   holdfast::result<std::optional<holdfast::lease_record>> inspect(std::string_view k) {
     ++inspects;
-    return s->inspect(k);
+    auto r = s->inspect(k);
+    if (after_inspect) after_inspect();
+    return r;
   }
   holdfast::result<void> wait_for_release(std::string_view k, const clk::time_point& d) {
     ++waits;
@@ -73,9 +78,10 @@ struct counting_store {
   }
   template <bool C = Cancellable, class = std::enable_if_t<C>>
   holdfast::result<void> watch_release(std::string_view k, const clk::time_point& d,
-                                       const holdfast::cancel_token& c) {
+                                       const holdfast::cancel_token& c,
+                                       holdfast::fencing_token known = {}) {
     ++waits;
-    return s->watch_release(k, d, c);
+    return s->watch_release(k, d, c, known);
   }
 };
 
@@ -86,6 +92,8 @@ static_assert(
 static_assert(
     !holdfast::can_cancel_wait_for_release_v<counting_store<false>, holdfast::steady_clock>);
 static_assert(holdfast::can_wait_for_release_v<counting_store<false>, holdfast::steady_clock>);
+static_assert(holdfast::can_watch_known_holder_v<memory_store<>, holdfast::steady_clock>);
+static_assert(holdfast::can_watch_known_holder_v<counting_store<true>, holdfast::steady_clock>);
 
 // Waits (bounded) until `n` threads wait in the store.
 bool until_waiting(const memory_store<>& s, std::size_t n) {
@@ -174,6 +182,37 @@ TEST_CASE("election_observer::next_leader with a stoppable token: one watch, no 
   u.join();
   CHECK(next->error() == errc::cancelled);
   CHECK(clk::now() - t0 < 200ms);
+}
+
+TEST_CASE("next_leader: a hand-off between reading the leader and watching it is seen at once",
+          "[cancel_wait][election]") {
+  memory_store<> store;
+  counting_store<true> counted{&store};
+  auto a = holdfast::try_acquire(store, "job", 20s);
+  REQUIRE(a);
+  holdfast::election_observer_options<> oo;
+  oo.observe_interval = 30s;  // a watch of the wrong lease would sleep until the timeout below
+  holdfast::election_observer<counting_store<true>> watcher(counted, "job", oo);
+  auto known = watcher.leader();
+  REQUIRE(known);
+  REQUIRE(known->has_value());
+  // next_leader's first read still sees A; A hands over to B before its watch starts.
+  std::optional<holdfast::result<holdfast::lease<memory_store<>>>> b;
+  bool handed_over = false;
+  counted.after_inspect = [&] {
+    if (std::exchange(handed_over, true)) return;
+    CHECK(a->release());
+    b.emplace(holdfast::try_acquire(store, "job", 20s));
+  };
+  const auto t0 = clk::now();
+  auto next = watcher.next_leader(*known, 5s);
+  CHECK(clk::now() - t0 < 2s);  // not the 5 s timeout: the watch returned at once
+  REQUIRE(next);
+  REQUIRE(next->has_value());
+  REQUIRE(b.has_value());
+  REQUIRE(*b);
+  CHECK((*next)->term == (**b).token());
+  CHECK(counted.waits == 1);
 }
 
 TEST_CASE("a store without the cancellable wait: woken every slice, but no attempt in between",

@@ -62,4 +62,14 @@ TEST_CASE("etcd cancel: a campaign with a stoppable token takes the same term st
   hf_test::check_campaign_terms_do_not_jump(a, b, "job");
 }
 
+TEST_CASE("etcd: next_leader sees a hand-off between its read and its watch at once",
+          "[etcd][cancel_wait][election]") {
+  const std::optional<etcd_options> o = server();
+  if (!o) return;
+  etcd_store a(*o);
+  etcd_store b(*o);
+  etcd_store observed(*o);
+  hf_test::check_next_leader_sees_handoff(a, b, observed);
+}
+
 }  // namespace test_etcd_cancel_wait

@@ -61,4 +61,14 @@ TEST_CASE("postgres cancel: a campaign with a stoppable token takes the same ter
   hf_test::check_campaign_terms_do_not_jump(a, b, "job");
 }
 
+TEST_CASE("postgres: next_leader sees a hand-off between its read and its watch at once",
+          "[postgres][cancel_wait][election]") {
+  const std::optional<postgres_options> o = server();
+  if (!o) return;
+  postgres_store a(*o);
+  postgres_store b(*o);
+  postgres_store observed(*o);
+  hf_test::check_next_leader_sees_handoff(a, b, observed);
+}
+
 }  // namespace test_postgres_cancel_wait

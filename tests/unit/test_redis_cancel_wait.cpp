@@ -85,4 +85,14 @@ TEST_CASE("redis cancel: a campaign with a stoppable token takes the same term s
   hf_test::check_campaign_terms_do_not_jump(a, b, "job");
 }
 
+TEST_CASE("redis: next_leader sees a hand-off between its read and its watch at once",
+          "[redis][cancel_wait][election]") {
+  const std::optional<redis_options> o = server();
+  if (!o) return;
+  redis_store a(*o);
+  redis_store b(*o);
+  redis_store observed(*o);
+  hf_test::check_next_leader_sees_handoff(a, b, observed);
+}
+
 }  // namespace test_redis_cancel_wait

@@ -100,8 +100,7 @@
 // (etcd_options, etcd_max_token) and etcd_fence.hpp (etcd_fence, etcd_write). Internals:
 // detail/etcd_link.hpp (the libcurl transport, endpoint failover, auth, error mapping),
 // detail/etcd_json.hpp (the gateway's answers, shape-checked), detail/etcd_encoding.hpp (base64,
-// SHA-256, key names), detail/etcd_calls.hpp (single requests), detail/etcd_watch.hpp and
-// detail/etcd_queue.hpp (waiting).
+// SHA-256, key names), detail/etcd_calls.hpp (requests), detail/etcd_{watch,queue}.hpp (waiting).
 #ifndef HOLDFAST_STORES_ETCD_HPP
 #define HOLDFAST_STORES_ETCD_HPP
 
@@ -334,17 +333,16 @@ class etcd_store : public detail::link_client<detail::etcd_link> {
   result<void> wait_for_release(std::string_view key,
                                 const std::chrono::steady_clock::time_point& deadline,
                                 const cancel_token& cancel = {}) {
-    if (key.empty()) return errc::invalid_argument;
-    return wait_deleted(key, deadline, true, cancel);
+    return wait_deleted(key, deadline, true, cancel, fencing_token{});
   }
 
   /// For observers (election::next_leader): wait_for_release's wait on the key, in no queue:
-  /// every watcher wakes on a release. \returns as wait_for_release.
+  /// every watcher wakes on a release; at once if the key is not held under `known` (if given:
+  /// the holder read before is gone). \returns as wait_for_release.
   result<void> watch_release(std::string_view key,
                              const std::chrono::steady_clock::time_point& deadline,
-                             const cancel_token& cancel = {}) {
-    if (key.empty()) return errc::invalid_argument;
-    return wait_deleted(key, deadline, false, cancel);
+                             const cancel_token& cancel = {}, fencing_token known = {}) {
+    return wait_deleted(key, deadline, false, cancel, known);
   }
 
  private:
@@ -523,7 +521,8 @@ class etcd_store : public detail::link_client<detail::etcd_link> {
   // try_acquire_queued), it watches the entry ahead, or the key once none is; else the key. One
   // watch per round; a dropped or compacted watch, or the entry ahead leaving, re-reads.
   result<void> wait_deleted(std::string_view key, std::chrono::steady_clock::time_point deadline,
-                            bool from_busy, const cancel_token& cancel) {
+                            bool from_busy, const cancel_token& cancel, fencing_token known) {
+    if (key.empty()) return errc::invalid_argument;
     detail::etcd_watch watch(cancel);  // a stop ends its wait (curl_multi_wakeup)
     std::optional<detail::etcd_sighting> seen;
     std::string k;
@@ -552,7 +551,8 @@ class etcd_store : public detail::link_client<detail::etcd_link> {
             link_, body_, k, q.entry_revision, q.entry, q.ahead, drops > 0 ? 2 : 1);
         if (!now) return now.error();
         if (!*now) return {};  // free
-        if (q.entry_revision == 0 && before >= 0 && (*now)->lease != before)
+        if ((q.entry_revision == 0 && before >= 0 && (*now)->lease != before) ||
+            (!known.is_none() && static_cast<std::uint64_t>((*now)->token) != known.value()))
           return {};  // new holder
         seen = std::move(*now);
       }

@@ -323,13 +323,14 @@ class memory_store {
   /// Blocks until `key` may have changed hands, for observers (election::next_leader): until its
   /// lease is released or taken over, or expires by the store's clock, or `deadline`, whichever
   /// comes first, or until `cancel` is stopped (its wake-up wakes the watchers from the cancelling
-  /// thread); at once if the key is free now. Unlike wait_for_release it takes no place in the
-  /// hand-off queue: every watcher wakes on every release. Offered only when Clock is
-  /// steady_clock. \returns success; errc::cancelled once `cancel` was stopped;
+  /// thread); at once if the key is free now, or not held under `known` (when given: the holder
+  /// the caller read is gone; store.hpp's can_watch_known_holder_v). Unlike wait_for_release it
+  /// takes no place in the hand-off queue: every watcher wakes on every release. Offered only when
+  /// Clock is steady_clock. \returns success; errc::cancelled once `cancel` was stopped;
   ///   errc::invalid_argument for an empty key.
   template <class C = Clock, class = std::enable_if_t<std::is_same_v<C, steady_clock>>>
   result<void> watch_release(std::string_view key, const time_point& deadline,
-                             const cancel_token& cancel = {}) {
+                             const cancel_token& cancel = {}, fencing_token known = {}) {
     if (key.empty()) return errc::invalid_argument;
     cancel_token::waker guard;  // before the lock: see wait_for_release
     if (cancel.stop_possible()) cancel.on_stop(guard, [this] { wake_cancelled(nullptr); });
@@ -338,7 +339,7 @@ class memory_store {
     const time_point now = clock_.now();
     auto it = find(key);
     if (it == map_.end() || !(now < it->second.expires_at)) return {};
-    const fencing_token token = it->second.token;
+    const fencing_token token = known.is_none() ? it->second.token : known;
     const time_point until = deadline < it->second.expires_at ? deadline : it->second.expires_at;
     ++watching_;
     watch_cv_.wait_until(lock, until, [&] {

@@ -296,6 +296,50 @@ class postgres_store : public detail::link_client<detail::pg_link> {
   result<void> wait_for_release(std::string_view key,
                                 const std::chrono::steady_clock::time_point& deadline,
                                 const cancel_token& cancel = {}) {
+    return wait_released(key, deadline, cancel, fencing_token{});
+  }
+
+  /// For observers (election::next_leader): the same as wait_for_release, which here takes no
+  /// place in any queue (PostgreSQL announces every release to every listener), so watching
+  /// never takes a release away from a waiting acquirer; at once if the key is not held under
+  /// `known` (if given: the holder read before is gone). \returns as wait_for_release.
+  result<void> watch_release(std::string_view key,
+                             const std::chrono::steady_clock::time_point& deadline,
+                             const cancel_token& cancel = {}, fencing_token known = {}) {
+    return wait_released(key, deadline, cancel, known);
+  }
+
+  /// Deletes lease rows that expired (or were released) more than `grace` (ms) ago, to bound the
+  /// table to the keys in recent use. Safe iff no acquire statement on this table can run longer
+  /// than `grace`: a statement that drew its token before a row's last grant must be gone before
+  /// the row is, or it could insert that older token afresh (T1). holdfast bounds its own
+  /// statements by command_timeout (statement_timeout), so `grace` must exceed the command_timeout
+  /// of every store on the table. \returns how many rows were deleted; errc::invalid_argument if
+  ///   `grace` <= this store's command_timeout or > max_ttl; store_unavailable, timeout,
+  ///   protocol_error.
+  result<std::uint64_t> purge_expired(std::chrono::milliseconds grace) {
+    if (grace <= link_.options().command_timeout || grace > max_ttl) {
+      return errc::invalid_argument;
+    }
+    auto guard = link_.lock();
+    ttl_text_ = std::to_string(grace.count());
+    const char* values[] = {ttl_text_.c_str()};
+    const int lengths[] = {0};
+    const int formats[] = {0};
+    result<detail::pg_result_ptr> r = link_.exec(stmt_purge, 1, values, lengths, formats);
+    if (!r) return r.error();
+    const PGresult* res = r->get();
+    if (PQnfields(res) == 1 && PQntuples(res) == 1) {
+      const std::optional<std::int64_t> n = detail::pg_int8(res, 0);
+      if (n && *n >= 0) return static_cast<std::uint64_t>(*n);
+    }
+    return link_.fail(errc::protocol_error, "postgres: purge: unexpected result shape");
+  }
+
+ private:
+  // wait_for_release and watch_release (see there); `known` none: whoever holds the key.
+  result<void> wait_released(std::string_view key, std::chrono::steady_clock::time_point deadline,
+                             const cancel_token& cancel, fencing_token known) {
     if (key.empty()) return errc::invalid_argument;
     if (length(key) < 0) return errc::invalid_argument;
     listening& l = *listen_;
@@ -319,16 +363,18 @@ class postgres_store : public detail::link_client<detail::pg_link> {
       result<detail::pg_result_ptr> r = link_.exec(stmt_wait, 1, values, lengths, formats);
       if (!r) return r.error();
       const PGresult* res = r->get();
-      if (PQntuples(res) != 1 || PQnfields(res) != 2 || PQgetisnull(res, 0, 0)) {
+      if (PQntuples(res) != 1 || PQnfields(res) != 3 || PQgetisnull(res, 0, 0)) {
         return link_.fail(errc::protocol_error, "postgres: wait: unexpected result shape");
       }
       // Column 0 is text (hex) in binary format: the bytes as they are.
       hash.assign(PQgetvalue(res, 0, 0), static_cast<std::size_t>(PQgetlength(res, 0, 0)));
       if (!PQgetisnull(res, 0, 1)) {
         left = detail::pg_int8(res, 1);
-        if (!left || *left < 0) {
+        const std::optional<std::int64_t> token = detail::pg_int8(res, 2);
+        if (!left || *left < 0 || !token) {
           return link_.fail(errc::protocol_error, "postgres: wait: unexpected result shape");
         }
+        if (!known.is_none() && static_cast<std::uint64_t>(*token) != known.value()) return {};
       }
     }
     if (!left) return {};  // free now
@@ -367,43 +413,6 @@ class postgres_store : public detail::link_client<detail::pg_link> {
     return {};
   }
 
-  /// For observers (election::next_leader): the same as wait_for_release, which here takes no
-  /// place in any queue (PostgreSQL announces every release to every listener), so watching
-  /// never takes a release away from a waiting acquirer. \returns as wait_for_release.
-  result<void> watch_release(std::string_view key,
-                             const std::chrono::steady_clock::time_point& deadline,
-                             const cancel_token& cancel = {}) {
-    return wait_for_release(key, deadline, cancel);
-  }
-
-  /// Deletes lease rows that expired (or were released) more than `grace` (ms) ago, to bound the
-  /// table to the keys in recent use. Safe iff no acquire statement on this table can run longer
-  /// than `grace`: a statement that drew its token before a row's last grant must be gone before
-  /// the row is, or it could insert that older token afresh (T1). holdfast bounds its own
-  /// statements by command_timeout (statement_timeout), so `grace` must exceed the command_timeout
-  /// of every store on the table. \returns how many rows were deleted; errc::invalid_argument if
-  ///   `grace` <= this store's command_timeout or > max_ttl; store_unavailable, timeout,
-  ///   protocol_error.
-  result<std::uint64_t> purge_expired(std::chrono::milliseconds grace) {
-    if (grace <= link_.options().command_timeout || grace > max_ttl) {
-      return errc::invalid_argument;
-    }
-    auto guard = link_.lock();
-    ttl_text_ = std::to_string(grace.count());
-    const char* values[] = {ttl_text_.c_str()};
-    const int lengths[] = {0};
-    const int formats[] = {0};
-    result<detail::pg_result_ptr> r = link_.exec(stmt_purge, 1, values, lengths, formats);
-    if (!r) return r.error();
-    const PGresult* res = r->get();
-    if (PQnfields(res) == 1 && PQntuples(res) == 1) {
-      const std::optional<std::int64_t> n = detail::pg_int8(res, 0);
-      if (n && *n >= 0) return static_cast<std::uint64_t>(*n);
-    }
-    return link_.fail(errc::protocol_error, "postgres: purge: unexpected result shape");
-  }
-
- private:
   static constexpr std::size_t stmt_acquire = 0;
   static constexpr std::size_t stmt_renew = 1;
   static constexpr std::size_t stmt_release = 2;
@@ -552,9 +561,10 @@ class postgres_store : public detail::link_client<detail::pg_link> {
          "SELECT CASE WHEN is_called THEN last_value ELSE 0 END::int8 FROM " + s,
          {}},
         {"holdfast_wait",
-         "SELECT encode(sha256($1), 'hex'), (SELECT GREATEST(0, ceil(EXTRACT(EPOCH FROM "
-         "(expires_at - clock_timestamp())) * 1000))::int8 FROM " +
-             t + " WHERE key_hash = sha256($1) AND expires_at > clock_timestamp())",
+         "SELECT encode(sha256($1), 'hex'), l.left_ms, l.token FROM (SELECT 1) AS one LEFT JOIN "
+         "(SELECT GREATEST(0, ceil(EXTRACT(EPOCH FROM (expires_at - clock_timestamp())) * "
+         "1000))::int8 AS left_ms, token FROM " +
+             t + " WHERE key_hash = sha256($1) AND expires_at > clock_timestamp()) AS l ON true",
          {pg_bytea_oid}},
         {"holdfast_purge",
          "WITH d AS (DELETE FROM " + t +

@@ -75,8 +75,8 @@
 // errc, RESP formatting), detail/redis_connection.hpp (the hiredis connection: connect, setup,
 // EVALSHA, NOSCRIPT), detail/redis_link.hpp (its lock and the split send/receive path),
 // detail/redis_scripts.hpp (the Lua scripts), detail/redis_requests.hpp (each operation as a script
-// call and the reading of its reply, shared by both paths), detail/redis_waiting.hpp (the pub/sub
-// side of wait_for_release and watch_release), detail/redis_wait_any.hpp (wait_for_release_any).
+// call and the reading of its reply, shared by both paths), detail/redis_waiting.hpp (pub/sub),
+// detail/redis_wait_any.hpp (wait_for_release_any).
 #ifndef HOLDFAST_STORES_REDIS_HPP
 #define HOLDFAST_STORES_REDIS_HPP
 
@@ -469,14 +469,14 @@ class redis_store : public detail::link_client<detail::redis_link> {
   /// from a waiting acquirer. Every release script also PUBLISHes the key on the broadcast channel
   /// wait_prefix + "released", to which this store's notification connection is subscribed;
   /// every watcher of the key wakes. Sleeps until such an announcement, the holder's expiry (its
-  /// time left, read by inspect(), + 1 ms after the request left), or `deadline`; returns at
-  /// once if the key is free. Requests: one inspect. Lost announcements cost the wait until the
-  /// holder's expiry, never more. A stop of `cancel` ends it as it ends wait_for_release.
-  /// Thread-safety as wait_for_release. \returns success; errc::cancelled once `cancel` was
-  ///   stopped; errc::invalid_argument for an empty key; errors of inspect() or SUBSCRIBE.
+  /// time left, read by inspect(), + 1 ms after the request left), or `deadline`; at once if the
+  /// key is free or not held under `known` (if given: the holder read before is gone). One
+  /// inspect. A lost announcement costs the wait until the holder's expiry, never more. A stop of
+  /// `cancel` ends it as it ends wait_for_release. Thread-safety as wait_for_release. \returns
+  ///   success; errc::cancelled; invalid_argument (empty key); errors of inspect(), SUBSCRIBE.
   result<void> watch_release(std::string_view key,
                              const std::chrono::steady_clock::time_point& deadline,
-                             const cancel_token& cancel = {}) {
+                             const cancel_token& cancel = {}, fencing_token known = {}) {
     if (key.empty()) return errc::invalid_argument;
     detail::redis_waiting& w = *wait_;
     cancel_token::waker stop;  // before any lock: the wake-up takes w.mu
@@ -495,7 +495,7 @@ class redis_store : public detail::link_client<detail::redis_link> {
     result<std::optional<lease_record>> held = inspect(key);
     std::unique_lock<std::mutex> lk(w.mu);
     auto it = w.watched.find(key);
-    if (held && *held) {
+    if (held && *held && (known.is_none() || (*held)->token == known)) {  // else: gone already
       auto wake = start + (*held)->remaining + std::chrono::milliseconds(1);
       if (deadline < wake) wake = deadline;
       (void)w.sleep_on(lk, wake,

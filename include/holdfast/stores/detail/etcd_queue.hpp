@@ -189,7 +189,8 @@ inline result<std::optional<etcd_sighting>> etcd_read_queue_once(etcd_link& link
     result<std::optional<etcd_kv>> kv = etcd_range(link, body, k, &rev);
     if (!kv) return kv.error();
     if (!*kv) return std::optional<etcd_sighting>{};
-    return std::optional<etcd_sighting>{etcd_sighting{k, rev, (*kv)->lease}};
+    return std::optional<etcd_sighting>{
+        etcd_sighting{k, rev, (*kv)->lease, (*kv)->create_revision}};
   }
   body.assign(R"({"success":[{"request_range":{"key":")");
   base64_append(k, body);
@@ -207,7 +208,7 @@ inline result<std::optional<etcd_sighting>> etcd_read_queue_once(etcd_link& link
     return etcd_shape(link, "wait");
   }
   if (!kv) return std::optional<etcd_sighting>{};
-  return std::optional<etcd_sighting>{etcd_sighting{k, *rev, kv->lease}};
+  return std::optional<etcd_sighting>{etcd_sighting{k, *rev, kv->lease, kv->create_revision}};
 }
 
 /// Reads the holder of lease key `k` (nullopt: free) and, if queued (entry_revision > 0), the

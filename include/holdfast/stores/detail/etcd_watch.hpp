@@ -55,6 +55,7 @@ struct etcd_sighting {
   std::string key;  // the etcd key name (key_prefix + encoded key)
   std::int64_t revision = 0;
   std::int64_t lease = 0;
+  std::int64_t token = 0;  // the holder's create_revision (its token), where the read gave it
 };
 
 /// Each thread's last busy answer on one store, for its next wait. Guarded by the link's mutex.
