@@ -36,7 +36,8 @@ inline bool may_hide_grant(const std::error_code& ec) noexcept {
 /// Gives back whatever `owner` may hold on `key` in `store` after a call whose answer was lost:
 /// asks again with the same owner and `ttl` (ms; <= 0 asks for 1 ms), and releases the grant
 /// unless its token is `keep` (the grant the caller reports; none: keep nothing). One to three
-/// store calls (the re-ask once more when its own answer may hide a grant); best effort: a store that still fails is left to free the key at its TTL.
+/// store calls (the re-ask once more when its own answer may hide a grant); best effort: a store
+/// that still fails is left to free the key at its TTL.
 /// \returns the token that was given back, or none. Exceptions from the store propagate.
 template <class Store>
 fencing_token give_back(Store& store, std::string_view key, std::string_view owner,
