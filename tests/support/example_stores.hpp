@@ -16,6 +16,12 @@
 //   real_clock_tokens    | the token is std::chrono::system_clock nanoseconds, not a counter
 //   unlocked_renew       | renew and inspect read and write the record without the mutex
 //   counter_32bit        | the counter is a std::uint32_t (wraps after 2^32 grants)
+//   counter_int32_clamped| (locked_store) the counter goes through a saturating conversion to
+//                        | std::int32_t: it stops at 2^31 - 1
+//   counter_double       | (locked_store) the counter is a double, as a Lua or JSON number is:
+//                        | 2^53 + 1 rounds to 2^53
+//   counter_int64_clamped| (locked_store) the counter stops at 2^63 - 1, as SQLite's integer
+//                        | arithmetic does when it turns an overflow into a REAL
 //   stalled_cleanup      | expired keys are listed, then deleted in a later step without
 //                        | re-checking that they are still expired
 //   reboot_wipes_counter | (file_store) a new boot identity deletes the file, counter included
@@ -52,6 +58,9 @@ enum class flaw {
   real_clock_tokens,
   unlocked_renew,
   counter_32bit,
+  counter_int32_clamped,
+  counter_double,
+  counter_int64_clamped,
   stalled_cleanup,
   reboot_wipes_counter
 };
@@ -70,6 +79,7 @@ class lease_table {
   lease_table(Clock clock, flaw f, std::uint64_t counter) : clock_(clock), flaw_(f) {
     counter_ = counter;
     counter32_ = static_cast<std::uint32_t>(counter);
+    counterd_ = static_cast<double>(counter);
   }
 
   std::int64_t now() const { return clock_.now().time_since_epoch().count(); }
@@ -86,7 +96,15 @@ class lease_table {
           std::chrono::system_clock::now().time_since_epoch().count());
     }
     if (flaw_ == flaw::counter_32bit) return ++counter32_;
-    return ++counter_;
+    if (flaw_ == flaw::counter_double) {
+      counterd_ += 1;
+      return static_cast<std::uint64_t>(counterd_);
+    }
+    const std::uint64_t cap = flaw_ == flaw::counter_int32_clamped   ? 0x7fffffffULL
+                              : flaw_ == flaw::counter_int64_clamped ? 0x7fffffffffffffffULL
+                                                                     : ~0ULL;
+    counter_ = std::min(counter_ + 1, cap);
+    return counter_;
   }
 
   holdfast::result<holdfast::grant> acquire(std::string_view key, std::string_view owner,
@@ -153,6 +171,7 @@ class lease_table {
   std::map<std::string, record> leases_;
   std::uint64_t counter_ = 0;
   std::uint32_t counter32_ = 0;
+  double counterd_ = 0;
   Clock clock_;
   flaw flaw_;
 };

@@ -172,6 +172,41 @@ TEST_CASE("kit: each broken example store is named by check_store", "[testing/ki
   REQUIRE_THAT(narrow.summary(), Catch::Contains("T1 across 2^32: after token 4294967295"));
 }
 
+TEST_CASE("kit: token order is checked across 2^31, 2^32, 2^53 and 2^63", "[testing/kit-faults]") {
+  // Issue 21.2: the counter started a few grants below each end (store_env::counter_start). Each
+  // broken counter passes the ends below its own and is named at its own.
+  conformance_options o;
+  o.schedules = 0;
+  o.hostile_strings = false;
+  const struct {
+    flaw f;
+    const char* named;
+  } cases[] = {{flaw::counter_int32_clamped, "T1 across 2^31: after token 2147483647"},
+               {flaw::counter_32bit, "T1 across 2^32: after token 4294967295"},
+               {flaw::counter_double, "T1 across 2^53: after token 9007199254740992"},
+               {flaw::counter_int64_clamped, "T1 across 2^63: after token 9223372036854775807"}};
+  for (const auto& c : cases) {
+    const flaw f = c.f;
+    const conformance_report r = check_store(
+        [f](sim_clock k, const store_env& env) {
+          return locked_store<sim_clock>(k, f, env.counter_start);
+        },
+        o);
+    INFO(r.summary());
+    REQUIRE(r.failures.size() == 1);
+    REQUIRE_THAT(r.summary(), Catch::Contains(c.named));
+  }
+  // The correct store crosses all four, and none is listed as not explored.
+  const conformance_report fine = check_store(
+      [](sim_clock k, const store_env& env) {
+        return locked_store<sim_clock>(k, flaw::none, env.counter_start);
+      },
+      o);
+  INFO(fine.summary());
+  REQUIRE(fine.ok());
+  REQUIRE_THAT(fine.summary(), !Catch::Contains("token order across"));
+}
+
 TEST_CASE("kit: a machine reboot crashes every client and restarts the store's clock",
           "[testing/kit-faults]") {
   // Issue 21.2: the correct file_store drops the old boot's leases and keeps its counter; it
@@ -246,6 +281,19 @@ TEST_CASE("kit: a cleanup that deletes what it listed before a stall is caught b
   INFO(m.summary());
   REQUIRE_THAT(m.summary(), Catch::Contains("S3 exclusive grants violated"));
   REQUIRE(m.schedules <= 30);
+  // The shrunk timeline shows the operation that did the harm: where it stopped at its step
+  // point (the cleanup had listed the expired key), and where it went on and deleted C#2's
+  // grant (history::store_stalls).
+  REQUIRE_THAT(
+      m.summary(),
+      Catch::Contains(
+          "  t=1.001s    B's acquire of \"orders\" stops at a step point inside the store for "
+          "5.000s (others run)\n"
+          "  t=5.676s    C#2 acquires \"orders\" ttl=1000ms               -> token #3\n"
+          "  t=6.001s    B's acquire of \"orders\" goes on past its step point, acting on what "
+          "it read 5.000s earlier\n"
+          "  t=6.001s    B acquires \"orders\" ttl=1000ms [began 5.000s earlier; others ran "
+          "between its steps] [request in flight 0.001s] -> token #4   <- S3 violated\n"));
   conformance_options d;
   d.durable = true;
   const conformance_report f = check_store(
@@ -256,6 +304,16 @@ TEST_CASE("kit: a cleanup that deletes what it listed before a stall is caught b
   INFO(f.summary());
   REQUIRE_THAT(f.summary(), Catch::Contains("S3 exclusive grants violated"));
   REQUIRE(f.schedules <= 30);
+  REQUIRE_THAT(
+      f.summary(),
+      Catch::Contains(
+          "  t=3.205s    A#3's acquire of \"orders\" stops at a step point inside the store for "
+          "1.840s (others run)\n"
+          "  t=5.044s    B acquires \"orders\" ttl=1000ms                 -> token #3\n"
+          "  t=5.045s    A#3's acquire of \"orders\" goes on past its step point, acting on "
+          "what it read 1.840s earlier\n"
+          "  t=5.045s    A#3 acquires \"orders\" ttl=1000ms [began 1.840s earlier; others ran "
+          "between its steps] -> token #4   <- S3 violated\n"));
 }
 
 namespace {

@@ -294,10 +294,13 @@ conformance_report check_store(Factory&& make_store, const conformance_options& 
 }
 
 /// The run options fuzz_store() uses by default: run_options' defaults with clients' clocks
-/// jumping (S1-S3, S5 and L1 hold under jumps; S4 is checked up to the first jump).
+/// jumping (S1-S3, S5 and L1 hold under jumps; S4 is checked up to the first jump), and aimed
+/// stalls taken once an input has run out (store_fault_options::stall_when_exhausted: libFuzzer's
+/// short inputs are mostly used up by their workload).
 inline run_options store_run_options() {
   run_options o;
   o.faults.clock_jumps = true;
+  o.store_faults.stall_when_exhausted = true;
   return o;
 }
 

@@ -124,20 +124,18 @@ class recording_source final : public decision_source {
   /// Returns how many non-trivial choices were made.
   [[nodiscard]] std::size_t size() const noexcept { return record_.size(); }
 
-  /// Returns the bytes that make byte_source give the same answers (trailing zero answers are
-  /// dropped: an exhausted byte_source answers 0 anyway).
+  /// Returns the bytes that make byte_source give the same answers, every one of them: trailing
+  /// zero answers are kept, since a run may tell an answer of 0 from a source that has run out
+  /// (store_fault_options::stall_when_exhausted).
   [[nodiscard]] std::vector<std::uint8_t> to_bytes() const {
     std::vector<std::uint8_t> out;
-    std::size_t keep = 0;  // length of `out` up to the last non-zero answer
     for (const entry& e : record_) {
       std::uint32_t bytes = 1;
       for (std::uint64_t span = 256; span < e.n; span <<= 8) ++bytes;
       std::uint32_t v = e.value;
       for (std::uint32_t i = 0; i < bytes; ++i, v >>= 8)
         out.push_back(static_cast<std::uint8_t>(v));
-      if (e.value != 0) keep = out.size();
     }
-    out.resize(keep);
     return out;
   }
 

@@ -91,6 +91,12 @@ struct store_fault_options {
   /// read before the stall (a cleanup that lists expired keys and deletes them later). Only
   /// stores that mark step points see it. Default on.
   bool regrant_stalls = true;
+  /// With regrant_stalls: take every aimed stall once a finite decision source (byte_source) has
+  /// run out, instead of 1 in 2 by a decision that an exhausted source answers 0. A libFuzzer
+  /// input is short early in a run (100-300 bytes) and its workload alone takes 130-260, so its
+  /// schedules were never aimed. An aimed stall slows a correct store and never fails one.
+  /// Default off; store_run_options() and durable_store_run_options() (fuzz_store) turn it on.
+  bool stall_when_exhausted = false;
   /// How often a request, and then its reply, spends time in flight when request_delays /
   /// reply_delays are on: the weight of "delayed" against 40 for "delivered at once" (and 1 or 2
   /// for each other fault). Default 10, about one stage in five (tests/unit/test_quorum_sim.cpp

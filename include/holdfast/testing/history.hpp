@@ -40,6 +40,7 @@
 #ifndef HOLDFAST_TESTING_HISTORY_HPP
 #define HOLDFAST_TESTING_HISTORY_HPP
 
+#include <cstddef>
 #include <cstdint>
 #include <cstdio>
 #include <limits>
@@ -228,6 +229,16 @@ struct permit_group {
   std::uint32_t permits = 0;  ///< N, the bound on live permits.
 };
 
+/// A store operation that stopped at one of the store's own step points (holdfast::step_point,
+/// step_kind::between) before it took effect, while others ran (true times, ns). The timeline
+/// shows it with its operation: what a store does between its own steps (a delete of what it
+/// listed before the stall) is seen nowhere else.
+struct store_stall {
+  std::size_t event = 0;        ///< The operation's event, in history::events.
+  std::int64_t reached_ns = 0;  ///< When it reached the step point.
+  std::int64_t resumed_ns = 0;  ///< When its next step ran (> reached_ns).
+};
+
 /// A whole run: its events plus what the checker needs to interpret them.
 ///
 /// Thread-safety: a plain value; the simulator appends from its one thread.
@@ -260,6 +271,9 @@ struct history {
   /// step_kind::between points the stores reached inside operations of simulated clients
   /// (holdfast::step_point): 0 means no interleaving inside a store operation was explored.
   std::uint64_t store_steps = 0;
+  /// The stalls of recorded store operations at step points before they took effect, in the
+  /// order the operations took effect.
+  std::vector<store_stall> store_stalls;
 
   /// Appends `e` and returns its index.
   std::size_t add(event e) {

@@ -235,22 +235,26 @@ class sim_store {
     sim_store* store = nullptr;
     node_id who = no_node;
     std::size_t index = npos;
-    bool killed = false;      // the store went down while this operation was inside it
-    bool may_unwind = false;  // the store's operation may throw (it is not noexcept)
-    bool aimed = false;       // its first step point was passed (regrant_stalls decided)
+    bool killed = false;       // the store went down while this operation was inside it
+    bool may_unwind = false;   // the store's operation may throw (it is not noexcept)
+    bool aimed = false;        // its first step point was passed (regrant_stalls decided)
+    detail::step_trace steps;  // its stalls at step points, for history::store_stalls
     event e;
   };
 
   void linearized(call& c) {
     if (c.index != npos) return;
     stamp(c.e);
-    if (record_) c.index = sim_.log().add(c.e);
+    if (!record_) return;
+    c.index = sim_.log().add(c.e);
+    c.steps.took_effect(sim_.log(), c.index);
   }
 
   // At a `between` step point, once the calling client runs again: the store may crash here
   // (with restarts on), and an operation whose store went down ends here.
   void between_steps(call& c) {
     if (!std::exchange(c.aimed, true)) aim_stall(c);
+    c.steps.resumed(sim_.now_ns());
     if (!c.killed && faults_.restarts && c.who != no_node && !sim_.healed() &&
         !sim_.current_crashed() && sim_.weighted({30, 1}) == 1) {
       go_down(c.who);
@@ -263,11 +267,13 @@ class sim_store {
   }
 
   // store_fault_options::regrant_stalls (detail/sim_store_aim.hpp): an acquire that began once a
-  // key's lease had expired, not yet granted again, waits here (1 in 2) for another grant.
+  // key's lease had expired, not yet granted again, waits here (1 in 2, or always once the input
+  // has run out with stall_when_exhausted) for another grant.
   void aim_stall(call& c) {
     if (!faults_.regrant_stalls || c.killed || c.who == no_node || sim_.healed() ||
         sim_.current_crashed() || c.e.kind != event_kind::store_acquire ||
-        !aim_.expired_at(c.e.begin_local_ns) || sim_.decide(2) == 0) {
+        !aim_.expired_at(c.e.begin_local_ns) ||
+        !detail::take_aimed_stall(sim_, faults_.stall_when_exhausted)) {
       return;
     }
     aim_.stall(sim_, [this, &c] { return c.killed || sim_.current_crashed(); });
@@ -389,6 +395,7 @@ class sim_store {
     calls_.push_back(&c);
     high_water_ = std::max(high_water_, sim_.local_ns(node_));
     c.e.begin_local_ns = sim_.local_ns(node_);
+    c.steps.begin(sim_.now_ns());
     c.store = this;
     c.may_unwind = !noexcept(apply());
     simulator::store_call registration;

@@ -10,6 +10,9 @@
 //                    | (by the store's clock) and how many grants the store applied; an acquire
 //                    | that began once a key's lease had expired, and before anyone was granted
 //                    | it again, is held at its first step point until another grant applies
+//                    | (1 in 2; with stall_when_exhausted, always once the input has run out)
+//   step_trace       | the stalls of one operation at its step points before it took effect,
+//                    | for history::store_stalls (the timeline shows them with the operation)
 //
 // The aimed stall is the boundary search's counterpart inside a store: schedules already aim
 // acquires at expiry instants; this aims the stall of a multi-step store's operation between
@@ -23,11 +26,13 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cstddef>
 #include <cstdint>
 #include <vector>
 
 #include "holdfast/detail/config.hpp"
 #include "holdfast/testing/fault_options.hpp"
+#include "holdfast/testing/history.hpp"
 #include "holdfast/testing/simulator.hpp"
 
 namespace holdfast {
@@ -61,6 +66,13 @@ inline std::chrono::milliseconds shorter_ttl(simulator& sim, const store_fault_o
   const std::int64_t tenths = 5 + static_cast<std::int64_t>(sim.weighted({1, 1, 1, 1, 1}));
   const std::chrono::milliseconds shorter(ttl.count() * tenths / 10);
   return shorter > std::chrono::milliseconds::zero() ? shorter : std::chrono::milliseconds(1);
+}
+
+/// Whether an aimed stall is taken: 1 in 2, or always once the decision source has run out if
+/// `when_exhausted` (store_fault_options::stall_when_exhausted).
+inline bool take_aimed_stall(simulator& sim, bool when_exhausted) {
+  if (when_exhausted && sim.decisions().exhausted()) return true;
+  return sim.decide(2) == 1;
 }
 
 /// What the aimed stall knows of one store (the file comment).
@@ -100,6 +112,36 @@ class regrant_aim {
   std::vector<std::int64_t> expiry_;  // per key index: the last grant's expiry (0: free)
   std::uint64_t grants_ = 0;
   bool stalling_ = false;
+};
+
+/// Where one store operation stopped at step points, and for how long (true time). Time passes
+/// inside a store operation only at its step points, so a step is reached when the previous one
+/// resumed (or the operation began).
+class step_trace {
+ public:
+  /// The operation began at `now_ns`.
+  void begin(std::int64_t now_ns) { last_ns_ = now_ns; }
+  /// Its step point's wait is over at `now_ns` (others ran, or it stalled, since it got there).
+  void resumed(std::int64_t now_ns) {
+    if (!done_ && now_ns > last_ns_) stalls_.push_back({0, last_ns_, now_ns});
+    last_ns_ = now_ns;
+  }
+  /// It took effect as `log.events[event]`: the stalls so far go into `log.store_stalls`, and
+  /// later ones (after its commit) are not kept.
+  void took_effect(history& log, std::size_t event) {
+    if (done_) return;
+    done_ = true;
+    for (store_stall s : stalls_) {
+      s.event = event;
+      log.store_stalls.push_back(s);
+    }
+    stalls_.clear();
+  }
+
+ private:
+  std::vector<store_stall> stalls_;
+  std::int64_t last_ns_ = 0;
+  bool done_ = false;
 };
 
 }  // namespace detail

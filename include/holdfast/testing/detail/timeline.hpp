@@ -15,6 +15,11 @@
 //   widen()              | adds to the events a property named the faults of the nodes involved
 //                        | (crashes, restarts, clock jumps), the violator's stall right before it
 //                        | and store outages; sorted, without repeats
+//   step_lines()         | a store operation that stopped at one of the store's own step points
+//                        | while a grant in the context applied (history::store_stalls): its
+//                        | event, and a line where it stopped and where it went on (the harm a
+//                        | store does between its steps, e.g. deleting what it listed before the
+//                        | stall, shows nowhere else)
 //   describe()           | one event as "<what happened> -> <result>", with its injected fault and
 //                        | what the client was told when that differs
 //   expiry_lines()       | a synthesized line where the store's clock passed the expiry of a lease
@@ -56,6 +61,7 @@ class timeline {
   std::string render(std::vector<std::size_t> ctx, std::size_t at, invariant violated) const {
     widen(ctx, at);
     std::vector<line> lines;
+    step_lines(ctx, at, lines);
     for (std::size_t j : ctx) {
       const event& e = h_.events[j];
       std::string text = describe(e, j == at);
@@ -63,8 +69,9 @@ class timeline {
       lines.push_back({e.true_ns, j * 2 + 1, std::move(text)});
     }
     expiry_lines(ctx, at, lines);
-    std::sort(lines.begin(), lines.end(),
-              [](const line& a, const line& b) { return a.order < b.order; });
+    std::stable_sort(lines.begin(), lines.end(), [](const line& a, const line& b) {
+      return a.order != b.order ? a.order < b.order : a.t < b.t;
+    });
     return format(lines);
   }
 
@@ -130,6 +137,58 @@ class timeline {
     ctx.erase(std::remove(ctx.begin(), ctx.end(), no_event), ctx.end());
     std::sort(ctx.begin(), ctx.end());
     ctx.erase(std::unique(ctx.begin(), ctx.end()), ctx.end());
+  }
+
+  // The stalls at step points (history::store_stalls) of operations in the context, and of any
+  // operation on the same store that stopped before a grant in the context and went on after it:
+  // its event joins the context, with a line where it stopped and one where it went on.
+  void step_lines(std::vector<std::size_t>& ctx, std::size_t at, std::vector<line>& lines) const {
+    std::vector<std::size_t> more;
+    for (const store_stall& s : h_.store_stalls) {
+      if (s.event > at || s.event >= h_.events.size()) continue;
+      const event& op = h_.events[s.event];
+      bool shown = std::find(ctx.begin(), ctx.end(), s.event) != ctx.end();
+      for (std::size_t j : ctx) {
+        const event& g = h_.events[j];
+        shown =
+            shown || (g.kind == event_kind::store_acquire && g.outcome == 0 && g.node == op.node &&
+                      s.reached_ns < g.true_ns && g.true_ns < s.resumed_ns);
+      }
+      if (!shown) continue;
+      more.push_back(s.event);
+      const std::string what = who(op) + "'s " + verb(op.kind) + " " + key_of(op);
+      lines.push_back({s.reached_ns, first_event_after(s.reached_ns, false) * 2,
+                       what + " stops at a step point inside the store for " +
+                           fmt_span(s.resumed_ns - s.reached_ns) + " (others run)"});
+      lines.push_back({s.resumed_ns, first_event_after(s.resumed_ns, true) * 2,
+                       what + " goes on past its step point, acting on what it read " +
+                           fmt_span(s.resumed_ns - s.reached_ns) + " earlier"});
+    }
+    ctx.insert(ctx.end(), more.begin(), more.end());
+    std::sort(ctx.begin(), ctx.end());
+    ctx.erase(std::unique(ctx.begin(), ctx.end()), ctx.end());
+  }
+
+  // The index of the first event after true time `t` (at or after it, if `at_too`).
+  std::size_t first_event_after(std::int64_t t, bool at_too) const {
+    std::size_t i = 0;
+    while (i < h_.events.size() &&
+           (h_.events[i].true_ns < t || (!at_too && h_.events[i].true_ns == t)))
+      ++i;
+    return i;
+  }
+
+  static const char* verb(event_kind k) {
+    switch (k) {
+      case event_kind::store_acquire:
+        return "acquire of";
+      case event_kind::store_renew:
+        return "renew of";
+      case event_kind::store_release:
+        return "release of";
+      default:
+        return "raise of";
+    }
   }
 
   // Synthesized expiry lines for the leases in the context that expired before the violation.
