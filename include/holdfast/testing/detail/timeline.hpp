@@ -191,9 +191,12 @@ class timeline {
     }
   }
 
-  // Synthesized expiry lines for the leases in the context that expired before the violation.
+  // Synthesized expiry lines for the leases in the context that expired before the violation,
+  // or within 1 ms after it (a lease freed a tick early: the line 1 ns after the violation is
+  // what makes the times print to the nanosecond).
   void expiry_lines(const std::vector<std::size_t>& ctx, std::size_t at,
                     std::vector<line>& lines) const {
+    constexpr std::int64_t just_after = 1000000;
     const std::int64_t t_at = h_.events[at].true_ns;
     for (std::size_t j : ctx) {
       const event& e = h_.events[j];
@@ -201,15 +204,15 @@ class timeline {
       const granted_lease* r = leases_.find(e.node, e.key, e.token);
       if (r == nullptr || r->grant != j) continue;
       const std::int64_t t = true_time_of(r->store, r->hi);
-      if (t < 0 || t > t_at) continue;
+      if (t < 0 || t > t_at + just_after) continue;
       if (r->end != no_event && h_.events[r->end].true_ns <= t) continue;  // released before
       std::size_t order = 0;  // place it among the events by time
       for (const line& l : lines) {
         if (l.t <= t) order = std::max(order, l.order + 1);
       }
-      lines.push_back(
-          {t, order,
-           "the store's clock passes the expiry of " + e.owner + "'s lease " + fmt_token(e.token)});
+      lines.push_back({t, order,
+                       "the store's clock passes the expiry of " + e.owner + "'s lease " +
+                           fmt_token(e.token) + (t > t_at ? " (after the violation)" : "")});
     }
   }
 
