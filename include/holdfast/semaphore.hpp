@@ -229,10 +229,13 @@ class semaphore : public detail::lease_recipe<Store, Clock, semaphore_options<Cl
       give_back(o, unsure);
       return ec;
     };
-    std::optional<std::uint32_t> only;  // after a wake-up: the one slot that may be free
+    // After a wake-up: the one slot that may be free, or permits_ for none. (Not an optional:
+    // g++ 12 -O2 warns maybe-uninitialized on one here, a false positive that -Werror makes fatal.)
+    std::uint32_t only = permits_;
     for (std::uint32_t made = 1;; ++made) {
-      result<permit> p = only ? pass(o, *only, unsure, 1) : pass(o, start, unsure, permits_);
-      only.reset();
+      result<permit> p =
+          only < permits_ ? pass(o, only, unsure, 1) : pass(o, start, unsure, permits_);
+      only = permits_;
       if (p) return p;
       // errc::cancelled too (not transient)
       if (!is_transient(p.error()) || delays.exhausted(made)) return fail(p.error());
@@ -278,11 +281,11 @@ class semaphore : public detail::lease_recipe<Store, Clock, semaphore_options<Cl
  private:
   // Between two passes of acquire(), with every slot busy: waits in the store where it can (see
   // acquire()). \returns true if woken (the next pass starts at once; `only` is set to the slot to
-  //   ask alone when the store named one), false to sleep the backoff delay until `wake` first
-  //   (the store cannot wait, or its wait failed), errc::cancelled.
+  //   ask alone when the store named one, else left at permits_), false to sleep the backoff delay
+  //   until `wake` first (the store cannot wait, or its wait failed), errc::cancelled.
   result<bool> wait(const acquire_options<Clock>& o, Clock& clock, time_point now,
                     time_point deadline, time_point wake, std::uint32_t start,
-                    std::optional<std::uint32_t>& only) {
+                    std::uint32_t& only) {
     if constexpr (can_wait_for_release_any_v<Store, Clock>) {
       (void)clock, (void)now, (void)wake, (void)start;
       result<std::size_t> r = this->store_.wait_for_release_any(slot_keys_, deadline, o.cancel);
