@@ -159,10 +159,10 @@ inline std::error_code check_min_ttl(std::chrono::milliseconds ttl, std::chrono:
   if (!(ttl < floor)) return {};
   if (report != nullptr) {
     report->last_store_error = make_error_code(errc::invalid_argument);
-    report->last_store_message = "holdfast: the TTL of " + std::to_string(ttl.count()) +
-                                 " ms is under the store's min_ttl of " +
-                                 std::to_string(floor.count()) +
-                                 " ms (its options' min_ttl: the shortest TTL it can honour)";
+    report->last_store_message =
+        "holdfast: invalid argument: the TTL of " + std::to_string(ttl.count()) +
+        " ms is under the store's min_ttl of " + std::to_string(floor.count()) +
+        " ms (its options' min_ttl: the shortest TTL it can honour)";
   }
   return errc::invalid_argument;
 }

@@ -15,6 +15,7 @@
 
 #include <chrono>
 #include <string>
+#include <string_view>
 #include <system_error>
 #include <utility>
 
@@ -77,8 +78,10 @@ class lease_recipe {
       if (why.empty()) why = backoff_problem(opts_.acquire.backoff, "acquire.backoff");
       refuse(why.empty() ? invalid_acquire_input_text(key_, ttl, opts_.acquire) : why);
     } else if (check_min_ttl(*ms, store_min_ttl(store), &floor)) {
-      const std::string& said = floor.last_store_message;  // "holdfast: the TTL of ..."
-      refuse(said.substr(said.find(' ') + 1));
+      // "holdfast: invalid argument: the TTL of ...": refuse() puts its own prefix on.
+      const std::string& said = floor.last_store_message;
+      const std::string_view prefix = "holdfast: invalid argument: ";
+      refuse(said.compare(0, prefix.size(), prefix) == 0 ? said.substr(prefix.size()) : said);
     } else if (opts_.keepalive != nullptr && opts_.keepalive->error()) {
       refuse("options.keepalive has bad options of its own (see its error_message())");
     } else {
