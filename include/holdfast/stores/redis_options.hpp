@@ -73,9 +73,12 @@ struct redis_options {
   /// wait_replicas wait_timeout` in the same round trip; a grant fewer replicas acknowledged in
   /// time is given back (released) and reported as errc::grant_not_durable, never as a grant a
   /// failover can lose. Redis' WAIT makes no grant durable on its own (an acknowledged write lives
-  /// in the replicas' memory; Sentinel promotes the most advanced replica): with failover by
-  /// Sentinel and wait_replicas >= 1 a failover keeps every grant reported, unless the primary and
-  /// every acknowledging replica are lost at once.
+  /// in the replicas' memory; Sentinel promotes the most advanced replica). With failover by
+  /// Sentinel, wait_replicas = the number of replicas keeps every grant reported unless the
+  /// primary and every replica are lost at once. A smaller count does not when the old primary
+  /// keeps serving during the failover: a replica not yet re-pointed can acknowledge a grant and
+  /// then drop it when it resyncs from the promoted one (tests/unit/test_failover_load_redis.cpp
+  /// shows it); the fences still admit no second holder.
   int wait_replicas = 0;
   /// How long WAIT waits for the acknowledgements, in ms, > 0. Default 1000.
   std::chrono::milliseconds wait_timeout{1000};
