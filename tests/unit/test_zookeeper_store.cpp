@@ -17,6 +17,7 @@
 #include <thread>
 #include <vector>
 
+#include "../support/cut_proxy.hpp"
 #include "../support/fail_fast.hpp"
 #include "../support/real_servers.hpp"
 #include "../support/zookeeper_servers.hpp"
@@ -273,6 +274,57 @@ TEST_CASE("zookeeper_store: a create whose reply is lost neither orphans a node 
     REQUIRE(a.leave_queue("k"));
     CHECK(adm.contenders("k").size() == 1);
   }
+}
+
+TEST_CASE("zookeeper_store: a connection cut between create and its reply leaves what it reports",
+          "[zookeeper][lost_reply]") {
+  std::optional<zookeeper_options> o = shared();
+  if (!o) return;
+  const int server_port = std::stoi(o->hosts.substr(o->hosts.rfind(':') + 1));
+  hf_test::cut_proxy proxy(server_port);
+  REQUIRE(proxy.port() > 0);
+  zookeeper_options via = *o;
+  via.hosts = "127.0.0.1:" + std::to_string(proxy.port());
+  zookeeper_store a(via);
+  zookeeper_store b(*o);
+  admin adm(*o);
+  auto warm = a.try_acquire("warm", "A", 2000ms);  // the session is up before the cut
+  REQUIRE(warm);
+  // A create carries its path, data and ACL: well over 40 bytes; a ping is 12. Whether the
+  // server applied the cut create is its business (here it has not, so far: the request of a
+  // session that reconnected meanwhile is refused); either way the store leaves exactly what it
+  // reports: a grant and its one node, or an error and no node.
+  proxy.arm(40);
+  auto g = a.try_acquire("k", "A", 2000ms);
+  CHECK(proxy.cuts() == 1);
+  if (g) {
+    CHECK(adm.contenders("k").size() == 1);
+  } else {
+    CHECK(g.error() == errc::store_unavailable);
+    CHECK(adm.contenders("k").empty());
+    g = a.try_acquire("k", "A", 2000ms);
+    REQUIRE(g);
+    CHECK(adm.contenders("k").size() == 1);
+  }
+  CHECK(b.try_acquire("k", "B", 2000ms).error() == errc::busy);
+  REQUIRE(a.release("k", "A", g->token));
+  CHECK(adm.contenders("k").empty());
+  // Queued: one place at most, never two.
+  auto h = b.try_acquire("q", "B", 2000ms);
+  REQUIRE(h);
+  proxy.arm(40);
+  const auto first = a.try_acquire_queued("q", "A", 2000ms);
+  CHECK(proxy.cuts() == 2);
+  CHECK_FALSE(first.has_value());
+  CHECK(adm.contenders("q").size() == (first.error() == errc::busy ? 2u : 1u));
+  CHECK(a.try_acquire_queued("q", "A", 2000ms).error() == errc::busy);
+  CHECK(adm.contenders("q").size() == 2);
+  REQUIRE(b.release("q", "B", h->token));
+  REQUIRE(a.wait_for_release("q", std::chrono::steady_clock::now() + 5s));
+  auto mine = a.try_acquire_queued("q", "A", 2000ms);
+  REQUIRE(mine);
+  CHECK(h->token < mine->token);
+  CHECK(adm.contenders("q").size() == 1);
 }
 
 TEST_CASE("zookeeper_store: a release wakes exactly the next waiter, in three requests",
