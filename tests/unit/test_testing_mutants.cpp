@@ -82,6 +82,25 @@ TEST_CASE("mutants: the shipped fences refuse the re-issued tokens token_only_fe
   CHECK(refused >= 10);
 }
 
+TEST_CASE("mutants: check_store names the equal-token rule over a store that loses its last grant",
+          "[testing/mutants]") {
+  // Issue 20.4: the kit's report, for a correct durable store restarted from lagging copies
+  // behind fences with the old equal-token rule, names S1 and the cause. (The kit's own store:
+  // its copies are copies of its state, so no files are written; file_store takes 20 s here.)
+  conformance_options o;
+  o.durable = true;
+  o.schedules = 60;
+  o.progress = progress_mode::off;
+  o.run.mutation = mutant::token_only_fence;
+  const conformance_report r =
+      check_store([](sim_clock c) { return mutant_store<sim_clock>(c, mutant::none); }, o);
+  INFO(r.summary());
+  REQUIRE_FALSE(r.ok());
+  CHECK_THAT(r.summary(), Catch::Contains("S1 fenced writes violated") &&
+                              Catch::Contains("two holders under one token (the store lost "
+                                              "grants: token_reissued)"));
+}
+
 TEST_CASE("mutants: mutant_store without a mutation is a correct store", "[testing/mutants]") {
   auto make = [](sim_clock c) { return mutant_store<sim_clock>(c, mutant::none); };
   for (std::uint64_t seed = 0; seed < 200; ++seed) {

@@ -459,7 +459,7 @@ class checker {
         fail(invariant::s1_fenced_writes, i,
              who(e) + "'s write with " + fmt_token(e.token) + " was admitted after " + first.owner +
                  "'s write with the same token at the resource of \"" + key_name(e.key) +
-                 "\": two holders under one token (the store re-issued it)",
+                 "\": two holders under one token (the store lost grants: token_reissued)",
              ctx);
         return;
       }

@@ -76,6 +76,15 @@ struct store_fault_options {
   /// promoted, an fsync window, a restore): grants lost, the counter back at the copy's. Needs
   /// restarts and sim_store::keep_copies (run_schedule sets it up). Default off.
   bool lagging_restarts = false;
+  /// With lagging_restarts: the first copy is taken when the store is made, before any
+  /// operation, so a lagging restart can lose every grant so far, the first one included (a
+  /// replica promoted before it received a write, a restore from a backup taken at set-up).
+  /// Default off (the first copy is taken after the first operation that succeeded).
+  bool copy_from_start = false;
+  /// With lagging_restarts: every restart whose copy lags comes back from it (a deployment whose
+  /// every failover loses the tail not yet replicated), with no decision drawn; off, one in two
+  /// does (a decision whose 0 answer keeps the state). Default off.
+  bool every_restart_lags = false;
   /// Some restarts (1 in 3) are machine reboots: every client crashes at that instant (they ran
   /// on the store's machine: an embedded store's files are local), the store's clock starts over
   /// (it reads 1 ms when the store comes back, as a steady clock counts from boot) and the store

@@ -209,7 +209,10 @@ class sim_store {
   /// one more behind. A lagging restart restores it (in place of on_restart, taking its budget);
   /// its store_up event says how many operations were lost (value) and where the copy was taken
   /// (token: history events before it), so the checker judges the store from the copy's state.
-  void keep_copies(std::function<restore_fn(Store&)> take) { take_copy_ = std::move(take); }
+  void keep_copies(std::function<restore_fn(Store&)> take) {
+    take_copy_ = std::move(take);  // copy_from_start: the first copy now, before any operation
+    if (faults_.copy_from_start && faults_.lagging_restarts) restore_ = take_copy_(*inner_);
+  }
 
   /// Records this store's operations in the history (default), or not (`false`): unrecorded
   /// operations still see every fault; store_down/store_up are always recorded.
@@ -518,10 +521,9 @@ class sim_store {
     static constexpr std::int64_t tenths[] = {1, 5, 20};
     down_until_ = sim_.now_ns() + sim_.scale_ns() * tenths[sim_.decide(3)] / 10;
     restart_armed_ = budget_ == nullptr || budget_->left > 0;
-    // A lagging restart (half of those that may lose state, when the copy lags) loses the
-    // operations the copy lacks.
+    // A lagging restart (1 in 2, or every_restart_lags) loses the operations the copy lacks.
     lagging_armed_ = restart_armed_ && restore_ && copy_lags_ > 0 && faults_.lagging_restarts &&
-                     sim_.decide(2) == 1;
+                     (faults_.every_restart_lags || sim_.decide(2) == 1);
     reboot_armed_ = !lagging_armed_ && on_reboot_ && faults_.reboots && sim_.decide(3) == 2;
     if (budget_ != nullptr && restart_armed_ && (on_restart_ || lagging_armed_)) --budget_->left;
     for (call* c : calls_) c->killed = true;
