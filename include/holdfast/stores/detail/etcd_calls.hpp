@@ -12,7 +12,6 @@
 #include <cstdint>
 #include <nlohmann/json.hpp>
 #include <optional>
-#include <random>
 #include <string>
 #include <string_view>
 #include <system_error>
@@ -21,6 +20,7 @@
 #include <vector>
 
 #include "holdfast/detail/config.hpp"
+#include "holdfast/detail/random.hpp"
 #include "holdfast/error.hpp"
 #include "holdfast/result.hpp"
 #include "holdfast/stores/detail/etcd_encoding.hpp"
@@ -49,15 +49,14 @@ inline std::error_code etcd_shape(etcd_link& link, const char* op) {
 
 /// A lease ID of the client's choosing, in [1, 2^63-1] (etcd takes LeaseGrantRequest.ID; 0 would
 /// let it choose): a grant whose reply is lost can still be revoked by its ID (issue 22). 63
-/// random bits: a clash with a live lease (etcd answers "lease already exists", an error, never
-/// a shared lease) has odds of n / 2^63 for n live leases.
+/// random bits from detail::thread_generator(), which reseeds in a fork()ed child: a generator of
+/// its own that a child inherited would hand every child of one parent the same IDs, and a grant
+/// refused as "lease already exists" is revoked as possibly ours (its reply may have been lost),
+/// which would then end another process's live lease. With distinct streams a clash with a live
+/// lease has odds of n / 2^63 for n live leases.
 inline std::int64_t etcd_new_lease_id() {
-  thread_local std::mt19937_64 gen{[] {
-    std::random_device rd;
-    return (static_cast<std::uint64_t>(rd()) << 32) ^ rd();
-  }()};
   std::int64_t id = 0;
-  while (id == 0) id = static_cast<std::int64_t>(gen() >> 1);
+  while (id == 0) id = static_cast<std::int64_t>(thread_generator().next() >> 1);
   return id;
 }
 
