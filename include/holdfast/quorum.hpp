@@ -249,6 +249,23 @@ class quorum_store {
   /// Returns errc::invalid_argument if the configuration is bad (see quorum_options::check; also
   /// a null or repeated member), a zero error code otherwise.
   [[nodiscard]] std::error_code check() const noexcept { return config_error_; }
+  /// Returns what check() refuses, naming the field or member, its value and the limit
+  /// ("holdfast: quorum_store: invalid argument: quorum of 4 members: the number must be odd
+  /// (1, 3, 5, ...)"), or "" if the configuration is good.
+  [[nodiscard]] std::string error_message() const {
+    if (!config_error_) return {};
+    const std::vector<Store*>& m = exec_.members();
+    std::string why = opts_.problem(m.size());
+    for (std::size_t i = 0; i < m.size() && why.empty(); ++i) {
+      if (m[i] == nullptr) why = "member " + std::to_string(i) + " is null";
+      for (std::size_t j = 0; j < i && why.empty(); ++j) {
+        if (m[j] == m[i]) {
+          why = "members " + std::to_string(j) + " and " + std::to_string(i) + " are one store";
+        }
+      }
+    }
+    return "holdfast: quorum_store: invalid argument: " + why;
+  }
   /// Returns the number of members N.
   [[nodiscard]] std::size_t size() const noexcept { return exec_.size(); }
   /// Returns W, how many members must grant, renew or have released a lease (see empty_restarts).

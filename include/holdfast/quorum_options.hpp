@@ -9,6 +9,7 @@
 
 #include <chrono>
 #include <cstddef>
+#include <string>
 #include <string_view>
 #include <system_error>
 #include <type_traits>
@@ -153,6 +154,36 @@ struct quorum_options {
     }
     if (max_queued == 0) return errc::invalid_argument;
     return validity.check();
+  }
+
+  /// Returns what check(members) refuses, naming the field, its value and the limit ("" if
+  /// nothing): "quorum of 4 members: the number must be odd (1, 3, 5, ...)".
+  [[nodiscard]] std::string problem(std::size_t members) const {
+    const std::string n = std::to_string(members);
+    if (members == 0 || members % 2 == 0) {
+      return "quorum of " + n + " members: the number must be odd (1, 3, 5, ...)";
+    }
+    if (empty_restarts >= members || write_quorum(members, empty_restarts) > members) {
+      return "empty_restarts of " + std::to_string(empty_restarts) + " leaves no write quorum in " +
+             n + " members (W = floor((members + empty_restarts) / 2) + 1 = " +
+             std::to_string(write_quorum(members, empty_restarts)) + ")";
+    }
+    if (member_timeout <= std::chrono::milliseconds::zero() || member_timeout > max_ttl) {
+      return "member_timeout of " + std::to_string(member_timeout.count()) +
+             " ms is not in (0, max_ttl]";
+    }
+    if (!(member_timeout_share > 0.0 && member_timeout_share <= 1.0)) {
+      return "member_timeout_share of " + std::to_string(member_timeout_share) +
+             " is not in (0, 1]";
+    }
+    if (max_queued == 0) return "max_queued of 0 is not >= 1";
+    if (!(validity.drift >= 0.0 && validity.drift < 1.0)) {
+      return "validity.drift of " + std::to_string(validity.drift) + " is not in [0, 1)";
+    }
+    if (validity.margin < std::chrono::nanoseconds::zero()) {
+      return "validity.margin of " + std::to_string(validity.margin.count()) + " ns is negative";
+    }
+    return {};
   }
 };
 

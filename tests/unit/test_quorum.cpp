@@ -216,37 +216,41 @@ TEST_CASE("quorum_store rejects bad configurations and bad input before any memb
           "[quorum]") {
   cluster c({0, 0, 0, 0, 0});
   const auto all = c.pointers();
-  auto bad = [&](std::vector<fake_member*> members, quorum_options o) {
+  auto bad = [&](std::vector<fake_member*> members, quorum_options o, const std::string& why) {
     quorum q(std::move(members), o, c.clock);
     CHECK(q.check() == errc::invalid_argument);
+    CHECK(q.error_message() == "holdfast: quorum_store: invalid argument: " + why);
     CHECK(q.try_acquire("k", "o", 1000ms).error() == errc::invalid_argument);
     CHECK(q.renew("k", "o", fencing_token(1), 1000ms).error() == errc::invalid_argument);
     CHECK(q.release("k", "o", fencing_token(1)).error() == errc::invalid_argument);
     CHECK(q.inspect("k").error() == errc::invalid_argument);
   };
-  bad({}, sequential());
-  bad({all[0], all[1]}, sequential());           // even
-  bad({all[0], all[1], all[0]}, sequential());   // repeated member
-  bad({all[0], nullptr, all[2]}, sequential());  // null member
+  bad({}, sequential(), "quorum of 0 members: the number must be odd (1, 3, 5, ...)");
+  bad({all[0], all[1]}, sequential(), "quorum of 2 members: the number must be odd (1, 3, 5, ...)");
+  bad({all[0], all[1], all[0]}, sequential(), "members 0 and 2 are one store");
+  bad({all[0], nullptr, all[2]}, sequential(), "member 1 is null");
   quorum_options o = sequential();
   o.empty_restarts = 3;
-  bad({all[0], all[1], all[2]}, o);  // W would exceed N
+  bad({all[0], all[1], all[2]}, o,
+      "empty_restarts of 3 leaves no write quorum in 3 members (W = floor((members + "
+      "empty_restarts) / 2) + 1 = 4)");
   o = sequential();
   o.member_timeout = 0ms;
-  bad(all, o);
+  bad(all, o, "member_timeout of 0 ms is not in (0, max_ttl]");
   o = sequential();
   o.member_timeout_share = 0.0;
-  bad(all, o);
+  bad(all, o, "member_timeout_share of 0.000000 is not in (0, 1]");
   o = sequential();
   o.validity.drift = 1.0;
-  bad(all, o);
+  bad(all, o, "validity.drift of 1.000000 is not in [0, 1)");
   o = sequential();
   o.max_queued = 0;
-  bad(all, o);
+  bad(all, o, "max_queued of 0 is not >= 1");
   for (auto& m : c.members) CHECK(m->acquires + m->renews + m->releases == 0);
 
   quorum q(all, sequential(), c.clock);
   REQUIRE(!q.check());
+  CHECK(q.error_message().empty());
   CHECK(q.size() == 5);
   CHECK(q.quorum() == 3);
   CHECK(q.try_acquire("", "o", 1000ms).error() == errc::invalid_argument);
