@@ -13,6 +13,7 @@
 
 #include "../support/cancel_wait_checks.hpp"
 #include "../support/real_servers.hpp"
+#include "../support/redis_servers.hpp"
 #include "holdfast/stores/redis.hpp"
 
 // One namespace per file, so that a suite can be compiled as one translation unit
@@ -25,21 +26,7 @@ using holdfast::redis_store;
 namespace {
 
 std::optional<redis_options> server() {
-  std::optional<std::string> port = hf_test::env("HOLDFAST_REDIS_PORT");
-  if (!port) {
-    if (hf_test::in_ci()) FAIL("HOLDFAST_REDIS_PORT is not set (run .ci/servers start)");
-    hf_test::loud_skip("no Redis: HOLDFAST_REDIS_PORT unset");
-    return std::nullopt;
-  }
-  redis_options o;
-  o.port = std::stoi(*port);
-  o.host = hf_test::env("HOLDFAST_REDIS_HOST").value_or("127.0.0.1");
-  o.password = hf_test::env("HOLDFAST_REDIS_PASSWORD").value_or("");
-  const std::string tag = hf_test::random_tag();
-  o.key_prefix = "{hfc-" + tag + "}:lease:";
-  o.counter_key = "{hfc-" + tag + "}:token";
-  o.wait_prefix = "{hfc-" + tag + "}:wait:";
-  return o;
+  return hf_test::shared_redis_options("hfc");
 }
 
 // The length of `key`'s wait queue, read on a connection of its own.

@@ -12,6 +12,7 @@
 
 #include "../support/min_ttl_checks.hpp"
 #include "../support/real_servers.hpp"
+#include "../support/redis_servers.hpp"
 #include "holdfast/election.hpp"
 #include "holdfast/lease.hpp"
 #include "holdfast/semaphore.hpp"
@@ -28,21 +29,7 @@ using holdfast::errc;
 using clk = std::chrono::steady_clock;
 
 std::optional<holdfast::redis_options> server() {
-  std::optional<std::string> port = hf_test::env("HOLDFAST_REDIS_PORT");
-  if (!port) {
-    if (hf_test::in_ci()) FAIL("HOLDFAST_REDIS_PORT is not set (run .ci/servers start)");
-    hf_test::loud_skip("no Redis: HOLDFAST_REDIS_PORT unset");
-    return std::nullopt;
-  }
-  holdfast::redis_options o;
-  o.port = std::stoi(*port);
-  o.host = hf_test::env("HOLDFAST_REDIS_HOST").value_or("127.0.0.1");
-  o.password = hf_test::env("HOLDFAST_REDIS_PASSWORD").value_or("");
-  const std::string tag = hf_test::random_tag();
-  o.key_prefix = "{hfm-" + tag + "}:lease:";
-  o.counter_key = "{hfm-" + tag + "}:token";
-  o.wait_prefix = "{hfm-" + tag + "}:wait:";
-  return o;
+  return hf_test::shared_redis_options("hfm");
 }
 
 }  // namespace

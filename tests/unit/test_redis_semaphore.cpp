@@ -18,6 +18,7 @@
 #include <vector>
 
 #include "../support/real_servers.hpp"
+#include "../support/redis_servers.hpp"
 #include "holdfast/cancel.hpp"
 #include "holdfast/semaphore.hpp"
 #include "holdfast/stores/redis.hpp"
@@ -35,21 +36,7 @@ using clk = std::chrono::steady_clock;
 namespace {
 
 std::optional<redis_options> server() {
-  std::optional<std::string> port = hf_test::env("HOLDFAST_REDIS_PORT");
-  if (!port) {
-    if (hf_test::in_ci()) FAIL("HOLDFAST_REDIS_PORT is not set (run .ci/servers start)");
-    hf_test::loud_skip("no Redis: HOLDFAST_REDIS_PORT unset");
-    return std::nullopt;
-  }
-  redis_options o;
-  o.port = std::stoi(*port);
-  o.host = hf_test::env("HOLDFAST_REDIS_HOST").value_or("127.0.0.1");
-  o.password = hf_test::env("HOLDFAST_REDIS_PASSWORD").value_or("");
-  const std::string tag = hf_test::random_tag();
-  o.key_prefix = "{hfs-" + tag + "}:lease:";
-  o.counter_key = "{hfs-" + tag + "}:token";
-  o.wait_prefix = "{hfs-" + tag + "}:wait:";
-  return o;
+  return hf_test::shared_redis_options("hfs");
 }
 
 // One integer command on a connection of the test's own.

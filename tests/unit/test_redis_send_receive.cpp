@@ -18,6 +18,7 @@
 #include <vector>
 
 #include "../support/real_servers.hpp"
+#include "../support/redis_servers.hpp"
 #include "holdfast/send_receive.hpp"
 #include "holdfast/stores/memory.hpp"
 #include "holdfast/stores/redis.hpp"
@@ -46,20 +47,7 @@ static_assert(holdfast::completes_inline_v<holdfast::memory_store<>>);
 namespace {
 
 std::optional<redis_options> shared_redis() {
-  std::optional<std::string> port = hf_test::env("HOLDFAST_REDIS_PORT");
-  if (!port) {
-    if (hf_test::in_ci()) FAIL("HOLDFAST_REDIS_PORT is unset");
-    hf_test::loud_skip("HOLDFAST_REDIS_PORT unset: start servers with bash .ci/servers start");
-    return std::nullopt;
-  }
-  redis_options o;
-  o.port = std::stoi(*port);
-  o.host = hf_test::env("HOLDFAST_REDIS_HOST").value_or("127.0.0.1");
-  o.password = hf_test::env("HOLDFAST_REDIS_PASSWORD").value_or("");
-  const std::string tag = hf_test::random_tag();
-  o.key_prefix = "{hf-sr-" + tag + "}:lease:";
-  o.counter_key = "{hf-sr-" + tag + "}:token";
-  return o;
+  return hf_test::shared_redis_options("hf-sr");
 }
 
 std::unique_ptr<hf_test::redis_server> own_redis() {

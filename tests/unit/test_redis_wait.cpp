@@ -17,6 +17,7 @@
 #include <vector>
 
 #include "../support/real_servers.hpp"
+#include "../support/redis_servers.hpp"
 #include "holdfast/cancel.hpp"
 #include "holdfast/lease.hpp"
 #include "holdfast/stores/redis.hpp"
@@ -34,21 +35,7 @@ using clk = std::chrono::steady_clock;
 namespace {
 
 std::optional<redis_options> server() {
-  std::optional<std::string> port = hf_test::env("HOLDFAST_REDIS_PORT");
-  if (!port) {
-    if (hf_test::in_ci()) FAIL("HOLDFAST_REDIS_PORT is not set (run .ci/servers start)");
-    hf_test::loud_skip("no Redis: HOLDFAST_REDIS_PORT unset");
-    return std::nullopt;
-  }
-  redis_options o;
-  o.port = std::stoi(*port);
-  o.host = hf_test::env("HOLDFAST_REDIS_HOST").value_or("127.0.0.1");
-  o.password = hf_test::env("HOLDFAST_REDIS_PASSWORD").value_or("");
-  const std::string tag = hf_test::random_tag();
-  o.key_prefix = "{hfw-" + tag + "}:lease:";
-  o.counter_key = "{hfw-" + tag + "}:token";
-  o.wait_prefix = "{hfw-" + tag + "}:wait:";
-  return o;
+  return hf_test::shared_redis_options("hfw");
 }
 
 long long admin_int(const redis_options& o, std::initializer_list<std::string> args) {
