@@ -1,14 +1,17 @@
 // SPDX-License-Identifier: MIT
 // The shared Redis server of the store tests (.ci/servers: HOLDFAST_REDIS_HOST / _PORT /
-// _PASSWORD), with keys no other test uses: one helper instead of a copy per test file.
+// _PASSWORD), with keys no other test uses, and raw commands behind the store's back: one helper
+// instead of a copy per test file.
 #ifndef HOLDFAST_TESTS_SUPPORT_REDIS_SERVERS_HPP
 #define HOLDFAST_TESTS_SUPPORT_REDIS_SERVERS_HPP
 
+#include <hiredis/hiredis.h>
 #include <catch2/catch.hpp>
 
 #include <optional>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "holdfast/stores/redis_options.hpp"
 #include "real_servers.hpp"
@@ -34,6 +37,36 @@ inline std::optional<holdfast::redis_options> shared_redis_options(std::string_v
   o.counter_key = slot + ":token";
   o.wait_prefix = slot + ":wait:";
   return o;
+}
+
+// One command on a connection of the test's own (AUTH first when `o` has a password): its integer
+// reply, or -1000 if the reply is not an integer.
+inline long long redis_admin_int(const holdfast::redis_options& o,
+                                 const std::vector<std::string>& args) {
+  redisContext* c = redisConnect(o.host.c_str(), o.port);
+  REQUIRE(c != nullptr);
+  REQUIRE(c->err == 0);
+  if (!o.password.empty()) {
+    freeReplyObject(redisCommand(c, "AUTH %b", o.password.data(), o.password.size()));
+  }
+  std::vector<const char*> argv;
+  std::vector<std::size_t> lens;
+  for (const std::string& a : args) {
+    argv.push_back(a.data());
+    lens.push_back(a.size());
+  }
+  auto* r = static_cast<redisReply*>(
+      redisCommandArgv(c, static_cast<int>(argv.size()), argv.data(), lens.data()));
+  REQUIRE(r != nullptr);
+  const long long v = r->type == REDIS_REPLY_INTEGER ? r->integer : -1000;
+  freeReplyObject(r);
+  redisFree(c);
+  return v;
+}
+
+// The length of `key`'s wait queue (redis_store's hand-off queue).
+inline long long redis_queued(const holdfast::redis_options& o, const std::string& key) {
+  return redis_admin_int(o, {"LLEN", o.wait_prefix + key});
 }
 
 }  // namespace hf_test

@@ -29,23 +29,6 @@ std::optional<redis_options> server() {
   return hf_test::shared_redis_options("hfc");
 }
 
-// The length of `key`'s wait queue, read on a connection of its own.
-long long queued(const redis_options& o, const std::string& key) {
-  redisContext* c = redisConnect(o.host.c_str(), o.port);
-  REQUIRE(c != nullptr);
-  REQUIRE(c->err == 0);
-  if (!o.password.empty()) {
-    freeReplyObject(redisCommand(c, "AUTH %b", o.password.data(), o.password.size()));
-  }
-  const std::string q = o.wait_prefix + key;
-  auto* r = static_cast<redisReply*>(redisCommand(c, "LLEN %b", q.data(), q.size()));
-  REQUIRE(r != nullptr);
-  const long long n = r->type == REDIS_REPLY_INTEGER ? r->integer : -1;
-  freeReplyObject(r);
-  redisFree(c);
-  return n;
-}
-
 }  // namespace
 
 static_assert(holdfast::can_cancel_wait_for_release_v<redis_store, holdfast::steady_clock>);
@@ -59,7 +42,8 @@ TEST_CASE("redis cancel: a stoppable token costs a waiting acquire no attempt; a
   redis_store waiter(*o);
   hf_test::check_cancellable_wait_costs_nothing(holder, waiter, "k");
   hf_test::check_stop_ends_store_wait(holder, waiter, "c", [&](const std::string& key) {
-    return queued(*o, key) == 0;  // the entry was taken out: no hand-off goes to nobody
+    return hf_test::redis_queued(*o, key) ==
+           0;  // the entry was taken out: no hand-off goes to nobody
   });
 }
 

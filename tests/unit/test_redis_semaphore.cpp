@@ -39,39 +39,12 @@ std::optional<redis_options> server() {
   return hf_test::shared_redis_options("hfs");
 }
 
-// One integer command on a connection of the test's own.
-long long admin_int(const redis_options& o, const std::vector<std::string>& args) {
-  redisContext* c = redisConnect(o.host.c_str(), o.port);
-  REQUIRE(c != nullptr);
-  REQUIRE(c->err == 0);
-  if (!o.password.empty()) {
-    freeReplyObject(redisCommand(c, "AUTH %b", o.password.data(), o.password.size()));
-  }
-  std::vector<const char*> argv;
-  std::vector<std::size_t> lens;
-  for (const std::string& a : args) {
-    argv.push_back(a.data());
-    lens.push_back(a.size());
-  }
-  auto* r = static_cast<redisReply*>(
-      redisCommandArgv(c, static_cast<int>(argv.size()), argv.data(), lens.data()));
-  REQUIRE(r != nullptr);
-  const long long v = r->type == REDIS_REPLY_INTEGER ? r->integer : -1000;
-  freeReplyObject(r);
-  redisFree(c);
-  return v;
-}
-
-long long queued(const redis_options& o, const std::string& key) {
-  return admin_int(o, {"LLEN", o.wait_prefix + key});
-}
-
 // Waits (bounded) until every one of `keys` has `n` waiters queued.
 bool await_queued(const redis_options& o, const std::vector<std::string>& keys, long long n) {
   const auto limit = clk::now() + 10s;
   while (clk::now() < limit) {
     bool all = true;
-    for (const std::string& k : keys) all = all && queued(o, k) == n;
+    for (const std::string& k : keys) all = all && hf_test::redis_queued(o, k) == n;
     if (all) return true;
     std::this_thread::sleep_for(1ms);
   }
@@ -159,7 +132,7 @@ TEST_CASE("redis semaphore: a release of any slot wakes the waiter, which asks t
   CHECK(clk::now() - released_at < 5s);  // far below the hour of backoff; bounded for CI
   CHECK(waiter_store.acquires == 4);
   CHECK(waiter_store.waits == 1);
-  for (const std::string& k : keys) CHECK(queued(*o, k) == 0);
+  for (const std::string& k : keys) CHECK(hf_test::redis_queued(*o, k) == 0);
   CHECK(got->release().has_value());
 }
 
@@ -186,7 +159,7 @@ TEST_CASE("redis semaphore: an unannounced expiry wakes the waiter at the earlie
   CHECK(got->key() == keys[1]);
   CHECK(waited >= 1100ms);
   CHECK(waited < 8s);
-  for (const std::string& k : keys) CHECK(queued(*o, k) == 0);
+  for (const std::string& k : keys) CHECK(hf_test::redis_queued(*o, k) == 0);
 }
 
 // A stop of acquire.cancel ends the wait at once (its wake-up) with errc::cancelled, and the
@@ -214,7 +187,7 @@ TEST_CASE("redis semaphore: a stop ends the wait and leaves every queue",
   waiter.join();
   CHECK(got.error() == errc::cancelled);
   CHECK(clk::now() - stopped_at < 2s);  // at once; bounded for CI
-  for (const std::string& k : keys) CHECK(queued(*o, k) == 0);
+  for (const std::string& k : keys) CHECK(hf_test::redis_queued(*o, k) == 0);
 }
 
 // The default renewal on a real store: a 400 ms permit still held, with its token, after 1 s.

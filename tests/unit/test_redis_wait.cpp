@@ -38,37 +38,11 @@ std::optional<redis_options> server() {
   return hf_test::shared_redis_options("hfw");
 }
 
-long long admin_int(const redis_options& o, std::initializer_list<std::string> args) {
-  redisContext* c = redisConnect(o.host.c_str(), o.port);
-  REQUIRE(c != nullptr);
-  REQUIRE(c->err == 0);
-  if (!o.password.empty()) {
-    freeReplyObject(redisCommand(c, "AUTH %b", o.password.data(), o.password.size()));
-  }
-  std::vector<const char*> argv;
-  std::vector<std::size_t> lens;
-  for (const std::string& a : args) {
-    argv.push_back(a.data());
-    lens.push_back(a.size());
-  }
-  auto* r = static_cast<redisReply*>(
-      redisCommandArgv(c, static_cast<int>(argv.size()), argv.data(), lens.data()));
-  REQUIRE(r != nullptr);
-  const long long v = r->type == REDIS_REPLY_INTEGER ? r->integer : -1000;
-  freeReplyObject(r);
-  redisFree(c);
-  return v;
-}
-
-long long queued(const redis_options& o, const std::string& key) {
-  return admin_int(o, {"LLEN", o.wait_prefix + key});
-}
-
 // Waits (bounded) until `n` waiters are queued behind `key`.
 bool await_queued(const redis_options& o, const std::string& key, long long n) {
   const auto limit = clk::now() + 10s;
   while (clk::now() < limit) {
-    if (queued(o, key) == n) return true;
+    if (hf_test::redis_queued(o, key) == n) return true;
     std::this_thread::sleep_for(1ms);
   }
   return false;
@@ -107,7 +81,7 @@ TEST_CASE("redis wait: a release wakes the queued waiter at once", "[redis][wait
   waiter.join();
   REQUIRE(after_release_us.load() >= 0);
   CHECK(after_release_us.load() < 2000000);  // far below the 5 s backoff; bounded for CI
-  CHECK(queued(*o, "job") == 0);
+  CHECK(hf_test::redis_queued(*o, "job") == 0);
 }
 
 TEST_CASE("redis wait: waiters are handed the key one release at a time, in order",
@@ -134,7 +108,7 @@ TEST_CASE("redis wait: waiters are handed the key one release at a time, in orde
   REQUIRE(first->release().has_value());
   for (std::thread& t : threads) t.join();
   for (const auto& t : tokens) CHECK(t > first->token());
-  CHECK(queued(*o, "fifo") == 0);
+  CHECK(hf_test::redis_queued(*o, "fifo") == 0);
 }
 
 TEST_CASE("redis wait: a lost notification costs the wait until the holder's expiry, no more",
@@ -149,7 +123,7 @@ TEST_CASE("redis wait: a lost notification costs the wait until the holder's exp
   SECTION("the key is deleted behind the store's back (no release script, no message)") {
     std::thread t([&] {
       REQUIRE(await_queued(*o, "lost", 1));
-      CHECK(admin_int(*o, {"DEL", o->key_prefix + "lost"}) == 1);
+      CHECK(hf_test::redis_admin_int(*o, {"DEL", o->key_prefix + "lost"}) == 1);
     });
     auto l = holdfast::acquire(waiter_store, "lost", 1s, 20s, slow_polling());
     t.join();
@@ -177,7 +151,7 @@ TEST_CASE("redis wait: a killed notification connection does not make the waiter
   clk::time_point released_at{};
   std::thread t([&] {
     REQUIRE(await_queued(*o, "killed", 1));
-    CHECK(admin_int(*o, {"CLIENT", "KILL", "TYPE", "pubsub"}) >= 1);
+    CHECK(hf_test::redis_admin_int(*o, {"CLIENT", "KILL", "TYPE", "pubsub"}) >= 1);
     std::this_thread::sleep_for(100ms);  // the waiter notices and queues again
     released_at = clk::now();
     CHECK(holder->release().has_value());
@@ -195,7 +169,7 @@ TEST_CASE("redis wait: a waiter that gives up leaves the queue; a free key answe
   if (!o) return;
   redis_store store(*o);
   CHECK(store.wait_for_release("free", clk::now() + 10s).has_value());
-  CHECK(queued(*o, "free") == 0);
+  CHECK(hf_test::redis_queued(*o, "free") == 0);
   CHECK(store.wait_for_release("", clk::now()).error() == errc::invalid_argument);
   auto holder = holdfast::try_acquire(store, "busy", 30s);
   REQUIRE(holder.has_value());
@@ -203,7 +177,7 @@ TEST_CASE("redis wait: a waiter that gives up leaves the queue; a free key answe
   auto l = holdfast::acquire(store, "busy", 1s, 300ms, slow_polling());
   CHECK(l.error() == errc::timeout);
   CHECK(clk::now() - start >= 300ms);
-  CHECK(queued(*o, "busy") == 0);
+  CHECK(hf_test::redis_queued(*o, "busy") == 0);
   redis_options bad = *o;
   bad.wait_prefix = bad.key_prefix + "w:";
   CHECK(bad.check() == errc::invalid_argument);
@@ -241,7 +215,7 @@ TEST_CASE("redis wait: a watcher wakes on the release without taking the waiter'
   CHECK(watched.load());
   REQUIRE(after_us.load() >= 0);
   CHECK(after_us.load() < 2000000);
-  CHECK(queued(*o, "w") == 0);
+  CHECK(hf_test::redis_queued(*o, "w") == 0);
 }
 
 TEST_CASE("redis wait: a busy attempt joins the queue in the same request",
@@ -253,10 +227,10 @@ TEST_CASE("redis wait: a busy attempt joins the queue in the same request",
   auto holder = holdfast::try_acquire(holder_store, "q", 30s);
   REQUIRE(holder.has_value());
   CHECK(waiter_store.try_acquire_queued("q", "me", 30000ms).error() == errc::busy);
-  CHECK(queued(*o, "q") == 1);
+  CHECK(hf_test::redis_queued(*o, "q") == 1);
   // Queuing again (the thread's acquire gave up and started over) replaces the old place.
   CHECK(waiter_store.try_acquire_queued("q", "me", 30000ms).error() == errc::busy);
-  CHECK(queued(*o, "q") == 1);
+  CHECK(hf_test::redis_queued(*o, "q") == 1);
   std::thread t([&] {
     std::this_thread::sleep_for(50ms);
     CHECK(holder->release().has_value());
@@ -267,7 +241,7 @@ TEST_CASE("redis wait: a busy attempt joins the queue in the same request",
   CHECK(clk::now() - start < 2s);
   auto got = waiter_store.try_acquire_queued("q", "me", 30000ms);
   REQUIRE(got.has_value());
-  CHECK(queued(*o, "q") == 0);
+  CHECK(hf_test::redis_queued(*o, "q") == 0);
   CHECK(waiter_store.release("q", "me", got->token).has_value());
 }
 
@@ -344,7 +318,8 @@ TEST_CASE("redis wait: a waiter whose budget ran out during its queued attempt l
   so.backoff.max_delay = 5s;
   auto gone = holdfast::acquire(slow, "h", 3s, 200ms, so);
   CHECK(gone.error() == errc::timeout);
-  CHECK(queued(*o, "h") == 0);  // left (was: 1, a place held by a caller that had gone)
+  CHECK(hf_test::redis_queued(*o, "h") ==
+        0);  // left (was: 1, a place held by a caller that had gone)
   std::atomic<long long> after_release_ms{-1};
   std::atomic<bool> released{false};
   clk::time_point released_at{};
@@ -387,8 +362,8 @@ TEST_CASE("redis wait: a waiter cancelled while queued leaves the queue",
   src.request_stop();
   waiter.join();
   CHECK(got.error() == errc::cancelled);
-  CHECK(clk::now() - asked < 1s);  // within a round trip or so, not the 20 s budget
-  CHECK(queued(*o, "cq") == 0);    // left (was: 1)
+  CHECK(clk::now() - asked < 1s);               // within a round trip or so, not the 20 s budget
+  CHECK(hf_test::redis_queued(*o, "cq") == 0);  // left (was: 1)
   REQUIRE(holder->release().has_value());
 }
 
