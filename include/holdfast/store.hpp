@@ -19,6 +19,9 @@
 //   try_acquire_queued(key, owner, ttl) (optional)| as try_acquire; busy also queues the caller
 //   leave_queue(key)   (optional, with the above)| the caller's queued place is taken out
 //   min_ttl()                        (optional)  | the shortest TTL it can honour (store_min_ttl)
+//   try_acquire_rw(key, owner, ttl, mode) (opt.) | grant | busy | error  (read-write; below)
+//   renew_rw(key, owner, token, ttl, mode)       | grant | lease_lost | error
+//   release_rw(key, owner, token, mode)          | ok | not_holder | error
 //
 // with key and owner as std::string_view (binary-safe: any bytes, including NUL), ttl as
 // std::chrono::milliseconds and token as fencing_token, returning result<grant>, result<grant>,
@@ -89,6 +92,35 @@
 // holder's expiry among the keys. memory_store offers it; a semaphore on a store without it waits
 // on one slot, bounded by its backoff.
 //
+// Read-write grants (optional; read_write_lease.hpp): `try_acquire_rw(key, owner, ttl, mode)`,
+// `renew_rw(key, owner, token, ttl, mode)` and `release_rw(key, owner, token, mode)`, with mode a
+// lease_mode (shared: a reader; exclusive: a writer), returning result<grant>, result<grant> and
+// result<void> as try_acquire, renew and release do. A read-write key is its own name space: a
+// plain lease on the same name is another lock (so the plain path of every store costs nothing).
+// Every grant, shared or exclusive, is a lease by T1-T4, with its own TTL and its own token from
+// the one counter of the key, and:
+//  RW1 modes   While an exclusive grant of a key is live, no other grant of it is made; while a
+//              shared grant is live, no exclusive one is. Shared grants to distinct owners
+//              coexist, each with its own token.
+//  RW2 tokens  A new grant's token is greater than every token issued for the key before it, so
+//              a writer's token exceeds every earlier reader's and writer's (a resource admits a
+//              write only from the newest writer: fence.hpp), and a reader's token lies between
+//              the writer whose data it may see and the next writer.
+//  RW3 re-ask  The same owner asking again in the mode it holds live gets the same token and its
+//              TTL extended (lost-reply safety). Asking in the other mode is busy: no upgrade
+//              (two readers upgrading would deadlock or let two writers through) and no
+//              downgrade in place; release, then acquire in the other mode.
+//  RW4 writers An exclusive ask refused because readers are live records a write intent for
+//   first      its owner, and while that intent is live no *new* shared grant is made (a live
+//              reader's re-ask and renew still succeed): a stream of readers cannot starve a
+//              writer. The intent lasts the TTL of its owner's latest refused ask (a writer that
+//              vanishes blocks new readers no longer than the grant it asked for would have),
+//              and ends when any exclusive grant of the key is made. One intent per key: the
+//              first refused writer's (a second records none until it ends).
+// Renew and release name the mode of the grant; a token of the other mode is not the holder's
+// (lease_lost, not_holder). A mode outside the enum is invalid_argument (check_lease_mode).
+// memory_store offers it (stores/detail/memory_shared.hpp); has_read_write_v detects it.
+//
 // `testing/` holds the conformance kit that checks a store against all of this at run time.
 #ifndef HOLDFAST_STORE_HPP
 #define HOLDFAST_STORE_HPP
@@ -129,6 +161,21 @@ struct grant {
   }
   friend bool operator!=(const grant& a, const grant& b) noexcept { return !(a == b); }
 };
+
+/// The mode of a read-write grant (the read-write capability in the overview;
+/// read_write_lease.hpp). The words are the field's (SQL, flock(2)'s LOCK_SH/LOCK_EX, ZooKeeper's
+/// shared locks).
+enum class lease_mode : unsigned char {
+  shared = 0,     ///< A reader's grant: any number of owners at once, none while a writer holds.
+  exclusive = 1,  ///< A writer's grant: one owner at a time, none while a reader holds.
+};
+
+/// Checks a lease_mode: invalid_argument unless it is shared or exclusive (a value cast from an
+/// integer may be neither); a zero error code otherwise.
+[[nodiscard]] inline std::error_code check_lease_mode(lease_mode mode) noexcept {
+  if (mode == lease_mode::shared || mode == lease_mode::exclusive) return {};
+  return errc::invalid_argument;
+}
 
 /// What inspect() reports about a key's current lease.
 struct lease_record {
@@ -256,12 +303,31 @@ using try_acquire_all_call = decltype(std::declval<S&>().try_acquire_all(
     std::declval<std::string_view>(), std::declval<std::chrono::milliseconds>(),
     std::declval<grant*>()));
 template <class S>
+using try_acquire_rw_call = decltype(std::declval<S&>().try_acquire_rw(
+    std::declval<std::string_view>(), std::declval<std::string_view>(),
+    std::declval<std::chrono::milliseconds>(), std::declval<lease_mode>()));
+template <class S>
+using renew_rw_call = decltype(std::declval<S&>().renew_rw(
+    std::declval<std::string_view>(), std::declval<std::string_view>(),
+    std::declval<fencing_token>(), std::declval<std::chrono::milliseconds>(),
+    std::declval<lease_mode>()));
+template <class S>
+using release_rw_call = decltype(std::declval<S&>().release_rw(
+    std::declval<std::string_view>(), std::declval<std::string_view>(),
+    std::declval<fencing_token>(), std::declval<lease_mode>()));
+template <class S>
 using leave_queue_call = decltype(std::declval<S&>().leave_queue(std::declval<std::string_view>()));
 
 template <class S>
 struct has_try_acquire : is_detected_convertible<result<grant>, try_acquire_call, S> {};
 template <class S>
 struct has_try_acquire_all : is_detected_convertible<result<void>, try_acquire_all_call, S> {};
+template <class S>
+struct has_read_write
+    : std::integral_constant<
+          bool, is_detected_convertible<result<grant>, try_acquire_rw_call, S>::value &&
+                    is_detected_convertible<result<grant>, renew_rw_call, S>::value &&
+                    is_detected_convertible<result<void>, release_rw_call, S>::value> {};
 template <class S>
 struct has_renew : is_detected_convertible<result<grant>, renew_call, S> {};
 template <class S>
@@ -355,6 +421,15 @@ inline constexpr bool has_try_acquire_queued_v = detail::has_try_acquire_queued<
 /// could (not yet built). multi_lease.hpp uses it when present.
 template <class S>
 inline constexpr bool has_try_acquire_all_v = detail::has_try_acquire_all<S>::value;
+
+/// True iff S offers the optional read-write grants (see the overview, RW1-RW4):
+/// `result<grant> try_acquire_rw(std::string_view key, std::string_view owner,
+/// std::chrono::milliseconds ttl, lease_mode mode)`, `result<grant> renew_rw(key, owner,
+/// fencing_token token, ttl, mode)` and `result<void> release_rw(key, owner, token, mode)`. All
+/// three are needed. memory_store offers them; read_write_lease.hpp and the conformance kit use
+/// them when present.
+template <class S>
+inline constexpr bool has_read_write_v = detail::has_read_write<S>::value;
 
 /// True iff S offers `result<void> leave_queue(key)`: takes out the place try_acquire_queued took
 /// for the calling thread (see the overview). A store with try_acquire_queued should offer it:

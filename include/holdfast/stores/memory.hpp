@@ -56,6 +56,7 @@
 #include "holdfast/fencing_token.hpp"
 #include "holdfast/result.hpp"
 #include "holdfast/store.hpp"
+#include "holdfast/stores/detail/memory_shared.hpp"
 #include "holdfast/stores/detail/memory_waiting.hpp"
 
 namespace holdfast {
@@ -70,7 +71,8 @@ struct memory_store_options {
 };
 
 /// An in-process LeaseStore over a hash map, with expiry judged by `Clock` (steady_clock by
-/// default; manual_clock or a simulator clock in tests). Models LeaseStore with inspect().
+/// default; manual_clock or a simulator clock in tests). Models LeaseStore with inspect(),
+/// and the read-write capability (has_read_write_v).
 ///
 /// Time (store.hpp, T2): a grant of `ttl` made when the clock read `now` is held while the clock
 /// reads less than now + ttl + clock_tick(clock) (the tick is read once, at construction), so it
@@ -84,8 +86,9 @@ struct memory_store_options {
 /// Thread-safety: every member function may be called concurrently. Exceptions: none of its own;
 /// one thrown by Clock::now() or by allocation propagates unchanged and leaves the store as it was.
 template <class Clock = steady_clock>
-class memory_store {
+class memory_store : public detail::memory_shared<memory_store<Clock>, Clock> {
   static_assert(is_ttl_clock_v<Clock>, "holdfast::memory_store<Clock>: Clock must model ttl_clock");
+  friend class detail::memory_shared<memory_store<Clock>, Clock>;  // read-write grants (RW1-4)
 
  public:
   using clock_type = Clock;
@@ -117,7 +120,7 @@ class memory_store {
     if (it != map_.end() && now < it->second.expires_at) {
       record& r = it->second;
       if (r.owner != owner) return errc::busy;
-      r.expires_at = later(r.expires_at, expiry(now, ttl));
+      r.expires_at = std::max(r.expires_at, expiry(now, ttl));
       return grant{r.token, ttl};
     }
     if (last_token_ >= fencing_token::max().value() - 1) return errc::token_exhausted;
@@ -383,10 +386,6 @@ class memory_store {
   using map_type = detail::string_key_map<record>;
   using entry = typename map_type::value_type;
 
-  static time_point later(time_point a, time_point b) noexcept {
-    return a < b ? b : a;
-  }
-
   using waiter = detail::memory_wait_queues::waiter;
 
   // The stop of a waiter's cancel_token (on the cancelling thread): wakes that waiter, or for
@@ -473,7 +472,7 @@ class memory_store {
                   time_point now) {
     auto it = find(key);
     if (it != map_.end() && now < it->second.expires_at) {
-      it->second.expires_at = later(it->second.expires_at, expiry(now, ttl));
+      it->second.expires_at = std::max(it->second.expires_at, expiry(now, ttl));
       return grant{it->second.token, ttl};
     }
     return grant{grant_free(it, key, owner, ttl, now), ttl};
