@@ -82,21 +82,44 @@ inline std::string random_tag(std::size_t n = 12) {
 }
 
 /// Returns a TCP port on 127.0.0.1 that was free a moment ago (bind to port 0, read, close).
-inline int free_port() {
+// The lowest port of the kernel's ephemeral range (ip_local_port_range; 32768 if unreadable).
+// A client's connect() takes its local port from that range, so a server restarted on such a
+// port (a killed leader, a failed-over primary) can find it taken by somebody's connection.
+inline int ephemeral_port_floor() {
+  int low = 32768;
+  int high = 0;
+  if (FILE* f = std::fopen("/proc/sys/net/ipv4/ip_local_port_range", "r")) {
+    if (std::fscanf(f, "%d %d", &low, &high) != 2) low = 32768;
+    std::fclose(f);
+  }
+  return low;
+}
+
+// True iff nothing on 127.0.0.1 holds TCP port `port` (bound, listening or in TIME_WAIT).
+inline bool port_is_free(int port) {
   const int fd = ::socket(AF_INET, SOCK_STREAM, 0);
-  if (fd < 0) return 0;
+  if (fd < 0) return false;
   sockaddr_in addr{};
   addr.sin_family = AF_INET;
   addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  addr.sin_port = 0;
-  socklen_t len = sizeof addr;
-  int port = 0;
-  if (::bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr) == 0 &&
-      ::getsockname(fd, reinterpret_cast<sockaddr*>(&addr), &len) == 0) {
-    port = ntohs(addr.sin_port);
-  }
+  addr.sin_port = htons(static_cast<std::uint16_t>(port));
+  const bool ok = ::bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr) == 0;
   ::close(fd);
-  return port;
+  return ok;
+}
+
+/// A TCP port on 127.0.0.1 that nothing holds now, below the ephemeral range (so no client's
+/// outgoing connection takes it while its server is down for a restart), or 0.
+inline int free_port() {
+  const int high = ephemeral_port_floor();
+  const int low = high > 12000 ? high - 10000 : 1024;
+  static thread_local std::mt19937 gen(std::random_device{}() ^ static_cast<unsigned>(::getpid()));
+  std::uniform_int_distribution<int> pick(low, high - 1);
+  for (int i = 0; i < 256 && high > low; ++i) {
+    const int port = pick(gen);
+    if (port_is_free(port)) return port;
+  }
+  return 0;
 }
 
 /// Makes a fresh temporary directory (mode 0700) and returns its path, or "" on failure.

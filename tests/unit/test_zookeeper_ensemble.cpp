@@ -110,7 +110,7 @@ TEST_CASE("zookeeper_store on an ensemble: the leader killed -9 under a holder",
   CHECK(fence.admit(f, g1->token, "A").error() == errc::stale_token);
   // The killed member comes back and rejoins as a follower.
   REQUIRE(e->member(static_cast<std::size_t>(leader)).start());
-  CHECK(hf_test::wait_until([&] { return e->serving() == 3; }, 30000ms));
+  CHECK(hf_test::wait_until([&] { return e->serving() == 3; }, 60000ms));
   auto seen = a.inspect("k");
   REQUIRE(seen);
   REQUIRE(*seen);
