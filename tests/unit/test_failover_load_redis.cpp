@@ -347,7 +347,12 @@ TEST_CASE("failover load redis: SENTINEL FAILOVER with the old primary alive",
   deployment d;
   if (!start(d)) return;
   run_load("redis SENTINEL FAILOVER", d, [](deployment& x) {
-    CHECK(str_of(x.sentinels[0]->port(), {"SENTINEL", "FAILOVER", "mymaster"}) == "OK");
+    // NOGOODSLAVE (and nothing done) until the sentinel has read the replica's own INFO.
+    CHECK(hf_test::wait_until(
+        [&] {
+          return str_of(x.sentinels[0]->port(), {"SENTINEL", "FAILOVER", "mymaster"}) == "OK";
+        },
+        15s));
   });
 }
 

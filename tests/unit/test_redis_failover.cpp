@@ -342,4 +342,81 @@ TEST_CASE("redis failover: redis_store follows Sentinel to the new primary",
   CHECK(next->token.value() > life_gap);  // the promoted replica's new life raised the counter
 }
 
+// ~5 s (Sentinel's failover). SENTINEL FAILOVER with the old primary alive: Sentinel promotes the
+// replica and only later demotes the old primary, which meanwhile keeps answering. With
+// wait_replicas = 1 its grants fall short (its replica left it), and each shortfall drops the
+// connection, so the next call asks the sentinels again instead of staying on the old primary
+// until its demotion (~10 s). Expected: every answer before the switch is grant_not_durable (never
+// a grant), each shortfall leaves no connection of this store on the old primary, and the first
+// grant comes from the promoted replica.
+TEST_CASE("redis failover: through Sentinel a WAIT shortfall asks the sentinels again",
+          "[redis][failover][sentinel]") {
+  auto p = own();
+  if (!p) return;
+  auto r = replica_of(*p);
+  if (!r) return;
+  std::vector<std::unique_ptr<hf_test::redis_sentinel>> sentinels;
+  redis_options o;
+  o.sentinel_master = "mymaster";
+  o.connect_timeout = 500ms;
+  o.command_timeout = 1000ms;
+  o.wait_replicas = 1;
+  o.wait_timeout = 100ms;
+  o.client_name = "hf-shortfall-" + hf_test::random_tag(8);
+  for (int i = 0; i < 3; ++i) {
+    sentinels.push_back(std::make_unique<hf_test::redis_sentinel>(p->port(), 2));
+    REQUIRE(sentinels.back()->start());
+    o.sentinels.push_back({"127.0.0.1", sentinels.back()->port()});
+  }
+  redis_store s(o);
+  INFO(s.last_error_message());
+  REQUIRE(hf_test::wait_until(  // acknowledged once the replica has synced
+      [&] { return static_cast<bool>(s.try_acquire("warm-up", "w", 10s)); }, 10s));
+  REQUIRE(hf_test::wait_until(
+      [&] {
+        auto rep = try_cmd(sentinels[0]->port(), {"SENTINEL", "REPLICAS", "mymaster"});
+        return rep && rep->type == REDIS_REPLY_ARRAY && rep->elements == 1;
+      },
+      10s));
+  const auto on_old = [&] {
+    return redis_str(p->port(), {"CLIENT", "LIST"}).find("name=" + o.client_name + " ") !=
+           std::string::npos;
+  };
+  REQUIRE(on_old());
+  // NOGOODSLAVE (and nothing done) until the sentinel has read the replica's own INFO.
+  REQUIRE(hf_test::wait_until(
+      [&] {
+        return redis_str(sentinels[0]->port(), {"SENTINEL", "FAILOVER", "mymaster"}) == "OK";
+      },
+      15s));
+  REQUIRE(hf_test::wait_until(  // Sentinel's first step: the replica promoted
+      [&] {
+        return redis_str(r->port(), {"INFO", "replication"}).find("role:master") !=
+               std::string::npos;
+      },
+      10s));
+  std::optional<holdfast::grant> next;
+  int shortfalls = 0;
+  const bool followed = hf_test::wait_until(
+      [&] {
+        auto g = s.try_acquire("k", "A", 10s);
+        if (g) {
+          next = *g;
+          return true;
+        }
+        if (g.error() == errc::grant_not_durable) {
+          ++shortfalls;
+          CHECK(hf_test::wait_until([&] { return !on_old(); }, 2s));
+        }
+        return false;
+      },
+      30s);
+  if (!followed) FAIL("no grant after the failover: " << s.last_error_message());
+  INFO(shortfalls << " shortfalls before the switch");
+  auto report = s.deployment();
+  REQUIRE(report);
+  INFO(report->facts);
+  CHECK(report->facts.find("address=127.0.0.1:" + std::to_string(r->port())) != std::string::npos);
+}
+
 }  // namespace test_redis_failover

@@ -42,9 +42,9 @@
 //     tell: its tokens restart at 1, refused until raise_token_floor(newest token admitted).
 // deployment() reports what the server runs with (deployment.hpp). Through Sentinel
 // (redis_options::sentinels) every (re)connect asks the sentinels for the primary and checks
-// ROLE; READONLY (a demoted primary) drops the connection, so the next call asks again. A primary
-// that Sentinel replaced but has not demoted yet (SENTINEL FAILOVER with it alive) keeps taking
-// this store's grants until it is demoted; those are lost, and the fences refuse their tokens.
+// ROLE; READONLY (a demoted primary) and, with wait_replicas, a WAIT shortfall drop the
+// connection, so the next call asks again. Without wait_replicas, a primary Sentinel replaced but
+// has not demoted yet keeps taking grants until then; they are lost, the fences refuse them.
 // Expiry is judged by the Redis server's clock (T2), and a grant lasts at least its TTL in real
 // time as T2 asks: TTLs go to Redis in whole milliseconds (PX / PEXPIRE, never rounded to
 // seconds), Redis stores the expiry as its millisecond clock (read rounded down) + ttl, and treats
@@ -53,10 +53,8 @@
 // command timeouts, AUTH (password or ACL user + password), SELECT, CLIENT SETNAME. No TLS: the
 // hiredis 0.14 that Debian 12 ships has none; tunnel (stunnel, spiped) or use a newer hiredis with
 // a socket you secure yourself. Standalone Redis (or a Sentinel-managed primary) only: keys share
-// one slot (a `{holdfast}` hash tag), but MOVED/ASK redirections are not followed. Commands are
-// written with send(MSG_NOSIGNAL), so a connection the server has closed reports an error instead
-// of raising SIGPIPE (hiredis 0.14's own write() would kill a process that does not ignore
-// SIGPIPE).
+// one slot (a `{holdfast}` hash tag), but MOVED/ASK redirections are not followed. Writes use
+// send(MSG_NOSIGNAL): a closed connection is an error, never SIGPIPE (as hiredis' write() is).
 // Split send/receive (send_receive.hpp): send(), interest(), progress() and receive() run the same
 // scripts on the store's own connection without blocking, so one thread can have requests to many
 // Redis servers in flight and poll() their sockets together (quorum_store does). The request is
@@ -69,14 +67,15 @@
 // (LOADING, BUSY, READONLY, not the primary by ROLE, ...) is an error, never a grant. The
 // connection is dropped and re-established by the next call; the failed call itself is never
 // retried (its script may or may not have run, so a retry could only guess). Every failure keeps
-// the server's or hiredis' text in last_error_message().// Files: this header (redis_store) is the
-// one to include; it brings redis_options.hpp (redis_options, redis_max_token) and redis_fence.hpp
-// (redis_fence). Internals: detail/redis_resp.hpp (replies, tokens in replies, error replies to
-// errc, RESP formatting), detail/redis_connection.hpp (the hiredis connection: connect, setup,
-// EVALSHA, NOSCRIPT), detail/redis_link.hpp (its lock and the split send/receive path),
-// detail/redis_scripts.hpp (the Lua scripts), detail/redis_requests.hpp (each operation as a script
-// call and the reading of its reply, shared by both paths), detail/redis_waiting.hpp (pub/sub),
-// detail/redis_wait_any.hpp (wait_for_release_any).
+// the server's or hiredis' text in last_error_message().
+// Files: this header (redis_store) is the one to include; it brings redis_options.hpp
+// (redis_options, redis_max_token) and redis_fence.hpp (redis_fence). Internals:
+// detail/redis_resp.hpp (replies, tokens in replies, error replies to errc, RESP formatting),
+// detail/redis_connection.hpp (the hiredis connection: connect, setup, EVALSHA, NOSCRIPT),
+// detail/redis_link.hpp (its lock and the split send/receive path), detail/redis_scripts.hpp (the
+// Lua scripts), detail/redis_requests.hpp (each operation as a script call and the reading of its
+// reply, shared by both paths), detail/redis_waiting.hpp (pub/sub), detail/redis_wait_any.hpp
+// (wait_for_release_any).
 #ifndef HOLDFAST_STORES_REDIS_HPP
 #define HOLDFAST_STORES_REDIS_HPP
 
@@ -544,10 +543,10 @@ class redis_store : public detail::link_client<detail::redis_link> {
     return out;
   }
 
-  // [link locked] With wait_replicas > 0, after an acquire or renew that granted: WAIT for the
-  // replicas. A grant fewer of them acknowledged in time is not reported: an acquired one is
-  // given back (released; if that fails too, it expires), a renewed one keeps the validity of
-  // its last acknowledged grant on the holder's side; both become grant_not_durable.
+  // [link locked] With wait_replicas > 0, after a granting acquire or renew: WAIT. A grant too
+  // few replicas acknowledged in time is given back if acquired (else it expires) or, renewed,
+  // keeps its last acknowledged validity; both become grant_not_durable. Through Sentinel a
+  // shortfall drops the connection (the primary may be failing over).
   void acknowledge(store_op op, std::string_view key, std::string_view owner,
                    result<grant>& granted) {
     const redis_options& o = link_.options();
@@ -563,6 +562,7 @@ class redis_store : public detail::link_client<detail::redis_link> {
       const store_request back{store_op::release, key, owner, granted->token, {}, {}};
       (void)eval(prepare(back));
     }
+    if (!o.sentinels.empty()) link_.disconnect();
     (void)link_.fail(errc::grant_not_durable, why);
     granted = errc::grant_not_durable;
   }
