@@ -8,11 +8,14 @@
 #include <hiredis/hiredis.h>
 #include <catch2/catch.hpp>
 
+#include <chrono>
+#include <initializer_list>
 #include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
 
+#include "holdfast/stores/detail/redis_resp.hpp"
 #include "holdfast/stores/redis_options.hpp"
 #include "real_servers.hpp"
 
@@ -62,6 +65,33 @@ inline long long redis_admin_int(const holdfast::redis_options& o,
   freeReplyObject(r);
   redisFree(c);
   return v;
+}
+
+// One command on 127.0.0.1:`port` over a connection of its own, behind the store's back (no AUTH:
+// for the servers a test starts itself). `timeout` bounds the connect and the reply. The reply, or
+// nullptr if either failed (Sentinel kills clients' connections while it reconfigures a server).
+inline holdfast::detail::redis_reply_ptr redis_try_command(
+    int port, std::initializer_list<std::string> args,
+    std::chrono::milliseconds timeout = std::chrono::seconds(2)) {
+  const auto us = std::chrono::duration_cast<std::chrono::microseconds>(timeout).count();
+  const struct timeval tv {
+    static_cast<time_t>(us / 1000000), static_cast<suseconds_t>(us % 1000000)
+  };
+  redisContext* c = redisConnectWithTimeout("127.0.0.1", port, tv);
+  if (c == nullptr || c->err != 0) {
+    redisFree(c);
+    return nullptr;
+  }
+  redisSetTimeout(c, tv);
+  std::vector<const char*> argv;
+  std::vector<std::size_t> lens;
+  for (const std::string& a : args) {
+    argv.push_back(a.data());
+    lens.push_back(a.size());
+  }
+  void* r = redisCommandArgv(c, static_cast<int>(argv.size()), argv.data(), lens.data());
+  redisFree(c);
+  return holdfast::detail::redis_reply_ptr(static_cast<redisReply*>(r));
 }
 
 // The length of `key`'s wait queue (redis_store's hand-off queue).

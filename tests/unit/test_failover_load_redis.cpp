@@ -35,6 +35,7 @@
 
 #include "../support/failover_load.hpp"
 #include "../support/real_servers.hpp"
+#include "../support/redis_servers.hpp"
 #include "holdfast/lease.hpp"
 #include "holdfast/stores/redis.hpp"
 
@@ -55,22 +56,7 @@ constexpr char worker_test[] = "failover load redis worker";
 
 /// One command on 127.0.0.1:`port`, behind the store's back; nullptr if it fails.
 holdfast::detail::redis_reply_ptr try_cmd(int port, std::initializer_list<std::string> args) {
-  const struct timeval tv { 2, 0 };
-  redisContext* c = redisConnectWithTimeout("127.0.0.1", port, tv);
-  if (c == nullptr || c->err != 0) {
-    redisFree(c);
-    return nullptr;
-  }
-  redisSetTimeout(c, tv);
-  std::vector<const char*> argv;
-  std::vector<std::size_t> lens;
-  for (const std::string& a : args) {
-    argv.push_back(a.data());
-    lens.push_back(a.size());
-  }
-  void* r = redisCommandArgv(c, static_cast<int>(argv.size()), argv.data(), lens.data());
-  redisFree(c);
-  return holdfast::detail::redis_reply_ptr(static_cast<redisReply*>(r));
+  return hf_test::redis_try_command(port, args, 2s);
 }
 
 std::string str_of(int port, std::initializer_list<std::string> args) {

@@ -19,6 +19,7 @@
 #include <vector>
 
 #include "../support/real_servers.hpp"
+#include "../support/redis_servers.hpp"
 #include "holdfast/lease.hpp"
 #include "holdfast/stores/redis.hpp"
 
@@ -37,24 +38,9 @@ namespace {
 
 constexpr std::uint64_t life_gap = std::uint64_t{1} << 32;  // a new life's raise of the counter
 
-/// One command on 127.0.0.1:`port`, behind the store's back; nullptr if it fails (Sentinel kills
-/// clients' connections while it reconfigures a server).
+/// One command on 127.0.0.1:`port`, behind the store's back; nullptr if it fails.
 holdfast::detail::redis_reply_ptr try_cmd(int port, std::initializer_list<std::string> args) {
-  const struct timeval tv { 5, 0 };
-  redisContext* c = redisConnectWithTimeout("127.0.0.1", port, tv);
-  if (c == nullptr || c->err != 0) {
-    redisFree(c);
-    return nullptr;
-  }
-  std::vector<const char*> argv;
-  std::vector<std::size_t> lens;
-  for (const std::string& a : args) {
-    argv.push_back(a.data());
-    lens.push_back(a.size());
-  }
-  void* r = redisCommandArgv(c, static_cast<int>(argv.size()), argv.data(), lens.data());
-  redisFree(c);
-  return holdfast::detail::redis_reply_ptr(static_cast<redisReply*>(r));
+  return hf_test::redis_try_command(port, args, 5s);
 }
 
 /// One command on 127.0.0.1:`port`, behind the store's back.
