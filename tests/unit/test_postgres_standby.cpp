@@ -195,4 +195,46 @@ TEST_CASE("postgres standby: a synchronous standby promoted keeps every grant re
   CHECK(b->token > newest_a);
 }
 
+// ~4 s. A release commits locally (synchronous_commit = local for its transaction): a release the
+// promotion loses only keeps the key held until its expiry, so it waits for no standby. Expected,
+// with the synchronous standby's WAL receiver stopped: a grant waits for it and fails with an
+// error when command_timeout cancels it (never a grant); A's release of a grant made while the
+// standby streamed returns at once, and B is granted that key on the primary's own view after it.
+TEST_CASE("postgres standby: a release waits for no synchronous standby; a grant does",
+          "[postgres][failover]") {
+  pair_of_servers pg = start_pair({"synchronous_standby_names=*", "synchronous_commit=on"});
+  if (!pg.primary) return;
+  postgres_options o = options_for(*pg.primary);
+  o.command_timeout = 1500ms;
+  postgres_store on_primary(o);
+  wait_streaming(on_primary);
+  fencing_token a_token;
+  REQUIRE(hf_test::wait_until(
+      [&] {
+        auto a = on_primary.try_acquire("k", "A", 30s);
+        if (a) a_token = a->token;
+        return static_cast<bool>(a);
+      },
+      10s));
+  REQUIRE(hf_test::run_program(  // the standby stops receiving: synchronous commits now wait
+      {"/usr/bin/psql", "-q", "-X", "-d", pg.standby->conninfo(), "-c",
+       "ALTER SYSTEM SET primary_conninfo TO ''", "-c", "SELECT pg_reload_conf()"},
+      "/dev/null"));
+  REQUIRE(hf_test::wait_until(
+      [&] {
+        auto r = on_primary.deployment();
+        return r && r->facts.find("standbys=0") != std::string::npos;
+      },
+      10s));
+  auto waited = on_primary.try_acquire("other", "C", 30s);
+  INFO(on_primary.last_error_message());
+  REQUIRE_FALSE(waited);  // the grant waited for the standby, and command_timeout cancelled it
+  const auto t0 = std::chrono::steady_clock::now();
+  auto released = on_primary.release("k", "A", a_token);
+  const auto took = std::chrono::steady_clock::now() - t0;
+  INFO(on_primary.last_error_message());
+  CHECK(released);
+  CHECK(took < o.command_timeout);  // it did not wait out command_timeout for the standby
+}
+
 }  // namespace test_postgres_standby

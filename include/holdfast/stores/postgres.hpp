@@ -18,6 +18,8 @@
 //             |   RETURNING token                      (no row back: busy)
 //   renew     | UPDATE T SET expires_at = now + ttl WHERE key, owner, token match AND live
 //   release   | UPDATE T SET owner = '', expires_at = -infinity WHERE key, owner, token match
+//             |   (committed with synchronous_commit = local: it waits for no standby; a
+//             |   release a failover loses leaves the key held until its expiry, never freed)
 //   inspect   | SELECT owner, token, remaining ms WHERE key matches AND live
 //
 // The ON CONFLICT branch draws its token *after* it has locked the row, so two acquirers of one key
@@ -543,12 +545,17 @@ class postgres_store : public detail::link_client<detail::pg_link> {
              "WHERE key_hash = sha256($1) AND owner = $2 AND token = $3 "
              "AND expires_at > clock_timestamp() RETURNING token",
          {pg_bytea_oid, pg_bytea_oid, pg_int8_oid, pg_int8_oid}},
+        // A release lost in a failover only keeps the key held until its expiry, so its commit
+        // waits for no standby (synchronous_commit = local for this transaction, never raised).
         {"holdfast_release",
-         "WITH r AS (UPDATE " + t +
+         "WITH c AS MATERIALIZED (SELECT set_config('synchronous_commit', CASE WHEN "
+         "current_setting('synchronous_commit') = 'off' THEN 'off' ELSE 'local' END, true)), "
+         "r AS (UPDATE " +
+             t +
              " SET owner = ''::bytea, expires_at = '-infinity' "
              "WHERE key_hash = sha256($1) AND owner = $2 AND token = $3 "
              "RETURNING token, key_hash) "
-             "SELECT r.token FROM r CROSS JOIN LATERAL (SELECT pg_notify(" +
+             "SELECT r.token FROM c, r CROSS JOIN LATERAL (SELECT pg_notify(" +
              detail::pg_literal(channel_name(o)) + ", encode(r.key_hash, 'hex'))) AS n",
          {pg_bytea_oid, pg_bytea_oid, pg_int8_oid}},
         {"holdfast_inspect",
