@@ -4,7 +4,8 @@
 // shipped recipes keep every invariant (S1-S6, O1, L1), and each negative control is caught
 // within rapidcheck's default case count (100), by the invariant it breaks: the semaphore that
 // forgets a slot whose reply was lost by O1 (issue 22), count-then-grant by S6, the leader that
-// trusts its callback by S4, the wait to the deadline by L1.
+// trusts its callback by S4, the wait to the deadline by L1, the holder that trusts the TTL it
+// asked (not the one the store applied) by S4.
 #include <rapidcheck.h>
 #include <rapidcheck/catch.h>
 #include <catch2/catch.hpp>

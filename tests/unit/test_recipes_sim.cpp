@@ -9,7 +9,9 @@
 //     shorter TTL than asked now and then; a count-then-grant semaphore is caught by S6, the
 //     semaphore before issue 22 (a lost reply's slot forgotten, the kind of Curator #835) by O1.
 //   - waiting without polling: S1-S5 and L1 hold with every release notification lost; a wait
-//     that sleeps to the caller's deadline instead of the holder's expiry is caught by L1.
+//     that sleeps to the caller's deadline instead of the holder's expiry is caught by L1, a
+//     holder that trusts the TTL it asked instead of the one the store applied (on acquire or
+//     renew) by S4.
 #include <catch2/catch.hpp>
 
 #include <cstdint>
@@ -120,6 +122,19 @@ TEST_CASE("a wait that sleeps past the holder's expiry is caught by L1 (control)
   REQUIRE(caught);
   INFO(caught->report());
   CHECK(caught->violated == ht::invariant::l1_liveness);
+}
+
+TEST_CASE("a holder trusting the TTL it asked, not the one the store applied, is caught (control)",
+          "[lease][testing]") {
+  std::optional<ht::verdict> caught;
+  std::uint64_t seed = 1;
+  for (; seed <= 150 && !caught; ++seed) {
+    ht::verdict v = run_waiting_schedule(seed, recipe_mutant::trusts_asked_ttl);
+    if (!v.ok()) caught = std::move(v);
+  }
+  REQUIRE(caught);
+  INFO("seed " << seed - 1 << "\n" << caught->report());
+  CHECK(caught->violated == ht::invariant::s4_holder_belief);
 }
 
 }  // namespace test_recipes_sim

@@ -21,7 +21,10 @@
 //   (store.hpp| blocking acquire() sleeping in the store,     | (sleeps to the caller's|
 //   wait_for_ | whose every release notification is lost;     | deadline, not to the   |
 //   release)  | crashes; then faults heal and a contender must| holder's expiry)       |
-//             | acquire within the L1 bound                   |                        |
+//             | acquire within the L1 bound. Each holder      | trusts_asked_ttl (the  | S4
+//             | renews once and holds on for 60-90% of the TTL| holder trusts the TTL  |
+//             | (the store applies a shorter TTL now and then)| it asked, not the one  |
+//             |                                               | the store applied)     |
 //
 // Every schedule runs under pauses, clock drift within the bound, delayed and lost requests and
 // replies, and store errors; each process drives its own keepalive as an event loop.
@@ -75,12 +78,14 @@ enum class recipe_mutant : std::uint8_t {
   count_then_grant,
   forgets_lost_slot,
   wait_until_deadline,
+  trusts_asked_ttl,
 };
 
 /// Every recipe_mutant but none.
 inline constexpr recipe_mutant all_recipe_mutants[] = {
     recipe_mutant::leader_trusts_callback, recipe_mutant::count_then_grant,
-    recipe_mutant::forgets_lost_slot, recipe_mutant::wait_until_deadline};
+    recipe_mutant::forgets_lost_slot, recipe_mutant::wait_until_deadline,
+    recipe_mutant::trusts_asked_ttl};
 
 /// Returns the control's name as in the table ("none" for none).
 inline const char* to_string(recipe_mutant m) noexcept {
@@ -95,6 +100,8 @@ inline const char* to_string(recipe_mutant m) noexcept {
       return "forgets_lost_slot";
     case recipe_mutant::wait_until_deadline:
       return "wait_until_deadline";
+    case recipe_mutant::trusts_asked_ttl:
+      return "trusts_asked_ttl";
   }
   return "?";
 }
@@ -115,6 +122,7 @@ inline recipe recipe_of(recipe_mutant m) noexcept {
     case recipe_mutant::forgets_lost_slot:
       return recipe::semaphore;
     case recipe_mutant::wait_until_deadline:
+    case recipe_mutant::trusts_asked_ttl:
       return recipe::waiting;
     case recipe_mutant::none:
     case recipe_mutant::leader_trusts_callback:
@@ -134,6 +142,8 @@ inline invariant expected_violation(recipe_mutant m) noexcept {
       return invariant::o1_orphaned_grant;
     case recipe_mutant::wait_until_deadline:
       return invariant::l1_liveness;
+    case recipe_mutant::trusts_asked_ttl:
+      return invariant::s4_holder_belief;
     case recipe_mutant::none:
       break;
   }
@@ -338,17 +348,23 @@ inline void semaphore_rounds(recipe_world& w, std::size_t i, std::uint64_t seed,
 /// A store in front of the simulated one whose wait_for_release never hears a release (every
 /// notification lost): it sleeps on the calling client's clock until the holder's lease can have
 /// expired (its time left by the store, 1 ms more) or the deadline, whichever comes first;
-/// wait_until_deadline sleeps to the deadline.
+/// wait_until_deadline sleeps to the deadline. trusts_asked_ttl reports every grant with the TTL
+/// asked, not the (perhaps shorter) one the store applied: the holder then trusts what it asked.
 struct lossy_waiting_store {
   recipe_store* s;
   simulator* sim;
   bool until_deadline;
+  bool trusts_asked = false;
   result<grant> try_acquire(std::string_view k, std::string_view o, std::chrono::milliseconds t) {
-    return s->try_acquire(k, o, t);
+    return as_asked(s->try_acquire(k, o, t), t);
   }
   result<grant> renew(std::string_view k, std::string_view o, fencing_token tok,
                       std::chrono::milliseconds t) {
-    return s->renew(k, o, tok, t);
+    return as_asked(s->renew(k, o, tok, t), t);
+  }
+  result<grant> as_asked(result<grant> g, std::chrono::milliseconds asked) const {
+    if (g && trusts_asked) return grant{g->token, asked};
+    return g;
   }
   result<void> release(std::string_view k, std::string_view o, fencing_token tok) {
     return s->release(k, o, tok);
@@ -386,11 +402,20 @@ inline void waiting_rounds(recipe_world& w, lossy_waiting_store& store, sim_reso
       continue;
     }
     recipe_record(w.sim, event_kind::acquired, p.node, owner, 0, {}, l->token().value());
-    clock.sleep_until(clock.now() + recipe_ttl * (1 + (round + static_cast<int>(i)) % 4) / 5);
-    const bool valid = l->valid();
+    const int turn = round + static_cast<int>(i);
+    clock.sleep_until(clock.now() + recipe_ttl * (1 + turn % 4) / 5);
+    bool valid = l->valid();
     recipe_record(w.sim, event_kind::validity, p.node, owner, 0, {}, l->token().value(),
                   valid ? 1 : 0);
     if (valid) (void)resource.write(l->token(), owner);
+    // Renew once and hold on for 60-90% of the TTL: the store may have applied less than asked.
+    if (valid && l->renew()) {
+      clock.sleep_until(clock.now() + recipe_ttl * (6 + turn % 4) / 10);
+      valid = l->valid();
+      recipe_record(w.sim, event_kind::validity, p.node, owner, 0, {}, l->token().value(),
+                    valid ? 1 : 0);
+      if (valid) (void)resource.write(l->token(), owner);
+    }
     if ((seed + i + static_cast<std::uint64_t>(round)) % 3 == 0) {
       // The holder dies here: nothing releases the key, the waiters have only its expiry.
       l->on_lost(nullptr);
@@ -526,7 +551,8 @@ inline verdict run_waiting_schedule(decision_source& src, std::uint64_t seed,
   history log;
   {
     detail::recipe_world w(src, seed, 3, {"orders"});
-    detail::lossy_waiting_store store{&w.store, &w.sim, m == recipe_mutant::wait_until_deadline};
+    detail::lossy_waiting_store store{&w.store, &w.sim, m == recipe_mutant::wait_until_deadline,
+                                      m == recipe_mutant::trusts_asked_ttl};
     sim_resource resource(w.sim, 0, resource_mode::fenced);
     for (std::size_t i = 0; i < w.procs.size(); ++i) {
       w.sim.spawn(w.procs[i].node, [&w, &store, &resource, i, seed] {
