@@ -407,7 +407,9 @@ TEST_CASE("zookeeper_store: an expired session is a lost lease, and says so",
     auto r = s.renew("k", "A", g->token, 2000ms);
     REQUIRE_FALSE(r.has_value());
     if (r.error() == errc::lease_lost) break;
-    CHECK(r.error() == errc::store_unavailable);  // until the store hears of the expiry
+    // Until the store hears of the expiry: a transient error (a reply that did not come within
+    // the session's bounds is a timeout; ci-run11 under ASan at load 23 saw one).
+    CHECK((r.error() == errc::store_unavailable || r.error() == errc::timeout));
     std::this_thread::sleep_for(100ms);
   }
   CHECK(s.renew("k", "A", g->token, 2000ms).error() == errc::lease_lost);
