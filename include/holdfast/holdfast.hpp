@@ -39,6 +39,7 @@
 #include "holdfast/mutex.hpp"
 #include "holdfast/observer.hpp"
 #include "holdfast/quorum.hpp"
+#include "holdfast/read_write_lease.hpp"
 #include "holdfast/recursive_mutex.hpp"
 #include "holdfast/reentrant.hpp"
 #include "holdfast/result.hpp"
