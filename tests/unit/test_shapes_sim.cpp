@@ -29,6 +29,10 @@ const char* expected_property(ht::shape_mutant m) {
       return "re-entry held";
     case ht::shape_mutant::reentry_counts_retries:
       return "re-entry freed";
+    case ht::shape_mutant::rw_writer_while_reader:
+      return "read-write exclusion";
+    case ht::shape_mutant::rw_upgrade_in_place:
+      return "fenced write order";
     case ht::shape_mutant::none:
       break;
   }

@@ -20,6 +20,9 @@
 //   re-entry freed  | after the last exit (every request id released once) | reentry_counts_
 //                   | the store does not hold the holder's lease (unless   | retries (a retried
 //                   | that release got no answer)                          | request counted)
+//   read-write      | rw_workload.hpp's phase: no writer with a live reader| rw_writer_while_
+//   (rw_checker.hpp)| or writer; writes only under a writer's token        | reader, rw_upgrade_
+//                   |                                                      | in_place
 //
 // The store here has no atomic multi-key capability (sim_store does not forward one), so
 // acquire_all() takes the ordered path, the one whose give-back and lost replies matter; the
@@ -50,6 +53,7 @@
 #include "holdfast/testing/decision.hpp"
 #include "holdfast/testing/history.hpp"
 #include "holdfast/testing/resource.hpp"
+#include "holdfast/testing/rw_workload.hpp"
 #include "holdfast/testing/sim_store.hpp"
 #include "holdfast/testing/simulator.hpp"
 #include "holdfast/testing/verdict.hpp"
@@ -65,12 +69,17 @@ enum class shape_mutant : std::uint8_t {
   multi_keeps_partial,
   reentry_releases_at_first_exit,
   reentry_counts_retries,
+  rw_writer_while_reader,
+  rw_upgrade_in_place,
 };
 
 /// Every shape_mutant but none.
-inline constexpr shape_mutant all_shape_mutants[] = {
-    shape_mutant::multi_unordered, shape_mutant::multi_keeps_partial,
-    shape_mutant::reentry_releases_at_first_exit, shape_mutant::reentry_counts_retries};
+inline constexpr shape_mutant all_shape_mutants[] = {shape_mutant::multi_unordered,
+                                                     shape_mutant::multi_keeps_partial,
+                                                     shape_mutant::reentry_releases_at_first_exit,
+                                                     shape_mutant::reentry_counts_retries,
+                                                     shape_mutant::rw_writer_while_reader,
+                                                     shape_mutant::rw_upgrade_in_place};
 
 /// Returns the mutant's name as in the table.
 inline const char* to_string(shape_mutant m) noexcept {
@@ -85,6 +94,10 @@ inline const char* to_string(shape_mutant m) noexcept {
       return "reentry_releases_at_first_exit";
     case shape_mutant::reentry_counts_retries:
       return "reentry_counts_retries";
+    case shape_mutant::rw_writer_while_reader:
+      return "rw_writer_while_reader";
+    case shape_mutant::rw_upgrade_in_place:
+      return "rw_upgrade_in_place";
   }
   return "?";
 }
@@ -101,9 +114,11 @@ inline std::optional<shape_mutant> shape_mutant_from_string(std::string_view s) 
 /// What one run of the shapes found: the shapes' own first violated property (empty: all hold)
 /// and the checker's verdict on the same history.
 struct shape_verdict {
-  std::string property;  ///< "all or nothing", "progress", "re-entry held", "re-entry freed".
-  std::string what;      ///< One sentence.
-  verdict base;          ///< S1-S5 on the history.
+  /// "all or nothing", "progress", "re-entry held", "re-entry freed", or a read-write property
+  /// (rw_checker.hpp: "read-write exclusion", "read-write tokens", "fenced write order").
+  std::string property;
+  std::string what;  ///< One sentence.
+  verdict base;      ///< S1-S5 on the history.
   /// Returns true iff every property and invariant holds.
   [[nodiscard]] bool ok() const noexcept { return property.empty() && base.ok(); }
   /// Returns "<property> violated: <what>", the checker's text, or "all hold".
@@ -379,13 +394,26 @@ inline void reentry_process(shapes_world& w, node_id n, const std::string& name,
 
 }  // namespace detail
 
-/// Runs one schedule of both shapes drawn from `src` (see the overview), with the negative
-/// control `m` (none: the shipped code): three multi-key processes and two re-entrant ones
-/// under every fault, then, healed, two processes taking {k0, k1} in opposite orders. Returns
+/// Runs one schedule of the shapes drawn from `src` (see the overview), with the negative
+/// control `m` (none: the shipped code): the read-write phase (run_rw_schedule; for none and the
+/// rw_ controls, which run it alone), three multi-key processes and two re-entrant ones under
+/// every fault, then, healed, two processes taking {k0, k1} in opposite orders. Returns
 /// the shapes' first violated property and the checker's verdict on the history.
 inline shape_verdict run_shapes_schedule(decision_source& src,
                                          shape_mutant m = shape_mutant::none) {
   shape_verdict out;
+  const bool rw =
+      m == shape_mutant::rw_writer_while_reader || m == shape_mutant::rw_upgrade_in_place;
+  if (rw || m == shape_mutant::none) {  // the read-write phase: its own world (rw_workload.hpp)
+    const rw_verdict v = run_rw_schedule(
+        src, m == shape_mutant::rw_writer_while_reader ? rw_mutation::writer_while_reader
+             : m == shape_mutant::rw_upgrade_in_place  ? rw_mutation::upgrade_in_place
+                                                       : rw_mutation::none);
+    out.property = v.rw.property;
+    out.what = v.rw.what;
+    out.base = v.base;
+    if (rw || !out.ok()) return out;
+  }
   history log;
   {
     detail::kept_leases kept;  // the keeps_partial control's leases: destroyed after the run
