@@ -33,6 +33,10 @@
 // mutex around their store call, so they never overlap, and once release() or remove() returns, the
 // keepalive sends no renewal of that lease. A lease that no keepalive shares takes no lock.
 //
+// Batches: the renewals due in one poll() on one store that offers renew_batch (redis_store) go
+// out together, at most max_batch per call, pipelined: all sent, then all replies read, each
+// judged as its own renew() (lease/detail/batch_renew.hpp); other stores renew one at a time.
+//
 // Waiting: the thread sleeps until the earliest renewal is due, and add() and stop() wake it at
 // once. On steady_clock it waits on a condition variable (the same steady time); on an
 // interruptible clock (manual_clock; clock.hpp) it sleeps in the clock's sleep_until(tp, stop), so
@@ -75,6 +79,7 @@
 #include "holdfast/detail/saturating.hpp"
 #include "holdfast/error.hpp"
 #include "holdfast/lease.hpp"
+#include "holdfast/lease/detail/batch_renew.hpp"
 #include "holdfast/lease/detail/keepalive_port.hpp"
 #include "holdfast/lease/detail/option_texts.hpp"
 #include "holdfast/observer.hpp"
@@ -99,6 +104,11 @@ struct keepalive_options {
   std::chrono::nanoseconds poll_interval = std::chrono::milliseconds(100);
   /// Start the background thread (default). false: no thread; the owner calls poll().
   bool start_thread = true;
+  /// At most this many renewals due in one poll() on one store go out in one pipelined call, when
+  /// the store offers renew_batch (redis_store): all sent, then all replies read, each judged
+  /// as its own renew() (lease/detail/batch_renew.hpp). 1: every renewal is its own round trip,
+  /// as on a store without renew_batch. In [1, 65536]; default 256.
+  std::size_t max_batch = 256;
   /// Told of every renewal this keepalive makes (renewed / renew_failed, keepalive = true) and
   /// every loss it notices (lost), on the keepalive's thread (observer.hpp). A lease's own
   /// observer (acquire_options::observer) hears its keepalive renewals too; when both are the
@@ -115,6 +125,7 @@ struct keepalive_options {
         poll_interval > std::chrono::hours(1)) {
       return errc::invalid_argument;
     }
+    if (max_batch < 1 || max_batch > 65536) return errc::invalid_argument;
     return {};
   }
 
@@ -125,7 +136,11 @@ struct keepalive_options {
       return "renew_fraction of " + detail::number_text(renew_fraction) + " is not in (0, 1)";
     }
     std::string why = detail::backoff_problem(retry, "retry");
-    return why.empty() ? detail::interval_problem(poll_interval, "poll_interval") : why;
+    if (why.empty()) why = detail::interval_problem(poll_interval, "poll_interval");
+    if (why.empty() && (max_batch < 1 || max_batch > 65536)) {
+      why = "max_batch of " + std::to_string(max_batch) + " is not in [1, 65536]";
+    }
+    return why;
   }
 };
 
@@ -136,6 +151,7 @@ struct keepalive_stats {
   std::uint64_t losses = 0;       ///< Leases found lost (then dropped).
   std::uint64_t passes = 0;       ///< Completed poll() passes that found work due.
   std::uint64_t regressions = 0;  ///< Times poll() found the clock had gone backwards.
+  std::uint64_t batches = 0;      ///< renew_batch calls (each renews several leases at once).
 };
 
 namespace detail {
@@ -395,9 +411,14 @@ class keepalive : public detail::lease_renewer<Clock> {
       }
       if (!batch_.empty()) ++stats_.passes;
     }
-    for (node_type& node : batch_) {
-      const detail::keepalive_step<Clock> s =
-          keep(node.mapped().block.lock(), opts_.renew_fraction);
+    const std::size_t batches = renew_due();
+    if (batches != 0) {
+      std::lock_guard<std::mutex> lock(mu_);
+      stats_.batches += batches;
+    }
+    for (std::size_t i = 0; i < batch_.size(); ++i) {
+      node_type& node = batch_[i];
+      const detail::keepalive_step<Clock>& s = steps_[i];
       std::lock_guard<std::mutex> lock(mu_);
       const auto cancelled = std::find(cancelled_.begin(), cancelled_.end(), node.mapped().raw);
       if (cancelled != cancelled_.end()) {  // remove()d while in flight (and maybe added again)
@@ -430,6 +451,7 @@ class keepalive : public detail::lease_renewer<Clock> {
       }
     }
     batch_.clear();
+    steps_.clear();
     std::lock_guard<std::mutex> lock(mu_);
     in_flight_.clear();
     cancelled_.clear();
@@ -448,10 +470,42 @@ class keepalive : public detail::lease_renewer<Clock> {
   };
   using node_type = typename std::multimap<time_point, entry>::node_type;
 
-  detail::keepalive_step<Clock> keep(const std::shared_ptr<target_type>& t,
-                                     double fraction) noexcept {
-    if (!t) return {};  // the lease was destroyed
-    return t->step(id_, fraction, opts_.observer);
+  // [poll_mu_] Renews the leases of batch_ (outcomes in steps_, in batch_'s order): those whose
+  // store has renew_batch in groups of at most max_batch per store (detail::batch_plan; a group
+  // of one too, so one path serves every renewal on such a store), the others one by one by
+  // step(). Returns the number of renew_batch calls.
+  std::size_t renew_due() {
+    const std::size_t n = batch_.size();
+    steps_.assign(n, detail::keepalive_step<Clock>{});
+    targets_.clear();
+    for (std::size_t i = 0; i < n; ++i) {
+      targets_.push_back(batch_[i].mapped().block.lock());  // null: the lease was destroyed
+    }
+    plan_.make(n, opts_.max_batch, [this](std::size_t i) {
+      return targets_[i] ? targets_[i]->batch() : detail::batch_key{};
+    });
+    std::size_t calls = 0;
+    for (const auto& g : plan_.groups) {
+      const std::size_t first = plan_.order[g.first].second;
+      if (!targets_[first]) continue;
+      if (!plan_.order[g.first].first) {  // a store without renew_batch, or max_batch == 1
+        steps_[first] = targets_[first]->step(id_, opts_.renew_fraction, opts_.observer);
+        continue;
+      }
+      group_.clear();
+      for (std::size_t j = g.first; j < g.second; ++j) {
+        group_.push_back(targets_[plan_.order[j].second].get());
+      }
+      out_.assign(group_.size(), detail::keepalive_step<Clock>{});
+      targets_[first]->step_batch(group_.data(), group_.size(), id_, opts_.renew_fraction,
+                                  opts_.observer, out_.data());
+      for (std::size_t j = g.first; j < g.second; ++j) {
+        steps_[plan_.order[j].second] = out_[j - g.first];
+      }
+      ++calls;
+    }
+    targets_.clear();  // no lease block outlives its poll here
+    return calls;
   }
 
   void wake_locked() {
@@ -524,7 +578,12 @@ class keepalive : public detail::lease_renewer<Clock> {
   std::vector<const void*> cancelled_;  // of those, the ones remove()d meanwhile
 
   std::mutex poll_mu_;  // one poll() at a time; stop() waits on it for an in-flight store call
-  std::vector<node_type> batch_;
+  std::vector<node_type> batch_;  // below: guarded by poll_mu_, reused from poll to poll
+  std::vector<detail::keepalive_step<Clock>> steps_;  // batch_[i]'s outcome
+  std::vector<std::shared_ptr<target_type>> targets_;
+  detail::batch_plan plan_;
+  std::vector<target_type*> group_;
+  std::vector<detail::keepalive_step<Clock>> out_;
 
   std::thread thread_;  // last: started once everything above is constructed
 };

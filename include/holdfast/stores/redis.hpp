@@ -18,18 +18,17 @@
 //   fence    | fence key             | token > newest, or == newest and the same owner: run the
 //            |                       |   caller's command, then SET "<token>:<owner>";
 //            |                       |   older: stale_token; equal, other owner: token_reissued
-// It avoids "SET NX PX, then INCR" (two round trips: a stalled acquirer gets a newer token than
-// a holder granted after it; store.hpp, T1).
-//
-// Keys, owners and values are binary-safe bulk arguments (any bytes, NUL included, up to Redis'
-// 512 MB), never spliced into a script. Tokens are decimal strings, never a Lua double, so exact
-// over INCR's range 1 .. 2^63-1; a counter at 2^63-1 makes acquire report token_exhausted.
-// Lost grants (DESIGN.md, "Lost grants"). The counter and the leases live in Redis' memory: with
-// no persistence a restart loses them all; with `appendfsync everysec` a machine crash loses up to
-// a second of them; a failover to an asynchronous replica loses what it had not received. A store
-// that lost grants re-issues tokens, most likely the very token a fence admitted last, so safety
-// never rests on it not happening: the fences admit by (token, owner) and refuse an equal token
-// from another owner (token_reissued). Two things make it rarer and recover from it:
+// It avoids "SET NX PX, then INCR" (two round trips: a stalled acquirer gets a newer token than a
+// holder granted after it; store.hpp, T1).
+// Keys, owners and values are binary-safe bulk arguments (any bytes, NUL included, up to 512 MB),
+// never spliced into a script. Tokens are decimal strings, never a Lua double, so exact over INCR's
+// range 1 .. 2^63-1; a counter at 2^63-1 makes acquire report token_exhausted. Lost grants
+// (DESIGN.md, "Lost grants"). The counter and the leases live in Redis' memory: with no persistence
+// a restart loses them all; with `appendfsync everysec` a machine crash loses up to a second of
+// them; a failover to an asynchronous replica loses what it had not received. A store that lost
+// grants re-issues tokens, most likely the very token a fence admitted last, so safety never rests
+// on it not happening: the fences admit by (token, owner) and refuse an equal token from another
+// owner (token_reissued). Two things make it rarer and recover from it:
 //   - wait_replicas (redis_options): a grant is reported only once that many replicas
 //     acknowledged it (WAIT, one more round trip); one not acknowledged within wait_timeout is
 //     given back and reported as grant_not_durable. With Sentinel, which promotes the most
@@ -41,41 +40,34 @@
 //     holders without an operator. A store that lost the record too (no persistence) cannot
 //     tell: its tokens restart at 1, refused until raise_token_floor(newest token admitted).
 // deployment() reports what the server runs with (deployment.hpp). Through Sentinel
-// (redis_options::sentinels) every (re)connect asks the sentinels for the primary and checks
-// ROLE; READONLY (a demoted primary) and, with wait_replicas, a WAIT shortfall drop the
-// connection, so the next call asks again. Without wait_replicas, a primary Sentinel replaced but
-// has not demoted yet keeps taking grants until then; they are lost, the fences refuse them.
+// (redis_options::sentinels) every (re)connect asks the sentinels for the primary and checks ROLE;
+// READONLY (a demoted primary) and, with wait_replicas, a WAIT shortfall drop the connection, so
+// the next call asks again. Without wait_replicas, a primary Sentinel replaced but has not demoted
+// yet keeps taking grants until then; they are lost, the fences refuse them.
 // Expiry is judged by the Redis server's clock (T2), and a grant lasts at least its TTL in real
-// time as T2 asks: TTLs go to Redis in whole milliseconds (PX / PEXPIRE, never rounded to
-// seconds), Redis stores the expiry as its millisecond clock (read rounded down) + ttl, and treats
-// a key as expired only once that clock is strictly *past* it (db.c keyIsExpired: now > when),
-// i.e. at read + ttl + 1 ms, one whole tick later. Connection: TCP or a Unix socket, connect and
-// command timeouts, AUTH (password or ACL user + password), SELECT, CLIENT SETNAME. No TLS: the
-// hiredis 0.14 that Debian 12 ships has none; tunnel (stunnel, spiped) or use a newer hiredis with
-// a socket you secure yourself. Standalone Redis (or a Sentinel-managed primary) only: keys share
-// one slot (a `{holdfast}` hash tag), but MOVED/ASK redirections are not followed. Writes use
+// time as T2 asks: TTLs go to Redis in whole milliseconds (PX / PEXPIRE, never rounded to seconds),
+// Redis stores the expiry as its millisecond clock (read rounded down) + ttl, and treats a key as
+// expired only once that clock is strictly *past* it (db.c keyIsExpired: now > when), i.e. at read
+// + ttl + 1 ms, one whole tick later. Connection: TCP or a Unix socket, connect and command
+// timeouts, AUTH (password or ACL user + password), SELECT, CLIENT SETNAME. No TLS: the hiredis
+// 0.14 that Debian 12 ships has none; tunnel (stunnel, spiped) or use a newer hiredis with a socket
+// you secure yourself. Standalone Redis (or a Sentinel-managed primary) only: keys share one slot
+// (a `{holdfast}` hash tag), but MOVED/ASK redirections are not followed. Writes use
 // send(MSG_NOSIGNAL): a closed connection is an error, never SIGPIPE (as hiredis' write() is).
 // Split send/receive (send_receive.hpp): send(), interest(), progress() and receive() run the same
 // scripts on the store's own connection without blocking, so one thread can have requests to many
 // Redis servers in flight and poll() their sockets together (quorum_store does). The request is
 // written with send(MSG_DONTWAIT) and the reply read with recv(MSG_DONTWAIT) into the context's
-// hiredis reader (hiredis 0.14's own non-blocking calls need a context made non-blocking from the
-// start); receive() waits at most command_timeout from send(). send() declines rather than block
-// when the connection is not open (connecting blocks) or another split request is in flight; the
-// store's blocking operations wait until the split request in flight has been received.
+// hiredis reader; receive() waits at most command_timeout from send(). send() declines rather than
+// block when the connection is not open (connecting blocks) or another split request is in flight;
+// the store's blocking operations wait until the split request in flight has been received.
 // Failures (T4): a dropped connection, a refused connect, a timeout or a server that is not serving
 // (LOADING, BUSY, READONLY, not the primary by ROLE, ...) is an error, never a grant. The
 // connection is dropped and re-established by the next call; the failed call itself is never
 // retried (its script may or may not have run, so a retry could only guess). Every failure keeps
 // the server's or hiredis' text in last_error_message().
-// Files: this header (redis_store) is the one to include; it brings redis_options.hpp
-// (redis_options, redis_max_token) and redis_fence.hpp (redis_fence). Internals:
-// detail/redis_resp.hpp (replies, tokens in replies, error replies to errc, RESP formatting),
-// detail/redis_connection.hpp (the hiredis connection: connect, setup, EVALSHA, NOSCRIPT),
-// detail/redis_link.hpp (its lock and the split send/receive path), detail/redis_scripts.hpp (the
-// Lua scripts), detail/redis_requests.hpp (each operation as a script call and the reading of its
-// reply, shared by both paths), detail/redis_waiting.hpp (pub/sub), detail/redis_wait_any.hpp
-// (wait_for_release_any).
+// Pipelined renewals: renew_batch() renews many leases in one round trip (the keepalive's batch
+// path). Include this header; internals: detail/redis_*.hpp, each opening with what it holds.
 #ifndef HOLDFAST_STORES_REDIS_HPP
 #define HOLDFAST_STORES_REDIS_HPP
 
@@ -101,6 +93,7 @@
 #include "holdfast/send_receive.hpp"
 #include "holdfast/store.hpp"
 #include "holdfast/stores/detail/link_client.hpp"
+#include "holdfast/stores/detail/redis_batch.hpp"
 #include "holdfast/stores/detail/redis_link.hpp"
 #include "holdfast/stores/detail/redis_requests.hpp"
 #include "holdfast/stores/detail/redis_resp.hpp"
@@ -114,8 +107,7 @@ HOLDFAST_ABI_NAMESPACE_BEGIN
 
 /// A LeaseStore in a Redis server, over one hiredis connection (see the file overview for the
 /// scripts, durability and failure behaviour). Models LeaseStore with inspect(), the token floor
-/// (raise_token, raise_token_floor) and the send/receive capability (send_receive.hpp).
-///
+/// (raise_token, raise_token_floor), send/receive (send_receive.hpp) and renew_batch.
 /// Tokens are store-wide (one INCR counter per store configuration): every new grant of any key
 /// carries a token greater than every token the counter issued before, in 1 .. 2^63-1.
 /// Differences from memory_store: releasing a lease that has already expired reports not_holder
@@ -166,6 +158,16 @@ class redis_store : public detail::link_client<detail::redis_link> {
     return run({store_op::renew, key, owner, token, {}, ttl}).granted;
   }
 
+  /// Renews q[0..n) (renew requests), out[i] as renew() would answer q[i], in ONE pipelined round
+  /// trip (keepalive's batch path; detail/redis_batch.hpp). Thread-safety: as renew().
+  void renew_batch(const store_request* q, std::size_t n, result<grant>* out) {
+    const bool each = link_.options().wait_replicas > 0;  // WAIT after each grant
+    for (std::size_t i = 0; each && i < n; ++i) out[i] = run(q[i]).granted;
+    if (each) return;
+    auto guard = link_.lock();
+    detail::redis_renew_batch(link_, requests_, q, n, out);
+  }
+
   /// Deletes the lease on `key` iff `owner` holds it with `token`, in one round trip. If the
   /// connection (open since an earlier call) turns out to have been dropped, it reconnects and
   /// sends the release once more (two round trips and a connect).
@@ -180,11 +182,9 @@ class redis_store : public detail::link_client<detail::redis_link> {
     const bool reused = link_.connected();
     result<detail::redis_reply_ptr> r = eval(call);
     if (!r && r.error() == errc::store_unavailable && reused && !link_.connected()) {
-      // The connection, open since an earlier call, failed under this one: most often the
-      // server or a proxy dropped it while idle, and the request never got through. A release
-      // is the one call a holder makes on its way out (a lease's destructor tries it once more
-      // at most), so reconnect and send it once more rather than leave the key to its TTL. If
-      // the first attempt did land, this one answers not_holder.
+      // The connection, open since an earlier call, failed under this one (most often dropped
+      // while idle: the request never got through). A holder's last call: send it once more
+      // rather than leave the key to its TTL; if the first did land, this answers not_holder.
       r = eval(call);
     }
     return detail::read_redis_release(link_, std::move(r));

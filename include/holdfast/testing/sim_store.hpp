@@ -18,38 +18,35 @@
 // The wrapped store gets its own simulated node and clock (a sim_clock that is never an
 // interposition point, since stores read it inside their critical sections), so expiry is judged
 // by the store's clock, which drifts like any other (store.hpp, T2).
-//
 // Composition: one sim_store per store. A quorum of N members is N sim_stores, each with its own
 // node, clock, faults and restarts; a quorum_store over them is itself a LeaseStore, and may in
 // turn be wrapped (with faults off) to record the quorum-level operations.
-//
-// A restart (store_fault_options::restarts) takes the store down for 0.1 to 2 scale (requests
-// fail with store_unavailable), at a request or between two of the store's own steps. Operations
-// inside it that had not taken effect end at their next step point, not applied (unwound by an
-// exception of the kit's, so the store's RAII runs); those that had (step_kind::takes_effect),
-// or whose call is noexcept, run to their end and their reply is lost. It comes back once the
-// downtime is over and no operation is inside the old store: a restart never destroys a store
-// with an operation inside it. The state is kept (a durable store) unless on_restart() changes or
-// replaces it (`s = std::make_unique<S>(wrapper.clock());`: a member that comes back empty) or
-// keep_copies() restores a lagging copy (lagging_restarts), or it is a machine reboot (reboots,
-// on_reboot(): every client crashes at once, the store's clock starts over, the store is
-// reopened with a new boot identity). A restart_budget shared by several
-// stores bounds how many restarts lose state ("at most N members of this quorum").
+// A restart (store_fault_options::restarts) takes the store down for 0.1 to 2 scale (requests fail
+// with store_unavailable), at a request or between two of the store's own steps. Operations inside
+// it that had not taken effect end at their next step point, not applied (unwound by an exception
+// of the kit's, so the store's RAII runs); those that had (step_kind::takes_effect), or whose call
+// is noexcept, run to their end and their reply is lost. It comes back once the downtime is over
+// and no operation is inside the old store: a restart never destroys a store with an operation
+// inside it. The state is kept (a durable store) unless on_restart() changes or replaces it (`s =
+// std::make_unique<S>(wrapper.clock());`: a member that comes back empty) or keep_copies() restores
+// a lagging copy (lagging_restarts), or it is a machine reboot (reboots, on_reboot(): every client
+// crashes at once, the store's clock starts over, the store is reopened with a new boot identity).
+// A restart_budget shared by several stores bounds how many restarts lose state ("at most N members
+// of this quorum").
 //
 // Optional capabilities are forwarded when the wrapped store has them: inspect() (no faults, not
 // recorded), and quorum.hpp's token floor, raise_token() (through the network like any operation,
-// recorded as store_raise) and raise_token_floor(). record(false) keeps a store's operations out
+// recorded as store_raise) and raise_token_floor(); renew_batch() (keepalive.hpp's batch path) as
+// one renew() per request, each with its own faults. record(false) keeps a store's operations out
 // of the history (e.g. quorum members, when the quorum-level operations are what is judged).
 //
-// Multi-step stores: a store that takes several steps per operation marks the points between
-// them with holdfast::step_point(clock, step_kind::between) on the clock it was built with (an
-// interposition point for the calling client: others run, it stalls or crashes there), and the
-// step at which its operation takes effect with step_kind::takes_effect (the history then places
-// the operation there; by default it is placed where the store returns). See step_point.hpp.
-// The event also records the store's clock when the operation began (event::begin_local_ns), so
-// a store that read its clock before a stall is judged by the earliest reading it could have made.
-//
-// Thread-safety: the simulator's thread only.
+// Multi-step stores: a store that takes several steps per operation marks the points between them
+// with holdfast::step_point(clock, step_kind::between) on the clock it was built with (an
+// interposition point for the calling client: others run, it stalls or crashes there), and the step
+// at which its operation takes effect with step_kind::takes_effect (the history then places the
+// operation there; by default it is placed where the store returns). See step_point.hpp. The event
+// also records the store's clock when the operation began (event::begin_local_ns), so a store that
+// read its clock before a stall is judged by the earliest reading it could have made.
 #ifndef HOLDFAST_TESTING_SIM_STORE_HPP
 #define HOLDFAST_TESTING_SIM_STORE_HPP
 
@@ -69,6 +66,7 @@
 #include "holdfast/error.hpp"
 #include "holdfast/fencing_token.hpp"
 #include "holdfast/result.hpp"
+#include "holdfast/send_receive.hpp"
 #include "holdfast/store.hpp"
 #include "holdfast/testing/detail/sim_store_aim.hpp"
 #include "holdfast/testing/fault_options.hpp"
@@ -82,13 +80,10 @@ namespace testing {
 
 /// A LeaseStore that forwards to a wrapped Store through the simulated network (see the table at
 /// the top of sim_store.hpp), recording every applied operation in the simulator's history.
-///
 /// Calls from outside a simulated client (test set-up, the contract checks) go straight to the
 /// store, recorded but without faults. Calls from a crashed client fail with store_unavailable
 /// without reaching the store (a dead process sends nothing). Exceptions thrown by the wrapped
-/// store propagate unchanged.
-///
-/// Thread-safety: the simulator's thread only.
+/// store propagate unchanged. Thread-safety: the simulator's thread only.
 template <class Store>
 class sim_store {
   static_assert(assert_lease_store<Store>(), "sim_store<Store>: Store must model LeaseStore");
@@ -129,6 +124,11 @@ class sim_store {
                           [&]() noexcept(noexcept(inner_->renew(key, owner, token, applied))) {
                             return inner_->renew(key, owner, token, applied);
                           });
+  }
+
+  /// renew_batch (keepalive's batch path): one renew() per request, each with its own faults.
+  void renew_batch(const store_request* q, std::size_t n, result<grant>* out) {
+    for (std::size_t i = 0; i < n; ++i) out[i] = renew(q[i].key, q[i].owner, q[i].token, q[i].ttl);
   }
 
   /// LeaseStore release, through the simulated network (outcomes as try_acquire).

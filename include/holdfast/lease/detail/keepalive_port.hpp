@@ -16,7 +16,9 @@
 #ifndef HOLDFAST_LEASE_DETAIL_KEEPALIVE_PORT_HPP
 #define HOLDFAST_LEASE_DETAIL_KEEPALIVE_PORT_HPP
 
+#include <cstddef>
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <system_error>
 #include <utility>
@@ -40,6 +42,22 @@ struct keepalive_step {
   typename Clock::time_point valid_until{};  // retry: the last instant worth retrying before
 };
 
+// Which leases one renew_batch call may renew together (batch_renew.hpp): those on one store
+// object (`store`) of one lease type (`type`). {nullptr, nullptr}: this lease is renewed alone.
+struct batch_key {
+  const void* store = nullptr;
+  const void* type = nullptr;
+
+  explicit operator bool() const noexcept { return store != nullptr; }
+  friend bool operator==(const batch_key& a, const batch_key& b) noexcept {
+    return a.store == b.store && a.type == b.type;
+  }
+  friend bool operator<(const batch_key& a, const batch_key& b) noexcept {
+    return std::less<const void*>()(a.store, b.store) ||
+           (a.store == b.store && std::less<const void*>()(a.type, b.type));
+  }
+};
+
 // The keepalive's view of a shared lease, independent of its Store type, so one keepalive thread
 // serves leases on any stores that share a clock type.
 template <class Clock>
@@ -58,6 +76,15 @@ class keepalive_target {
   // events besides the lease's observer (null: none).
   virtual keepalive_step<Clock> step(std::uint64_t id, double fraction,
                                      lease_observer* also) noexcept = 0;
+  // The batch this lease may be renewed in (a falsy key: its store has no renew_batch).
+  [[nodiscard]] virtual batch_key batch() const noexcept { return {}; }
+  // Renews group[0..n), leases with this lease's batch() key (this one among them), as step()
+  // renews one, in one store call; out[i] is group[i]'s outcome. Never throws.
+  virtual void step_batch(keepalive_target* const* group, std::size_t n, std::uint64_t id,
+                          double fraction, lease_observer* also,
+                          keepalive_step<Clock>* out) noexcept {
+    for (std::size_t i = 0; i < n; ++i) out[i] = group[i]->step(id, fraction, also);
+  }
   // The latest reading of the clock the lease has seen (a clock that later reads earlier went
   // backwards, even if the keepalive itself never read it before).
   virtual time_point last_reading() = 0;

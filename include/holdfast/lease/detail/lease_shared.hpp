@@ -10,6 +10,7 @@
 #define HOLDFAST_LEASE_DETAIL_LEASE_SHARED_HPP
 
 #include <chrono>
+#include <cstddef>
 #include <cstdint>
 #include <exception>
 #include <functional>
@@ -26,6 +27,7 @@
 #include "holdfast/detail/saturating.hpp"
 #include "holdfast/error.hpp"
 #include "holdfast/fencing_token.hpp"
+#include "holdfast/lease/detail/batch_renew.hpp"
 #include "holdfast/lease/detail/keepalive_port.hpp"
 #include "holdfast/observer.hpp"
 #include "holdfast/result.hpp"
@@ -270,16 +272,28 @@ struct lease_body {
 
   // [op] renew(ms): the store call runs with `data` unlocked.
   result<void> renew(std::mutex* data, std::chrono::milliseconds ms, pending_loss& out) {
-    out.observer = observer;
     time_point start;
-    {
-      maybe_lock lock(data);
-      if (state != lease_state::held) return renew_failed(out, errc::lease_lost, {});
-      start = observe();
-      if (state == lease_state::held && !(start < valid_until)) lose(loss_cause::validity_passed);
-      if (state != lease_state::held) return renew_failed(out, errc::lease_lost, {});
-    }
+    if (std::error_code ec = renew_begin(data, out, start)) return ec;
     result<grant> g = store->renew(key, owner, token, ms);
+    return renew_end(data, ms, start, std::move(g), out);
+  }
+
+  // [op] The half of renew() before its store call: reads the clock into `start` (the instant
+  // validity is counted from, read before the request leaves). A nonzero code means no request.
+  std::error_code renew_begin(std::mutex* data, pending_loss& out, time_point& start) {
+    out.observer = observer;
+    maybe_lock lock(data);
+    if (state != lease_state::held) return renew_failed(out, errc::lease_lost, {});
+    start = observe();
+    if (state == lease_state::held && !(start < valid_until)) lose(loss_cause::validity_passed);
+    if (state != lease_state::held) return renew_failed(out, errc::lease_lost, {});
+    return {};
+  }
+
+  // [op] The half of renew() after its store call: `g` is the store's answer to the renewal of
+  // `ms` sent after renew_begin() read `start`.
+  result<void> renew_end(std::mutex* data, std::chrono::milliseconds ms, time_point start,
+                         result<grant> g, pending_loss& out) {
     // Only an observed renewal reads the clock again, to measure the store's latency.
     const std::chrono::nanoseconds latency =
         out.observed() ? elapsed_ns(start, clock.now()) : std::chrono::nanoseconds::zero();
@@ -390,6 +404,16 @@ struct lease_body {
 #endif
 };
 
+// One keepalive renewal of one lease, from open to finish (lease_shared below, batch_renew.hpp).
+template <class Clock>
+struct renewal_slot {
+  std::unique_lock<std::mutex> op;     // the lease's operation mutex, from open to close
+  pending_loss loss;                   // what to report once no lock is held
+  typename Clock::time_point start{};  // the clock read before the request left
+  std::chrono::milliseconds ttl{0};    // the TTL asked for (the lease's current one)
+  keepalive_step<Clock> out;           // the outcome, for the keepalive's schedule
+};
+
 // A lease's state once a keepalive shares it.
 template <class Store, class Clock>
 class lease_shared final : public keepalive_target<Clock> {
@@ -418,62 +442,124 @@ class lease_shared final : public keepalive_target<Clock> {
     if (keepalive_id == id) keepalive_id = 0;
   }
 
+  using slot_type = renewal_slot<Clock>;
+
   keepalive_step<Clock> step(std::uint64_t id, double fraction,
                              lease_observer* also) noexcept override {
-    keepalive_step<Clock> out;
-    pending_loss loss;
-    loss.also = also;
-    loss.keepalive = true;
+    slot_type s;
+    if (open(s, id, fraction, also)) {
+      HOLDFAST_TRY {
+        result<grant> g = body.store->renew(body.key, body.owner, body.token, s.ttl);
+        close(s, std::move(g), fraction);
+      }
+      HOLDFAST_CATCH_ALL {
+        caught(s);
+      }
+    }
+    if (s.op.owns_lock()) s.op.unlock();
+    finish(s);
+    return s.out;
+  }
+
+  batch_key batch() const noexcept override {
+    if constexpr (has_renew_batch_v<Store>) {
+      return {body.store, &type_tag<lease_shared>::id};
+    } else {
+      return {};
+    }
+  }
+
+  void step_batch(keepalive_target<Clock>* const* group, std::size_t n, std::uint64_t id,
+                  double fraction, lease_observer* also,
+                  keepalive_step<Clock>* out) noexcept override {
+    if constexpr (has_renew_batch_v<Store>) {
+      // Same batch() key: every member is a lease_shared of this type on this store.
+      renew_batch_step<lease_shared>(group, n, id, fraction, also, out);
+    } else {
+      keepalive_target<Clock>::step_batch(group, n, id, fraction, also, out);
+    }
+  }
+
+  // The keepalive's renewal in steps (batch_renew.hpp): open takes the operation mutex into `s`
+  // and, if keepalive `id` still renews the held lease, reads the clock; true iff a renewal
+  // request is to be sent (otherwise s.out says what happened).
+  bool open(slot_type& s, std::uint64_t id, double fraction, lease_observer* also) noexcept {
+    s.loss.also = also;
+    s.loss.keepalive = true;
     HOLDFAST_TRY {
-      std::lock_guard<std::mutex> op_lock(op);
-      std::chrono::milliseconds ttl;
+      s.op = std::unique_lock<std::mutex>(op);
       {
         std::lock_guard<std::mutex> lock(data);
-        if (keepalive_id != id) return out;
+        if (keepalive_id != id) return false;
         if (body.state != lease_state::held) {
           keepalive_id = 0;
-          return out;
+          return false;
         }
-        ttl = body.ttl;
+        s.ttl = body.ttl;
       }
-      result<void> r = body.renew(&data, ttl, loss);
-      std::lock_guard<std::mutex> lock(data);
-      if (r) {
-        out.outcome = keepalive_outcome::renewed;
-        out.next = body.due(fraction);
-      } else if (body.state == lease_state::held) {
-        out.outcome = keepalive_outcome::retry;  // transient: retry until validity runs out
-        out.valid_until = body.valid_until;
-      } else {
-        keepalive_id = 0;  // lost for good (or released while the call was out)
-        if (body.state == lease_state::lost) out.outcome = keepalive_outcome::lost;
-      }
+      if (!body.renew_begin(&data, s.loss, s.start)) return true;
+      settle(s, false, fraction);
     }
     HOLDFAST_CATCH_ALL {
-      // A store or clock that throws on the keepalive thread: report it on the lease and treat it
-      // as transient; validity still bounds the retries.
-      std::lock_guard<std::mutex> lock(data);
-      record_caught_exception(body);
-      out.outcome = keepalive_outcome::retry;
-      out.valid_until = body.valid_until;
-      loss.observer = body.observer;
-      if (loss.observed()) {
-        HOLDFAST_TRY {
-          lease_event e = body.event(lease_event_kind::renew_failed);
-          e.error = make_error_code(errc::caught_exception);
-          loss.add(e);
-        }
-        HOLDFAST_CATCH_ALL {}
-      }
+      caught(s);
     }
+    return false;
+  }
+
+  // Judges the store's answer `g` to the request open() let out.
+  void close(slot_type& s, result<grant> g, double fraction) noexcept {
     HOLDFAST_TRY {
-      loss.fire();
+      const result<void> r = body.renew_end(&data, s.ttl, s.start, std::move(g), s.loss);
+      settle(s, static_cast<bool>(r), fraction);
+    }
+    HOLDFAST_CATCH_ALL {
+      caught(s);
+    }
+  }
+
+  // A store or clock that throws on the keepalive thread: report it on the lease and treat it
+  // as transient; validity still bounds the retries.
+  void caught(slot_type& s) noexcept {
+    std::lock_guard<std::mutex> lock(data);
+    record_caught_exception(body);
+    s.out.outcome = keepalive_outcome::retry;
+    s.out.valid_until = body.valid_until;
+    s.loss.observer = body.observer;
+    if (s.loss.observed()) {
+      HOLDFAST_TRY {
+        lease_event e = body.event(lease_event_kind::renew_failed);
+        e.error = make_error_code(errc::caught_exception);
+        s.loss.add(e);
+      }
+      HOLDFAST_CATCH_ALL {}
+    }
+  }
+
+  // With the operation mutex unlocked: the events and the callback the renewal has to report.
+  void finish(slot_type& s) noexcept {
+    HOLDFAST_TRY {
+      s.loss.fire();
     }
     HOLDFAST_CATCH_ALL {
       std::lock_guard<std::mutex> lock(data);
       record_caught_exception(body);
     }
-    return out;
+  }
+
+  // Where the renewal leaves the lease: renewed (next due), transient (retry until validity
+  // runs out), or no longer the keepalive's business (lost, or released while the call was out).
+  void settle(slot_type& s, bool renewed, double fraction) {
+    std::lock_guard<std::mutex> lock(data);
+    if (renewed) {
+      s.out.outcome = keepalive_outcome::renewed;
+      s.out.next = body.due(fraction);
+    } else if (body.state == lease_state::held) {
+      s.out.outcome = keepalive_outcome::retry;
+      s.out.valid_until = body.valid_until;
+    } else {
+      keepalive_id = 0;
+      if (body.state == lease_state::lost) s.out.outcome = keepalive_outcome::lost;
+    }
   }
 
   std::mutex op;    // held across every store call on this lease

@@ -215,6 +215,36 @@ class redis_connection {
     return redis_reply_ptr(static_cast<redisReply*>(raw));
   }
 
+  // ---- Pipelining (redis_store::renew_batch, detail/redis_batch.hpp), on the open connection.
+
+  /// Appends script `index`'s EVALSHA call with these keys and arguments to `wire`, in RESP.
+  void append_eval(std::string& wire, std::size_t index, const std::string_view* keys,
+                   std::size_t nkeys, const std::string_view* args, std::size_t nargs) const {
+    resp_append_array(wire, 3 + nkeys + nargs);
+    resp_append_bulk(wire, "EVALSHA");
+    resp_append_bulk(wire, shas_[index]);
+    resp_append_bulk(wire, std::to_string(nkeys));
+    for (std::size_t i = 0; i < nkeys; ++i) resp_append_bulk(wire, keys[i]);
+    for (std::size_t i = 0; i < nargs; ++i) resp_append_bulk(wire, args[i]);
+  }
+  /// Writes `wire` whole (each send bounded by command_timeout); a failure drops the connection.
+  std::error_code send_wire(const std::string& wire) {
+    if (!ctx_) return fail(errc::store_unavailable, "redis: not connected");
+    return send_all(ctx_.get(), wire.data(), wire.size());
+  }
+  /// Reads the next reply (waiting at most command_timeout); a failure drops the connection.
+  result<redis_reply_ptr> read_reply() {
+    if (!ctx_) return fail(errc::store_unavailable, "redis: not connected");
+    void* raw = nullptr;
+    if (redisGetReply(ctx_.get(), &raw) != REDIS_OK || raw == nullptr) {
+      const errc code = transport_code(ctx_.get());
+      std::string msg = std::string("redis: ") + ctx_->errstr;
+      disconnect();
+      return fail(code, std::move(msg));
+    }
+    return redis_reply_ptr(static_cast<redisReply*>(raw));
+  }
+
   static std::string text_of(const redisReply* r) {
     if (r->str == nullptr) return {};
     return std::string(r->str, r->len);
@@ -477,15 +507,7 @@ class redis_connection {
     const std::error_code sent = send_all(ctx_.get(), cmd, static_cast<std::size_t>(len));
     redisFreeCommand(cmd);
     if (sent) return sent;
-    void* raw = nullptr;
-    if (redisGetReply(ctx_.get(), &raw) != REDIS_OK || raw == nullptr) {
-      const errc code = transport_code(ctx_.get());
-      std::string msg = std::string("redis: ") + ctx_->errstr;
-      disconnect();
-      return fail(code, std::move(msg));
-    }
-    redis_reply_ptr r(static_cast<redisReply*>(raw));
-    return r;
+    return read_reply();
   }
 
   std::error_code drop(const char* what) {
