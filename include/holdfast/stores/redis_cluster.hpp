@@ -1,0 +1,437 @@
+// SPDX-License-Identifier: MIT
+// holdfast/stores/redis_cluster.hpp - redis_cluster_store: a LeaseStore in a Redis Cluster (Redis
+// 7), keys spread over the cluster's slots. Opt-in: needs hiredis (link -lhiredis).
+//
+// Every operation is ONE script on ONE primary, the same Lua scripts as redis_store's
+// (stores/redis.hpp has the table), so check, grant and token stay one atomic step. What a script
+// touches lives in one slot, the slot of the lease's key (detail/redis_slots.hpp names them):
+//
+//   key            | name (defaults)                   | what
+//   ---------------+-----------------------------------+---------------------------------------
+//   lease record   | holdfast:lease:{<key>}            | "<token>:<owner>" with PX ttl
+//   token counter  | holdfast:token:{<tag of the slot>}| INCR'd by every new grant in the slot
+//   its life       | holdfast:token:{<tag>}:life       | the server life that last issued from it
+//
+// so no script ever touches two slots and CROSSSLOT cannot happen. A key holding '{' or '}' gets
+// a hashed tag instead of itself (its bytes stay in the name), so any byte string is a key.
+//
+// Tokens (T1 per key, bounded memory): one counter per slot, not per key: at most 16384 counters
+// whatever the number of keys ever used, and every new grant of a key takes the next value of its
+// slot's counter, so a key's tokens strictly increase. Tokens are NOT store-wide (two keys in two
+// slots may get equal tokens): a fence must be per key (keyed_fence_gate, or one fence per
+// resource), which is what a fence over one resource is anyway. The counter lives in the key's
+// slot, so a slot migration (CLUSTER SETSLOT / MIGRATE, `redis-cli --cluster reshard`) moves it
+// with the records: Redis refuses (TRYAGAIN) a multi-key script on a migrating slot unless every
+// key it names is on the node, so no grant runs beside a counter that has moved away. The target
+// node is another server life: its first grant in the slot raises the counter by 2^32 (the life
+// check of redis_store), which keeps tokens increasing; the same rule covers a failover to a
+// replica that lost the newest grants (DESIGN.md "Lost grants", issue #20). wait_replicas works as
+// on redis_store: a grant is reported only once that many replicas of its primary acknowledged
+// it (WAIT), else it is given back and reported as grant_not_durable.
+//
+// Routing: the slot map comes from CLUSTER SLOTS (asked of any node we know, seeds last), read at
+// the first call and again after any failure that can mean the map changed (a dropped or refused
+// connection, a timeout, CLUSTERDOWN, a node that is no longer a primary). A MOVED answer
+// refreshes the map and the call is sent once more, to the node MOVED named; an ASK answer sends
+// it once to the named node, after ASKING, without changing the map; TRYAGAIN (a migration in
+// progress) sends it again every 10 ms until command_timeout has passed since the call began,
+// then reports store_unavailable. All three mean the script did not run, so resending is safe;
+// no other failure is ever resent (a script that may have run is never retried, as in
+// redis_store).
+//
+// Not (yet) here: waiting without polling (wait_for_release; blocking acquire() falls back to
+// backoff, bounded by the holder's TTL), the split send/receive path, raise_token_floor (16384
+// counters), fences that live in the cluster (use fenced<T>/keyed_fence_gate, or redis_fence on
+// a server of its own).
+#ifndef HOLDFAST_STORES_REDIS_CLUSTER_HPP
+#define HOLDFAST_STORES_REDIS_CLUSTER_HPP
+
+#include <hiredis/hiredis.h>
+
+#include <array>
+#include <chrono>
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <system_error>
+#include <thread>
+#include <utility>
+#include <vector>
+
+#include "holdfast/deployment.hpp"
+#include "holdfast/detail/config.hpp"
+#include "holdfast/error.hpp"
+#include "holdfast/fencing_token.hpp"
+#include "holdfast/result.hpp"
+#include "holdfast/store.hpp"
+#include "holdfast/stores/detail/redis_connection.hpp"
+#include "holdfast/stores/detail/redis_requests.hpp"
+#include "holdfast/stores/detail/redis_resp.hpp"
+#include "holdfast/stores/detail/redis_scripts.hpp"
+#include "holdfast/stores/detail/redis_slots.hpp"
+#include "holdfast/stores/redis_cluster_options.hpp"
+#include "holdfast/stores/redis_options.hpp"
+
+namespace holdfast {
+HOLDFAST_ABI_NAMESPACE_BEGIN
+
+/// A LeaseStore in a Redis Cluster (see the file overview for key placement, tokens, routing and
+/// failover). Models LeaseStore with inspect(). Tokens increase per key, not store-wide.
+/// Thread-safety: every member function may be called concurrently; one mutex serializes the
+/// store (its connections to the primaries and its slot map), so concurrent callers take turns,
+/// one round trip each. For parallel round trips, use one store per thread. Not fork-safe.
+/// Connects lazily on first use (or connect()).
+class redis_cluster_store {
+ public:
+  /// Makes a store for the cluster in `opts`; connects on first use. Never throws on its own.
+  explicit redis_cluster_store(redis_cluster_options opts = {}) : opts_(std::move(opts)) {
+    slots_.fill(-1);
+  }
+  redis_cluster_store(const redis_cluster_store&) = delete;
+  redis_cluster_store& operator=(const redis_cluster_store&) = delete;
+
+  /// Grants `key` to `owner` for `ttl` (ms) iff it has no unexpired lease, with the next token of
+  /// its slot's counter, in one script on the key's primary. Same owner: same token, TTL extended
+  /// (never shortened), as redis_store. \returns the grant; errc::busy; errc::invalid_argument
+  ///   (bad arguments or options); errc::token_exhausted; errc::store_unavailable or errc::timeout
+  ///   (unreachable, not serving, CLUSTERDOWN, a migration that outlasted command_timeout);
+  ///   errc::grant_not_durable (wait_replicas, given back); errc::protocol_error.
+  result<grant> try_acquire(std::string_view key, std::string_view owner,
+                            std::chrono::milliseconds ttl) {
+    if (std::error_code ec = check_acquire_args(key, owner, ttl)) return ec;
+    std::lock_guard<std::mutex> lk(mu_);
+    name_keys(key);
+    const std::string ttl_text = std::to_string(ttl.count());
+    node* served = nullptr;
+    const std::string_view keys[] = {lease_, counter_, life_};
+    result<detail::redis_reply_ptr> r =
+        call(detail::redis_script::acquire, keys, 3, {owner, ttl_text}, served);
+    if (!r) return r.error();
+    result<grant> g = detail::read_redis_acquire(served->conn, std::move(r), ttl);
+    if (!g) return note(served, g.error());
+    return acknowledge(*served, g, owner, true);
+  }
+
+  /// Extends the lease on `key` to `ttl` (ms) from now iff `owner` holds it with `token`.
+  /// \returns the grant; errc::lease_lost; errc::grant_not_durable; other errors as try_acquire.
+  result<grant> renew(std::string_view key, std::string_view owner, fencing_token token,
+                      std::chrono::milliseconds ttl) {
+    if (std::error_code ec = check_renew_args(key, owner, token, ttl)) return ec;
+    std::lock_guard<std::mutex> lk(mu_);
+    name_keys(key);
+    const std::string t = std::to_string(token.value());
+    const std::string ttl_text = std::to_string(ttl.count());
+    node* served = nullptr;
+    const std::string_view keys[] = {lease_};
+    std::string_view args[] = {owner, t, ttl_text};
+    result<detail::redis_reply_ptr> r =
+        route(detail::redis_script::renew, keys, 1, args, 3, served);
+    if (!r) return r.error();
+    result<grant> g = detail::read_redis_renew(served->conn, std::move(r), token, ttl);
+    if (!g) return note(served, g.error());
+    return acknowledge(*served, g, owner, false);
+  }
+
+  /// Deletes the lease on `key` iff `owner` holds it with `token`, in one script.
+  /// \returns success; errc::not_holder; errc::invalid_argument; transport errors as try_acquire.
+  result<void> release(std::string_view key, std::string_view owner, fencing_token token) {
+    if (std::error_code ec = check_release_args(key, owner, token)) return ec;
+    std::lock_guard<std::mutex> lk(mu_);
+    name_keys(key);
+    return release_locked(owner, token);
+  }
+
+  /// Returns the live lease on `key` (owner, token, time left by its primary's clock), or nullopt.
+  /// \returns errc::invalid_argument (empty key); transport errors; protocol_error.
+  result<std::optional<lease_record>> inspect(std::string_view key) {
+    if (key.empty()) return errc::invalid_argument;
+    std::lock_guard<std::mutex> lk(mu_);
+    name_keys(key);
+    node* served = nullptr;
+    const std::string_view keys[] = {lease_};
+    result<detail::redis_reply_ptr> r =
+        route(detail::redis_script::inspect, keys, 1, nullptr, 0, served);
+    if (!r) return r.error();
+    return detail::read_redis_inspect(served->conn, std::move(r));
+  }
+
+  /// Reads the slot map now (CLUSTER SLOTS) instead of on first use. \returns success;
+  ///   invalid_argument (bad options); store_unavailable or timeout if no node answered.
+  result<void> connect() {
+    std::lock_guard<std::mutex> lk(mu_);
+    if (std::error_code ec = refresh(nullptr)) return ec;
+    return {};
+  }
+
+  /// Returns the deployment of every primary serving slots (deployment.hpp): risks prefixed by
+  /// the primary's address, facts joined by " | ", life empty (each primary has its own).
+  /// Connects to each. \returns the report; store_unavailable, timeout.
+  result<deployment_report> deployment() {
+    std::lock_guard<std::mutex> lk(mu_);
+    if (!mapped_) {
+      if (std::error_code ec = refresh(nullptr)) return ec;
+    }
+    deployment_report all;
+    std::vector<bool> seen(nodes_.size(), false);
+    for (const std::int32_t i : slots_) {
+      if (i < 0 || seen[static_cast<std::size_t>(i)]) continue;
+      seen[static_cast<std::size_t>(i)] = true;
+      node& n = *nodes_[static_cast<std::size_t>(i)];
+      if (std::error_code ec = n.conn.ensure_connected()) return note(&n, ec);
+      const deployment_report& r = n.conn.report();
+      for (const std::string& risk : r.risks) all.risks.push_back(n.where + ": " + risk);
+      all.facts += (all.facts.empty() ? "" : " | ") + r.facts;
+    }
+    return all;
+  }
+
+  /// The slot (0 .. 16383) of lease `key`: the slot of its record, counter and life record.
+  [[nodiscard]] static std::size_t slot_of(std::string_view key) {
+    std::string name;
+    detail::redis_cluster_name(name, "", key);
+    return detail::redis_key_slot(name);
+  }
+  /// The Redis key that holds lease `key`'s record (for operators and tests).
+  [[nodiscard]] std::string record_key(std::string_view key) const {
+    std::string name;
+    detail::redis_cluster_name(name, opts_.node.key_prefix, key);
+    return name;
+  }
+
+  /// The text of the most recent failure (the server's error or the transport's), as
+  /// redis_store::last_error_message(). Thread-safety: takes the store's lock.
+  [[nodiscard]] std::string last_error_message() const {
+    std::lock_guard<std::mutex> lk(mu_);
+    return last_error_;
+  }
+  [[nodiscard]] const redis_cluster_options& options() const noexcept { return opts_; }
+  /// The shortest lease TTL this store is asked for: options().node.min_ttl.
+  [[nodiscard]] std::chrono::milliseconds min_ttl() const noexcept { return opts_.node.min_ttl; }
+
+ private:
+  struct node {
+    node(redis_options o, std::string w)
+        : where(std::move(w)), conn(std::move(o), cluster_scripts()) {
+      conn.enable_probe();  // ROLE (a primary only), the life, the deployment
+    }
+    std::string where;  // "host:port"
+    detail::redis_connection conn;
+  };
+
+  // The scripts on each primary: redis_store's, at redis_script's indices (one list keeps the
+  // indices one definition), and after them a release that wakes no waiter and publishes nothing
+  // (a PUBLISH on a cluster goes to every node over the cluster bus, and nobody listens yet).
+  static std::vector<std::string> cluster_scripts() {
+    std::vector<std::string> s = detail::redis_store_scripts();
+    s.emplace_back(
+        "if redis.call('GET', KEYS[1]) == ARGV[2] .. ':' .. ARGV[1] then\n"
+        "  redis.call('DEL', KEYS[1])\n"
+        "  return 1\n"
+        "end\n"
+        "return 0\n");
+    return s;
+  }
+  static constexpr std::size_t release_script = detail::redis_script::unwait_any + 1;
+
+  // [locked] The names of the lease record, its slot's counter and life record, and the slot.
+  void name_keys(std::string_view key) {
+    detail::redis_cluster_name(lease_, opts_.node.key_prefix, key);
+    slot_ = detail::redis_key_slot(lease_);
+    detail::redis_counter_name(counter_, opts_.node.counter_key, slot_);
+    life_ = counter_ + ":life";
+  }
+
+  // [locked] The acquire call: ARGV owner, ttl, and the serving primary's life, known only once
+  // routed, so route() fills it in.
+  result<detail::redis_reply_ptr> call(std::size_t script, const std::string_view* keys,
+                                       std::size_t nkeys, std::array<std::string_view, 2> a,
+                                       node*& served) {
+    std::string_view args[] = {a[0], a[1], {}};
+    life_arg_ = 2;
+    result<detail::redis_reply_ptr> r = route(script, keys, nkeys, args, 3, served);
+    life_arg_ = -1;
+    return r;
+  }
+
+  // [locked] Runs `script` on the primary of slot_, following MOVED / ASK / TRYAGAIN (overview).
+  result<detail::redis_reply_ptr> route(std::size_t script, const std::string_view* keys,
+                                        std::size_t nkeys, std::string_view* args,
+                                        std::size_t nargs, node*& served) {
+    const auto began = std::chrono::steady_clock::now();
+    if (!mapped_ || slots_[slot_] < 0) {
+      if (std::error_code ec = refresh(nullptr)) return ec;
+    }
+    if (slots_[slot_] < 0) {
+      return fail(errc::store_unavailable, "redis cluster: slot " + std::to_string(slot_) +
+                                               " is served by no primary (CLUSTER SLOTS)");
+    }
+    node* n = nodes_[static_cast<std::size_t>(slots_[slot_])].get();
+    bool asking = false;
+    bool moved = false;
+    for (;;) {
+      result<detail::redis_reply_ptr> r = send_to(*n, asking, script, keys, nkeys, args, nargs);
+      if (r) {
+        served = n;
+        return r;
+      }
+      detail::redis_redirect to;
+      if (detail::parse_redis_redirect(n->conn.last_error(), to)) {
+        if (asking || (moved && !to.ask)) {
+          return fail(errc::store_unavailable, n->conn.last_error() + " (after a redirection)");
+        }
+        asking = to.ask;
+        moved = moved || !to.ask;
+        node& next = node_at(to.host, to.port);
+        if (!to.ask) (void)refresh(&next);
+        n = &next;
+        continue;
+      }
+      const bool tryagain = n->conn.last_error().compare(0, 15, "redis: TRYAGAIN") == 0;
+      if (tryagain && std::chrono::steady_clock::now() - began < opts_.node.command_timeout) {
+        std::this_thread::sleep_for(std::chrono::milliseconds(10));
+        n = slots_[slot_] >= 0 ? nodes_[static_cast<std::size_t>(slots_[slot_])].get() : n;
+        asking = false;
+        continue;
+      }
+      return note(n, r.error());
+    }
+  }
+
+  // [locked] One attempt on one primary: connect if needed, ASKING if asked, the script.
+  result<detail::redis_reply_ptr> send_to(node& n, bool asking, std::size_t script,
+                                          const std::string_view* keys, std::size_t nkeys,
+                                          std::string_view* args, std::size_t nargs) {
+    if (std::error_code ec = n.conn.ensure_connected()) return ec;
+    if (life_arg_ >= 0) args[life_arg_] = n.conn.life();
+    if (asking) {
+      result<detail::redis_reply_ptr> a = n.conn.command({"ASKING"});
+      if (!a) return a.error();
+    }
+    return n.conn.eval(script, keys, nkeys, args, nargs);
+  }
+
+  // [locked] Releases lease_ (named) held by owner with token.
+  result<void> release_locked(std::string_view owner, fencing_token token) {
+    const std::string t = std::to_string(token.value());
+    node* served = nullptr;
+    const std::string_view keys[] = {lease_};
+    std::string_view args[] = {owner, t};
+    result<detail::redis_reply_ptr> r = route(release_script, keys, 1, args, 2, served);
+    if (!r) return r.error();
+    result<void> done = detail::read_redis_release(served->conn, std::move(r));
+    if (!done) return note(served, done.error());
+    return done;
+  }
+
+  // [locked] With wait_replicas > 0, after a grant: WAIT on its primary. Too few
+  // acknowledgements: an acquired grant is given back, both become grant_not_durable.
+  result<grant> acknowledge(node& n, result<grant> g, std::string_view owner, bool acquired) {
+    if (opts_.node.wait_replicas == 0) return g;
+    result<long long> acks = n.conn.wait_for_replicas();
+    if (acks && *acks >= opts_.node.wait_replicas) return g;
+    const std::string why =
+        acks ? "redis: WAIT: " + std::to_string(*acks) + " of " +
+                   std::to_string(opts_.node.wait_replicas) +
+                   " replicas acknowledged the grant within wait_timeout; it was given back"
+             : n.conn.last_error() + " (WAIT for the grant's acknowledgement; it was given back)";
+    if (acquired) (void)release_locked(owner, g->token);
+    return fail(errc::grant_not_durable, why);
+  }
+
+  // [locked] Reads the slot map from `first` (if given), then every known node, then the seeds.
+  std::error_code refresh(node* first) {
+    std::string why;
+    if (opts_.check(&why)) return fail(errc::invalid_argument, why);
+    std::vector<std::pair<std::string, int>> ask;
+    if (first != nullptr) ask.emplace_back(first->conn.options().host, first->conn.options().port);
+    for (const auto& n : nodes_) ask.emplace_back(n->conn.options().host, n->conn.options().port);
+    for (const redis_endpoint& e : opts_.nodes) ask.emplace_back(e.host, e.port);
+    std::error_code last = errc::store_unavailable;
+    for (const auto& [host, port] : ask) {
+      last = read_map(host, port);
+      if (!last) return {};
+    }
+    mapped_ = false;
+    return last;
+  }
+
+  // [locked] CLUSTER SLOTS from host:port, on a connection of its own (no scripts, no ROLE
+  // check: a replica's map is as good).
+  std::error_code read_map(const std::string& host, int port) {
+    redis_options o = opts_.node;
+    o.host = host;
+    o.port = port;
+    detail::redis_connection c(o, {});
+    result<detail::redis_reply_ptr> r = c.command({"CLUSTER", "SLOTS"});
+    if (!r) return fail(r.error(), c.last_error());
+    const redisReply* m = r->get();
+    if (m->type != REDIS_REPLY_ARRAY || m->elements == 0) {
+      return fail(errc::store_unavailable, "redis cluster: " + host + ":" + std::to_string(port) +
+                                               " has no slot map (not a cluster node, or empty)");
+    }
+    slots_.fill(-1);
+    for (std::size_t i = 0; i < m->elements; ++i) {
+      detail::redis_slot_range range;
+      if (!detail::read_redis_slot_range(m->element[i], range)) {
+        return fail(errc::protocol_error, "redis cluster: CLUSTER SLOTS: unexpected reply");
+      }
+      if (range.host.empty()) range.host = host;
+      const std::int32_t at = index_of(node_at(range.host, range.port));
+      for (std::size_t s = range.first; s <= range.last; ++s) slots_[s] = at;
+    }
+    mapped_ = true;
+    return {};
+  }
+
+  // [locked] The node at host:port, made (not connected) if new.
+  node& node_at(const std::string& host, int port) {
+    const std::string where = host + ":" + std::to_string(port);
+    for (const auto& n : nodes_) {
+      if (n->where == where) return *n;
+    }
+    redis_options o = opts_.node;
+    o.host = host;
+    o.port = port;
+    nodes_.push_back(std::make_unique<node>(std::move(o), where));
+    return *nodes_.back();
+  }
+  std::int32_t index_of(const node& n) const {
+    for (std::size_t i = 0; i < nodes_.size(); ++i) {
+      if (nodes_[i].get() == &n) return static_cast<std::int32_t>(i);
+    }
+    return -1;
+  }
+
+  // [locked] A failure through `n`: keep its text; a transport or serving failure may mean the
+  // map changed (a failover, a node gone), so the next call reads it again.
+  std::error_code note(node* n, std::error_code ec) {
+    if (n != nullptr) last_error_ = n->where + ": " + n->conn.last_error();
+    if (ec == errc::store_unavailable || ec == errc::timeout) mapped_ = false;
+    return ec;
+  }
+  std::error_code fail(std::error_code ec, std::string why) {
+    last_error_ = std::move(why);
+    if (ec == errc::store_unavailable || ec == errc::timeout) mapped_ = false;
+    return ec;
+  }
+
+  redis_cluster_options opts_;
+  mutable std::mutex mu_;  // guards everything below
+  std::vector<std::unique_ptr<node>> nodes_;
+  std::array<std::int32_t, detail::redis_cluster_slots> slots_{};  // index into nodes_, or -1
+  bool mapped_ = false;
+  std::string last_error_;
+  // Scratch for the call being made.
+  std::string lease_, counter_, life_;
+  std::size_t slot_ = 0;
+  int life_arg_ = -1;
+};
+
+HOLDFAST_ABI_NAMESPACE_END
+}  // namespace holdfast
+
+#endif  // HOLDFAST_STORES_REDIS_CLUSTER_HPP

@@ -1,0 +1,389 @@
+// SPDX-License-Identifier: MIT
+// Tests of stores/redis_cluster.hpp against a Redis Cluster the tests start (3 primaries with one
+// replica each, tests/support/redis_cluster_servers.hpp): the LeaseStore contract and the kit;
+// keys spread over every primary, keys holding braces kept in one slot (never CROSSSLOT); a slot
+// migrated by hand (SETSLOT + MIGRATE, one key per batch) under contending fenced holders, so
+// MOVED, ASK and TRYAGAIN are all met; a primary cut off from its replica (requirepass + CLIENT
+// KILL), killed -9, and the replica promoted by CLUSTER FAILOVER TAKEOVER (issue #20's rules:
+// without acknowledgement the lost grant's token is passed by the new life and the fence refuses
+// the old holder; with wait_replicas the grant the replica did not acknowledge is given back).
+// The failover case runs last: it leaves the cluster serving (the old primary rejoins as a
+// replica).
+#include <hiredis/hiredis.h>
+#include <catch2/catch.hpp>
+
+#include <atomic>
+#include <chrono>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <set>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "../support/real_servers.hpp"
+#include "../support/redis_cluster_servers.hpp"
+#include "holdfast/fence.hpp"
+#include "holdfast/stores/redis_cluster.hpp"
+#include "holdfast/testing/conformance.hpp"
+
+namespace test_redis_cluster {
+
+using holdfast::errc;
+using holdfast::fencing_token;
+using holdfast::redis_cluster_options;
+using holdfast::redis_cluster_store;
+using std::chrono::milliseconds;
+
+namespace {
+
+/// The file's cluster, started once (about 5 s). nullptr (after a loud skip) only outside CI.
+hf_test::redis_cluster* cluster() {
+  static std::unique_ptr<hf_test::redis_cluster> c;
+  static bool tried = false;
+  if (!tried) {
+    tried = true;
+    c = std::make_unique<hf_test::redis_cluster>(3, 1);
+    if (!c->start()) {
+      const std::string why = "no Redis Cluster: " + c->why();
+      const bool must = hf_test::in_ci() || c->available();
+      c.reset();
+      if (must) FAIL(why);
+      hf_test::loud_skip(why);
+    }
+  }
+  if (c) REQUIRE(c->wait_ok(std::chrono::seconds(30)));
+  return c.get();
+}
+
+/// Options for the cluster, every key under a prefix of its own (runs never meet).
+redis_cluster_options options_for(hf_test::redis_cluster& c) {
+  redis_cluster_options o;
+  o.nodes = c.seeds();
+  const std::string tag = hf_test::random_tag();
+  o.node.key_prefix = "hf-" + tag + ":lease:";
+  o.node.counter_key = "hf-" + tag + ":token:";
+  o.node.wait_prefix = "hf-" + tag + ":wait:";
+  o.node.connect_timeout = milliseconds(1000);
+  o.node.command_timeout = milliseconds(1000);
+  return o;
+}
+
+/// Sends a command about `key` to every running node: the one that owns it answers, the others
+/// answer MOVED (ignored).
+void on_owner(hf_test::redis_cluster& c, const std::vector<std::string>& args) {
+  for (std::size_t i = 0; i < c.size(); ++i) {
+    if (c.node(i).running()) (void)hf_test::redis_cmd(c.node(i).port(), args);
+  }
+}
+
+holdfast::testing::conformance_options kit(hf_test::redis_cluster& c,
+                                           const redis_cluster_store& s) {
+  holdfast::testing::conformance_options co;
+  co.key_prefix = "k-";
+  co.store_wide_tokens = false;  // tokens increase per key (per slot), not store-wide
+  co.expire_now = [&c, &s](std::string_view key) {
+    on_owner(c, {"PEXPIREAT", s.record_key(key), "1"});
+  };
+  return co;
+}
+
+/// Any key whose slot `c` serves from node `primary` (by `c`'s view), with prefix `p`.
+std::string key_on(hf_test::redis_cluster& c, std::size_t primary, const std::string& p) {
+  for (int i = 0;; ++i) {
+    const std::string k = p + std::to_string(i);
+    if (c.primary_of(redis_cluster_store::slot_of(k), c.node(primary).port()) ==
+        static_cast<int>(primary)) {
+      return k;
+    }
+  }
+}
+
+/// The index of a node that is a primary now.
+std::size_t some_primary(hf_test::redis_cluster& c) {
+  for (std::size_t i = 0; i < c.size(); ++i) {
+    if (c.node(i).running() && hf_test::redis_cmd(c.node(i).port(), {"ROLE"}) == "<array>" &&
+        hf_test::nodes_flags_myself(c.node(i).port()).find("master") != std::string::npos) {
+      return i;
+    }
+  }
+  FAIL("no primary");
+  return 0;
+}
+
+}  // namespace
+
+TEST_CASE("redis_slots: CRC16 and slots as Redis computes them", "[redis][cluster]") {
+  CHECK(holdfast::detail::redis_crc16("123456789") == 0x31C3);
+  CHECK(holdfast::detail::redis_key_slot("foo") == 12182);
+  CHECK(holdfast::detail::redis_key_slot("{user1000}.following") ==
+        holdfast::detail::redis_key_slot("{user1000}.followers"));
+  CHECK(holdfast::detail::redis_key_slot("foo{}{bar}") ==
+        holdfast::detail::redis_crc16("foo{}{bar}") % 16384);
+  // Every slot's counter name lands in that slot.
+  std::string name;
+  for (std::size_t s = 0; s < 16384; s += 97) {
+    holdfast::detail::redis_counter_name(name, "hf:token:", s);
+    CHECK(holdfast::detail::redis_key_slot(name) == s);
+  }
+  // A key's record, counter and life share its slot, braces or not.
+  for (const std::string& k : std::vector<std::string>{"a", "a{b}c", "{", "}", "{}", "}{", "x{}",
+                                                       std::string("\0{z", 3)}) {
+    holdfast::detail::redis_cluster_name(name, "p:", k);
+    const std::size_t slot = holdfast::detail::redis_key_slot(name);
+    CHECK(slot == redis_cluster_store::slot_of(k));
+  }
+  holdfast::detail::redis_redirect r;
+  REQUIRE(holdfast::detail::parse_redis_redirect("redis: ASK 866 127.0.0.1:7001", r));
+  CHECK((r.ask && r.slot == 866 && r.host == "127.0.0.1" && r.port == 7001));
+  REQUIRE(holdfast::detail::parse_redis_redirect("MOVED 12182 ::1:7002", r));
+  CHECK((!r.ask && r.host == "::1" && r.port == 7002));
+  CHECK_FALSE(holdfast::detail::parse_redis_redirect("redis: TRYAGAIN x", r));
+}
+
+TEST_CASE("redis_cluster_store: bad options are invalid_argument, not contention",
+          "[redis][cluster]") {
+  redis_cluster_options o;
+  std::string why;
+  CHECK(o.check(&why) == errc::invalid_argument);
+  CHECK_THAT(why, Catch::Contains("nodes is empty"));
+  o.nodes = {{"127.0.0.1", 1}};
+  o.node.key_prefix = "{tag}:lease:";
+  CHECK(o.check(&why) == errc::invalid_argument);
+  CHECK_THAT(why, Catch::Contains("brace"));
+  redis_cluster_store s(o);
+  CHECK(s.try_acquire("k", "o", milliseconds(1000)).error() == errc::invalid_argument);
+  CHECK_THAT(s.last_error_message(), Catch::Contains("brace"));
+}
+
+TEST_CASE("redis_cluster_store meets the LeaseStore contract", "[redis][cluster][contract]") {
+  static_assert(holdfast::assert_lease_store<redis_cluster_store>());
+  hf_test::redis_cluster* c = cluster();
+  if (c == nullptr) return;
+  redis_cluster_store s(options_for(*c));
+  const auto r = holdfast::testing::check_contract(s, kit(*c, s));
+  INFO("violations:\n" << r.summary());
+  CHECK(r.ok());
+}
+
+TEST_CASE("redis_cluster_store passes the conformance kit", "[redis][cluster][contract]") {
+  hf_test::redis_cluster* c = cluster();
+  if (c == nullptr) return;
+  const redis_cluster_options first = options_for(*c);
+  redis_cluster_store expiring(first);
+  holdfast::testing::conformance_options co = kit(*c, expiring);
+  co.schedules = 30;
+  co.hostile_strings = false;  // the contract case above runs them
+  int made = 0;
+  const auto report = holdfast::testing::check_store(
+      [&] { return std::make_unique<redis_cluster_store>(made++ == 0 ? first : options_for(*c)); },
+      co);
+  INFO(report.summary());
+  CHECK(report.ok());
+  CHECK(report.schedules == 30);
+}
+
+TEST_CASE("redis_cluster_store: keys spread over every primary, one script each",
+          "[redis][cluster]") {
+  hf_test::redis_cluster* c = cluster();
+  if (c == nullptr) return;
+  redis_cluster_store s(options_for(*c));
+  std::set<int> primaries;
+  for (int i = 0; i < 40; ++i) {
+    const std::string k = "spread-" + std::to_string(i) + (i % 5 == 0 ? "{x}" : "");
+    auto g = s.try_acquire(k, "o", milliseconds(5000));
+    REQUIRE(g);
+    primaries.insert(c->primary_of(redis_cluster_store::slot_of(k), c->node(0).port()));
+    auto seen = s.inspect(k);
+    REQUIRE(seen);
+    REQUIRE(seen->has_value());
+    CHECK((*seen)->token == g->token);
+    CHECK(s.renew(k, "o", g->token, milliseconds(5000)));
+    CHECK(s.release(k, "o", g->token));
+  }
+  CHECK(primaries.size() == 3);
+  CHECK(s.last_error_message().empty());
+  auto d = s.deployment();
+  REQUIRE(d);
+  CHECK(d->can_lose_grants());  // no AOF, replicas without wait_replicas
+}
+
+TEST_CASE("redis_cluster_store: a slot migrated under fenced holders keeps tokens increasing",
+          "[redis][cluster][faults]") {
+  hf_test::redis_cluster* c = cluster();
+  if (c == nullptr) return;
+  const redis_cluster_options o = options_for(*c);
+  const std::size_t from = some_primary(*c);
+  // Four keys in one slot: the first key's slot, with hash tags to share it.
+  const std::string base = key_on(*c, from, "mig-");
+  const std::size_t slot = redis_cluster_store::slot_of(base);
+  std::size_t to = from;
+  for (std::size_t i = 0; i < c->size(); ++i) {
+    if (i != from && c->primary_of(0, c->node(i).port()) >= 0 &&
+        hf_test::nodes_flags_myself(c->node(i).port()).find("master") != std::string::npos) {
+      to = i;
+      break;
+    }
+  }
+  REQUIRE(to != from);
+  std::vector<std::string> keys = {base};
+  {
+    redis_cluster_store filler(o);
+    for (int i = 0; keys.size() < 4; ++i) {
+      const std::string k = "mig-x" + std::to_string(i);
+      if (redis_cluster_store::slot_of(k) == slot) keys.push_back(k);
+      if (i > 2000000) break;
+    }
+  }
+  REQUIRE(keys.size() == 4);
+  holdfast::keyed_fence_gate fence;
+  std::mutex mu;
+  std::map<std::string, std::vector<std::pair<fencing_token, std::string>>> grants;
+  std::atomic<bool> stop{false};
+  std::atomic<int> admitted{0}, reissued{0}, errors{0}, bad_errors{0}, release_errors{0};
+  std::string last_release_error;
+  std::vector<std::thread> workers;
+  for (int w = 0; w < 3; ++w) {
+    workers.emplace_back([&, w] {
+      redis_cluster_store s(o);
+      const std::string me = "w" + std::to_string(w);
+      for (int i = 0; !stop.load(); ++i) {
+        const std::string& k = keys[static_cast<std::size_t>(i + w) % keys.size()];
+        auto g = s.try_acquire(k, me, milliseconds(2000));
+        if (!g) {
+          if (g.error() != errc::busy) {
+            ++errors;
+            if (g.error() != errc::store_unavailable && g.error() != errc::timeout) ++bad_errors;
+          }
+          continue;
+        }
+        {
+          std::lock_guard<std::mutex> lk(mu);
+          grants[k].emplace_back(g->token, me);
+          auto a = fence.admit(k, g->token, me);
+          if (a)
+            ++admitted;
+          else if (a.error() == errc::token_reissued)
+            ++reissued;
+        }
+        auto r = s.release(k, me, g->token);
+        if (!r) {
+          ++release_errors;
+          std::lock_guard<std::mutex> lk(mu);
+          last_release_error = s.last_error_message();
+        }
+      }
+    });
+  }
+  std::this_thread::sleep_for(milliseconds(300));
+  const int before = admitted.load();
+  const bool moved =
+      c->migrate_slot(slot, from, to, 1, [] { std::this_thread::sleep_for(milliseconds(50)); });
+  const int during = admitted.load() - before;
+  std::this_thread::sleep_for(milliseconds(600));
+  stop = true;
+  for (auto& t : workers) t.join();
+  REQUIRE(moved);
+  INFO("admitted " << admitted << " (" << during << " during the migration), errors " << errors);
+  CHECK(admitted > 10);
+  CHECK(bad_errors == 0);  // never CROSSSLOT, MOVED or ASK: only a migration that outlasted
+  INFO("release errors " << release_errors << ": " << last_release_error);
+  CHECK(release_errors == 0);
+  // No fence ever saw one token from two holders, and each key's tokens grow in the order the
+  // store granted them (a grant is recorded before its release, so a later grant of the key is
+  // recorded later, unless a 2 s TTL ran out in between).
+  CHECK(reissued == 0);
+  for (auto& [k, list] : grants) {
+    for (std::size_t i = 1; i < list.size(); ++i) CHECK(list[i - 1].first < list[i].first);
+  }
+  // The store follows the slot to its new primary.
+  redis_cluster_store s(o);
+  auto g = s.try_acquire(keys[0], "after", milliseconds(2000));
+  REQUIRE(g);
+  CHECK(c->primary_of(slot, c->node(to).port()) == static_cast<int>(to));
+  CHECK(g->token > grants[keys[0]].back().first);
+}
+
+TEST_CASE("redis_cluster_store: a primary killed -9 behind its replica, promoted (issue #20)",
+          "[redis][cluster][faults]") {
+  hf_test::redis_cluster* c = cluster();
+  if (c == nullptr) return;
+  redis_cluster_options o = options_for(*c);
+  const std::size_t m = some_primary(*c);
+  const int r = c->replica_of(m);
+  REQUIRE(r >= 0);
+  hf_test::redis_cluster_node& primary = c->node(m);
+  hf_test::redis_cluster_node& replica = c->node(static_cast<std::size_t>(r));
+  const std::string k = key_on(*c, m, "fo-");
+  const std::string k2 = key_on(*c, m, "fo2-");
+  redis_cluster_store a(o);
+  redis_cluster_options acked = o;
+  acked.node.wait_replicas = 1;
+  acked.node.wait_timeout = milliseconds(300);
+  redis_cluster_store d(acked);
+  // Warm-up: an acknowledged grant and release (the replica has the counter and its life), and
+  // A's store connected to the primary.
+  auto w = d.try_acquire(k, "warm", milliseconds(5000));
+  REQUIRE(w);
+  REQUIRE(d.release(k, "warm", w->token));
+  REQUIRE(a.inspect(k));
+  // Cut the replica off: the primary now wants a password its replica does not have (connections
+  // already open stay authenticated), and drops the replication link; the replica cannot get back
+  // in, so the next grants exist only on the primary. (SIGSTOP would not do: the stream waits in
+  // the stopped replica's socket buffer and is applied when it resumes.)
+  REQUIRE(hf_test::redis_cmd(primary.port(), {"CONFIG", "SET", "requirepass", "hf-cut"}) == "OK");
+  REQUIRE(hf_test::wait_until(
+      [&] {
+        redisContext* x = redisConnect("127.0.0.1", primary.port());
+        if (x == nullptr) return false;
+        freeReplyObject(redisCommand(x, "AUTH hf-cut"));
+        freeReplyObject(redisCommand(x, "CLIENT KILL TYPE replica"));
+        auto* info = static_cast<redisReply*>(redisCommand(x, "INFO replication"));
+        const bool cut =
+            info != nullptr && info->type == REDIS_REPLY_STRING &&
+            std::string(info->str, info->len).find("connected_slaves:0") != std::string::npos;
+        freeReplyObject(info);
+        redisFree(x);
+        return cut;
+      },
+      std::chrono::seconds(10)));
+  holdfast::keyed_fence_gate fence;
+  auto ga = a.try_acquire(k, "A", milliseconds(30000));
+  REQUIRE(ga);
+  REQUIRE(fence.admit(k, ga->token, "A"));
+  primary.kill9();
+  REQUIRE(hf_test::redis_cmd(replica.port(), {"CLUSTER", "FAILOVER", "TAKEOVER"}) == "OK");
+  REQUIRE(hf_test::wait_until(
+      [&] {
+        return hf_test::nodes_flags_myself(replica.port()).find("master") != std::string::npos;
+      },
+      std::chrono::seconds(10)));
+  // B, on the promoted replica, which lost A's grant: a token above A's (the new life raised the
+  // slot's counter by 2^32), so the fence admits B and then refuses A.
+  redis_cluster_store b(o);
+  holdfast::result<holdfast::grant> gb = errc::store_unavailable;
+  const bool got = hf_test::wait_until(
+      [&] { return static_cast<bool>(gb = b.try_acquire(k, "B", milliseconds(5000))); },
+      std::chrono::seconds(15));
+  INFO("B: " << b.last_error_message());
+  REQUIRE(got);
+  CHECK(gb->token > ga->token);
+  CHECK(gb->token.value() >= (std::uint64_t{1} << 32));
+  CHECK(fence.admit(k, gb->token, "B"));
+  CHECK(fence.admit(k, ga->token, "A").error() == errc::stale_token);
+  // A's own store follows the map to the new primary too: its lease is gone there.
+  holdfast::result<holdfast::grant> ra = errc::store_unavailable;
+  REQUIRE(hf_test::wait_until(
+      [&] {
+        ra = a.renew(k, "A", ga->token, milliseconds(5000));
+        return ra || ra.error() == errc::lease_lost;
+      },
+      std::chrono::seconds(15)));
+  CHECK(ra.error() == errc::lease_lost);
+  // The old primary comes back as a replica; the cluster serves everything again.
+  REQUIRE(primary.start());
+  CHECK(c->wait_ok(std::chrono::seconds(30)));
+}
+
+}  // namespace test_redis_cluster
