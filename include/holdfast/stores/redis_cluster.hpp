@@ -235,7 +235,11 @@ class redis_cluster_store {
         "return 0\n");
     return s;
   }
-  static constexpr std::size_t release_script = detail::redis_script::unwait_any + 1;
+  // Its index: after all of redis_store's, however many there are.
+  static std::size_t release_script() {
+    static const std::size_t index = detail::redis_store_scripts().size();
+    return index;
+  }
 
   // [locked] The names of the lease record, its slot's counter and life record, and the slot.
   void name_keys(std::string_view key) {
@@ -320,7 +324,7 @@ class redis_cluster_store {
     node* served = nullptr;
     const std::string_view keys[] = {lease_};
     std::string_view args[] = {owner, t};
-    result<detail::redis_reply_ptr> r = route(release_script, keys, 1, args, 2, served);
+    result<detail::redis_reply_ptr> r = route(release_script(), keys, 1, args, 2, served);
     if (!r) return r.error();
     result<void> done = detail::read_redis_release(served->conn, std::move(r));
     if (!done) return note(served, done.error());
