@@ -87,6 +87,7 @@
 #include "holdfast/testing/conformance_contract.hpp"
 #include "holdfast/testing/conformance_counter.hpp"
 #include "holdfast/testing/conformance_options.hpp"
+#include "holdfast/testing/conformance_shared.hpp"
 #include "holdfast/testing/conformance_strings.hpp"
 #include "holdfast/testing/conformance_threads.hpp"
 #include "holdfast/testing/conformance_ttl.hpp"
@@ -285,6 +286,9 @@ conformance_report check_store(Factory&& make_store, const conformance_options& 
   using F = std::remove_reference_t<Factory>;
   conformance_report rep;
   detail::run_contract_checks(make_store, o, rep);
+  if constexpr (has_read_write_v<detail::factory_store_t<F>>) {
+    detail::check_shared_grants(make_store, o, rep);  // conformance_shared.hpp
+  }
   if constexpr (detail::factory_takes_clock_v<F>) detail::check_coarse_clock(make_store, o, rep);
   detail::check_counter_ends(make_store, o, rep);
   if constexpr (detail::factory_takes_clock_v<F>) detail::check_reboot(make_store, o, rep);
