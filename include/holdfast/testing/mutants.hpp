@@ -41,7 +41,10 @@
 // run_schedule's lease workload: recipe_mutant::forgets_lost_slot (testing/workload_recipes.hpp:
 // a semaphore slot whose reply was lost is neither asked again nor given back) and
 // quorum_mutant::keeps_unsure_member (testing/workload_quorum.hpp: quorum_options::
-// give_back_unsure = false, a member whose reply was lost keeps the owner's lease).
+// give_back_unsure = false, a member whose reply was lost keeps the owner's lease). The lock
+// shapes' controls are shape_mutant values (testing/shapes_workload.hpp), the read-write ones
+// among them (rw_writer_while_reader, rw_upgrade_in_place: testing/rw_workload.hpp, caught by
+// rw_checker.hpp's read-write exclusion and fenced write order).
 //
 // Store mutants are mutant_store<Clock>, a small map-based store that is correct when built with
 // mutant::none (the conformance kit checks that too, so the controls differ from a correct store
