@@ -818,4 +818,48 @@ TEST_CASE("etcd_store: raise_token_floor leaves a live lease named like its scra
   }
 }
 
+// ------------------------------------------------------------------------------------------------
+// try_acquire_all: every key in one kv/txn, or none (detail/etcd_multi.hpp).
+// ------------------------------------------------------------------------------------------------
+
+TEST_CASE("etcd_store try_acquire_all meets the kit's multi-key contract", "[etcd][multi]") {
+  static_assert(holdfast::has_try_acquire_all_v<etcd_store>);
+  std::optional<etcd_options> base = shared_etcd();
+  if (!base) return;
+  const etcd_options o = isolated(*base);
+  etcd_store s(o);
+  REQUIRE_CONFORMS(holdfast::testing::check_try_acquire_all(s, etcd_kit(o)));
+  CHECK(s.last_error_message().empty());
+  // Through a store that did not make the grants (renew and release read each key first).
+  etcd_options forgetful = isolated(*base);
+  forgetful.remembered_grants = 0;
+  etcd_store f(forgetful);
+  REQUIRE_CONFORMS(holdfast::testing::check_try_acquire_all(f, etcd_kit(forgetful)));
+}
+
+TEST_CASE("etcd_store try_acquire_all: one revision per call, busy leaves no key or lease",
+          "[etcd][multi]") {
+  std::optional<etcd_options> base = shared_etcd();
+  if (!base) return;
+  const etcd_options o = isolated(*base);
+  etcd_store s(o);
+  admin adm(o);
+  const std::string_view keys[] = {"a", "b", "c"};
+  holdfast::grant g[3];
+  REQUIRE(s.try_acquire_all(keys, 3, "me", milliseconds(5000), g));
+  CHECK(g[0].token == g[1].token);  // one transaction, one revision: each key's create_revision
+  CHECK(g[1].token == g[2].token);
+  CHECK(adm.lease_of("a") != adm.lease_of("b"));  // each key its own lease
+  CHECK(s.release("b", "me", g[1].token));
+  CHECK(adm.exists("a"));  // releasing one key leaves the others
+  const std::string_view other[] = {"d", "a"};
+  CHECK(s.try_acquire_all(other, 2, "you", milliseconds(5000), g).error() == errc::busy);
+  CHECK(!adm.exists("d"));
+  // A key someone else wrote (no lease) is protocol_error, and takes nothing.
+  adm.put(o.key_prefix + "w", "someone");
+  const std::string_view with_w[] = {"e", "w"};
+  CHECK(s.try_acquire_all(with_w, 2, "me", milliseconds(5000), g).error() == errc::protocol_error);
+  CHECK(!adm.exists("e"));
+}
+
 }  // namespace test_etcd_store

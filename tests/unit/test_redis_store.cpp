@@ -19,6 +19,7 @@
 #include "holdfast/clock.hpp"
 #include "holdfast/fence.hpp"
 #include "holdfast/lease.hpp"
+#include "holdfast/multi_lease.hpp"
 #include "holdfast/quorum.hpp"
 #include "holdfast/stores/memory.hpp"
 #include "holdfast/stores/redis.hpp"
@@ -842,6 +843,111 @@ TEST_CASE("redis_store: release after the connection was dropped reconnects once
   drop();
   CHECK(s.renew("kept", "me", h->token, milliseconds(60000)).error() == errc::store_unavailable);
   CHECK(s.release("kept", "me", h->token));
+}
+
+// ------------------------------------------------------------------------------------------------
+// try_acquire_all: every key in one script, or none (detail/redis_multi.hpp).
+// ------------------------------------------------------------------------------------------------
+
+TEST_CASE("redis_store try_acquire_all meets the kit's multi-key contract", "[redis][multi]") {
+  static_assert(holdfast::has_try_acquire_all_v<redis_store>);
+  std::optional<redis_options> base = shared_redis();
+  if (!base) return;
+  const redis_options o = isolated(*base);
+  redis_store s(o);
+  REQUIRE_CONFORMS(holdfast::testing::check_try_acquire_all(s, redis_kit(o)));
+  CHECK(s.last_error_message().empty());
+}
+
+TEST_CASE("redis_store try_acquire_all writes nothing on garbage or an exhausted counter",
+          "[redis][multi]") {
+  std::optional<redis_options> base = shared_redis();
+  if (!base) return;
+  const redis_options o = isolated(*base);
+  redis_store s(o);
+  admin adm(o);
+  const std::string_view keys[] = {"a", "g", "b"};
+  holdfast::grant g[3];
+  // A record holdfast did not write, after a free key: protocol_error, and "a" stays free.
+  adm.cmd({"SET", o.key_prefix + "g", "no-colon-here"});
+  CHECK(s.try_acquire_all(keys, 3, "me", milliseconds(10000), g).error() == errc::protocol_error);
+  CHECK(s.last_error_message().find("HOLDFAST_CORRUPT") != std::string::npos);
+  CHECK(adm.cmd({"EXISTS", o.key_prefix + "a"})->integer == 0);
+  adm.cmd({"DEL", o.key_prefix + "g"});
+  // Room for one more token, three keys asked: token_exhausted, no key taken, counter unchanged.
+  adm.cmd({"SET", o.counter_key, "9223372036854775806"});
+  CHECK(s.try_acquire_all(keys, 3, "me", milliseconds(10000), g).error() == errc::token_exhausted);
+  CHECK(adm.cmd({"EXISTS", o.key_prefix + "a"})->integer == 0);
+  CHECK(adm.str({"GET", o.counter_key}) == "9223372036854775806");
+  // One key fits: it gets the last token, exactly (no Lua double on the way).
+  REQUIRE(s.try_acquire_all(keys, 1, "me", milliseconds(10000), g));
+  CHECK(g[0].token == holdfast::redis_max_token);
+  CHECK(s.release("a", "me", g[0].token));
+  // A bad key size is refused before anything is sent.
+  const std::string_view none[] = {"a", ""};
+  CHECK(s.try_acquire_all(none, 2, "me", milliseconds(10000), g).error() == errc::invalid_argument);
+}
+
+TEST_CASE("redis_store try_acquire_all: tokens above 2^53 stay exact", "[redis][multi]") {
+  std::optional<redis_options> base = shared_redis();
+  if (!base) return;
+  const redis_options o = isolated(*base);
+  redis_store s(o);
+  REQUIRE(s.raise_token_floor(fencing_token(9007199254740990ULL)));
+  const std::string_view keys[] = {"x", "y", "z"};
+  holdfast::grant g[3];
+  REQUIRE(s.try_acquire_all(keys, 3, "me", milliseconds(10000), g));
+  CHECK(g[0].token.value() == 9007199254740991ULL);
+  CHECK(g[1].token.value() == 9007199254740992ULL);
+  CHECK(g[2].token.value() == 9007199254740993ULL);
+  for (int i = 0; i < 3; ++i) {
+    auto r = s.inspect(keys[i]);
+    REQUIRE(r);
+    REQUIRE(r->has_value());
+    CHECK((*r)->token == g[i].token);
+    CHECK(s.release(keys[i], "me", g[i].token));
+  }
+}
+
+TEST_CASE("redis_store under multi_lease: one script per attempt, overlapping sets in threads",
+          "[redis][multi]") {
+  std::optional<redis_options> base = shared_redis();
+  if (!base) return;
+  const redis_options o = isolated(*base);
+  redis_store s(o);
+  {
+    auto m = holdfast::try_acquire_all(s, {"p", "q", "r"}, milliseconds(10000));
+    REQUIRE(m);
+    CHECK(m->token("p") != m->token("q"));
+    CHECK(holdfast::try_acquire_all(s, {"r", "t"}, milliseconds(10000)).error() == errc::busy);
+    auto t = s.inspect("t");
+    REQUIRE(t);
+    CHECK(!t->has_value());  // busy left nothing
+  }
+  // Two threads over {a, b} and {b, c}: whenever both hold, the sets never overlap by the store.
+  std::atomic<int> granted{0};
+  std::atomic<bool> overlap{false};
+  std::atomic<int> in_b{0};
+  const auto worker = [&](std::vector<std::string> keys) {
+    redis_store mine(o);
+    for (int i = 0; i < 15; ++i) {
+      auto m = holdfast::try_acquire_all(mine, keys, milliseconds(10000));
+      if (!m) {
+        CHECK(m.error() == errc::busy);
+        continue;
+      }
+      if (in_b.fetch_add(1) != 0) overlap = true;
+      ++granted;
+      in_b.fetch_sub(1);
+      CHECK(m->release());
+    }
+  };
+  std::thread t1(worker, std::vector<std::string>{"a", "b"});
+  std::thread t2(worker, std::vector<std::string>{"b", "c"});
+  t1.join();
+  t2.join();
+  CHECK(!overlap);
+  CHECK(granted > 0);
 }
 
 }  // namespace test_redis_store

@@ -1,8 +1,7 @@
 // SPDX-License-Identifier: MIT
 // holdfast/stores/etcd.hpp - etcd_store: a LeaseStore in etcd (v3 API, server 3.4 and later),
-// whose fencing token is etcd's own revision, and etcd_fence: fenced writes inside etcd.
-// Opt-in: needs libcurl and nlohmann/json (Debian: libcurl4-openssl-dev, nlohmann-json3-dev;
-// link -lcurl); nothing in the core includes it.
+// whose fencing token is etcd's own revision, and etcd_fence: fenced writes inside etcd. Opt-in:
+// needs libcurl and nlohmann/json (Debian: libcurl4-openssl-dev, nlohmann-json3-dev; -lcurl).
 //
 // Transport: etcd's v3 HTTP/JSON gateway (the client URL, under /v3/), one kept-alive libcurl
 // connection per store. Keys and values travel base64-encoded, 64-bit numbers as JSON strings.
@@ -92,9 +91,9 @@
 // protocol_error, with etcd's or libcurl's text in last_error_message(). A refused connection
 // moves on to the next endpoint at once (nothing was sent); a timeout, a broken connection or an
 // unavailable member moves the next call to the next endpoint, and the failed request is not
-// retried (it may or may not have happened). Every request
-// holdfast sends is safe to repeat: a repeated grant transaction finds its own key and returns
-// its token, a repeated keepalive or revoke changes nothing more.
+// retried (it may or may not have happened). Every request holdfast sends is safe to repeat: a
+// repeated grant transaction finds its own key and returns its token, a repeated keepalive or
+// revoke changes nothing more.
 //
 // Files: this header (etcd_store) is the one to include; it brings etcd_options.hpp
 // (etcd_options, etcd_max_token) and etcd_fence.hpp (etcd_fence, etcd_write). Internals:
@@ -127,6 +126,7 @@
 #include "holdfast/stores/detail/etcd_encoding.hpp"
 #include "holdfast/stores/detail/etcd_json.hpp"
 #include "holdfast/stores/detail/etcd_link.hpp"
+#include "holdfast/stores/detail/etcd_multi.hpp"
 #include "holdfast/stores/detail/etcd_queue.hpp"
 #include "holdfast/stores/detail/etcd_watch.hpp"
 #include "holdfast/stores/detail/link_client.hpp"
@@ -175,6 +175,14 @@ class etcd_store : public detail::link_client<detail::etcd_link> {
   result<grant> try_acquire(std::string_view key, std::string_view owner,
                             std::chrono::milliseconds ttl) {
     return acquire_as(key, owner, ttl, false);
+  }
+
+  /// Grants all of `keys[0..count)` to `owner` for `ttl` (ms) in one kv/txn, or none (store.hpp's
+  /// try_acquire_all; detail/etcd_multi.hpp says how, and what it returns).
+  result<void> try_acquire_all(const std::string_view* keys, std::size_t count,
+                               std::string_view owner, std::chrono::milliseconds ttl,
+                               grant* grants) {
+    return detail::etcd_multi::acquire_all(*this, keys, count, owner, ttl, grants);
   }
 
   /// try_acquire that, when `key` is busy, also queues the calling thread for its next
@@ -346,6 +354,7 @@ class etcd_store : public detail::link_client<detail::etcd_link> {
   }
 
  private:
+  friend struct detail::etcd_multi;  // try_acquire_all
   // try_acquire (see there), queued (try_acquire_queued) or not.
   result<grant> acquire_as(std::string_view key, std::string_view owner,
                            std::chrono::milliseconds ttl, bool queue) {
@@ -421,7 +430,7 @@ class etcd_store : public detail::link_client<detail::etcd_link> {
     const bool queued_before = next.entry_revision > 0;
     const std::size_t n = !queue ? 1 : queued_before ? 2 : 3;
     std::optional<detail::etcd_kv> kv;
-    if (!failed_range(r, kv, n)) return shape("acquire");
+    if (!detail::etcd_txn_first_kv(r, kv, n)) return shape("acquire");
     if (kv && kv->lease == id) {
       // Our own transaction, repeated by the transport: the grant is ours.
       remember(k, owner, kv->create_revision, id);
@@ -468,9 +477,6 @@ class etcd_store : public detail::link_client<detail::etcd_link> {
     return key_;
   }
 
-  void b64_append(std::string_view bytes) { detail::base64_append(bytes, body_); }
-
-  void number_body(const char* field, std::int64_t n) { detail::etcd_number_body(body_, field, n); }
   std::error_code shape(const char* op) { return detail::etcd_shape(link_, op); }
   // A lease of the store's choosing (so a lost reply can still be revoked), or the error after
   // giving it back.
@@ -499,12 +505,6 @@ class etcd_store : public detail::link_client<detail::etcd_link> {
         detail::etcd_current_revision(link_, body_, link_.options().key_prefix);
     if (!rev) return rev.error();
     return fencing_token(static_cast<std::uint64_t>(*rev));
-  }
-
-  static bool failed_range(const nlohmann::json& txn, std::optional<detail::etcd_kv>& kv,
-                           std::size_t n = 1) {
-    const nlohmann::json* range = detail::etcd_txn_range(txn, 0, n);
-    return range != nullptr && detail::etcd_first_kv(*range, kv);
   }
 
   // The lease of the grant (k, owner, token): remembered, or read from the key. 0: not held.

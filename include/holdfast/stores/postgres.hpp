@@ -90,6 +90,7 @@
 #include "holdfast/stores/detail/link_client.hpp"
 #include "holdfast/stores/detail/postgres_deployment.hpp"
 #include "holdfast/stores/detail/postgres_link.hpp"
+#include "holdfast/stores/detail/postgres_multi.hpp"
 #include "holdfast/stores/detail/postgres_sql.hpp"
 #include "holdfast/stores/postgres_fence.hpp"
 #include "holdfast/stores/postgres_options.hpp"
@@ -117,7 +118,8 @@ class postgres_store : public detail::link_client<detail::pg_link> {
   /// (allocation aside).
   explicit postgres_store(const postgres_options& opts = {})
       : link_client(std::in_place, opts, setup_sql(opts), statements(opts)),
-        listen_(std::make_unique<listening>(opts)) {}
+        listen_(std::make_unique<listening>(opts)),
+        multi_(opts) {}
 
   postgres_store(const postgres_store&) = delete;
   postgres_store& operator=(const postgres_store&) = delete;
@@ -163,6 +165,17 @@ class postgres_store : public detail::link_client<detail::pg_link> {
       if (t && *t > 0) return grant{fencing_token(static_cast<std::uint64_t>(*t)), ttl};
     }
     return link_.fail(errc::protocol_error, "postgres: acquire: unexpected result shape");
+  }
+
+  /// Grants every key of `keys[0..count)` to `owner` for `ttl` (ms) in one transaction, rows
+  /// locked in one order, or none (store.hpp's try_acquire_all; detail/postgres_multi.hpp).
+  /// \returns success; errc::busy if any key is held by another (nothing changed);
+  ///   errc::invalid_argument for count 0, a repeated key or input try_acquire refuses; else as
+  ///   try_acquire (token_exhausted: no key taken).
+  result<void> try_acquire_all(const std::string_view* keys, std::size_t count,
+                               std::string_view owner, std::chrono::milliseconds ttl,
+                               grant* grants) {
+    return multi_.acquire_all(link_, keys, count, owner, ttl, grants);
   }
 
   /// Moves the expiry of the lease on `key` to now + `ttl` (ms) iff `owner` holds it with `token`
@@ -582,7 +595,8 @@ class postgres_store : public detail::link_client<detail::pg_link> {
   }
 
   std::unique_ptr<listening> listen_;
-  std::string ttl_text_;  // scratch, guarded by the link's mutex
+  detail::pg_multi multi_;  // try_acquire_all's SQL and scratch
+  std::string ttl_text_;    // scratch, guarded by the link's mutex
   std::string token_text_;
 };
 

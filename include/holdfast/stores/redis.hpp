@@ -95,6 +95,7 @@
 #include "holdfast/stores/detail/link_client.hpp"
 #include "holdfast/stores/detail/redis_batch.hpp"
 #include "holdfast/stores/detail/redis_link.hpp"
+#include "holdfast/stores/detail/redis_multi.hpp"
 #include "holdfast/stores/detail/redis_requests.hpp"
 #include "holdfast/stores/detail/redis_resp.hpp"
 #include "holdfast/stores/detail/redis_scripts.hpp"
@@ -188,6 +189,17 @@ class redis_store : public detail::link_client<detail::redis_link> {
       r = eval(call);
     }
     return detail::read_redis_release(link_, std::move(r));
+  }
+
+  /// Grants every key of `keys[0..count)` to `owner` for `ttl` (ms) in one script, or none
+  /// (store.hpp's try_acquire_all; detail/redis_multi.hpp). \returns success; errc::busy if any
+  /// key is held by another (nothing changed); errc::invalid_argument for count 0, a repeated key
+  /// or input try_acquire refuses; else as try_acquire (grant_not_durable: all given back).
+  result<void> try_acquire_all(const std::string_view* keys, std::size_t count,
+                               std::string_view owner, std::chrono::milliseconds ttl,
+                               grant* grants) {
+    return detail::redis_acquire_all(link_, requests_, wait_->broadcast,
+                                     {keys, count, owner, ttl, grants});
   }
 
   /// Returns the live lease on `key` (owner, token, time left by Redis' clock in ms), or nullopt.
@@ -543,28 +555,15 @@ class redis_store : public detail::link_client<detail::redis_link> {
     return out;
   }
 
-  // [link locked] With wait_replicas > 0, after a granting acquire or renew: WAIT. A grant too
-  // few replicas acknowledged in time is given back if acquired (else it expires) or, renewed,
-  // keeps its last acknowledged validity; both become grant_not_durable. Through Sentinel a
-  // shortfall drops the connection (the primary may be failing over).
+  // [link locked] With wait_replicas > 0, WAIT for the replicas after a granting acquire or
+  // renew; a grant too few acknowledged is given back (detail/redis_multi.hpp, which says how).
   void acknowledge(store_op op, std::string_view key, std::string_view owner,
                    result<grant>& granted) {
-    const redis_options& o = link_.options();
-    if (o.wait_replicas == 0 || !granted) return;
-    if (op != store_op::try_acquire && op != store_op::renew) return;
-    result<long long> acks = link_.wait_for_replicas();
-    if (acks && *acks >= o.wait_replicas) return;
-    const std::string why =
-        acks ? "redis: WAIT: " + std::to_string(*acks) + " of " + std::to_string(o.wait_replicas) +
-                   " replicas acknowledged the grant within wait_timeout; it was given back"
-             : link_.last_error() + " (WAIT for the grant's acknowledgement; it was given back)";
-    if (op == store_op::try_acquire) {
-      const store_request back{store_op::release, key, owner, granted->token, {}, {}};
-      (void)eval(prepare(back));
+    if (!granted || (op != store_op::try_acquire && op != store_op::renew)) return;
+    if (!detail::redis_acknowledge(link_, requests_, wait_->broadcast, op == store_op::try_acquire,
+                                   &key, 1, owner, &*granted)) {
+      granted = errc::grant_not_durable;
     }
-    if (!o.sentinels.empty()) link_.disconnect();
-    (void)link_.fail(errc::grant_not_durable, why);
-    granted = errc::grant_not_durable;
   }
 
   // [link locked] The script call that performs `q`; valid until the next prepare.

@@ -38,7 +38,8 @@
 //   - the contract checks (conformance_contract.hpp: T1-T4, inspect, expiry to the tick, T2 on
 //     a coarse clock), the hostile strings (conformance_strings.hpp: NULs, quotes, script and
 //     SQL metacharacters, a 1 MiB key) and the TTL range (conformance_ttl.hpp: grants from 1 ms
-//     to max_ttl, renews with another TTL) on a fresh store;
+//     to max_ttl, renews with another TTL) on a fresh store, and on a store with the atomic
+//     multi-key grant (has_try_acquire_all_v) its all-or-nothing contract (conformance_multi.hpp);
 //   - on a store that keeps its own clock, the expiry checks only with expire_now (a hook that
 //     makes the store expire a key now) or expiry_by_waiting (a short TTL, waited out);
 //   - contention across real threads (conformance_threads.hpp) only with threads > 0 and a
@@ -86,6 +87,7 @@
 #include "holdfast/store.hpp"
 #include "holdfast/testing/conformance_contract.hpp"
 #include "holdfast/testing/conformance_counter.hpp"
+#include "holdfast/testing/conformance_multi.hpp"
 #include "holdfast/testing/conformance_options.hpp"
 #include "holdfast/testing/conformance_shared.hpp"
 #include "holdfast/testing/conformance_strings.hpp"
@@ -106,7 +108,8 @@ namespace testing {
 namespace detail {
 
 /// The contract checks (conformance_contract.hpp), the hostile strings (conformance_strings.hpp),
-/// then the TTL range (conformance_ttl.hpp), on one fresh store; on the simulated clock when the
+/// then the TTL range (conformance_ttl.hpp) and, if the store has try_acquire_all, the multi-key
+/// checks (conformance_multi.hpp), on one fresh store; on the simulated clock when the
 /// factory takes one (expiry judged to the tick), else by expire_now or expiry_by_waiting.
 template <class F>
 void run_contract_checks(F& make, const conformance_options& o, conformance_report& rep) {
@@ -118,6 +121,9 @@ void run_contract_checks(F& make, const conformance_options& o, conformance_repo
   contract_checker<Store>(*fresh.store, factory_takes_clock_v<F> ? &sim : nullptr, o, rep).run();
   if (o.hostile_strings) hostile_checker<Store>(*fresh.store, o, rep).run();
   ttl_checker<Store>(*fresh.store, factory_takes_clock_v<F> ? &sim : nullptr, o, rep).run();
+  if constexpr (has_try_acquire_all_v<Store>) {  // conformance_multi.hpp
+    multi_checker<Store>(*fresh.store, contract_ttl(o, factory_takes_clock_v<F>), o, rep).run();
+  }
 }
 
 /// Contention across real threads (conformance_threads.hpp), for a factory on its own clock.

@@ -177,6 +177,14 @@ inline const nlohmann::json* etcd_txn_range(const nlohmann::json& txn, std::size
   return json_object((*responses)[index], "response_range");
 }
 
+/// Reads the first key of the range answer at index 0 of a transaction's `n` responses (its
+/// failure branch): false for a bad shape.
+inline bool etcd_txn_first_kv(const nlohmann::json& txn, std::optional<etcd_kv>& kv,
+                              std::size_t n = 1) {
+  const nlohmann::json* range = etcd_txn_range(txn, 0, n);
+  return range != nullptr && etcd_first_kv(*range, kv);
+}
+
 /// The lease of each grant this store made (key -> owner, token, lease), for renew and release;
 /// at most `cap` keys (the oldest forgotten first). Guarded by the link's mutex.
 class etcd_remembered {

@@ -9,6 +9,7 @@
 
 #include <cstddef>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "holdfast/detail/config.hpp"
@@ -282,6 +283,70 @@ inline std::string redis_unwait_any_script() {
          "return got\n";
 }
 
+// try_acquire_all (detail/redis_multi.hpp): KEYS[1..n] lease keys, KEYS[n+1] counter, KEYS[n+2]
+// its life record; ARGV as acquire's. Judges every key first and writes nothing unless all are
+// free, expired or the owner's (a script's writes are not rolled back on error): integer 0 when
+// busy; else the owner's keep their tokens and have their TTLs extended, the others get the next
+// tokens (the counter's headroom for all of them checked by one INCRBY first), and the reply is
+// the n tokens in key order. Every key must be in one slot (Redis Cluster): the script is per slot.
+inline std::string redis_acquire_all_script() {
+  std::string life = redis_life_check;
+  for (const auto& [from, to] : {std::pair<std::string, std::string>{"KEYS[2]", "KEYS[n + 1]"},
+                                 {"KEYS[3]", "KEYS[n + 2]"}}) {
+    for (std::size_t at = life.find(from); at != std::string::npos; at = life.find(from, at)) {
+      life.replace(at, from.size(), to);
+    }
+  }
+  return "local n = #KEYS - 2\n"
+         "local tok, fresh = {}, 0\n"
+         "for i = 1, n do\n"
+         "  local v = redis.call('GET', KEYS[i])\n"
+         "  if v then\n"
+         "    local p = string.find(v, ':', 1, true)\n"
+         "    if not p or p == 1 then\n"
+         "      return redis.error_reply('HOLDFAST_CORRUPT lease record is not <token>:<owner>')\n"
+         "    end\n"
+         "    if string.sub(v, p + 1) ~= ARGV[1] then return 0 end\n"
+         "    tok[i] = string.sub(v, 1, p - 1)\n"
+         "  else\n"
+         "    fresh = fresh + 1\n"
+         "  end\n"
+         "end\n"
+         "if fresh > 0 then\n" +
+         life +
+         "  local c = redis.pcall('INCRBY', KEYS[n + 1], fresh)\n"
+         "  if type(c) == 'table' and c.err then\n"
+         "    if string.find(c.err, 'overflow', 1, true) then\n"
+         "      return redis.error_reply('HOLDFAST_EXHAUSTED the token counter is near 2^63-1')\n"
+         "    end\n"
+         "    return redis.error_reply('HOLDFAST_CORRUPT token counter: ' .. c.err)\n"
+         "  end\n"
+         "  redis.call('DECRBY', KEYS[n + 1], fresh)\n"
+         "  for i = 1, n do\n"
+         "    if not tok[i] then\n"
+         "      local t = redis.call('INCR', KEYS[n + 1])\n"
+         "      if t < 1 then\n"
+         "        return redis.error_reply('HOLDFAST_CORRUPT token counter is not positive')\n"
+         "      end\n"
+         // Below 2^53 the Lua number is exact; above, the counter is read back as a string.
+         "      if t < 9007199254740992 then t = string.format('%d', t)\n"
+         "      else t = redis.call('GET', KEYS[n + 1]) end\n"
+         "      redis.call('SET', KEYS[i], t .. ':' .. ARGV[1], 'PX', ARGV[2])\n"
+         "      tok[i] = t\n"
+         "    elseif redis.call('PTTL', KEYS[i]) < tonumber(ARGV[2]) then\n"
+         "      redis.call('PEXPIRE', KEYS[i], ARGV[2])\n"
+         "    end\n"
+         "  end\n"
+         "else\n"
+         "  for i = 1, n do\n"
+         "    if redis.call('PTTL', KEYS[i]) < tonumber(ARGV[2]) then\n"
+         "      redis.call('PEXPIRE', KEYS[i], ARGV[2])\n"
+         "    end\n"
+         "  end\n"
+         "end\n"
+         "return tok\n";
+}
+
 /// The index of each of redis_store's scripts on its connection, in the order
 /// redis_store_scripts() lists them.
 struct redis_script {
@@ -296,16 +361,17 @@ struct redis_script {
     unwait,
     acquire_queued,
     wait_any,
-    unwait_any
+    unwait_any,
+    acquire_all
   };
 };
 
 /// redis_store's scripts, at the indices redis_script names.
 inline std::vector<std::string> redis_store_scripts() {
-  return {redis_acquire_script(), redis_renew_script,       redis_release_script(),
-          redis_inspect_script,   redis_advance_script(),   redis_raise_script(),
-          redis_wait_script,      redis_unwait_script(),    redis_acquire_queued_script(),
-          redis_wait_any_script,  redis_unwait_any_script()};
+  return {redis_acquire_script(), redis_renew_script,        redis_release_script(),
+          redis_inspect_script,   redis_advance_script(),    redis_raise_script(),
+          redis_wait_script,      redis_unwait_script(),     redis_acquire_queued_script(),
+          redis_wait_any_script,  redis_unwait_any_script(), redis_acquire_all_script()};
 }
 
 }  // namespace detail
