@@ -14,7 +14,7 @@
 //   store                           | try_acquire_all            | acquire_all (blocking)
 //   --------------------------------+----------------------------+------------------------------
 //   has_try_acquire_all_v (atomic:  | one store step: every key  | that step, retried with
-//   memory_store under its lock)    | or none                    | backoff until the timeout
+//   memory, Redis, PostgreSQL, etcd)| or none                    | backoff until the timeout
 //   any other LeaseStore            | one key at a time in one   | one key at a time in that
 //                                   | global order (sorted); on  | order, waiting for each
 //                                   | busy or an error, all taken| (hold and wait); the keys

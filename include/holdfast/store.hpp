@@ -416,9 +416,9 @@ inline constexpr bool has_try_acquire_queued_v = detail::has_try_acquire_queued<
 /// std::string_view* keys, std::size_t count, std::string_view owner, std::chrono::milliseconds
 /// ttl, grant* grants)`: every key granted to `owner` in one atomic step (each judged as
 /// try_acquire judges it, grants[i] for keys[i]), or none and nothing changed (busy). Keys are
-/// distinct; a duplicate, count 0 or bad arguments are invalid_argument. memory_store offers it
-/// (one lock); a Redis script over keys of one slot, one PostgreSQL transaction or one etcd txn
-/// could (not yet built). multi_lease.hpp uses it when present.
+/// distinct; a duplicate, count 0 or bad arguments are invalid_argument. memory_store (one lock),
+/// redis_store (one script over keys of one slot), postgres_store (one transaction) and etcd_store
+/// (one txn) offer it; testing/conformance_multi.hpp checks it. multi_lease.hpp uses it.
 template <class S>
 inline constexpr bool has_try_acquire_all_v = detail::has_try_acquire_all<S>::value;
 

@@ -647,7 +647,7 @@ TEST_CASE("postgres_store try_acquire_all meets the kit's multi-key contract",
   CHECK(s.last_error_message().empty());
   // Busy rolled back the rows its lock step inserted: only keys ever granted have a row.
   admin adm(*ci);
-  CHECK(adm.exec("SELECT count(*) FROM " + iso.table() + " WHERE token = 0") == "0");
+  CHECK(adm.exec("SELECT count(*) FROM " + iso.table() + leases_only + " AND token = 0") == "0");
 }
 
 TEST_CASE("postgres_store try_acquire_all: an exhausted sequence takes no key",
@@ -658,14 +658,17 @@ TEST_CASE("postgres_store try_acquire_all: an exhausted sequence takes no key",
   postgres_store s(iso.opts);
   const std::string_view keys[] = {"a", "b"};
   holdfast::grant g[2];
+  REQUIRE(s.connect());  // creates the table and the sequence
   admin adm(*ci);
   adm.exec("SELECT setval('" + iso.sequence() + "', 9223372036854775806)");
   CHECK(s.try_acquire_all(keys, 2, "me", milliseconds(10000), g).error() == errc::token_exhausted);
   CHECK(s.last_error_message().find("2200H") != std::string::npos);
   CHECK(s.inspect("a").value() == std::nullopt);
-  REQUIRE(s.try_acquire_all(keys, 1, "me", milliseconds(10000), g));  // the session came back
-  CHECK(g[0].token == holdfast::postgres_max_token);
-  CHECK(s.release("a", "me", g[0].token));
+  // nextval is not rolled back: the last value went to the failed call (a gap, as try_acquire's
+  // busy answers leave), so the next call is refused too, on a session that came back.
+  CHECK(s.try_acquire_all(keys, 1, "me", milliseconds(10000), g).error() == errc::token_exhausted);
+  CHECK(s.inspect("a").value() == std::nullopt);
+  CHECK(s.last_token().value() == holdfast::postgres_max_token);
 }
 
 TEST_CASE("postgres_store try_acquire_all: opposite key orders in two sessions never deadlock",

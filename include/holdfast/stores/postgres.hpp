@@ -1,9 +1,8 @@
 // SPDX-License-Identifier: MIT
-// holdfast/stores/postgres.hpp - postgres_store: a LeaseStore in a PostgreSQL table, and
-// fenced writes (postgres_fenced_update/_upsert/_insert, postgres_fence): a user's data and its
-// fence changed in ONE statement. Opt-in: needs
-// libpq (link -lpq, include path from `pkg-config --cflags libpq`); nothing in the core includes
-// it.
+// holdfast/stores/postgres.hpp - postgres_store: a LeaseStore in a PostgreSQL table, and fenced
+// writes (postgres_fenced_update/_upsert/_insert, postgres_fence): a user's data and its fence
+// changed in ONE statement. Opt-in: needs libpq (link -lpq, include path from `pkg-config
+// --cflags libpq`); nothing in the core includes it.
 //
 // Lease records live in a table (created on demand, name configurable, quoted safely), tokens come
 // from one SEQUENCE (store-wide, durable: WAL-logged, so they keep increasing across restarts and
@@ -56,9 +55,8 @@
 // Files: this header (postgres_store) is the one to include; it brings postgres_options.hpp
 // (postgres_options, postgres_max_token) and postgres_fence.hpp (postgres_fenced_update,
 // postgres_fenced_upsert, postgres_fenced_insert, postgres_fence, postgres_param,
-// postgres_fence_options). Internals: detail/postgres_link.hpp (the libpq
-// connection, deadlines, SQLSTATE mapping), detail/postgres_sql.hpp (identifier and literal
-// quoting).
+// postgres_fence_options). Internals: detail/postgres_link.hpp (the libpq connection, deadlines,
+// SQLSTATE mapping), detail/postgres_sql.hpp (quoting), detail/postgres_multi.hpp (multi-key).
 #ifndef HOLDFAST_STORES_POSTGRES_HPP
 #define HOLDFAST_STORES_POSTGRES_HPP
 
@@ -114,8 +112,7 @@ class postgres_store : public detail::link_client<detail::pg_link> {
  public:
   // connect(), last_error_message() and options(): see detail::link_client.
 
-  /// Makes a store for the database in `opts`; connects on first use. Never throws on its own
-  /// (allocation aside).
+  /// Makes a store for the database in `opts`; connects on first use. Never throws (but bad_alloc).
   explicit postgres_store(const postgres_options& opts = {})
       : link_client(std::in_place, opts, setup_sql(opts), statements(opts)),
         listen_(std::make_unique<listening>(opts)),
@@ -167,11 +164,8 @@ class postgres_store : public detail::link_client<detail::pg_link> {
     return link_.fail(errc::protocol_error, "postgres: acquire: unexpected result shape");
   }
 
-  /// Grants every key of `keys[0..count)` to `owner` for `ttl` (ms) in one transaction, rows
-  /// locked in one order, or none (store.hpp's try_acquire_all; detail/postgres_multi.hpp).
-  /// \returns success; errc::busy if any key is held by another (nothing changed);
-  ///   errc::invalid_argument for count 0, a repeated key or input try_acquire refuses; else as
-  ///   try_acquire (token_exhausted: no key taken).
+  /// Grants all of `keys[0..count)` to `owner` for `ttl` (ms) in one transaction, or none
+  /// (store.hpp's try_acquire_all; detail/postgres_multi.hpp says how, and what it returns).
   result<void> try_acquire_all(const std::string_view* keys, std::size_t count,
                                std::string_view owner, std::chrono::milliseconds ttl,
                                grant* grants) {

@@ -202,6 +202,7 @@ class multi_checker {
   result<void> call(const std::vector<std::size_t>& list, std::string_view owner,
                     std::vector<grant>& out) {
     std::vector<std::string_view> views;
+    views.reserve(list.size());
     for (std::size_t i : list) views.push_back(keys_[i]);
     out.assign(list.size(), grant{});
     return s_.try_acquire_all(views.data(), views.size(), owner, ttl_, out.data());

@@ -287,8 +287,8 @@ inline std::string redis_unwait_any_script() {
 // its life record; ARGV as acquire's. Judges every key first and writes nothing unless all are
 // free, expired or the owner's (a script's writes are not rolled back on error): integer 0 when
 // busy; else the owner's keep their tokens and have their TTLs extended, the others get the next
-// tokens (the counter's headroom for all of them checked by one INCRBY first), and the reply is
-// the n tokens in key order. Every key must be in one slot (Redis Cluster): the script is per slot.
+// tokens (drawn by one INCRBY, which fails with nothing changed if they do not all fit), and the
+// reply is the n tokens in key order. All keys must be in one slot (Redis Cluster): it is per slot.
 inline std::string redis_acquire_all_script() {
   std::string life = redis_life_check;
   for (const auto& [from, to] : {std::pair<std::string, std::string>{"KEYS[2]", "KEYS[n + 1]"},
@@ -321,16 +321,24 @@ inline std::string redis_acquire_all_script() {
          "    end\n"
          "    return redis.error_reply('HOLDFAST_CORRUPT token counter: ' .. c.err)\n"
          "  end\n"
-         "  redis.call('DECRBY', KEYS[n + 1], fresh)\n"
+         "  if c < fresh then\n"
+         "    return redis.error_reply('HOLDFAST_CORRUPT token counter is not positive')\n"
+         "  end\n"
+         // Below 2^53 the Lua number is exact: the tokens are c - fresh + 1 .. c. Above, the
+         // counter goes back and each token is drawn by INCR and read back as a string.
+         "  local big = c >= 9007199254740992\n"
+         "  if big then redis.call('DECRBY', KEYS[n + 1], fresh) end\n"
+         "  local last = c - fresh\n"
          "  for i = 1, n do\n"
          "    if not tok[i] then\n"
-         "      local t = redis.call('INCR', KEYS[n + 1])\n"
-         "      if t < 1 then\n"
-         "        return redis.error_reply('HOLDFAST_CORRUPT token counter is not positive')\n"
+         "      local t\n"
+         "      if big then\n"
+         "        redis.call('INCR', KEYS[n + 1])\n"
+         "        t = redis.call('GET', KEYS[n + 1])\n"
+         "      else\n"
+         "        last = last + 1\n"
+         "        t = string.format('%d', last)\n"
          "      end\n"
-         // Below 2^53 the Lua number is exact; above, the counter is read back as a string.
-         "      if t < 9007199254740992 then t = string.format('%d', t)\n"
-         "      else t = redis.call('GET', KEYS[n + 1]) end\n"
          "      redis.call('SET', KEYS[i], t .. ':' .. ARGV[1], 'PX', ARGV[2])\n"
          "      tok[i] = t\n"
          "    elseif redis.call('PTTL', KEYS[i]) < tonumber(ARGV[2]) then\n"
