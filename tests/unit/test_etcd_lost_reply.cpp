@@ -49,36 +49,43 @@ std::optional<etcd_options> shared() {
   return o;
 }
 
-/// etcd_store with faults in its link, and a look at what etcd holds.
+/// etcd_store with faults in its link, and a look at what etcd holds of this store's own.
 struct faulty : etcd_store {
-  using etcd_store::etcd_store;
-  /// `f` for the `nth` request (1-based) to `path` from now on (added to earlier ones).
-  void inject(const std::string& path, etcd_fault f, int nth = 1) {
-    plan_[path] = {f, nth};
-    seen_[path] = 0;
-    link_.fault = [this](std::string_view p) {
+  explicit faulty(const etcd_options& o) : etcd_store(o) {
+    link_.fault = [this](std::string_view p, std::string_view body) {
+      if (p == "/lease/grant") {  // the store picks its lease IDs: note each one it asked for
+        const auto j = nlohmann::json::parse(body, nullptr, false);
+        if (j.is_object() && j.contains("ID") && j["ID"].is_string()) {
+          asked_.insert(std::stoll(j["ID"].get<std::string>()));
+        }
+      }
       const auto it = plan_.find(std::string(p));
       if (it == plan_.end()) return etcd_fault::none;
       return ++seen_[it->first] == it->second.second ? it->second.first : etcd_fault::none;
     };
   }
-  void clear() {
-    link_.fault = nullptr;
-    plan_.clear();
+  /// `f` for the `nth` request (1-based) to `path` from now on (added to earlier ones).
+  void inject(const std::string& path, etcd_fault f, int nth = 1) {
+    plan_[path] = {f, nth};
+    seen_[path] = 0;
   }
-  /// Every lease etcd has now (lease/leases).
+  void clear() { plan_.clear(); }
+  /// The leases etcd has now (lease/leases) that this store asked for: other tests share the
+  /// server and take leases meanwhile (ci-run12 counted theirs).
   std::set<std::int64_t> leases() {
     auto guard = link_.lock();
     auto r = link_.post("/lease/leases", "{}");
     REQUIRE(r);
     std::set<std::int64_t> out;
     for (const auto& l : r->value("leases", nlohmann::json::array())) {
-      out.insert(std::stoll(l.value("ID", std::string("0"))));
+      const std::int64_t id = std::stoll(l.value("ID", std::string("0")));
+      if (asked_.count(id) != 0) out.insert(id);
     }
     return out;
   }
   std::map<std::string, std::pair<etcd_fault, int>> plan_;
   std::map<std::string, int> seen_;
+  std::set<std::int64_t> asked_;
   /// How many keys live under key_prefix + `sub`.
   long long keys(const std::string& sub = "") {
     auto guard = link_.lock();

@@ -113,7 +113,7 @@ class etcd_link {
                               std::int64_t expected = -1, etcd_failure* failure = nullptr) {
     std::string why;
     if (opts_.check(&why)) return fail(errc::invalid_argument, "etcd: " + why);
-    const etcd_fault injected = fault ? fault(path) : etcd_fault::none;
+    const etcd_fault injected = fault ? fault(path, body) : etcd_fault::none;
     if (injected == etcd_fault::unsent) {
       return fail(errc::store_unavailable, "etcd: " + std::string(path) + ": not sent (fault)");
     }
@@ -153,11 +153,11 @@ class etcd_link {
   [[nodiscard]] const std::string& cluster_id() const noexcept { return cluster_; }
 
   /// For tests of the fault model ("any store call can apply and lose its reply"): when set, asked
-  /// of each request's path. lost_reply: the request is sent and applied as usual, then reported
-  /// as a timeout (its answer dropped) and the next request goes to the next member, as after a
-  /// real lost answer; unsent: reported as store_unavailable before anything is sent. Empty by
-  /// default (one test of an empty std::function per request).
-  std::function<etcd_fault(std::string_view path)> fault;
+  /// of each request's path and body. lost_reply: the request is sent and applied as usual, then
+  /// reported as a timeout (its answer dropped) and the next request goes to the next member, as
+  /// after a real lost answer; unsent: reported as store_unavailable before anything is sent. Empty
+  /// by default (one test of an empty std::function per request).
+  std::function<etcd_fault(std::string_view path, std::string_view body)> fault;
 
  private:
   void note_life(const nlohmann::json& header) {
