@@ -30,8 +30,10 @@
 // left (validity.hpp). The lease notices loss on its own clock, without hearing from the store,
 // the first time valid(), renew() or a keepalive (keepalive.hpp) looks after valid_until(). The
 // on-loss callback (acquire_options::on_lost, or on_lost()) then runs exactly once, with the
-// loss_cause. Safety never rests on any of this: a holder paused past its validity is stopped
-// downstream by its fencing token (fence.hpp).
+// loss_cause. A store that can tell a session expiry from a refusal (zookeeper_store, through
+// store_session_expired() in store.hpp) makes that cause session_expired rather than
+// renew_refused or not_holder. Safety never rests on any of this: a holder paused past its
+// validity is stopped downstream by its fencing token (fence.hpp).
 //
 // Release on error. release() first moves a held lease to `releasing`, so no renewal (manual or a
 // keepalive's) reaches the store after it, whatever the store answers. If the store fails, the

@@ -22,6 +22,8 @@
 //   try_acquire_rw(key, owner, ttl, mode) (opt.) | grant | busy | error  (read-write; below)
 //   renew_rw(key, owner, token, ttl, mode)       | grant | lease_lost | error
 //   release_rw(key, owner, token, mode)          | ok | not_holder | error
+//   session_expired(key, owner, token) (optional)| true iff that lease ended with the store's
+//                                                | session (store_session_expired)
 //
 // with key and owner as std::string_view (binary-safe: any bytes, including NUL), ttl as
 // std::chrono::milliseconds and token as fencing_token, returning result<grant>, result<grant>,
@@ -455,6 +457,31 @@ template <class Store>
   } else {
     (void)store;
     return std::chrono::milliseconds{0};
+  }
+}
+
+namespace detail {
+template <class S>
+using session_expired_call = decltype(bool(std::declval<S&>().session_expired(
+    std::declval<std::string_view>(), std::declval<std::string_view>(),
+    std::declval<fencing_token>())));
+}  // namespace detail
+
+/// Returns true iff `store` says the lease (key, owner, token) it granted ended because the
+/// store's session with its server expired: its `session_expired(key, owner, token)` (optional
+/// capability; zookeeper_store, whose leases live as long as its ZooKeeper session), else false.
+/// lease<> asks it after renew answered lease_lost (or a first release not_holder), so that the
+/// on-loss callback gets loss_cause::session_expired rather than renew_refused (not_holder),
+/// as Curator's ConnectionState.LOST tells a lock holder. A wrapper store that does not forward
+/// it reports false (the loss then keeps its plain cause). Thread-safety: the store's own.
+template <class Store>
+[[nodiscard]] bool store_session_expired(Store& store, std::string_view key, std::string_view owner,
+                                         fencing_token token) {
+  if constexpr (detail::is_detected<detail::session_expired_call, Store>::value) {
+    return static_cast<bool>(store.session_expired(key, owner, token));
+  } else {
+    (void)store, (void)key, (void)owner, (void)token;
+    return false;
   }
 }
 

@@ -57,6 +57,10 @@ enum class loss_cause : unsigned char {
   protocol_error,   ///< The store answered a renew with a malformed grant (other token, TTL <= 0).
   resigned,         ///< The holder gave it up itself: election::resign(), or the election was
                     ///< destroyed while leading. Election only.
+  session_expired,  ///< The store's session with its server expired, taking the lease with it
+                    ///< (ZooKeeper: the server heard nothing from the client for the session
+                    ///< timeout); seen by renew (lease_lost) or release (not_holder) through
+                    ///< store_session_expired() (store.hpp). Curator's ConnectionState.LOST.
 };
 
 /// Returns the loss_cause's name, e.g. "validity_passed".
@@ -76,6 +80,8 @@ enum class loss_cause : unsigned char {
       return "protocol_error";
     case loss_cause::resigned:
       return "resigned";
+    case loss_cause::session_expired:
+      return "session_expired";
   }
   return "unknown";
 }
@@ -294,13 +300,18 @@ struct lease_body {
   // `ms` sent after renew_begin() read `start`.
   result<void> renew_end(std::mutex* data, std::chrono::milliseconds ms, time_point start,
                          result<grant> g, pending_loss& out) {
+    // Asked before `data` is locked (renew_end runs without it): the store takes its own lock.
+    const bool session_gone =
+        !g && g.error() == errc::lease_lost && store_session_expired(*store, key, owner, token);
     // Only an observed renewal reads the clock again, to measure the store's latency.
     const std::chrono::nanoseconds latency =
         out.observed() ? elapsed_ns(start, clock.now()) : std::chrono::nanoseconds::zero();
     maybe_lock lock(data);
     if (!g) {
       last_error = g.error();
-      if (g.error() == errc::lease_lost) lose(loss_cause::renew_refused);
+      if (g.error() == errc::lease_lost) {
+        lose(session_gone ? loss_cause::session_expired : loss_cause::renew_refused);
+      }
       if (g.error() == errc::not_holder) lose(loss_cause::not_holder);
       return renew_failed(
           out, state != lease_state::held ? make_error_code(errc::lease_lost) : g.error(), latency);
@@ -356,6 +367,8 @@ struct lease_body {
     time_point start{};
     if (observed) start = clock.now();
     result<void> r = store->release(key, owner, token);
+    const bool session_gone =
+        !r && r.error() == errc::not_holder && store_session_expired(*store, key, owner, token);
     const std::chrono::nanoseconds latency =
         observed ? elapsed_ns(start, clock.now()) : std::chrono::nanoseconds::zero();
     maybe_lock lock(data);
@@ -365,7 +378,9 @@ struct lease_body {
       // not_holder on a first attempt means the lease was gone before the holder let go: a loss
       // it never noticed. On a retry it may just mean an earlier attempt landed but its reply was
       // lost, so it proves nothing and is not reported.
-      if (!r && first_attempt && loss == loss_cause::none) loss = loss_cause::not_holder;
+      if (!r && first_attempt && loss == loss_cause::none) {
+        loss = session_gone ? loss_cause::session_expired : loss_cause::not_holder;
+      }
       collect(out);
     } else {
       last_error = r.error();
