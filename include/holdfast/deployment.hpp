@@ -19,6 +19,8 @@
 //               | pg_stat_replication, fsync                    | standbys but none synchronous
 //   etcd_store  | (no deployment() yet)                         | a single member; a restored
 //               |                                               | snapshot (revisions go back)
+//   zookeeper   | zoo_getconfig (members), "srvr" of the       | a standalone server (a crash
+//               | connected server (mode, version, zxid)        | with forceSync=no); a restore
 //
 // The report is advice to an operator (log it, export it as a metric): nothing in holdfast
 // changes its behaviour because of it.

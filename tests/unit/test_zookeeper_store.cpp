@@ -122,11 +122,18 @@ holdfast::testing::conformance_options zk_kit(const zookeeper_options& o) {
 
 }  // namespace
 
+// The kit's own expiry check (expiry_by_waiting: a lease not renewed must end by its TTL while
+// its store lives; about 3.5 s of waiting on a 1 s session); check_store below forces expiry
+// with expire_now (the session's end) instead.
 TEST_CASE("zookeeper_store meets the LeaseStore contract", "[zookeeper][contract]") {
   std::optional<zookeeper_options> o = shared();
   if (!o) return;
+  o->session_timeout = 1000ms;  // the server's minimum (2 ticks of 500 ms)
   zookeeper_store s(*o);
-  const auto r = holdfast::testing::check_contract(s, zk_kit(*o));
+  holdfast::testing::conformance_options co = zk_kit(*o);
+  co.expire_now = nullptr;
+  co.expiry_by_waiting = 1000ms;
+  const auto r = holdfast::testing::check_contract(s, co);
   INFO(r.summary());
   CHECK(r.ok());
   UNSCOPED_INFO(r.summary());
@@ -242,13 +249,18 @@ TEST_CASE("zookeeper_store: a create whose reply is lost neither orphans a node 
   zookeeper_store b(*o);
   admin adm(*o);
   int lost = 0;
-  a.link().fault = [&](const char*) {
+  std::vector<std::string> ops;  // what the store asked, in order
+  a.link().fault = [&](const char* op) {
+    ops.emplace_back(op);
+    if (std::string_view(op) != "create") return holdfast::detail::zookeeper_fault::none;
     ++lost;
     return holdfast::detail::zookeeper_fault::lost_reply;
   };
   SECTION("a grant: found by its prefix, data and session, and kept") {
     auto g = a.try_acquire("k", "A", 2000ms);
     CHECK(lost == 1);
+    // The search reads a view at least as new as the create: a sync of the parent first.
+    CHECK(ops == std::vector<std::string>{"create", "sync"});
     REQUIRE(g);
     CHECK(adm.contenders("k").size() == 1);
     a.link().fault = nullptr;
@@ -420,6 +432,76 @@ TEST_CASE("zookeeper_store: an expired session is a lost lease, and says so",
   CHECK(s.try_acquire("k", "A", 2000ms).has_value());
 }
 
+TEST_CASE("zookeeper_store: a session expiry reaches the holder's on_lost as session_expired",
+          "[zookeeper][session]") {
+  std::optional<zookeeper_options> o = shared();
+  if (!o) return;
+  open_store s(*o);
+  std::vector<holdfast::loss_cause> told;
+  holdfast::acquire_options ao;
+  ao.on_lost = [&](holdfast::loss_cause c) { told.push_back(c); };
+  auto l = holdfast::try_acquire(s, "k", 2000ms, ao);
+  REQUIRE(l);
+  CHECK_FALSE(s.session_expired("k", l->owner(), l->token()));
+  s.expire_session();
+  // Renew until the store hears of the expiry (store_unavailable until then, a lease still
+  // valid: the session timeout is its TTL).
+  REQUIRE(hf_test::wait_until(
+      [&] { return !l->renew() && l->state() != holdfast::lease_state::held; }, 1500ms));
+  CHECK(l->loss() == holdfast::loss_cause::session_expired);
+  CHECK(told == std::vector<holdfast::loss_cause>{holdfast::loss_cause::session_expired});
+  CHECK(s.session_expired("k", l->owner(), l->token()));
+  CHECK_FALSE(s.session_expired("k", "someone else", l->token()));
+  CHECK(std::string(holdfast::to_string(holdfast::loss_cause::session_expired)) ==
+        "session_expired");
+}
+
+TEST_CASE("zookeeper_store: a grant not renewed ends by its TTL while its store's session lives",
+          "[zookeeper][expiry]") {
+  std::optional<zookeeper_options> o = shared();
+  if (!o) return;
+  o->session_timeout = 1000ms;
+  zookeeper_store a(*o);
+  zookeeper_store b(*o);
+  admin adm(*o);
+  REQUIRE(a.try_acquire("warm", "A", 1000ms));  // the session (and min_ttl) before timing
+  const auto t0 = std::chrono::steady_clock::now();
+  auto g = a.try_acquire("k", "A", 1000ms);
+  REQUIRE(g);
+  REQUIRE(g->ttl == 1000ms);
+  // Before its end (t0 + TTL, less a margin for the test's own calls): held, also across stores.
+  std::this_thread::sleep_until(t0 + 600ms);
+  const auto renewed = std::chrono::steady_clock::now();  // before the call: the end's origin
+  auto r = a.renew("k", "A", g->token, 1000ms);           // moves the end to about t0 + 1600 ms
+  REQUIRE(r);
+  std::this_thread::sleep_until(t0 + 1350ms);  // past the first end, before the renewed one
+  CHECK(b.try_acquire("k", "B", 1000ms).error() == errc::busy);
+  CHECK(adm.contenders("k").size() == 1);
+  // After the renewed end the reaper deletes the node although the session lives on: another
+  // store is granted the key (a greater token), the old holder can neither renew nor release.
+  std::optional<holdfast::grant> h;
+  REQUIRE(hf_test::wait_until(
+      [&] {
+        auto x = b.try_acquire("k", "B", 1000ms);
+        if (x) h = *x;
+        return x.has_value();
+      },
+      3000ms));
+  const auto taken = std::chrono::steady_clock::now();
+  CHECK(taken >= renewed + 1000ms - 5ms);   // never before the TTL after the renewal began
+  CHECK(taken < renewed + 1000ms + 400ms);  // the reaper is on time (not a session's end)
+  CHECK(g->token < h->token);
+  CHECK(a.renew("k", "A", g->token, 1000ms).error() == errc::lease_lost);
+  CHECK(a.release("k", "A", g->token).error() == errc::not_holder);
+  CHECK_FALSE(a.session_expired("k", "A", g->token));  // its TTL ended it, not the session
+  REQUIRE(b.release("k", "B", h->token));
+  // One's own expired grant comes back with a new token; "warm" (not renewed) went too.
+  auto again = a.try_acquire("k", "A", 1000ms);
+  REQUIRE(again);
+  CHECK(h->token < again->token);
+  CHECK(adm.contenders("warm").empty());
+}
+
 // The child of the SIGSTOP test (run as `<this executable> "[.zookeeper_child]"` with
 // HOLDFAST_ZK_CHILD=<hosts>|<root>|<dir>): acquires "stopped" as "child" through holdfast::lease
 // on a 1 s session, writes its token to <dir>/token, then renews every 50 ms and appends what it
@@ -515,6 +597,21 @@ TEST_CASE("zookeeper_store: a client stopped past its session timeout loses its 
   // And its stale token is refused by the fence the new holder wrote through.
   CHECK(fence.admit(f, child_token, "child").error() == errc::stale_token);
   hf_test::remove_tree(dir);
+}
+
+TEST_CASE("zookeeper_store: deployment() names a standalone server as a risk",
+          "[zookeeper][deployment]") {
+  std::optional<zookeeper_options> o = shared();
+  if (!o) return;
+  zookeeper_store s(*o);
+  auto d = s.deployment();
+  REQUIRE(d);
+  INFO(d->facts);
+  CHECK(d->facts.find("members=1 mode=standalone version=3.") != std::string::npos);
+  CHECK(d->facts.find("session_timeout=2000ms") != std::string::npos);
+  REQUIRE(d->can_lose_grants());
+  CHECK(d->risks.front().find("standalone") != std::string::npos);
+  CHECK(d->life.rfind("epoch ", 0) == 0);
 }
 
 TEST_CASE("zookeeper_store: misconfiguration is answered at once, an absent server in bound",

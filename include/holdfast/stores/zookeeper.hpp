@@ -25,6 +25,7 @@
 //   ------------+----------------------------------------------+--------------------------------
 //   acquire     | create (ephemeral sequential), get_children  | a node's place shows only in
 //               |                                          (2) | the list of its siblings
+//     lost reply| + sync, get of each own-prefixed node        | the list must see the create
 //     busy      | + delete of the new node                 (3) | nothing is left behind
 //     same owner| + get of the older node, delete of the new   | T1's retry rule: the older node
 //               |                                          (4) | (its token) is kept
@@ -47,11 +48,21 @@
 //    the node would outlive what its holder trusts (a crashed holder would block others for the
 //    session timeout, not its TTL), as etcd's minimum lease TTL.
 //  - renew confirms the node still exists in this session (one exists request, which is also a
-//    heartbeat); the session's pings keep the node alive in between. A lease thus ends with its
-//    release, with the session (expired, or the store destroyed: zookeeper_close deletes the
-//    nodes at once), or when its node is deleted behind holdfast's back; not because one lease of
-//    a live store was not renewed. Session expiry is a lost lease: renew answers lease_lost and
-//    last_error_message() says the session expired (lease<> records renew_refused).
+//    heartbeat) and moves the grant's end to the call's start + TTL. The session's pings keep the
+//    node alive meanwhile, however long, so the store ends a grant that was not renewed itself
+//    (T2): at its end (steady_clock, read when the acquire or renew call began: after the
+//    holder's own reading) a reaper thread deletes the node, and every call of the store first
+//    deletes what is due; a renew or release after the end answers lease_lost / not_holder. A
+//    lease thus ends with its release, its TTL, the session (expired, or the store destroyed:
+//    zookeeper_close deletes the nodes at once) or its node deleted behind holdfast's back. A
+//    store cut off from the server deletes late (when it reaches it again), but the server then
+//    ends the session after the session timeout. Session expiry is a lost lease: renew answers
+//    lease_lost, last_error_message() says the session expired, and session_expired() tells
+//    lease<>, whose on-loss callback gets loss_cause::session_expired.
+//  - the search for one's own node after a lost create reply first syncs the parent (the sync
+//    request, as Curator does): the client may have reconnected to a follower that has not yet
+//    applied the create, whose list would hide the node (it would then be orphaned in the
+//    session while the caller queues again).
 //
 // Waiting (wait_for_release, try_acquire_queued, leave_queue) without polling and without a
 // herd: a queued contender watches (zoo_wexists) only the node just ahead of it, so a release
@@ -84,15 +95,19 @@
 #include <vector>
 
 #include "holdfast/cancel.hpp"
+#include "holdfast/deployment.hpp"
 #include "holdfast/detail/config.hpp"
 #include "holdfast/error.hpp"
 #include "holdfast/fencing_token.hpp"
 #include "holdfast/result.hpp"
 #include "holdfast/store.hpp"
 #include "holdfast/stores/detail/link_client.hpp"
+#include "holdfast/stores/detail/zookeeper_deployment.hpp"
+#include "holdfast/stores/detail/zookeeper_grants.hpp"
 #include "holdfast/stores/detail/zookeeper_link.hpp"
 #include "holdfast/stores/detail/zookeeper_names.hpp"
 #include "holdfast/stores/detail/zookeeper_nodes.hpp"
+#include "holdfast/stores/detail/zookeeper_reaper.hpp"
 #include "holdfast/stores/zookeeper_fence.hpp"
 #include "holdfast/stores/zookeeper_options.hpp"
 
@@ -104,13 +119,14 @@ HOLDFAST_ABI_NAMESPACE_BEGIN
 /// try_acquire_queued() and leave_queue().
 ///
 /// Differences from memory_store: every grant's TTL is the session timeout the server granted
-/// (min_ttl()), and a shorter TTL is invalid_argument; a lease ends with its release or its
-/// session, not with a missed renewal alone; tokens are per key (czxids), not store-wide. Only
+/// (min_ttl()), and a shorter TTL is invalid_argument; a lease also ends with its session
+/// (session_expired() says so); tokens are per key (czxids), not store-wide. Only
 /// the session that made a grant renews it (another process with the same owner gets lease_lost
 /// from renew and busy from try_acquire: it cannot keep that session alive).
 ///
 /// Thread-safety: every member function may be called concurrently; one mutex serializes the
-/// store's requests (waits sleep without it). Not fork-safe: a child process makes its own store.
+/// store's requests (waits sleep without it) and its reaper thread's deletes of grants past
+/// their end. Not fork-safe: a child process makes its own store.
 class zookeeper_store : public detail::link_client<detail::zookeeper_link> {
  public:
   // last_error_message() and options(): see detail::link_client.
@@ -163,18 +179,25 @@ class zookeeper_store : public detail::link_client<detail::zookeeper_link> {
                       std::chrono::milliseconds ttl) {
     if (std::error_code ec = check_renew_args(key, owner, token, ttl)) return ec;
     if (token > zookeeper_max_token) return errc::lease_lost;
+    const time_point start = std::chrono::steady_clock::now();
     auto guard = link_.lock();
     if (std::error_code ec = ready(ttl)) return ec;
     result<std::optional<held>> h = holder_of(key, owner, token);
     if (!h) return h.error();
+    if (!*h && grants_.lost(parent_of(key), owner, token)) {
+      return link_.fail(errc::lease_lost, link_.lost_session());
+    }
     if (!*h) return errc::lease_lost;
     if ((*h)->session != link_.session_id()) {
-      forget((*h)->parent);
+      grants_.forget((*h)->parent);
       return link_.fail(errc::lease_lost, "zookeeper: renew: the node is held by session " +
                                               detail::zookeeper_session_text((*h)->session) +
                                               ", not this store's");
     }
-    return grant{token, std::min(ttl, link_.granted_timeout())};
+    const grant g{token, std::min(ttl, link_.granted_timeout())};
+    (*h)->ends = start + g.ttl;
+    grants_.keep(std::move(**h));
+    return g;
   }
 
   /// Frees `key` iff `owner` holds it with `token`: deletes the holder node (the next contender's
@@ -188,7 +211,7 @@ class zookeeper_store : public detail::link_client<detail::zookeeper_link> {
     result<std::optional<held>> h = holder_of(key, owner, token);
     if (!h) return h.error();
     if (!*h) return errc::not_holder;
-    forget((*h)->parent);
+    grants_.forget((*h)->parent);
     const std::string path = (*h)->parent + "/" + (*h)->name;
     const int rc = nodes_.remove(path);
     if (rc == ZNONODE) return errc::not_holder;
@@ -251,6 +274,26 @@ class zookeeper_store : public detail::link_client<detail::zookeeper_link> {
     return wait_gone(key, deadline, true, cancel);
   }
 
+  /// Returns what this store reads about its ensemble now (deployment.hpp,
+  /// detail/zookeeper_deployment.hpp): one getconfig request (the members) and the connected
+  /// server's answer to "srvr" (mode standalone/leader/follower, version, last zxid), each
+  /// bounded by connect_timeout; life is the zxid's epoch (new with every leader). Risks: a
+  /// standalone server, an even member count. \returns the report; store_unavailable,
+  /// timeout, permission_denied as try_acquire. Thread-safe.
+  result<deployment_report> deployment() {
+    auto guard = link_.lock();
+    return detail::read_zookeeper_deployment(link_);
+  }
+
+  /// Returns true iff the lease (`key`, `owner`, `token`) this store granted was lost with an
+  /// expired session (holdfast::store_session_expired(): lease<> then reports
+  /// loss_cause::session_expired). Remembers the last 4096 such leases. Thread-safe.
+  bool session_expired(std::string_view key, std::string_view owner, fencing_token token) {
+    if (key.empty()) return false;
+    auto guard = link_.lock();
+    return grants_.lost(parent_of(key), owner, token);
+  }
+
   /// For observers (election::next_leader): waits for the holder's node to go, in no queue:
   /// every watcher wakes on a release. \returns as wait_for_release.
   result<void> watch_release(std::string_view key,
@@ -263,13 +306,8 @@ class zookeeper_store : public detail::link_client<detail::zookeeper_link> {
  private:
   // A grant this store made (or found): the key's parent node, the holder node's name, and the
   // session that created it.
-  struct held {
-    std::string parent;
-    std::string name;
-    std::string owner;
-    fencing_token token;
-    std::int64_t session = 0;
-  };
+  using time_point = std::chrono::steady_clock::time_point;
+  using held = detail::zookeeper_held;
   // A calling thread's place in a key's queue (try_acquire_queued): its node and the one ahead.
   struct ticket {
     std::string parent;
@@ -279,13 +317,6 @@ class zookeeper_store : public detail::link_client<detail::zookeeper_link> {
     std::int64_t czxid = 0;
   };
 
-  static std::string child_path(const std::string& parent, const std::string& name) {
-    std::string p = parent;
-    p += '/';
-    p += name;
-    return p;
-  }
-
   std::string parent_of(std::string_view key) const {
     std::string p = link_.options().root;
     p += '/';
@@ -294,8 +325,12 @@ class zookeeper_store : public detail::link_client<detail::zookeeper_link> {
   }
 
   // A session, and a TTL this store can grant (ttl >= min_ttl()).
+  // Also sets aside the grants an expired session took (session_expired()) and deletes the
+  // nodes of this store's grants past their end.
   std::error_code ready(std::chrono::milliseconds ttl) {
     if (std::error_code ec = link_.ensure_connected()) return ec;
+    grants_.sweep();
+    if (grants_.due()) (void)grants_.reap_due();
     const std::chrono::milliseconds floor = link_.granted_timeout();
     if (ttl < floor) {
       return link_.fail(errc::invalid_argument,
@@ -310,6 +345,7 @@ class zookeeper_store : public detail::link_client<detail::zookeeper_link> {
   result<grant> acquire_as(std::string_view key, std::string_view owner,
                            std::chrono::milliseconds ttl, bool queue) {
     if (std::error_code ec = check_acquire_args(key, owner, ttl)) return ec;
+    const time_point start = std::chrono::steady_clock::now();
     auto guard = link_.lock();
     if (owner.size() > link_.options().max_owner_bytes) {
       return link_.fail(errc::invalid_argument,
@@ -337,12 +373,12 @@ class zookeeper_store : public detail::link_client<detail::zookeeper_link> {
       }
       result<std::vector<detail::zookeeper_child>> kids = nodes_.children(parent);
       if (!kids) {
-        if (!made.empty() && !placed) (void)nodes_.remove(child_path(parent, made));  // given back
+        if (!made.empty() && !placed) (void)nodes_.remove(detail::zookeeper_path(parent, made));
         return kids.error();
       }
       result<std::vector<held>> mine = own_nodes(parent, prefix, owner, made, st, *kids);
       if (!mine) return mine.error();
-      if (!mine->empty()) return judge(*kids, std::move(mine->front()), ttl, queue);
+      if (!mine->empty()) return judge(*kids, std::move(mine->front()), start, ttl, queue);
       tickets_.erase(std::this_thread::get_id());
       if (!placed) {
         return link_.fail(errc::store_unavailable,
@@ -367,6 +403,8 @@ class zookeeper_store : public detail::link_client<detail::zookeeper_link> {
     made.clear();
     if (std::error_code ec = link_.ensure_connected()) return ec;
     if (link_.session_id() != sid) return link_.fail(errc::store_unavailable, link_.lost_session());
+    const int synced = nodes_.sync(parent);  // the list below must see the create if it applied
+    if (synced != ZOK) return link_.fail_rc(synced, "sync", parent);
     return {};
   }
 
@@ -396,14 +434,15 @@ class zookeeper_store : public detail::link_client<detail::zookeeper_link> {
 
   // The answer for this owner's node `keep` among `kids`: a grant if first in line, else busy,
   // keeping it as the calling thread's place if `queue`, deleting it if not.
-  result<grant> judge(const std::vector<detail::zookeeper_child>& kids, held keep,
+  result<grant> judge(const std::vector<detail::zookeeper_child>& kids, held keep, time_point start,
                       std::chrono::milliseconds ttl, bool queue) {
     const std::thread::id me = std::this_thread::get_id();
     if (keep.name == kids.front().name) {
       tickets_.erase(me);
-      const fencing_token token = keep.token;
-      remember(std::move(keep));
-      return grant{token, std::min(ttl, link_.granted_timeout())};
+      const grant g{keep.token, std::min(ttl, link_.granted_timeout())};
+      keep.ends = start + g.ttl;
+      grants_.keep(std::move(keep));
+      return g;
     }
     if (!queue) {
       (void)nodes_.remove(keep.parent + "/" + keep.name);
@@ -425,18 +464,22 @@ class zookeeper_store : public detail::link_client<detail::zookeeper_link> {
   result<std::optional<held>> holder_of(std::string_view key, std::string_view owner,
                                         fencing_token token) {
     const std::string parent = parent_of(key);
-    auto it = remembered_.find(parent);
-    if (it != remembered_.end() && it->second.owner == owner && it->second.token == token) {
+    auto it = grants_.find(parent);
+    if (it != grants_.end() && it->second.owner == owner && it->second.token == token) {
       if (it->second.session != link_.session_id()) {
-        remembered_.erase(it);
+        grants_.lose(it);
         link_.fail(errc::lease_lost, link_.lost_session());
+        return std::optional<held>();
+      }
+      if (!(std::chrono::steady_clock::now() < it->second.ends)) {
+        (void)grants_.reap_due();  // past its end: deleted (or left to the reaper), not renewed
         return std::optional<held>();
       }
       Stat st{};
       const std::string path = parent + "/" + it->second.name;
       const int rc = nodes_.exists(path, st, false);
       if (rc == ZNONODE) {
-        remembered_.erase(it);
+        grants_.forget(parent);
         return std::optional<held>();
       }
       if (rc != ZOK) return link_.fail_rc(rc, "exists", path);
@@ -451,7 +494,6 @@ class zookeeper_store : public detail::link_client<detail::zookeeper_link> {
       return std::optional<held>();
     }
     held h{parent, (*first)->name, std::string(owner), token, (*first)->stat.ephemeralOwner};
-    if (h.session == link_.session_id()) remember(h);
     return std::optional<held>(std::move(h));
   }
 
@@ -500,16 +542,14 @@ class zookeeper_store : public detail::link_client<detail::zookeeper_link> {
     }
     tickets_.erase(it);
   }
-  void remember(held h) {
-    if (remembered_.size() >= 4096) remembered_.clear();  // then found again: two more reads
-    std::string parent = h.parent;
-    remembered_[std::move(parent)] = std::move(h);
-  }
-  void forget(const std::string& parent) { remembered_.erase(parent); }
-
   detail::zookeeper_nodes nodes_{link_};
-  std::unordered_map<std::string, held> remembered_;     // guarded by the link's mutex
-  std::unordered_map<std::thread::id, ticket> tickets_;  // guarded by the link's mutex
+  detail::zookeeper_grants grants_{link_, nodes_, reaper_};  // guarded by the link's mutex
+  std::unordered_map<std::thread::id, ticket> tickets_;      // guarded by the link's mutex
+  // Last: destroyed (its thread joined) before what its reap function uses.
+  detail::zookeeper_reaper reaper_{[this] {
+    auto guard = link_.lock();
+    return grants_.reap_due();
+  }};
 };
 
 HOLDFAST_ABI_NAMESPACE_END

@@ -126,6 +126,8 @@ class zookeeper_link {
     const std::int64_t t = granted_ms_.load(std::memory_order_relaxed);
     return t > 0 ? std::chrono::milliseconds(t) : opts_.session_timeout;
   }
+  /// How many of this link's sessions the server expired (a lost lease's cause).
+  [[nodiscard]] std::uint64_t expiries() const noexcept { return expiries_; }
   /// What the last session's end was, for the lease_lost text ("" while none ended).
   [[nodiscard]] const std::string& lost_session() const noexcept { return lost_session_; }
 
@@ -149,6 +151,7 @@ class zookeeper_link {
                         " expired (the server heard nothing from it for its timeout of " +
                         std::to_string(granted_timeout().count()) +
                         " ms): every lease it held is lost";
+        ++expiries_;
       }
       close();
     }
@@ -195,7 +198,8 @@ class zookeeper_link {
   static watcher_fn watcher() noexcept { return &on_event; }
 
   /// For tests of the fault model ("any store call can apply and lose its reply"): asked of each
-  /// create (op "create"). Empty by default.
+  /// create (op "create": lost_reply applies it and drops its answer) and each sync (op "sync":
+  /// told only, the answer is ignored). Empty by default.
   std::function<zookeeper_fault(const char* op)> fault;
   /// Requests sent to the server over this link's life (for the hand-off tests). Thread-safe.
   [[nodiscard]] std::uint64_t requests() const noexcept {
@@ -295,6 +299,7 @@ class zookeeper_link {
   zhandle_t* zh_ = nullptr;
   std::int64_t sid_ = 0;
   std::uint64_t sessions_ = 0;
+  std::uint64_t expiries_ = 0;
   std::atomic<std::int64_t> granted_ms_{0};
   std::atomic<std::uint64_t> requests_{0};
   std::string last_error_;

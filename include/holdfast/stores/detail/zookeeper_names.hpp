@@ -26,6 +26,16 @@ namespace holdfast {
 HOLDFAST_ABI_NAMESPACE_BEGIN
 namespace detail {
 
+/// Returns `parent` + "/" + `name`: the path of a child node.
+inline std::string zookeeper_path(const std::string& parent, const std::string& name) {
+  std::string p;
+  p.reserve(parent.size() + 1 + name.size());
+  p += parent;
+  p += '/';
+  p += name;
+  return p;
+}
+
 /// The longest escaped key used as a node name; longer ones are hashed.
 inline constexpr std::size_t zookeeper_max_escaped = 240;
 

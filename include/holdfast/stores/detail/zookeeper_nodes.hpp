@@ -7,7 +7,9 @@
 #define HOLDFAST_STORES_DETAIL_ZOOKEEPER_NODES_HPP
 
 #include <algorithm>
+#include <condition_variable>
 #include <cstdint>
+#include <mutex>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -132,6 +134,38 @@ class zookeeper_nodes {
       return zoo_wexists(link_.handle(), path.c_str(), zookeeper_link::watcher(), &link_, &stat);
     }
     return zoo_exists(link_.handle(), path.c_str(), 0, &stat);
+  }
+
+  /// Makes the server this session talks to catch up with the leader on `path` (the sync
+  /// request, zoo_async), so that a read after it sees every write committed before it: after a
+  /// ConnectionLoss the client may have reconnected to a follower that has not applied the
+  /// create yet (ZooKeeper guarantees a session read-your-writes only for answered requests;
+  /// Curator syncs before its protected-create search for the same reason). Blocks until the
+  /// client calls the completion, which it always does (with ZCONNECTIONLOSS or ZCLOSING at
+  /// worst). Returns the client's code.
+  int sync(const std::string& path) {
+    struct done_t {
+      std::mutex m;
+      std::condition_variable cv;
+      bool done = false;
+      int rc = ZOK;
+    } w;
+    link_.count_request();
+    if (link_.fault) (void)link_.fault("sync");
+    const int rc = zoo_async(
+        link_.handle(), path.c_str(),
+        [](int code, const char* /*value*/, const void* data) {
+          auto* d = static_cast<done_t*>(const_cast<void*>(data));
+          std::lock_guard<std::mutex> g(d->m);
+          d->rc = code;
+          d->done = true;
+          d->cv.notify_all();
+        },
+        &w);
+    if (rc != ZOK) return rc;
+    std::unique_lock<std::mutex> g(w.m);
+    w.cv.wait(g, [&] { return w.done; });
+    return w.rc;
   }
 
   /// Deletes `path` (any version). Returns the client's code.
