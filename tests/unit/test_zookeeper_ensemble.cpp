@@ -80,7 +80,7 @@ std::function<void(std::string_view)> delete_contenders(const zookeeper_options&
 }  // namespace
 
 TEST_CASE("zookeeper_store on an ensemble: the leader killed -9 under a holder",
-          "[zookeeper][ensemble]") {
+          "[zookeeper][ensemble][failover-load]") {
   hf_test::zookeeper_ensemble* e = ensemble();
   if (e == nullptr) return;
   const zookeeper_options o = on(*e, 4000ms);
@@ -145,7 +145,7 @@ TEST_CASE("zookeeper_store on an ensemble: the leader killed -9 under a holder",
 }
 
 TEST_CASE("zookeeper_store on an ensemble passes the conformance kit's schedules",
-          "[zookeeper][ensemble][contract]") {
+          "[zookeeper][ensemble][contract][failover-load]") {
   hf_test::zookeeper_ensemble* e = ensemble();
   if (e == nullptr) return;
   const zookeeper_options base = on(*e, 2000ms);
@@ -168,7 +168,7 @@ TEST_CASE("zookeeper_store on an ensemble passes the conformance kit's schedules
 }
 
 TEST_CASE("zookeeper_store on an ensemble: every member killed -9 and started again",
-          "[zookeeper][ensemble]") {
+          "[zookeeper][ensemble][failover-load]") {
   hf_test::zookeeper_ensemble* e = ensemble();
   if (e == nullptr) return;
   const zookeeper_options o = on(*e, 6000ms);
