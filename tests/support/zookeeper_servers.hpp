@@ -59,17 +59,11 @@ class zookeeper_server final : public owned_server {
     return static_cast<bool>(cfg);
   }
   std::vector<std::string> command() override {
-    std::string cp = "/etc/zookeeper/conf";
-    std::vector<std::string> jars;
-    if (DIR* d = ::opendir("/usr/share/java")) {
-      while (dirent* e = ::readdir(d)) {
-        const std::string n = e->d_name;
-        if (n.size() > 4 && n.compare(n.size() - 4, 4, ".jar") == 0) jars.push_back(n);
-      }
-      ::closedir(d);
-    }
-    std::sort(jars.begin(), jars.end());
-    for (const std::string& j : jars) cp += ":/usr/share/java/" + j;
+    // Debian's own classpath (as .ci/servers): zookeeper.jar's manifest names its dependencies.
+    // Every jar in /usr/share/java would put jcl-over-slf4j and slf4j-jcl together on a fresh
+    // Debian 12, and SLF4J then aborts the server; slf4j-simple is the one logger binding.
+    const std::string cp =
+        "/etc/zookeeper/conf:/usr/share/java/zookeeper.jar:/usr/share/java/slf4j-simple.jar";
     return {java_,
             "-Xmx256m",
             "-Djute.maxbuffer=4194304",
