@@ -123,6 +123,32 @@ TEST_CASE("simulated quorum: a member whose reply was lost, kept, is caught by O
   CHECK(caught->violated == invariant::o1_orphaned_grant);
 }
 
+// The control: a lagging member whose raise (round 2) failed counted as raised. In its set-up
+// (members often down, every raise lost on the way) the quorum then reports leases fewer than W
+// members hold under their token: a later majority issues the token again (S2) or grants the
+// key to a second owner (S3). The shipped quorum in the same set-up keeps everything.
+TEST_CASE("simulated quorum: a failed raise counted as raised is caught (control)", "[quorum]") {
+  for (std::uint64_t seed = 1; seed <= 100; ++seed) {
+    seeded_source src(seed);
+    const holdfast::testing::verdict v =
+        holdfast::testing::run_quorum_control(src, holdfast::testing::quorum_mutant::none);
+    INFO("seed " << seed << "\n" << v.report());
+    REQUIRE(v.ok());
+  }
+  std::optional<holdfast::testing::verdict> caught;
+  std::uint64_t seed = 1;
+  for (; seed <= 100 && !caught; ++seed) {
+    seeded_source src(seed);
+    holdfast::testing::verdict v = holdfast::testing::run_quorum_control(
+        src, holdfast::testing::quorum_mutant::counts_failed_raise);
+    if (!v.ok()) caught = std::move(v);
+  }
+  REQUIRE(caught);
+  INFO("seed " << seed - 1 << "\n" << caught->report());
+  CHECK(holdfast::testing::caught_as_expected(holdfast::testing::quorum_mutant::counts_failed_raise,
+                                              caught->violated));
+}
+
 TEST_CASE("simulated quorum: the naive max token is caught going backwards (S2)", "[quorum]") {
   for (std::size_t n : {3u, 5u}) {
     quorum_sim_options q;
