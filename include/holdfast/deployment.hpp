@@ -17,7 +17,7 @@
 //               |                                               | and wait_replicas == 0
 //   postgres    | synchronous_commit, synchronous_standby_names,| synchronous_commit off/local;
 //               | pg_stat_replication, fsync                    | standbys but none synchronous
-//   etcd_store  | (no deployment() yet)                         | a single member; a restored
+//   etcd_store  | cluster/member/list, maintenance/status       | a single member; a restored
 //               |                                               | snapshot (revisions go back)
 //   zookeeper   | zoo_getconfig (members), "srvr" of the       | a standalone server (a crash
 //               | connected server (mode, version, zxid)        | with forceSync=no); a restore

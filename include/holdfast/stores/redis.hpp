@@ -52,7 +52,7 @@
 // timeouts, AUTH (password or ACL user + password), SELECT, CLIENT SETNAME. No TLS: the hiredis
 // 0.14 that Debian 12 ships has none; tunnel (stunnel, spiped) or use a newer hiredis with a socket
 // you secure yourself. Standalone Redis (or a Sentinel-managed primary) only: keys share one slot
-// (a `{holdfast}` hash tag), but MOVED/ASK redirections are not followed. Writes use
+// (a `{holdfast}` hash tag); Redis Cluster is redis_cluster_store (redis_cluster.hpp). Writes use
 // send(MSG_NOSIGNAL): a closed connection is an error, never SIGPIPE (as hiredis' write() is).
 // Split send/receive (send_receive.hpp): send(), interest(), progress() and receive() run the same
 // scripts on the store's own connection without blocking, so one thread can have requests to many
