@@ -502,7 +502,8 @@ TEST_CASE("checker: a lost lease reads loss_cause's own name in the timeline, '?
                                                          {4, "clock_regressed"},
                                                          {5, "protocol_error"},
                                                          {6, "resigned"},
-                                                         {7, "?"},
+                                                         {7, "session_expired"},
+                                                         {8, "?"},
                                                          {255, "?"},
                                                          {256, "?"},
                                                          {-1, "?"}};
