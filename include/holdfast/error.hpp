@@ -56,6 +56,7 @@ enum class errc : int {
   cancelled,          ///< The caller cancelled a blocking call (a stop_token or cancel_source).
   grant_not_durable,  ///< The store made a grant it could not make durable in time (e.g. too few
                       ///< replicas acknowledged it); it was given back, nothing is held.
+                      ///< Transient (a failover in progress): blocking calls retry it.
 };
 
 HOLDFAST_ABI_NAMESPACE_END
@@ -180,12 +181,14 @@ inline bool is_permanent(const std::error_code& ec) noexcept {
 }
 
 /// Returns true iff `ec` may clear up on its own, so retrying the same call later makes sense
-/// (`busy`, `store_unavailable`, `timeout`, or any error that does not belong to holdfast, since a
-/// user's store may report transport errors in its own category).
+/// (`busy`, `store_unavailable`, `timeout`, `grant_not_durable` (too few replicas acknowledged:
+/// during a failover the replicas come back), or any error that does not belong to holdfast,
+/// since a user's store may report transport errors in its own category).
 inline bool is_transient(const std::error_code& ec) noexcept {
   if (!ec) return false;
   if (ec.category() != error_category()) return true;
-  return ec == errc::busy || ec == errc::store_unavailable || ec == errc::timeout;
+  return ec == errc::busy || ec == errc::store_unavailable || ec == errc::timeout ||
+         ec == errc::grant_not_durable;
 }
 
 HOLDFAST_ABI_NAMESPACE_END

@@ -88,11 +88,14 @@ TEST_CASE("is_contention is true for busy only", "[error]") {
   CHECK_FALSE(holdfast::is_contention(std::error_code{}));
 }
 
-TEST_CASE("is_transient: busy, store_unavailable, timeout and foreign errors may clear up",
-          "[error]") {
+TEST_CASE(
+    "is_transient: busy, store_unavailable, timeout, grant_not_durable and foreign errors "
+    "may clear up",
+    "[error]") {
   for (errc e : all_codes) {
     INFO(Catch::StringMaker<errc>::convert(e));
-    const bool expected = e == errc::busy || e == errc::store_unavailable || e == errc::timeout;
+    const bool expected = e == errc::busy || e == errc::store_unavailable || e == errc::timeout ||
+                          e == errc::grant_not_durable;
     CHECK(holdfast::is_transient(e) == expected);
   }
   // Success is not an error at all.

@@ -265,6 +265,35 @@ TEST_CASE("redis failover: wait_replicas reports only acknowledged grants; other
   // The replica is back: grants are acknowledged again.
   REQUIRE(
       hf_test::wait_until([&] { return static_cast<bool>(s.try_acquire("k3", "B", 10s)); }, 10s));
+
+  // A fence on the same server asks for the same acknowledgement (newuser7: without it, writes
+  // an old primary admitted were lost with it): a write too few replicas acknowledged is
+  // grant_not_durable, never reported as made.
+  holdfast::redis_fence fence(o);
+  REQUIRE(fence.write("fence", g->token, "A", "data", "A-1"));
+  r->pause();
+  auto unacked = fence.write("fence", g->token, "A", "data", "A-2");
+  r->resume();
+  REQUIRE_FALSE(unacked);
+  CHECK(unacked.error() == errc::grant_not_durable);
+  CHECK(fence.last_error_message().find("0 of 1 replicas") != std::string::npos);
+
+  // grant_not_durable is transient: a blocking acquire retries it until its deadline (here the
+  // replica comes back after the first attempt's WAIT (wait_timeout 1 s) fell short).
+  r->pause();
+  std::thread back([&] {
+    std::this_thread::sleep_for(1500ms);
+    r->resume();
+  });
+  holdfast::acquire_report rep;
+  holdfast::acquire_options<> ao;
+  ao.report = &rep;
+  auto waited = holdfast::acquire(s, "k4", 10s, 20s, ao);
+  back.join();
+  INFO(rep.last_store_message);
+  REQUIRE(waited);
+  CHECK(rep.attempts >= 2);
+  CHECK(rep.last_store_error == errc::grant_not_durable);
 }
 
 // ~4 s (Sentinel's failover). redis_store follows Sentinel: asks it for the primary and checks

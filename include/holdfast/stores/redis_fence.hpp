@@ -42,10 +42,19 @@ HOLDFAST_ABI_NAMESPACE_BEGIN
 /// independent of any lease store: tokens from a redis_store, postgres_store or memory_store work
 /// alike. Keep fence keys as durable as the data they guard (same server, same persistence).
 ///
+/// Replicas: an admitted write on a primary with asynchronous replicas can be lost in a failover,
+/// the fence's record with it, and a primary Sentinel replaced but has not demoted yet keeps
+/// admitting its old holders meanwhile. With redis_options::wait_replicas > 0 an admitted write
+/// is reported only once that many replicas acknowledged it (WAIT, one more round trip); one they
+/// did not acknowledge within wait_timeout is errc::grant_not_durable (it was applied on the
+/// primary and may or may not survive: treat the write as not made), and through Sentinel the
+/// connection is dropped so the next call asks the sentinels again, as redis_store does.
+///
 /// Thread-safety: as redis_store (one mutex around one connection).
 class redis_fence : private detail::link_client<detail::redis_link> {
  public:
-  /// Makes a fence client for the server in `opts` (only the connection fields are used).
+  /// Makes a fence client for the server in `opts` (the connection fields, and wait_replicas /
+  /// wait_timeout; the key names are a store's and are not used).
   explicit redis_fence(redis_options opts = {})
       : link_client(std::in_place, std::move(opts),
                     std::vector<std::string>{detail::redis_fence_script()}) {}
@@ -58,7 +67,9 @@ class redis_fence : private detail::link_client<detail::redis_link> {
   /// \returns success; errc::stale_token if a newer token was admitted; errc::token_reissued if
   ///   this token was admitted for another owner (nothing changes either way);
   ///   errc::invalid_argument for an empty key or owner or a token no store issues (none, max);
-  ///   store_unavailable, timeout; protocol_error if the key holds no token.
+  ///   store_unavailable, timeout; protocol_error if the key holds no token;
+  ///   errc::grant_not_durable if wait_replicas > 0 and too few replicas acknowledged the
+  ///   admission in time (see the class comment).
   result<void> admit(std::string_view fence_key, fencing_token token, std::string_view owner) {
     return run(fence_key, token, owner, nullptr, 0);
   }
@@ -121,11 +132,28 @@ class redis_fence : private detail::link_client<detail::redis_link> {
     if (!r) return r.error();
     const redisReply* reply = r->get();
     if (reply->type == REDIS_REPLY_INTEGER) {
-      if (reply->integer == 1) return {};
+      if (reply->integer == 1) return acknowledged();
       if (reply->integer == 0) return errc::stale_token;
       if (reply->integer == 2) return errc::token_reissued;
     }
     return link_.fail(errc::protocol_error, "redis: fence: unexpected reply");
+  }
+
+  // [link locked] After an admitted write: with wait_replicas > 0, WAIT until that many replicas
+  // acknowledged it; a shortfall is grant_not_durable and, through Sentinel, drops the connection.
+  result<void> acknowledged() {
+    const redis_options& o = link_.options();
+    if (o.wait_replicas == 0) return {};
+    result<long long> acks = link_.wait_for_replicas();
+    if (acks && *acks >= o.wait_replicas) return {};
+    const std::string why =
+        acks ? "redis: fence: WAIT: " + std::to_string(*acks) + " of " +
+                   std::to_string(o.wait_replicas) +
+                   " replicas acknowledged the admitted write within wait_timeout; a failover "
+                   "may lose it"
+             : link_.last_error() + " (WAIT for the fenced write's acknowledgement)";
+    if (!o.sentinels.empty()) link_.disconnect();
+    return link_.fail(errc::grant_not_durable, why);
   }
 
   std::string token_text_;

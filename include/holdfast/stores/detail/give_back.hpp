@@ -27,10 +27,11 @@ namespace detail {
 
 /// Whether an error answer to try_acquire may hide a grant the store made: a transient error
 /// other than contention (a timeout, an unavailable store, a foreign transport error: the reply
-/// may have been lost after the store applied it). Not busy, and not a permanent error (bad
-/// input, exhaustion, misconfiguration, garbage): asking such a store again helps nobody.
+/// may have been lost after the store applied it). Not busy, not grant_not_durable (the store
+/// gave that grant back itself), and not a permanent error (bad input, exhaustion,
+/// misconfiguration, garbage): asking such a store again helps nobody.
 inline bool may_hide_grant(const std::error_code& ec) noexcept {
-  return ec != errc::busy && is_transient(ec);
+  return ec != errc::busy && ec != errc::grant_not_durable && is_transient(ec);
 }
 
 /// Gives back whatever `owner` may hold on `key` in `store` after a call whose answer was lost:
