@@ -81,8 +81,11 @@ struct batch_plan {
     for (std::size_t i = 0; i < n; ++i) {
       order.emplace_back(max_batch > 1 ? key_of(i) : batch_key{}, i);
     }
-    std::stable_sort(order.begin(), order.end(),
-                     [](const auto& a, const auto& b) { return a.first < b.first; });
+    // By key, then by due order (the index): stable_sort's order without its temporary buffer
+    // (an allocation a keepalive's poll must not need).
+    std::sort(order.begin(), order.end(), [](const auto& a, const auto& b) {
+      return a.first < b.first || (!(b.first < a.first) && a.second < b.second);
+    });
     for (std::size_t j = 0; j < n;) {
       std::size_t end = j + 1;
       while (order[j].first && end < n && end - j < max_batch &&
