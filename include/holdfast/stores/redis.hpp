@@ -66,8 +66,8 @@
 // connection is dropped and re-established by the next call; the failed call itself is never
 // retried (its script may or may not have run, so a retry could only guess). Every failure keeps
 // the server's or hiredis' text in last_error_message().
-// Pipelined renewals: renew_batch() renews many leases in one round trip (the keepalive's batch
-// path). Include this header; internals: detail/redis_*.hpp, each opening with what it holds.
+// renew_batch() renews many leases in one pipelined round trip (the keepalive's batch path).
+// Include this header; internals: detail/redis_*.hpp, each opening with what it holds.
 #ifndef HOLDFAST_STORES_REDIS_HPP
 #define HOLDFAST_STORES_REDIS_HPP
 
@@ -99,6 +99,7 @@
 #include "holdfast/stores/detail/redis_requests.hpp"
 #include "holdfast/stores/detail/redis_resp.hpp"
 #include "holdfast/stores/detail/redis_scripts.hpp"
+#include "holdfast/stores/detail/redis_shared.hpp"
 #include "holdfast/stores/detail/redis_wait_any.hpp"
 #include "holdfast/stores/redis_fence.hpp"
 #include "holdfast/stores/redis_options.hpp"
@@ -106,9 +107,9 @@
 namespace holdfast {
 HOLDFAST_ABI_NAMESPACE_BEGIN
 
-/// A LeaseStore in a Redis server, over one hiredis connection (see the file overview for the
-/// scripts, durability and failure behaviour). Models LeaseStore with inspect(), the token floor
-/// (raise_token, raise_token_floor), send/receive (send_receive.hpp) and renew_batch.
+/// A LeaseStore in a Redis server, over one hiredis connection (file overview: scripts,
+/// durability, failures), with inspect(), the token floor, send/receive, renew_batch,
+/// try_acquire_all and read-write grants (try_acquire_rw etc.: detail/redis_shared.hpp).
 /// Tokens are store-wide (one INCR counter per store configuration): every new grant of any key
 /// carries a token greater than every token the counter issued before, in 1 .. 2^63-1.
 /// Differences from memory_store: releasing a lease that has already expired reports not_holder
@@ -117,13 +118,14 @@ HOLDFAST_ABI_NAMESPACE_BEGIN
 /// connection (a hiredis context is single-threaded), so concurrent callers take turns, one round
 /// trip each. For parallel round trips, use one redis_store per thread. Not fork-safe: a child
 /// process makes its own store. Connects lazily on first use (or connect()).
-class redis_store : public detail::link_client<detail::redis_link> {
+class redis_store : public detail::link_client<detail::redis_link>,
+                    public detail::redis_shared<redis_store> {
  public:
   // connect(), last_error_message() and options(): see detail::link_client.
 
   /// Makes a store for the server in `opts`; connects on first use. Never throws on its own.
   explicit redis_store(const redis_options& opts = {})
-      : link_client(std::in_place, opts, detail::redis_store_scripts()),
+      : link_client(std::in_place, opts, detail::redis_scripts_with_rw()),
         wait_(std::make_unique<detail::redis_waiting>(opts)) {
     link_.enable_probe();
   }
@@ -173,8 +175,7 @@ class redis_store : public detail::link_client<detail::redis_link> {
   /// connection (open since an earlier call) turns out to have been dropped, it reconnects and
   /// sends the release once more (two round trips and a connect).
   /// \returns success; errc::not_holder if the key is free, expired, or held by another owner or
-  ///   token; errc::invalid_argument (see check_release_args); store_unavailable, timeout,
-  ///   protocol_error as for try_acquire.
+  ///   token; invalid_argument (check_release_args); store_unavailable, timeout, protocol_error.
   result<void> release(std::string_view key, std::string_view owner, fencing_token token) {
     const store_request q{store_op::release, key, owner, token, {}, {}};
     if (std::error_code ec = detail::check_redis_request(q)) return ec;
@@ -298,8 +299,7 @@ class redis_store : public detail::link_client<detail::redis_link> {
   /// Returns the reply to the request in flight, in the field its operation names (see
   /// store_reply), exactly as the blocking operation reports it; waits for it, if it is not in
   /// yet, until command_timeout has passed since send() (then errc::timeout and the connection
-  /// is dropped). Frees the connection. Without a request in flight every field holds
-  /// errc::invalid_argument.
+  /// is dropped). Frees the connection. No request in flight: every field is invalid_argument.
   store_reply receive() {
     auto guard = link_.lock_raw();
     store_reply out;
@@ -584,6 +584,7 @@ class redis_store : public detail::link_client<detail::redis_link> {
     detail::redis_dequeue(link_, requests_, key, entry);
   }
 
+  friend class detail::redis_shared<redis_store>;  // try_acquire_rw, renew_rw, release_rw
   std::unique_ptr<detail::redis_waiting> wait_;
   detail::redis_requests requests_;  // guarded by the link's mutex
   // What receive() needs of the split request in flight (guarded by the link's mutex); its key
