@@ -47,16 +47,11 @@
 // Connection: libpq conninfo string or URI; connect and command timeouts enforced by holdfast on a
 // non-blocking connection (poll), plus statement_timeout on the server. Authentication, TLS
 // (sslmode=...), host lists and target_session_attrs are whatever libpq and the conninfo give.
-// Host names are resolved by libpq synchronously, outside the connect timeout: use hostaddr= to
-// avoid DNS. Any transport failure, timeout or server error is an error, never a grant (T4): the
-// connection is dropped and re-established by the next call, the failed call is not retried, and
-// the server's message is kept in last_error_message().
-//
-// Files: this header (postgres_store) is the one to include; it brings postgres_options.hpp
-// (postgres_options, postgres_max_token) and postgres_fence.hpp (postgres_fenced_update,
-// postgres_fenced_upsert, postgres_fenced_insert, postgres_fence, postgres_param,
-// postgres_fence_options). Internals: detail/postgres_link.hpp (the libpq connection, deadlines,
-// SQLSTATE mapping), detail/postgres_sql.hpp (quoting), detail/postgres_multi.hpp (multi-key).
+// libpq resolves host names synchronously, outside the connect timeout (hostaddr= avoids DNS). Any
+// transport failure, timeout or server error is an error, never a grant (T4): the connection is
+// dropped and re-established by the next call, the failed call is not retried, and the server's
+// message is kept in last_error_message(). Files: include this one (it brings postgres_options.hpp
+// and postgres_fence.hpp); internals: detail/postgres_{link,sql,multi,batch}.hpp.
 #ifndef HOLDFAST_STORES_POSTGRES_HPP
 #define HOLDFAST_STORES_POSTGRES_HPP
 
@@ -86,6 +81,7 @@
 #include "holdfast/result.hpp"
 #include "holdfast/store.hpp"
 #include "holdfast/stores/detail/link_client.hpp"
+#include "holdfast/stores/detail/postgres_batch.hpp"
 #include "holdfast/stores/detail/postgres_deployment.hpp"
 #include "holdfast/stores/detail/postgres_link.hpp"
 #include "holdfast/stores/detail/postgres_multi.hpp"
@@ -196,6 +192,10 @@ class postgres_store : public detail::link_client<detail::pg_link> {
       return grant{token, ttl};
     }
     return link_.fail(errc::protocol_error, "postgres: renew: unexpected result shape");
+  }
+  /// renew() of q[0..n) in ONE statement, each lease its own outcome (detail/postgres_batch.hpp).
+  void renew_batch(const store_request* q, std::size_t n, result<grant>* out) {
+    detail::pg_renew_batch(link_, *this, q, n, out);
   }
 
   /// Frees `key` iff `owner` holds it with `token` (expired or not, as memory_store), in one
