@@ -163,6 +163,7 @@
 #include "holdfast/observer.hpp"
 #include "holdfast/quorum/detail/fan_out.hpp"
 #include "holdfast/quorum/detail/quorum_acquire.hpp"
+#include "holdfast/quorum/detail/quorum_batch.hpp"
 #include "holdfast/quorum/detail/quorum_round.hpp"
 #include "holdfast/quorum_options.hpp"
 #include "holdfast/result.hpp"
@@ -380,6 +381,26 @@ class quorum_store {
     exec_.rethrow_member_exception(r.round);
     if (lost > exec_.size() - w) return errc::lease_lost;
     return errc::store_unavailable;
+  }
+
+  /// Renews q[0..n) (each q[i].op == store_op::renew; key, owner, token, ttl as renew() takes
+  /// them) in ONE round: each member is sent the whole batch (its renew_batch, one pipelined
+  /// exchange, when it has one; else its renew() per lease), and out[i] is what renew() would
+  /// return for q[i] (detail/quorum_batch.hpp): each lease's outcome its own, a lease lost on the
+  /// members says lease_lost for it only. For keepalive's batch path (max_batch).
+  /// Thread-safety: as renew(). Exceptions: a member's, only when no lease was renewed.
+  void renew_batch(const store_request* q, std::size_t n, result<grant>* out) {
+    if (config_error_) {
+      for (std::size_t i = 0; i < n; ++i) out[i] = config_error_;
+      return;
+    }
+    const time_point start = exec_.clock().now();
+    detail::quorum_renew_batch(
+        exec_, opts_, write_quorum_, q, n, out,
+        [this](std::string_view k, std::string_view o, fencing_token t) {
+          return naive_member_tokens(k, o, t);
+        },
+        [this, start](std::chrono::milliseconds applied) { return validity_left(start, applied); });
   }
 
   /// Releases the lease on `key` held by `owner` with `token` on every member.

@@ -60,7 +60,9 @@ class fan_out {
   using time_point = typename Clock::time_point;
 
   fan_out(std::vector<Member*> members, Clock clock)
-      : members_(std::move(members)), clock_(std::move(clock)) {}
+      : members_(std::move(members)), all_(members_.size()), clock_(std::move(clock)) {
+    for (std::size_t i = 0; i < all_.size(); ++i) all_[i] = i;
+  }
   fan_out(const fan_out&) = delete;
   fan_out& operator=(const fan_out&) = delete;
   // Waits for every member's queued tasks (late clean-ups among them), then stops the workers.
@@ -89,12 +91,8 @@ class fan_out {
   [[nodiscard]] const std::vector<Member*>& members() const noexcept { return members_; }
   [[nodiscard]] const Clock& clock() const noexcept { return clock_; }
 
-  // Every member's index, 0 .. size()-1.
-  std::vector<std::size_t> all_members() const {
-    std::vector<std::size_t> v(members_.size());
-    for (std::size_t i = 0; i < v.size(); ++i) v[i] = i;
-    return v;
-  }
+  // Every member's index, 0 .. size()-1 (made once: a round to all members allocates no list).
+  [[nodiscard]] const std::vector<std::size_t>& all_members() const noexcept { return all_; }
 
   // Sends `call` to `targets` and waits until every reply is in, `decided` says the outcome is
   // known, or `wait` has passed. Returns the replies that arrived in time; the round object keeps
@@ -106,7 +104,7 @@ class fan_out {
                              std::chrono::nanoseconds wait, Call call, Decided decided) const {
     auto round = std::make_shared<fan_out_round<R>>(members_.size());
     round->skip_unstarted = skip_unstarted;
-    fan_out_reply<R> out{round, std::vector<std::optional<R>>(members_.size())};
+    fan_out_reply<R> out{round, {}};  // on_time: filled when the caller stops waiting
     if constexpr (!std::is_same_v<Decided, std::nullptr_t>) round->decided = std::move(decided);
 #if HOLDFAST_DETAIL_HAS_POLL
     if constexpr (has_send_receive_v<Member> && is_split_call<Call>::value) {
@@ -231,7 +229,8 @@ class fan_out {
     round.abandoned = true;
     round.skip_unstarted = skip_unstarted && !decided_in_time;
     if (!decided_in_time) out.unanswered += round.outstanding;
-    out.on_time = round.on_time;
+    // Moved, not copied: once abandoned, file_reply() and ready() no longer read round.on_time.
+    out.on_time = std::move(round.on_time);
   }
 
 #if HOLDFAST_DETAIL_HAS_POLL
@@ -441,6 +440,7 @@ class fan_out {
   }
 
   std::vector<Member*> members_;
+  std::vector<std::size_t> all_;  // 0 .. size()-1
   Clock clock_;
   bool split_ = false;
   std::vector<std::unique_ptr<fan_out_worker>> workers_;  // last: joined first
