@@ -7,8 +7,8 @@
 //
 //   variant    | requests | what it does
 //   -----------+----------+---------------------------------------------------------------------
-//   holdfast   | 4        | create (ephemeral sequential), get_children (first in line?), exists
-//              |          | (the holder node's czxid is the token), delete
+//   holdfast   | 3        | create (ephemeral sequential) and get_children (first in line?)
+//              |          | pipelined in one round trip, delete (by name: no exists first)
 //   bare       | 2        | create (ephemeral sequential), delete: the baseline the goal names
 //   bare_list  | 3        | create, get_children, delete: the least a queue lock can do (a lock
 //              |          | must learn its place among its siblings)

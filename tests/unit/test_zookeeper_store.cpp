@@ -13,6 +13,7 @@
 #include <fstream>
 #include <memory>
 #include <optional>
+#include <stdexcept>
 #include <string>
 #include <thread>
 #include <vector>
@@ -61,8 +62,12 @@ class open_store : public zookeeper_store {
   using zookeeper_store::zookeeper_store;
   holdfast::detail::zookeeper_link& link() { return link_; }
   /// Ends this store's session at the server, as an expiry would: a second handle joins the
-  /// session with its id and password and closes it (the server deletes its nodes; this store
-  /// hears SESSION_EXPIRED when it next reaches the server).
+  /// session with its id and password, makes an ephemeral probe node in it and closes it (the
+  /// server deletes the session's nodes; this store hears SESSION_EXPIRED when it next reaches
+  /// the server). Joining moves the session to the second handle's connection, and this store's
+  /// client, cut off, reconnects and takes it back, racing the close: when it wins, the close
+  /// never reaches the server and the session lives on (ci-asan18: the lease stayed held, its
+  /// renewals answered). So the close counts only once the probe is gone; else again.
   void expire_session() {
     clientid_t id{};
     {
@@ -70,12 +75,37 @@ class open_store : public zookeeper_store {
       REQUIRE(link_.handle() != nullptr);
       id = *zoo_client_id(link_.handle());
     }
-    zhandle_t* other = zookeeper_init2(link_.options().hosts.c_str(), nullptr, 2000, &id, nullptr,
-                                       0, [](const char*) {});
-    REQUIRE(other != nullptr);
-    REQUIRE(hf_test::wait_until([&] { return zoo_state(other) == ZOO_CONNECTED_STATE; }, 5000ms));
-    zookeeper_close(other);
+    holdfast::detail::zookeeper_link watcher(link_.options());
+    {
+      auto guard = watcher.lock();
+      REQUIRE_FALSE(watcher.ensure_connected());
+    }
+    for (int attempt = 0; attempt < 20; ++attempt) {
+      zhandle_t* other = zookeeper_init2(link_.options().hosts.c_str(), nullptr, 2000, &id, nullptr,
+                                         0, [](const char*) {});
+      REQUIRE(other != nullptr);
+      const bool joined =
+          hf_test::wait_until([&] { return zoo_state(other) == ZOO_CONNECTED_STATE; }, 5000ms);
+      const std::string probe = link_.options().root + "-probe-" + std::to_string(attempt);
+      const int made = joined ? zoo_create(other, probe.c_str(), "", 0, &ZOO_OPEN_ACL_UNSAFE,
+                                           ZOO_EPHEMERAL, nullptr, 0)
+                              : ZCONNECTIONLOSS;
+      zookeeper_close(other);
+      if (made != ZOK) continue;  // this store's client took the session back first
+      if (hf_test::wait_until(
+              [&] {
+                auto guard = watcher.lock();
+                Stat st{};
+                return zoo_exists(watcher.handle(), probe.c_str(), 0, &st) == ZNONODE;
+              },
+              1000ms)) {
+        ++expiries_made;
+        return;
+      }
+    }
+    FAIL("the session did not end in 20 tries");
   }
+  int expiries_made = 0;  // sessions ended by expire_session
 };
 
 /// Raw requests behind the store's back.
@@ -339,7 +369,7 @@ TEST_CASE("zookeeper_store: a connection cut between create and its reply leaves
   CHECK(adm.contenders("q").size() == 1);
 }
 
-TEST_CASE("zookeeper_store: a release wakes exactly the next waiter, in three requests",
+TEST_CASE("zookeeper_store: a release wakes exactly the next waiter, in two requests",
           "[zookeeper][wait_for_release]") {
   std::optional<zookeeper_options> o = shared();
   if (!o) return;
@@ -391,9 +421,88 @@ TEST_CASE("zookeeper_store: a release wakes exactly the next waiter, in three re
   for (auto& t : waiters) t.join();
   for (int i = 1; i < n; ++i) CHECK(tokens[i - 1] < tokens[i]);  // FIFO, tokens in order
   // The first hand-off: the waiter's list (the holder's delete is another store's). Then each:
-  // the releasing waiter's exists + delete, the next waiter's list.
+  // the releasing waiter's delete (by name, no read first), the next waiter's list.
   CHECK(per_handoff[0] == 1);
-  for (int i = 1; i < n; ++i) CHECK(per_handoff[static_cast<std::size_t>(i)] == 3);
+  for (int i = 1; i < n; ++i) CHECK(per_handoff[static_cast<std::size_t>(i)] == 2);
+}
+
+// Issue 24 part 2: a queued node whose caller left (a lost create reply it could not search for,
+// its deadline, a cancel, an exception after the create reached the server) must not block the
+// key while the store's session lives on (it would: the session's pings keep it). Expected in
+// every section: the node is gone within 1 s (the reaper's 100 ms rounds, or at once), and the
+// next contender, queued behind the holder, is granted within 1 s of the release (one delete,
+// the watch, one list: a few round trips), not after the 2 s session timeout. About 0.3 s each.
+TEST_CASE("zookeeper_store: a place whose caller left does not block the key",
+          "[zookeeper][leave]") {
+  std::optional<zookeeper_options> o = shared();
+  if (!o) return;
+  zookeeper_store h(*o);
+  open_store s(*o);
+  zookeeper_store n(*o);
+  admin adm(*o);
+  auto hg = h.try_acquire("k", "H", 2000ms);
+  REQUIRE(hg);
+  using holdfast::detail::zookeeper_fault;
+  SECTION("a create whose reply was lost, and whose search could not run") {
+    s.link().fault = [](const char*) { return zookeeper_fault::lost_reply; };  // create, sync
+    CHECK(s.try_acquire_queued("k", "V", 2000ms).error() == errc::store_unavailable);
+    s.link().fault = nullptr;
+  }
+  SECTION("its deadline passed while it waited for the node ahead") {
+    holdfast::acquire_options<> ao;
+    ao.owner = "V";
+    CHECK(holdfast::acquire(s, "k", 2000ms, 150ms, ao).error() == errc::timeout);
+  }
+  SECTION("it was cancelled while it waited") {
+    holdfast::cancel_source src;
+    holdfast::acquire_options<> ao;
+    ao.owner = "V";
+    ao.cancel = src.token();
+    std::thread v(
+        [&] { CHECK(holdfast::acquire(s, "k", 2000ms, 10s, ao).error() == errc::cancelled); });
+    CHECK(hf_test::wait_until([&] { return adm.contenders("k").size() == 2; }, 2000ms));
+    src.request_stop();
+    v.join();
+  }
+  SECTION("an exception left its wait") {
+    s.link().fault = [](const char* op) {
+      if (std::string_view(op) == "wait") throw std::runtime_error("the caller's own");
+      return zookeeper_fault::none;
+    };
+    holdfast::acquire_options<> ao;
+    ao.owner = "V";
+    CHECK_THROWS_AS(holdfast::acquire(s, "k", 2000ms, 10s, ao), std::runtime_error);
+  }
+  SECTION("an exception left the call after its create reached the server") {
+    s.link().fault = [](const char* op) {
+      if (std::string_view(op) == "create") throw std::runtime_error("the caller's own");
+      return zookeeper_fault::none;
+    };
+    CHECK_THROWS_AS(s.try_acquire_queued("k", "V", 2000ms), std::runtime_error);
+  }
+  s.link().fault = nullptr;
+  REQUIRE(hf_test::wait_until([&] { return adm.contenders("k").size() == 1; }, 1000ms));
+  CHECK(n.try_acquire_queued("k", "N", 2000ms).error() == errc::busy);
+  std::atomic<long long> took_ms{-1};
+  const auto released = std::chrono::steady_clock::now() + 100ms;
+  std::thread next([&] {
+    for (int round = 0; round < 5; ++round) {
+      CHECK(n.wait_for_release("k", std::chrono::steady_clock::now() + 5s));
+      if (auto g = n.try_acquire_queued("k", "N", 2000ms)) {
+        took_ms = std::chrono::duration_cast<std::chrono::milliseconds>(
+                      std::chrono::steady_clock::now() - released)
+                      .count();
+        CHECK(n.release("k", "N", g->token));
+        return;
+      }
+    }
+  });
+  std::this_thread::sleep_until(released);
+  REQUIRE(h.release("k", "H", hg->token));
+  next.join();
+  INFO("the next contender was granted " << took_ms.load() << " ms after the release");
+  CHECK(took_ms.load() >= 0);
+  CHECK(took_ms.load() < 1000);  // a hand-off takes milliseconds; the session ends after 2 s
 }
 
 TEST_CASE("zookeeper_store: an expired session is a lost lease, and says so",
@@ -432,11 +541,11 @@ TEST_CASE("zookeeper_store: an expired session is a lost lease, and says so",
   CHECK(s.try_acquire("k", "A", 2000ms).has_value());
 }
 
-// [!mayfail] (session 7): under ASan (ci-asan18) the lease never left `held` within 10 s of the
-// expired session; it passed twice without ASan. Runs and reports, does not fail the suite, until
-// that is understood.
+// Strict again (it was [!mayfail] after ci-asan18, where the lease stayed held for 10 s): the
+// renewals kept succeeding because the session had not ended at all (expire_session's close lost
+// the race with the store's reconnect, see there); expire_session now checks that it ended.
 TEST_CASE("zookeeper_store: a session expiry reaches the holder's on_lost as session_expired",
-          "[zookeeper][session][!mayfail]") {
+          "[zookeeper][session]") {
   std::optional<zookeeper_options> o = shared();
   if (!o) return;
   o->session_timeout = 4000ms;  // validity to spare while the store hears of the expiry

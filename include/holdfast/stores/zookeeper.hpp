@@ -5,10 +5,11 @@
 // -lzookeeper_mt); nothing in the core includes it.
 //
 // A lease on key K is an ephemeral sequential node under root/<K escaped> (a container node the
-// server deletes once empty): "<16 hex of SHA-256(owner)>-<10-digit sequence>", whose data is
-// the owner's bytes. The contender with the lowest sequence holds the lease; the others queue
-// behind it in sequence order (FIFO: the fairness a TTL lock lacks). This is the recipe of the
-// ZooKeeper documentation and Curator's InterProcessMutex, with three differences:
+// server deletes once empty): "<16 hex of SHA-256(owner)>-<16 hex session id>-<8 hex count of
+// the store's creates>-<10-digit sequence>", whose data is the owner's bytes. The contender with
+// the lowest sequence holds the lease; the others queue behind it in sequence order (FIFO: the
+// fairness a TTL lock lacks): the recipe of ZooKeeper's documentation and Curator's
+// InterProcessMutex, with these differences:
 //  - the fencing token is the holder node's czxid: the zxid of the transaction that created it,
 //    committed through Zab, increasing across leader changes (the epoch is its high 32 bits)
 //    and restarts (the transaction log), so per key every holder's token is greater than every
@@ -17,20 +18,25 @@
 //    key made meanwhile. Curator hands out no token at all.
 //  - try_acquire does not wait: a contender that is not first deletes its node again (busy);
 //    only try_acquire_queued (blocking acquire()) keeps it as a place in the queue.
-//  - "protected" create (Curator's withProtection): the owner-derived prefix lets a call whose
-//    create lost its reply (ConnectionLoss after the server applied it) find its own node in the
-//    same session, so no node is orphaned and no client queues twice.
+//  - "protected" create (Curator's withProtection): a prefix no other create has lets a call
+//    whose create lost its reply (ConnectionLoss after the server applied it) find its own node
+//    in the same session, so no node is orphaned and no client queues twice; and release
+//    deletes a grant's node by name without reading it (no other node ever has that name).
+//  - no node outlives its caller: one whose caller left without it (a lost reply whose search
+//    could not run, a failed delete, an exception) is deleted by the reaper (every 100 ms until
+//    the server answers) and the store's next call. Left to the session: a place whose thread
+//    ended without leave_queue or its next wait.
 //
 //   operation   | requests (round trips)                       | why
 //   ------------+----------------------------------------------+--------------------------------
 //   acquire     | create (ephemeral sequential), get_children  | a node's place shows only in
-//               |                                          (2) | the list of its siblings
+//               | pipelined: one round trip                (2) | the list of its siblings
 //     lost reply| + sync, get of each own-prefixed node        | the list must see the create
 //     busy      | + delete of the new node                 (3) | nothing is left behind
 //     same owner| + get of the older node, delete of the new   | T1's retry rule: the older node
 //               |                                          (4) | (its token) is kept
 //   renew       | exists of the holder node                (1) | the session keeps it alive
-//   release     | exists, delete                           (2) | only the node with the token
+//   release     | delete                                   (1) | the name is this grant's alone
 //   inspect     | get_children, get of the lowest          (2) |
 //   (a store that did not make the grant first finds the holder: get_children + get)
 //
@@ -69,7 +75,8 @@
 // wakes exactly the next contender, which asks again (one exists + create/list per hand-off).
 // A waiter with no place (watch_release, or no queued attempt) watches the holder's node: every
 // such watcher wakes. A dropped connection or an expired session wakes every waiter (it
-// re-checks): a waiter never sleeps past the holder's node going away.
+// re-checks): a waiter never sleeps past the holder's node going away. An exception out of the
+// wait (never holdfast's own) takes the caller's place out with it.
 //
 // Keys: any bytes, escaped or hashed into one node name (detail/zookeeper_names.hpp). Owners: any
 // bytes up to zookeeper_options::max_owner_bytes. Failures (T4): no server in connect_timeout, a
@@ -208,7 +215,9 @@ class zookeeper_store : public detail::link_client<detail::zookeeper_link> {
     if (token > zookeeper_max_token) return errc::not_holder;
     auto guard = link_.lock();
     if (std::error_code ec = ready(std::chrono::milliseconds::max())) return ec;
-    result<std::optional<held>> h = holder_of(key, owner, token);
+    // A grant of this store's session is deleted by name without reading it first: no other
+    // node can ever have that name (zookeeper_node_prefix), so the delete is the check.
+    result<std::optional<held>> h = holder_of(key, owner, token, false);
     if (!h) return h.error();
     if (!*h) return errc::not_holder;
     grants_.forget((*h)->parent);
@@ -241,7 +250,7 @@ class zookeeper_store : public detail::link_client<detail::zookeeper_link> {
   /// Takes the calling thread's place in a queue (try_acquire_queued) out: deletes its node, so
   /// the contender behind it watches the one ahead at once. \returns success (also with no
   ///   place); invalid_argument for an empty key; store_unavailable if the delete failed (the
-  ///   node then goes with the session, or this thread's next attempt).
+  ///   store's reaper deletes the node once the server answers again, every 100 ms).
   result<void> leave_queue(std::string_view key) {
     if (key.empty()) return errc::invalid_argument;
     auto guard = link_.lock();
@@ -252,8 +261,9 @@ class zookeeper_store : public detail::link_client<detail::zookeeper_link> {
     if (t.session != link_.session_id()) return {};
     const std::string path = t.parent + "/" + t.name;
     const int rc = nodes_.remove(path);
-    if (rc != ZOK && rc != ZNONODE) return link_.fail_rc(rc, "delete", path);
-    return {};
+    if (rc == ZOK || rc == ZNONODE) return {};
+    grants_.doom(t.parent, t.name, t.session, false);  // the reaper tries again
+    return link_.fail_rc(rc, "delete", path);
   }
 
   /// Blocks until `key` may be free or `deadline`, without polling (store.hpp's
@@ -304,8 +314,6 @@ class zookeeper_store : public detail::link_client<detail::zookeeper_link> {
   }
 
  private:
-  // A grant this store made (or found): the key's parent node, the holder node's name, and the
-  // session that created it.
   using time_point = std::chrono::steady_clock::time_point;
   using held = detail::zookeeper_held;
   // A calling thread's place in a key's queue (try_acquire_queued): its node and the one ahead.
@@ -331,6 +339,7 @@ class zookeeper_store : public detail::link_client<detail::zookeeper_link> {
     if (std::error_code ec = link_.ensure_connected()) return ec;
     grants_.sweep();
     if (grants_.due()) (void)grants_.reap_due();
+    if (grants_.doomed_left()) (void)grants_.purge();
     const std::chrono::milliseconds floor = link_.granted_timeout();
     if (ttl < floor) {
       return link_.fail(errc::invalid_argument,
@@ -357,27 +366,30 @@ class zookeeper_store : public detail::link_client<detail::zookeeper_link> {
     if (std::error_code ec = ready(ttl)) return ec;
     const std::string parent = parent_of(key);
     leave_other_queue(parent);
-    const std::string prefix = detail::zookeeper_owner_prefix(owner);
+    const std::string mine_prefix = detail::zookeeper_owner_prefix(owner);
     for (int round = 0;; ++round) {
       const std::int64_t sid = link_.session_id();
+      const std::string prefix = detail::zookeeper_node_prefix(mine_prefix, sid, ++creates_);
       std::string made;
       Stat st{};
       auto t = tickets_.find(std::this_thread::get_id());
       // This thread's place in this queue: no new node, one list (a hand-off's only request).
       const bool placed = round == 0 && t != tickets_.end() && t->second.session == sid;
+      // A node this call made and did not hand on (grant, place, deleted) is doomed as it leaves.
+      detail::zookeeper_doom_guard guard{grants_, parent, prefix, made, sid, !placed};
+      result<std::vector<detail::zookeeper_child>> kids = std::vector<detail::zookeeper_child>();
       if (placed) {
         made = t->second.name;
         st.czxid = t->second.czxid;
-      } else if (std::error_code ec = enter(parent, prefix, owner, made, st)) {
+        kids = nodes_.children(parent);
+      } else if (std::error_code ec = enter(parent, prefix, owner, made, st, kids)) {
+        if (link_.session_id() != sid) guard.armed = false;  // the node went with its session
         return ec;
       }
-      result<std::vector<detail::zookeeper_child>> kids = nodes_.children(parent);
-      if (!kids) {
-        if (!made.empty() && !placed) (void)nodes_.remove(detail::zookeeper_path(parent, made));
-        return kids.error();
-      }
-      result<std::vector<held>> mine = own_nodes(parent, prefix, owner, made, st, *kids);
+      if (!kids) return kids.error();
+      result<std::vector<held>> mine = own_nodes(parent, mine_prefix, owner, made, st, *kids);
       if (!mine) return mine.error();
+      guard.armed = false;  // judge() hands every node on; with none, none was left
       if (!mine->empty()) return judge(*kids, std::move(mine->front()), start, ttl, queue);
       tickets_.erase(std::this_thread::get_id());
       if (!placed) {
@@ -390,21 +402,24 @@ class zookeeper_store : public detail::link_client<detail::zookeeper_link> {
     }
   }
 
-  // Creates this attempt's node (`made`, its Stat in `st`). A create whose reply was lost leaves
-  // `made` empty: once the session is back, own_nodes() finds the node if the create applied
-  // (by its prefix, data and session), so it is neither orphaned nor doubled. A session that
-  // expired meanwhile took the node with it.
+  // Creates this attempt's node (`made`, its Stat in `st`) and lists its siblings into `kids`
+  // (pipelined: one round trip). A create whose reply was lost leaves `made` empty: once the
+  // session is back, own_nodes() finds the node if the create applied (by its prefix, this
+  // create's own), so it is neither orphaned nor doubled. A session that expired meanwhile took
+  // the node with it.
   std::error_code enter(const std::string& parent, const std::string& prefix,
-                        std::string_view owner, std::string& made, Stat& st) {
+                        std::string_view owner, std::string& made, Stat& st,
+                        result<std::vector<detail::zookeeper_child>>& kids) {
     const std::int64_t sid = link_.session_id();
-    const int rc = nodes_.create(parent, prefix, owner, made, st);
+    const int rc = nodes_.create_listed(parent, prefix, owner, made, st, kids);
     if (rc == ZOK) return {};
-    if (rc != ZCONNECTIONLOSS) return link_.fail_rc(rc, "create", parent + "/" + prefix);
     made.clear();
+    if (rc != ZCONNECTIONLOSS) return link_.fail_rc(rc, "create", parent + "/" + prefix);
     if (std::error_code ec = link_.ensure_connected()) return ec;
     if (link_.session_id() != sid) return link_.fail(errc::store_unavailable, link_.lost_session());
     const int synced = nodes_.sync(parent);  // the list below must see the create if it applied
     if (synced != ZOK) return link_.fail_rc(synced, "sync", parent);
+    kids = nodes_.children(parent);
     return {};
   }
 
@@ -418,6 +433,7 @@ class zookeeper_store : public detail::link_client<detail::zookeeper_link> {
     std::vector<held> mine;
     for (const detail::zookeeper_child& c : kids) {
       if (c.name.compare(0, prefix.size(), prefix) != 0) continue;
+      if (!detail::zookeeper_name_of_session(c.name, sid)) continue;  // another session's
       std::int64_t czxid = st.czxid;
       if (c.name != made) {
         result<std::optional<detail::zookeeper_node>> n = nodes_.get(parent, c.name);
@@ -428,8 +444,14 @@ class zookeeper_store : public detail::link_client<detail::zookeeper_link> {
       mine.push_back(held{parent, c.name, std::string(owner),
                           fencing_token(static_cast<std::uint64_t>(czxid)), sid});
     }
-    for (std::size_t i = 1; i < mine.size(); ++i) (void)nodes_.remove(parent + "/" + mine[i].name);
+    for (std::size_t i = 1; i < mine.size(); ++i) remove_or_doom(parent, mine[i].name, sid);
     return mine;
+  }
+
+  // Deletes parent/name, or leaves it to the reaper (zookeeper_grants::doom) if that fails.
+  void remove_or_doom(const std::string& parent, const std::string& name, std::int64_t session) {
+    const int rc = nodes_.remove(detail::zookeeper_path(parent, name));
+    if (rc != ZOK && rc != ZNONODE) grants_.doom(parent, name, session, false);
   }
 
   // The answer for this owner's node `keep` among `kids`: a grant if first in line, else busy,
@@ -445,8 +467,8 @@ class zookeeper_store : public detail::link_client<detail::zookeeper_link> {
       return g;
     }
     if (!queue) {
-      (void)nodes_.remove(keep.parent + "/" + keep.name);
       tickets_.erase(me);
+      remove_or_doom(keep.parent, keep.name, keep.session);
       return errc::busy;
     }
     std::string ahead;
@@ -460,9 +482,10 @@ class zookeeper_store : public detail::link_client<detail::zookeeper_link> {
   }
 
   // The holder of `key` if it is `owner` with `token` (remembered, else found: the first node
-  // under the key's parent); nullopt if another or none holds it.
+  // under the key's parent); nullopt if another or none holds it. A remembered grant is read
+  // (exists: still there, still that czxid) only if `confirm`.
   result<std::optional<held>> holder_of(std::string_view key, std::string_view owner,
-                                        fencing_token token) {
+                                        fencing_token token, bool confirm = true) {
     const std::string parent = parent_of(key);
     auto it = grants_.find(parent);
     if (it != grants_.end() && it->second.owner == owner && it->second.token == token) {
@@ -475,6 +498,7 @@ class zookeeper_store : public detail::link_client<detail::zookeeper_link> {
         (void)grants_.reap_due();  // past its end: deleted (or left to the reaper), not renewed
         return std::optional<held>();
       }
+      if (!confirm) return std::optional<held>(it->second);
       Stat st{};
       const std::string path = parent + "/" + it->second.name;
       const int rc = nodes_.exists(path, st, false);
@@ -528,27 +552,45 @@ class zookeeper_store : public detail::link_client<detail::zookeeper_link> {
         return link_.fail_rc(rc, "exists", path);
       }
     }
+    // An exception out of the sleep (a user's cancel wake-up, the tests' fault hook) takes this
+    // thread's place out: its caller leaves, and no node may outlive it.
+    detail::zookeeper_on_unwind guard{[&]() noexcept { leave_watch(path); }};
+    if (link_.fault) (void)link_.fault("wait");
     link_.wait_event(path, seen, deadline, cancel);
+    guard.armed = false;
     link_.forget_watch(path);
     if (cancel.stop_requested()) return errc::cancelled;
     return {};
+  }
+  // Forgets the watch on `path`, dooms the calling thread's place (out of memory, it stays).
+  void leave_watch(const std::string& path) noexcept {
+    HOLDFAST_TRY {
+      link_.forget_watch(path);
+      auto guard = link_.lock();
+      auto it = tickets_.find(std::this_thread::get_id());
+      if (it == tickets_.end()) return;
+      grants_.doom(it->second.parent, it->second.name, it->second.session, false);
+      tickets_.erase(it);
+    }
+    HOLDFAST_CATCH_ALL {}
   }
   // Deletes the calling thread's place in a queue other than `parent`'s, or of an old session.
   void leave_other_queue(const std::string& parent) {
     auto it = tickets_.find(std::this_thread::get_id());
     if (it == tickets_.end() || it->second.parent == parent) return;
-    if (it->second.session == link_.session_id()) {
-      (void)nodes_.remove(it->second.parent + "/" + it->second.name);
-    }
+    const ticket t = std::move(it->second);
     tickets_.erase(it);
+    if (t.session == link_.session_id()) remove_or_doom(t.parent, t.name, t.session);
   }
   detail::zookeeper_nodes nodes_{link_};
   detail::zookeeper_grants grants_{link_, nodes_, reaper_};  // guarded by the link's mutex
   std::unordered_map<std::thread::id, ticket> tickets_;      // guarded by the link's mutex
+  std::uint32_t creates_ = 0;  // this store's creates (node names: zookeeper_node_prefix)
   // Last: destroyed (its thread joined) before what its reap function uses.
   detail::zookeeper_reaper reaper_{[this] {
     auto guard = link_.lock();
-    return grants_.reap_due();
+    const time_point next = grants_.reap_due();
+    return std::min(next, grants_.purge());
   }};
 };
 

@@ -3,18 +3,23 @@
 // zookeeper_store holds in its session (the key's parent, the node, owner, token, session, end),
 // the grants an expired session took (for session_expired()), and the deletion of the nodes of
 // grants past their end, which the store's reaper thread (zookeeper_reaper.hpp) and the store's
-// own calls run. Part of stores/zookeeper.hpp; not for users. Every member runs under the link's
-// lock().
+// own calls run; and the nodes of this store that no caller holds any more (a create whose
+// reply was lost and whose search could not run, a delete that failed, a caller that left by an
+// exception), deleted by the same reaper and calls, so that no such node blocks a key's queue
+// while the session lives on. Part of stores/zookeeper.hpp; not for users. Every member runs under
+// the link's lock().
 #ifndef HOLDFAST_STORES_DETAIL_ZOOKEEPER_GRANTS_HPP
 #define HOLDFAST_STORES_DETAIL_ZOOKEEPER_GRANTS_HPP
 
 #include <algorithm>
 #include <chrono>
+#include <cstddef>
 #include <cstdint>
 #include <string>
 #include <string_view>
 #include <unordered_map>
 #include <utility>
+#include <vector>
 
 #include "holdfast/detail/config.hpp"
 #include "holdfast/fencing_token.hpp"
@@ -83,6 +88,36 @@ class zookeeper_grants {
     return it != lost_.end() && it->second.owner == owner && it->second.token == token;
   }
 
+  /// Marks a node of session `session` for deletion: `name` under `parent`, or (`by_prefix`)
+  /// every node under `parent` whose name starts with `name` (a create whose reply was lost: its
+  /// prefix is that create's own, zookeeper_node_prefix). The reaper deletes it soon (purge()).
+  /// Never throws: out of memory, the node is left to its session.
+  void doom(const std::string& parent, const std::string& name, std::int64_t session,
+            bool by_prefix) noexcept {
+    HOLDFAST_TRY {
+      doomed_.push_back(doomed{parent, name, session, by_prefix});
+      reaper_.schedule(std::chrono::steady_clock::now());
+    }
+    HOLDFAST_CATCH_ALL {}
+  }
+  /// True iff nodes wait for deletion.
+  [[nodiscard]] bool doomed_left() const noexcept { return !doomed_.empty(); }
+  /// Deletes the doomed nodes of the current session (those of an ended session went with it);
+  /// returns when to try again (time_point::max(): nothing left). Requests: one delete per node,
+  /// one list per lost create.
+  time_point purge() {
+    for (std::size_t i = 0; i < doomed_.size();) {
+      const doomed& d = doomed_[i];
+      if (d.session != link_.session_id() || link_.handle() == nullptr || purge_one(d)) {
+        doomed_.erase(doomed_.begin() + static_cast<std::ptrdiff_t>(i));
+        continue;
+      }
+      ++i;
+    }
+    if (doomed_.empty()) return time_point::max();
+    return std::chrono::steady_clock::now() + std::chrono::milliseconds(100);
+  }
+
   /// True iff a grant may be past its end.
   [[nodiscard]] bool due() const { return !(std::chrono::steady_clock::now() < next_due_); }
   /// Deletes the nodes of this session's grants past their end (a delete that fails is tried
@@ -118,14 +153,69 @@ class zookeeper_grants {
   }
 
  private:
+  struct doomed {
+    std::string parent;
+    std::string name;
+    std::int64_t session = 0;
+    bool by_prefix = false;
+  };
+  static bool gone(int rc) noexcept {
+    return rc == ZOK || rc == ZNONODE || rc == ZSESSIONEXPIRED || rc == ZINVALIDSTATE;
+  }
+  // Deletes what `d` names; true iff nothing of it is left.
+  bool purge_one(const doomed& d) {
+    if (!d.by_prefix) return gone(nodes_.remove(zookeeper_path(d.parent, d.name)));
+    String_vector v{};
+    link_.count_request();
+    const int rc = zoo_get_children(link_.handle(), d.parent.c_str(), 0, &v);
+    if (rc != ZOK) return gone(rc);
+    bool done = true;
+    for (int i = 0; i < v.count; ++i) {
+      const std::string_view n(v.data[i]);
+      if (n.compare(0, d.name.size(), d.name) != 0) continue;
+      done = gone(nodes_.remove(zookeeper_path(d.parent, std::string(n)))) && done;
+    }
+    deallocate_String_vector(&v);
+    return done;
+  }
+
   zookeeper_link& link_;
   zookeeper_nodes& nodes_;
   zookeeper_reaper& reaper_;
   map held_;
   map lost_;
+  std::vector<doomed> doomed_;
   std::uint64_t expiries_seen_ = 0;
   time_point next_due_ = time_point::max();
 };
+
+/// Dooms (zookeeper_grants::doom) the node of one create unless disarmed: by name once known
+/// (`made`), else by the create's own prefix. zookeeper_store arms one per create, so that a
+/// call leaving by an error or an exception leaves no node behind.
+struct zookeeper_doom_guard {
+  zookeeper_grants& grants;
+  const std::string& parent;
+  const std::string& prefix;
+  const std::string& made;
+  std::int64_t session;
+  bool armed;
+  ~zookeeper_doom_guard() {
+    if (armed) grants.doom(parent, made.empty() ? prefix : made, session, made.empty());
+  }
+};
+
+/// Calls `f` (noexcept) when destroyed unless disarmed: what a call undoes when it leaves by an
+/// exception.
+template <class F>
+struct zookeeper_on_unwind {
+  F f;
+  bool armed = true;
+  ~zookeeper_on_unwind() {
+    if (armed) f();
+  }
+};
+template <class F>
+zookeeper_on_unwind(F) -> zookeeper_on_unwind<F>;
 
 }  // namespace detail
 HOLDFAST_ABI_NAMESPACE_END

@@ -139,26 +139,30 @@ class zookeeper_link {
   std::error_code ensure_connected() {
     std::string why;
     if (opts_.check(&why)) return fail(errc::invalid_argument, "zookeeper: " + why);
-    int state = 0;
-    {
-      std::lock_guard<std::mutex> g(ev_mu_);
-      state = state_;
-    }
-    if (zh_ != nullptr && state == ZOO_CONNECTED_STATE) return {};
-    if (zh_ != nullptr && (state == ZOO_EXPIRED_SESSION_STATE || state == ZOO_AUTH_FAILED_STATE)) {
-      if (state == ZOO_EXPIRED_SESSION_STATE && sid_ != 0) {
-        lost_session_ = "zookeeper: session " + zookeeper_session_text(sid_) +
-                        " expired (the server heard nothing from it for its timeout of " +
-                        std::to_string(granted_timeout().count()) +
-                        " ms): every lease it held is lost";
-        ++expiries_;
+    // Twice at most: a session this call finds reconnecting may turn out expired while it waits
+    // (the server tells a client so only when it reconnects); that expiry is recorded and a new
+    // session opened in the same call, so the caller hears of it now, not one call later.
+    for (int pass = 0;; ++pass) {
+      int state = 0;
+      {
+        std::lock_guard<std::mutex> g(ev_mu_);
+        state = state_;
       }
-      close();
+      if (zh_ != nullptr && state == ZOO_CONNECTED_STATE) return {};
+      if (zh_ != nullptr &&
+          (state == ZOO_EXPIRED_SESSION_STATE || state == ZOO_AUTH_FAILED_STATE)) {
+        if (state == ZOO_EXPIRED_SESSION_STATE && sid_ != 0) note_expiry();
+        close();
+      }
+      const bool fresh = zh_ == nullptr;
+      if (fresh) {
+        if (std::error_code ec = open()) return ec;
+      }
+      std::error_code ec = wait_connected();
+      if (!ec || fresh || pass > 0) return ec;
+      std::lock_guard<std::mutex> g(ev_mu_);
+      if (state_ != ZOO_EXPIRED_SESSION_STATE) return ec;
     }
-    if (zh_ == nullptr) {
-      if (std::error_code ec = open()) return ec;
-    }
-    return wait_connected();
   }
 
   /// Registers interest in watch events on `path` and returns the count seen so far (pass it to
@@ -220,6 +224,13 @@ class zookeeper_link {
   }
 
  private:
+  void note_expiry() {
+    lost_session_ = "zookeeper: session " + zookeeper_session_text(sid_) +
+                    " expired (the server heard nothing from it for its timeout of " +
+                    std::to_string(granted_timeout().count()) + " ms): every lease it held is lost";
+    ++expiries_;
+  }
+
   struct interest {
     std::uint64_t fired = 0;
     int waiters = 0;

@@ -1,8 +1,8 @@
 // SPDX-License-Identifier: MIT
 // holdfast/stores/detail/zookeeper_names.hpp - the names zookeeper_store gives its nodes: a
-// lease key's parent node (escaped, or hashed when long), the owner-derived prefix of a
-// contender's ephemeral sequential node (Curator's "protected" names), and the sequence number
-// ZooKeeper appends. Plain C++: no ZooKeeper client. Not for users.
+// lease key's parent node (escaped, or hashed when long), the prefix of a contender's ephemeral
+// sequential node (owner, session and attempt: Curator's "protected" names), and the sequence
+// number ZooKeeper appends. Plain C++: no ZooKeeper client. Not for users.
 //
 // ZooKeeper path components may not contain '/', NUL, control characters, some Unicode ranges,
 // or be "." or ".."; they must be valid UTF-8. So a key is escaped: bytes in [A-Za-z0-9_-] stay,
@@ -71,9 +71,9 @@ inline void zookeeper_key_name(std::string_view key, std::string& out) {
   zookeeper_hex_append(h.data(), h.size(), out);
 }
 
-/// The prefix of the nodes `owner` creates: 16 hex digits of SHA-256(owner) and a '-', to which
-/// ZooKeeper appends a 10-digit sequence number. A retry after a lost reply finds its own node
-/// by it (and then by the node's data, the owner's bytes, and its session).
+/// The part of a node name that names its owner: 16 hex digits of SHA-256(owner) and a '-'.
+/// The retry rule (the same owner asking again in its session gets its older node back) finds
+/// that owner's nodes by it (and then by the node's data, the owner's bytes, and its session).
 inline std::string zookeeper_owner_prefix(std::string_view owner) {
   std::string out;
   const std::array<unsigned char, 32> h = sha256(owner);
@@ -82,16 +82,51 @@ inline std::string zookeeper_owner_prefix(std::string_view owner) {
   return out;
 }
 
-/// The sequence number of a contender node's name ("<16 hex>-<10 digits>"), or nullopt for a
+/// The prefix of one create: the owner part, the session's id (16 hex digits), a '-', the
+/// store's count of its creates in that session (8 hex digits) and a '-', to which ZooKeeper
+/// appends a 10-digit sequence number. No two creates ever share it (Curator's protected names
+/// use a UUID per attempt), so a lost reply's node is found, and a node deleted, by name alone:
+/// a name can never come back as another contender's node (not even after the key's container
+/// node was removed and made again, which restarts the sequence).
+inline std::string zookeeper_node_prefix(const std::string& owner_prefix, std::int64_t session,
+                                         std::uint32_t attempt) {
+  std::string out = owner_prefix;
+  unsigned char b[12];
+  const auto s = static_cast<std::uint64_t>(session);
+  for (int i = 0; i < 8; ++i) b[i] = static_cast<unsigned char>(s >> (56 - 8 * i));
+  for (int i = 0; i < 4; ++i) b[8 + i] = static_cast<unsigned char>(attempt >> (24 - 8 * i));
+  zookeeper_hex_append(b, 8, out);
+  out += '-';
+  zookeeper_hex_append(b + 8, 4, out);
+  out += '-';
+  return out;
+}
+
+/// The length of a contender node's name: "<16 hex>-<16 hex>-<8 hex>-<10 digits>".
+inline constexpr std::size_t zookeeper_name_size = 53;
+
+/// The sequence number of a contender node's name (see zookeeper_node_prefix), or nullopt for a
 /// name holdfast does not make.
 inline std::optional<std::int64_t> zookeeper_sequence(std::string_view name) {
-  if (name.size() != 27 || name[16] != '-') return std::nullopt;
+  if (name.size() != zookeeper_name_size || name[16] != '-' || name[33] != '-' || name[42] != '-') {
+    return std::nullopt;
+  }
   std::int64_t n = 0;
-  for (std::size_t i = 17; i < name.size(); ++i) {
+  for (std::size_t i = 43; i < name.size(); ++i) {
     if (name[i] < '0' || name[i] > '9') return std::nullopt;
     n = n * 10 + (name[i] - '0');
   }
   return n;
+}
+
+/// True iff `name` (a contender node's) was made in session `session` (its id in the name).
+inline bool zookeeper_name_of_session(std::string_view name, std::int64_t session) {
+  std::string want;
+  unsigned char b[8];
+  const auto s = static_cast<std::uint64_t>(session);
+  for (int i = 0; i < 8; ++i) b[i] = static_cast<unsigned char>(s >> (56 - 8 * i));
+  zookeeper_hex_append(b, 8, want);
+  return name.size() == zookeeper_name_size && name.substr(17, 16) == want;
 }
 
 }  // namespace detail

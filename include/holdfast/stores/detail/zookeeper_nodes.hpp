@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: MIT
 // holdfast/stores/detail/zookeeper_nodes.hpp - zookeeper_nodes: the single requests
-// zookeeper_store makes over its link (create, list, get, exists with a watch, delete), each
+// zookeeper_store makes over its link (create, list, the two pipelined, get, exists with a
+// watch, delete), each
 // counted, with ZooKeeper's answers unpacked into C++ values and its C structures freed. Not for
 // users. Every member runs under the link's lock().
 #ifndef HOLDFAST_STORES_DETAIL_ZOOKEEPER_NODES_HPP
@@ -70,28 +71,30 @@ class zookeeper_nodes {
     String_vector v{};
     link_.count_request();
     const int rc = zoo_get_children(link_.handle(), parent.c_str(), 0, &v);
-    if (rc == ZNONODE) return std::vector<zookeeper_child>();
-    if (rc != ZOK) return link_.fail_rc(rc, "get_children", parent);
-    std::vector<zookeeper_child> out;
-    out.reserve(static_cast<std::size_t>(v.count));
-    bool foreign = false;
-    for (int i = 0; i < v.count; ++i) {
-      const std::optional<std::int64_t> seq = zookeeper_sequence(v.data[i]);
-      if (!seq) {
-        foreign = true;
-        continue;
-      }
-      out.push_back(zookeeper_child{v.data[i], *seq});
+    std::vector<std::string> names;
+    if (rc == ZOK) {
+      names.reserve(static_cast<std::size_t>(v.count));
+      for (int i = 0; i < v.count; ++i) names.emplace_back(v.data[i]);
+      deallocate_String_vector(&v);
     }
-    deallocate_String_vector(&v);
-    if (foreign) {
-      return link_.fail(errc::protocol_error,
-                        "zookeeper: " + parent + " has a child holdfast did not make");
+    return contenders(parent, rc, names);
+  }
+
+  /// create() and children() of `parent` pipelined: both requests leave at once and cost one
+  /// round trip. ZooKeeper answers a session's requests in the order they were sent, so the list
+  /// sees the create. Returns the create's code (as create(); `kids` is then the list); on any
+  /// other code than ZOK `kids` is to be ignored.
+  int create_listed(const std::string& parent, const std::string& prefix, std::string_view owner,
+                    std::string& name, Stat& stat, result<std::vector<zookeeper_child>>& kids) {
+    int rc = create_listed_once(parent, prefix, owner, name, stat, kids);
+    if (rc == ZNONODE) {
+      rc = make_parents(parent);
+      if (rc == ZOK) rc = create_listed_once(parent, prefix, owner, name, stat, kids);
     }
-    std::sort(out.begin(), out.end(), [](const zookeeper_child& a, const zookeeper_child& b) {
-      return a.sequence < b.sequence;
-    });
-    return out;
+    if (rc == ZOK && link_.fault && link_.fault("create") == zookeeper_fault::lost_reply) {
+      return ZCONNECTIONLOSS;
+    }
+    return rc;
   }
 
   /// Reads `parent`/`name`: nullopt if it does not exist.
@@ -151,7 +154,7 @@ class zookeeper_nodes {
       int rc = ZOK;
     } w;
     link_.count_request();
-    if (link_.fault) (void)link_.fault("sync");
+    const bool lose = link_.fault && link_.fault("sync") == zookeeper_fault::lost_reply;
     const int rc = zoo_async(
         link_.handle(), path.c_str(),
         [](int code, const char* /*value*/, const void* data) {
@@ -165,7 +168,7 @@ class zookeeper_nodes {
     if (rc != ZOK) return rc;
     std::unique_lock<std::mutex> g(w.m);
     w.cv.wait(g, [&] { return w.done; });
-    return w.rc;
+    return lose ? ZCONNECTIONLOSS : w.rc;
   }
 
   /// Deletes `path` (any version). Returns the client's code.
@@ -195,6 +198,94 @@ class zookeeper_nodes {
   }
 
  private:
+  // The contenders among `names` (the answer `rc` to a list of `parent`), sorted.
+  result<std::vector<zookeeper_child>> contenders(const std::string& parent, int rc,
+                                                  const std::vector<std::string>& names) {
+    if (rc == ZNONODE) return std::vector<zookeeper_child>();
+    if (rc != ZOK) return link_.fail_rc(rc, "get_children", parent);
+    std::vector<zookeeper_child> out;
+    out.reserve(names.size());
+    for (const std::string& n : names) {
+      const std::optional<std::int64_t> seq = zookeeper_sequence(n);
+      if (!seq) {
+        return link_.fail(errc::protocol_error,
+                          "zookeeper: " + parent + " has a child holdfast did not make");
+      }
+      out.push_back(zookeeper_child{n, *seq});
+    }
+    std::sort(out.begin(), out.end(), [](const zookeeper_child& a, const zookeeper_child& b) {
+      return a.sequence < b.sequence;
+    });
+    return out;
+  }
+
+  // The answers of create_listed_once, written by the client's completion thread.
+  struct listed {
+    std::mutex m;
+    std::condition_variable cv;
+    int left = 2;
+    int create_rc = ZOK;
+    std::string path;
+    Stat stat{};
+    int list_rc = ZOK;
+    std::vector<std::string> names;
+    void done() {
+      std::lock_guard<std::mutex> g(m);
+      --left;
+      cv.notify_all();
+    }
+  };
+  static void on_created(int rc, const char* value, const Stat* st, const void* data) {
+    auto* l = static_cast<listed*>(const_cast<void*>(data));
+    l->create_rc = rc;
+    HOLDFAST_TRY {
+      if (rc == ZOK && value != nullptr) l->path = value;
+    }
+    HOLDFAST_CATCH_ALL {
+      l->create_rc = ZSYSTEMERROR;
+    }
+    if (rc == ZOK && st != nullptr) l->stat = *st;
+    l->done();
+  }
+  static void on_listed(int rc, const String_vector* v, const void* data) {
+    auto* l = static_cast<listed*>(const_cast<void*>(data));
+    l->list_rc = rc;
+    HOLDFAST_TRY {
+      if (rc == ZOK && v != nullptr) {
+        for (int i = 0; i < v->count; ++i) l->names.emplace_back(v->data[i]);
+      }
+    }
+    HOLDFAST_CATCH_ALL {
+      l->list_rc = ZSYSTEMERROR;
+    }
+    l->done();
+  }
+  int create_listed_once(const std::string& parent, const std::string& prefix,
+                         std::string_view owner, std::string& name, Stat& stat,
+                         result<std::vector<zookeeper_child>>& kids) {
+    const std::string path = parent + "/" + prefix;
+    listed l;
+    link_.count_request();
+    int rc =
+        zoo_acreate2(link_.handle(), path.c_str(), owner.data(), static_cast<int>(owner.size()),
+                     acl(), ZOO_EPHEMERAL_SEQUENTIAL, &on_created, &l);
+    if (rc != ZOK) return rc;  // not sent
+    link_.count_request();
+    rc = zoo_aget_children(link_.handle(), parent.c_str(), 0, &on_listed, &l);
+    std::unique_lock<std::mutex> g(l.m);
+    if (rc != ZOK) {
+      l.list_rc = rc;
+      --l.left;
+    }
+    l.cv.wait(g, [&] { return l.left == 0; });
+    if (l.create_rc != ZOK) return l.create_rc;
+    const std::size_t slash = l.path.rfind('/');
+    name.assign(slash == std::string::npos ? l.path : l.path.substr(slash + 1));
+    stat = l.stat;
+    kids = contenders(parent, l.list_rc, l.names);
+    return ZOK;
+  }
+
   int create_once(const std::string& path, std::string_view owner, std::string& name, Stat& stat) {
     char out[1024];
     link_.count_request();
