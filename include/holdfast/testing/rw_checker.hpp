@@ -20,10 +20,17 @@
 // read `begin` with TTL `t` is surely live while the clock reads less than begin + t, so no store
 // keeping the contract is reported.
 //
+// A store that came back from a lagging copy (sim_store's lagging restart: a store_up event with
+// value = operations lost > 0 and token = history events before the copy) holds the copy's
+// grants and counter from then on: exclusion and token order are judged within each life of its
+// state (a lost grant is gone, its token may be issued again), as checker.hpp judges S2/S3
+// (detail/lost_life.hpp). The exclusive tokens stay known: a resource remembers what it admitted.
+//
 // Thread-safety: check_read_write() is a pure function of its argument.
 #ifndef HOLDFAST_TESTING_RW_CHECKER_HPP
 #define HOLDFAST_TESTING_RW_CHECKER_HPP
 
+#include <algorithm>
 #include <cstddef>
 #include <cstdint>
 #include <map>
@@ -85,6 +92,7 @@ class rw_judge {
 
  private:
   void step(std::size_t i, const event& e) {
+    if (e.kind == event_kind::store_up && e.value > 0) return came_back(i, e);
     if (e.key >= h_.keys.size()) return;
     std::string key;
     bool shared = false;
@@ -144,6 +152,20 @@ class rw_judge {
     // Grants stay listed until released, expired ones included: a store may hold a grant past the
     // instant it surely holds it, and the same owner's re-ask then gets the same token back.
     s.grants.push_back(rw_live_grant{e.owner, e.token, shared, until});
+  }
+
+  // A lagging restart at event `i`: the store's grants and counters are the copy's, taken after
+  // the first e.token events (replayed by a judge of their own); exclusive tokens are kept.
+  void came_back(std::size_t i, const event& e) {
+    history prefix = h_;
+    prefix.events.resize(std::min<std::size_t>(static_cast<std::size_t>(e.token), i));
+    rw_judge before(prefix);
+    (void)before.run();
+    for (auto& kv : keys_) {
+      rw_key_state& now = before.keys_[kv.first];
+      now.writer_tokens.insert(kv.second.writer_tokens.begin(), kv.second.writer_tokens.end());
+    }
+    keys_ = std::move(before.keys_);
   }
 
   static rw_live_grant* find(rw_key_state& s, const std::string& owner, std::uint64_t token,

@@ -16,9 +16,12 @@
 // store behind it (rw_coded_store) takes the mode from the key, `r/K` shared and `w/K` exclusive,
 // and rw_front gives the recipe try_acquire_rw/renew_rw/release_rw on top by coding the key. The
 // history records `r/K` and `w/K` as two keys, which is how rw_checker.hpp tells the modes apart.
-// The shipped path of an upgrade is release, then acquire_write. Not simulated yet: a store that
-// loses grants (a restart from a lagging copy), since memory_store's read-write records are not
-// part of the copies sim_store keeps.
+// The shipped path of an upgrade is release, then acquire_write. With `lossy`, the store also
+// restarts from lagging copies (store_fault_options::lagging_restarts, every restart that can):
+// a copy holds the read-write records and the counter (memory_store's copy_read_write_state), so a
+// lost grant loses shared grants too, and rw_checker.hpp judges each life of the store from its
+// copy's state, as checker.hpp does. The resource then also refuses a token equal to the newest it
+// admitted from another owner (fence.hpp's token_reissued): a lost grant's token is issued again.
 //
 // run_rw_schedule(src, m) is the entry; shapes_workload.hpp runs it as a phase of
 // run_shapes_schedule, so the seeded search, rapidcheck and libFuzzer of the shapes all run it.
@@ -26,13 +29,16 @@
 #ifndef HOLDFAST_TESTING_RW_WORKLOAD_HPP
 #define HOLDFAST_TESTING_RW_WORKLOAD_HPP
 
+#include <algorithm>
 #include <chrono>
+#include <cstddef>
 #include <cstdint>
 #include <memory>
 #include <string>
 #include <string_view>
 #include <system_error>
 #include <utility>
+#include <vector>
 
 #include "holdfast/detail/config.hpp"
 #include "holdfast/read_write_lease.hpp"
@@ -59,6 +65,8 @@ struct rw_verdict {
   verdict base;   ///< S1-S5 on the writers' events (readers coexist by design, so not S3).
   /// Returns true iff every property and invariant holds.
   [[nodiscard]] bool ok() const noexcept { return rw.ok() && base.ok(); }
+  /// How many restarts came back from a lagging copy (lossy runs), losing grants.
+  std::uint32_t lost_lives = 0;
 };
 
 namespace detail {
@@ -96,6 +104,7 @@ class rw_coded_store {
   }
   memory_store<sim_clock> s_;
   rw_mutation m_;
+  friend struct rw_world;  // its lagging copies
 };
 
 // The read-write capability over the simulated network, for the shipped recipe.
@@ -126,19 +135,30 @@ class rw_front {
 inline constexpr std::chrono::milliseconds rw_ttl{1000};
 
 struct rw_world {
-  rw_world(decision_source& src, rw_mutation m)
+  rw_world(decision_source& src, rw_mutation m, bool lossy = false)
       : sim(src, faults()),
         store(
             sim, "store", [m](sim_clock c) { return std::make_unique<rw_coded_store>(c, m); },
-            store_faults()),
-        front(store) {
+            store_faults(lossy)),
+        front(store),
+        lossy(lossy) {
     sim.log().keys = {"w/k0", "r/k0"};  // index 0: the writers' key and the resource's
     sim.log().primary_store = store.node();
     sim.log().tolerance_ns = std::chrono::nanoseconds(std::chrono::milliseconds(1)).count();
+    if (!lossy) return;
+    store.keep_copies([this, m](rw_coded_store& now) -> sim_store<rw_coded_store>::restore_fn {
+      auto copy = std::make_shared<rw_coded_store>(store.clock(), m);
+      copy->s_.copy_read_write_state(now.s_);
+      return [this, copy, m](std::unique_ptr<rw_coded_store>& s) {
+        s = std::make_unique<rw_coded_store>(store.clock(), m);
+        s->s_.copy_read_write_state(copy->s_);
+      };
+    });
   }
-  static store_fault_options store_faults() {
+  static store_fault_options store_faults(bool lossy) {
     store_fault_options f;
     f.lost_requests = f.lost_replies = f.errors = true;
+    f.restarts = f.lagging_restarts = f.every_restart_lags = lossy;
     return f;
   }
   static fault_options faults() {
@@ -173,19 +193,30 @@ struct rw_world {
   // included (a reader presents its token when it reads, which fences stale writers out).
   void write(fencing_token t, const std::string& owner, node_id n) {
     const std::uint64_t before = gate;
-    const bool admitted = t.value() >= gate;
-    if (admitted) gate = t.value();
+    const bool reissued = lossy && t.value() == gate && owner != gate_owner;
+    const bool admitted = t.value() >= gate && !reissued;
+    if (admitted) {
+      gate = t.value();
+      gate_owner = owner;
+    }
     record(event_kind::write, n, owner, t.value(), static_cast<std::int64_t>(before),
-           admitted ? std::error_code{} : std::error_code(errc::stale_token));
+           admitted   ? std::error_code{}
+           : reissued ? std::error_code(errc::token_reissued)
+                      : std::error_code(errc::stale_token));
   }
-  void read(fencing_token t) {
-    if (t.value() > gate) gate = t.value();
+  void read(fencing_token t, const std::string& owner) {
+    if (t.value() > gate) {
+      gate = t.value();
+      gate_owner = owner;
+    }
   }
 
   simulator sim;
   sim_store<rw_coded_store> store;
   rw_front front;
+  bool lossy;
   std::uint64_t gate = 0;
+  std::string gate_owner;  // who presented `gate` (lossy: an equal token from another is refused)
 };
 
 using rw_lock = read_write_lease<rw_front, sim_clock>;
@@ -204,7 +235,7 @@ void rw_hold(rw_world& w, node_id n, Lease& l, int slices, bool writer) {
     if (writer) {
       w.write(l.token(), l.owner(), n);
     } else {
-      w.read(l.token());
+      w.read(l.token(), l.owner());
     }
   }
 }
@@ -254,12 +285,21 @@ inline void rw_reader(rw_world& w, node_id n, const std::string& name, rw_mutati
 
 // The writers' part of a read-write history: every event but the store's operations on the
 // shared keys (`r/...`), for check(): readers coexist, which S3 would call an overlap.
+// A lagging restart's store_up counts the events before its copy (token): in the part, the
+// events kept before that point.
 inline history writers_part(const history& h) {
   history out = h;
   out.events.clear();
-  for (const event& e : h.events) {
+  std::vector<std::size_t> kept_before(h.events.size() + 1, 0);
+  for (std::size_t i = 0; i < h.events.size(); ++i) {
+    const event& e = h.events[i];
+    kept_before[i] = out.events.size();
     const bool shared_key = e.key < h.keys.size() && h.keys[e.key].compare(0, 2, "r/") == 0;
-    if (!shared_key) out.events.push_back(e);
+    if (shared_key && e.kind != event_kind::store_up) continue;
+    out.events.push_back(e);
+    if (e.kind == event_kind::store_up && e.value > 0) {
+      out.events.back().token = kept_before[std::min<std::size_t>(e.token, i)];
+    }
   }
   return out;
 }
@@ -267,13 +307,15 @@ inline history writers_part(const history& h) {
 }  // namespace detail
 
 /// Runs one read-write schedule drawn from `src` with the negative control `m` (none: the shipped
-/// code): two writers and three readers of one key under every fault (see the overview).
-/// Returns the read-write properties' finding and S1-S5 on the writers' part of the history.
-inline rw_verdict run_rw_schedule(decision_source& src, rw_mutation m = rw_mutation::none) {
+/// code): two writers and three readers of one key under every fault (see the overview), and with
+/// `lossy` restarts from lagging copies too. Returns the read-write properties' finding and S1-S5
+/// on the writers' part of the history.
+inline rw_verdict run_rw_schedule(decision_source& src, rw_mutation m = rw_mutation::none,
+                                  bool lossy = false) {
   rw_verdict out;
   history log;
   {
-    detail::rw_world w(src, m);
+    detail::rw_world w(src, m, lossy);
     for (int i = 0; i < 2; ++i) {
       const std::string name(1, static_cast<char>('W' + i));
       const node_id n = w.sim.add_client(name);
@@ -286,6 +328,9 @@ inline rw_verdict run_rw_schedule(decision_source& src, rw_mutation m = rw_mutat
     }
     w.sim.run();
     log = std::move(w.sim.log());
+  }
+  for (const event& e : log.events) {
+    if (e.kind == event_kind::store_up && e.value > 0) ++out.lost_lives;
   }
   out.rw = check_read_write(log);
   out.base = check(detail::writers_part(log));

@@ -127,6 +127,17 @@ class memory_shared {
     return {};
   }
 
+  /// Makes this store's read-write records and token counter copies of `from`'s (plain leases
+  /// are not copied): the simulator's lagging copy of a store that loses its newest grants
+  /// (testing/rw_workload.hpp). Both stores must run on one clock. Thread-safety: locks both.
+  void copy_read_write_state(Store& from) {
+    Store& s = self();
+    if (&s == &from) return;
+    std::scoped_lock lock(s.mutex_, from.mutex_);
+    rw_ = static_cast<memory_shared&>(from).rw_;
+    s.last_token_ = from.last_token_;
+  }
+
  protected:
   memory_shared() = default;
   ~memory_shared() = default;
