@@ -34,11 +34,11 @@ namespace hf_test {
 inline constexpr std::chrono::milliseconds cancel_wait_hold{450};
 
 // One blocking acquire of `key` on `waiter` while a lease of `holder` holds it, released after
-// cancel_wait_hold; with a stoppable (never stopped) token when `stoppable`. Returns the store
-// attempts acquire_report counted.
+// cancel_wait_hold; with a stoppable (never stopped) token when `stoppable`. Returns what
+// acquire_report counted (its store attempts, and the last store error they met, if any).
 template <class Store>
-std::uint32_t attempts_across_release(Store& holder, Store& waiter, const std::string& key,
-                                      bool stoppable) {
+holdfast::acquire_report attempts_across_release(Store& holder, Store& waiter,
+                                                 const std::string& key, bool stoppable) {
   using namespace std::chrono_literals;
   holdfast::cancel_source src;
   auto held = holdfast::try_acquire(holder, key, 20s);
@@ -59,17 +59,29 @@ std::uint32_t attempts_across_release(Store& holder, Store& waiter, const std::s
   REQUIRE(*got);
   CHECK(std::chrono::steady_clock::now() - released < 2s);  // woken by the release, no backoff
   CHECK((*got)->release());
-  return report.attempts;
+  return report;
 }
 
 // A blocking acquire waits for a release with as many attempts with a stoppable token as
-// without one (two: busy, then granted after the release; a slice-cut wait made ~6).
+// without one (two: busy, then granted after the release; a slice-cut wait made ~6). On a real
+// server `key` should be unique to the run: the suites share one server and run side by side.
 template <class Store>
 void check_cancellable_wait_costs_nothing(Store& holder, Store& waiter, const std::string& key) {
-  const std::uint32_t plain = attempts_across_release(holder, waiter, key + "-plain", false);
-  const std::uint32_t with_token = attempts_across_release(holder, waiter, key + "-token", true);
-  CHECK(plain == 2);
-  CHECK(with_token == plain);
+  const holdfast::acquire_report plain =
+      attempts_across_release(holder, waiter, key + "-plain", false);
+  const holdfast::acquire_report with_token =
+      attempts_across_release(holder, waiter, key + "-token", true);
+  INFO("without a token: " << plain.attempts << " attempts, last store error '"
+                           << plain.last_store_message << "'; with one: " << with_token.attempts
+                           << ", '" << with_token.last_store_message << "'");
+  if (plain.last_store_error || with_token.last_store_error) {
+    // A transient store error (a command timeout of a loaded sanitized run) costs an attempt of
+    // its own: the counts say nothing about the wait then. Say so rather than pass silently.
+    WARN("a store error met during the runs; attempts not compared");
+    return;
+  }
+  CHECK(plain.attempts == 2);
+  CHECK(with_token.attempts == plain.attempts);
 }
 
 // request_stop() while a blocking acquire waits in the store: cancelled within `bound`, after its
@@ -106,17 +118,25 @@ void check_stop_ends_store_wait(Store& holder, Store& waiter, const std::string&
   CHECK(held->release());
 }
 
+// What one campaign across a resignation cost: its store attempts and the term step.
+struct campaign_cost {
+  std::uint32_t attempts = 0;
+  std::uint64_t term_step = 0;  // the new term minus the old one
+};
+
 // One campaign of `candidate` while `leader` leads, the leader resigning after cancel_wait_hold;
-// with a stoppable token when `stoppable`. Returns the new term minus the old one.
+// with a stoppable token when `stoppable`.
 template <class Store>
-std::uint64_t term_step_across_resign(Store& a, Store& b, const std::string& name, bool stoppable) {
+campaign_cost term_step_across_resign(Store& a, Store& b, const std::string& name, bool stoppable) {
   using namespace std::chrono_literals;
   holdfast::cancel_source src;
   holdfast::election<Store> leader(a, name, 20s);
   const auto first = leader.campaign(0s);
   REQUIRE(first);
+  holdfast::acquire_report report;
   holdfast::election_options<> eo;
   if (stoppable) eo.acquire.cancel = src.token();
+  eo.acquire.report = &report;
   eo.acquire.backoff.initial = 5s;
   eo.acquire.backoff.max_delay = 5s;
   holdfast::election<Store> candidate(b, name, 20s, eo);
@@ -128,16 +148,29 @@ std::uint64_t term_step_across_resign(Store& a, Store& b, const std::string& nam
   REQUIRE(second.has_value());
   REQUIRE(*second);
   CHECK(candidate.resign());
-  return (**second).value() - first->value();
+  return {report.attempts, (**second).value() - first->value()};
 }
 
+// Whose tokens a campaign's term step counts.
+enum class tokens_issued {
+  to_this_test,  // a store of the test's own (memory_store): the step is the campaign's alone
+  shared,        // a shared server (etcd revisions, a counter every suite's test bumps)
+};
+
 // Terms do not jump with a stoppable token: a campaign that waits for a resignation makes the
-// same attempts, so on a store whose busy attempts use up tokens the same step, as without one.
+// same attempts as without one, so on a store whose busy attempts use up tokens the same term
+// step. Where other tests take tokens from the same server meanwhile (`shared`: the suites run
+// side by side), the step is theirs too and only the attempts are compared.
 template <class Store>
-void check_campaign_terms_do_not_jump(Store& a, Store& b, const std::string& name) {
-  const std::uint64_t plain = term_step_across_resign(a, b, name + "-plain", false);
-  const std::uint64_t with_token = term_step_across_resign(a, b, name + "-token", true);
-  CHECK(with_token == plain);
+void check_campaign_terms_do_not_jump(Store& a, Store& b, const std::string& name,
+                                      tokens_issued tokens = tokens_issued::shared) {
+  const campaign_cost plain = term_step_across_resign(a, b, name + "-plain", false);
+  const campaign_cost with_token = term_step_across_resign(a, b, name + "-token", true);
+  INFO("without a token: " << plain.attempts << " attempts, term step " << plain.term_step
+                           << "; with one: " << with_token.attempts << ", step "
+                           << with_token.term_step);
+  CHECK(with_token.attempts == plain.attempts);
+  if (tokens == tokens_issued::to_this_test) CHECK(with_token.term_step == plain.term_step);
 }
 
 // `Store` seen by an election_observer, with a hook after every inspect() read: the place where

@@ -115,7 +115,8 @@ TEST_CASE("memory_store: a stoppable token costs a waiting acquire no attempt; a
 TEST_CASE("memory_store: a campaign with a stoppable token takes the same term step as without",
           "[cancel_wait][memory_store][election][concurrency]") {
   memory_store<> store;
-  hf_test::check_campaign_terms_do_not_jump(store, store, "job");
+  hf_test::check_campaign_terms_do_not_jump(store, store, "job",
+                                            hf_test::tokens_issued::to_this_test);
 }
 
 TEST_CASE("memory_store: a cancelled waiter passes on the hand-off a release chose it for",
@@ -220,7 +221,7 @@ TEST_CASE("a store without the cancellable wait: woken every slice, but no attem
   memory_store<> store;
   counting_store<false> counted{&store};
   const std::uint32_t attempts =
-      hf_test::attempts_across_release(counted, counted, "k", /*stoppable=*/true);
+      hf_test::attempts_across_release(counted, counted, "k", /*stoppable=*/true).attempts;
   CHECK(attempts == 2);
   CHECK(counted.waits >= 3);  // re-called every cancel_wait_slice (100 ms) over 450 ms
   counted.waits = 0;

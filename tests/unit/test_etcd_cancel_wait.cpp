@@ -47,7 +47,7 @@ TEST_CASE("etcd cancel: a stoppable token costs a waiting acquire no attempt; a 
   if (!o) return;
   etcd_store holder(*o);
   etcd_store waiter(*o);
-  hf_test::check_cancellable_wait_costs_nothing(holder, waiter, "k");
+  hf_test::check_cancellable_wait_costs_nothing(holder, waiter, "k-" + hf_test::random_tag(8));
   // The queue entry the busy attempt took is revoked by acquire()'s leave_queue (issue 22's
   // tests check that path); here: the stop lands during the watch.
   hf_test::check_stop_ends_store_wait(holder, waiter, "c", [](const std::string&) { return true; });
@@ -59,7 +59,7 @@ TEST_CASE("etcd cancel: a campaign with a stoppable token takes the same term st
   if (!o) return;
   etcd_store a(*o);
   etcd_store b(*o);
-  hf_test::check_campaign_terms_do_not_jump(a, b, "job");
+  hf_test::check_campaign_terms_do_not_jump(a, b, "job-" + hf_test::random_tag(8));
 }
 
 TEST_CASE("etcd: next_leader sees a hand-off between its read and its watch at once",

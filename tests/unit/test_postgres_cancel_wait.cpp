@@ -58,7 +58,7 @@ TEST_CASE("postgres cancel: a campaign with a stoppable token takes the same ter
   if (!o) return;
   postgres_store a(*o);
   postgres_store b(*o);
-  hf_test::check_campaign_terms_do_not_jump(a, b, "job");
+  hf_test::check_campaign_terms_do_not_jump(a, b, "job", hf_test::tokens_issued::to_this_test);
 }
 
 TEST_CASE("postgres: next_leader sees a hand-off between its read and its watch at once",

@@ -40,7 +40,7 @@ TEST_CASE("redis cancel: a stoppable token costs a waiting acquire no attempt; a
   if (!o) return;
   redis_store holder(*o);
   redis_store waiter(*o);
-  hf_test::check_cancellable_wait_costs_nothing(holder, waiter, "k");
+  hf_test::check_cancellable_wait_costs_nothing(holder, waiter, "k-" + hf_test::random_tag(8));
   hf_test::check_stop_ends_store_wait(holder, waiter, "c", [&](const std::string& key) {
     return hf_test::redis_queued(*o, key) ==
            0;  // the entry was taken out: no hand-off goes to nobody
@@ -53,7 +53,7 @@ TEST_CASE("redis cancel: a campaign with a stoppable token takes the same term s
   if (!o) return;
   redis_store a(*o);
   redis_store b(*o);
-  hf_test::check_campaign_terms_do_not_jump(a, b, "job");
+  hf_test::check_campaign_terms_do_not_jump(a, b, "job-" + hf_test::random_tag(8));
 }
 
 TEST_CASE("redis: next_leader sees a hand-off between its read and its watch at once",
