@@ -8,6 +8,7 @@
 #include <chrono>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "../support/real_servers.hpp"
@@ -41,7 +42,8 @@ std::optional<holdfast::postgres_options> server() {
   return o;
 }
 
-store_request renewal(const std::string& key, const std::string& owner, fencing_token t,
+// `key` and `owner` must outlive the request (it holds views): named strings and literals.
+store_request renewal(const std::string& key, std::string_view owner, fencing_token t,
                       std::chrono::milliseconds ttl) {
   return store_request{store_op::renew, key, owner, t, {}, ttl};
 }
