@@ -24,9 +24,12 @@
 
 #include "../support/real_servers.hpp"
 #include "../support/redis_cluster_servers.hpp"
+#include "holdfast/cancel.hpp"
 #include "holdfast/fence.hpp"
+#include "holdfast/lease.hpp"
 #include "holdfast/stores/redis_cluster.hpp"
 #include "holdfast/testing/conformance.hpp"
+#include "holdfast/testing/conformance_multi.hpp"
 
 namespace test_redis_cluster {
 
@@ -303,6 +306,199 @@ TEST_CASE("redis_cluster_store: a slot migrated under fenced holders keeps token
   REQUIRE(g);
   CHECK(c->primary_of(slot, c->node(to).port()) == static_cast<int>(to));
   CHECK(g->token > grants[keys[0]].back().first);
+}
+
+TEST_CASE("redis_cluster_store: a release wakes a waiter at once (sharded pub/sub)",
+          "[redis][cluster][wait]") {
+  static_assert(holdfast::can_wait_for_release_v<redis_cluster_store, std::chrono::steady_clock>);
+  static_assert(holdfast::can_watch_release_v<redis_cluster_store, std::chrono::steady_clock>);
+  hf_test::redis_cluster* c = cluster();
+  if (c == nullptr) return;
+  const redis_cluster_options o = options_for(*c);
+  redis_cluster_store holder(o);
+  redis_cluster_store waiter(o);
+  const auto soon = [] { return std::chrono::steady_clock::now() + std::chrono::seconds(5); };
+  // A free key: at once.
+  REQUIRE(waiter.wait_for_release("w-free", soon()));
+  for (int round = 0; round < 3; ++round) {  // the second and third reuse a pooled connection
+    const std::string k = "w-" + std::to_string(round);
+    auto g = holder.try_acquire(k, "H", milliseconds(10000));
+    REQUIRE(g);
+    std::atomic<bool> back{false};
+    holdfast::result<void> got = errc::protocol_error;
+    std::chrono::steady_clock::time_point woke{};
+    std::thread t([&] {
+      got = waiter.wait_for_release(k, soon());
+      woke = std::chrono::steady_clock::now();
+      back = true;
+    });
+    std::this_thread::sleep_for(milliseconds(150));  // subscribed and asleep by now
+    CHECK_FALSE(back.load());
+    const auto released = std::chrono::steady_clock::now();
+    REQUIRE(holder.release(k, "H", g->token));
+    t.join();
+    CHECK(got);
+    INFO("woken " << std::chrono::duration_cast<std::chrono::microseconds>(woke - released).count()
+                  << " us after the release");
+    CHECK(woke - released < milliseconds(100));  // a round trip, not the 10 s TTL
+  }
+  // Cancelled while asleep; and the holder's expiry ends a wait nobody released (bounded).
+  auto g = holder.try_acquire("w-x", "H", milliseconds(400));
+  REQUIRE(g);
+  holdfast::cancel_source stop;
+  std::thread canceller([&] {
+    std::this_thread::sleep_for(milliseconds(100));
+    stop.request_stop();
+  });
+  const auto began = std::chrono::steady_clock::now();
+  CHECK(waiter.wait_for_release("w-x", soon(), stop.token()).error() == errc::cancelled);
+  canceller.join();
+  CHECK(std::chrono::steady_clock::now() - began < milliseconds(350));
+  CHECK(waiter.watch_release("w-x", soon()));  // woken by the expiry, ~300 ms on
+  CHECK(std::chrono::steady_clock::now() - began < milliseconds(1500));
+  // Blocking acquire() uses the wait: the release hands the key over at once.
+  auto g2 = holder.try_acquire("w-y", "H", milliseconds(10000));
+  REQUIRE(g2);
+  std::thread releaser([&] {
+    std::this_thread::sleep_for(milliseconds(150));
+    (void)holder.release("w-y", "H", g2->token);
+  });
+  const auto asked = std::chrono::steady_clock::now();
+  auto l = holdfast::acquire(waiter, "w-y", milliseconds(5000), std::chrono::seconds(5));
+  releaser.join();
+  REQUIRE(l);
+  CHECK(std::chrono::steady_clock::now() - asked < milliseconds(1000));
+}
+
+TEST_CASE("redis_cluster_store: a waiter whose slot migrates is woken, then woken by the release",
+          "[redis][cluster][wait][faults]") {
+  hf_test::redis_cluster* c = cluster();
+  if (c == nullptr) return;
+  const redis_cluster_options o = options_for(*c);
+  const std::size_t from = some_primary(*c);
+  const std::string k = key_on(*c, from, "wm-");
+  const std::size_t slot = redis_cluster_store::slot_of(k);
+  std::size_t to = from;
+  for (std::size_t i = 0; i < c->size() && to == from; ++i) {
+    if (i != from &&
+        hf_test::nodes_flags_myself(c->node(i).port()).find("master") != std::string::npos) {
+      to = i;
+    }
+  }
+  REQUIRE(to != from);
+  redis_cluster_store holder(o);
+  redis_cluster_store waiter(o);
+  auto g = holder.try_acquire(k, "H", milliseconds(8000));
+  REQUIRE(g);
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(6);
+  std::atomic<int> wakes{0};
+  std::chrono::steady_clock::time_point woke{};
+  std::thread t([&] {
+    // As acquire() does: wait, look, wait again until the key is free.
+    for (int i = 0; i < 5 && std::chrono::steady_clock::now() < deadline; ++i) {
+      if (!waiter.wait_for_release(k, deadline)) break;
+      ++wakes;
+      auto seen = waiter.inspect(k);
+      if (seen && !seen->has_value()) break;
+    }
+    woke = std::chrono::steady_clock::now();
+  });
+  std::this_thread::sleep_for(milliseconds(150));
+  REQUIRE(c->migrate_slot(slot, from, to, 1, [] {}));
+  REQUIRE(hf_test::wait_until([&] { return wakes.load() >= 1; }, std::chrono::seconds(3)));
+  std::this_thread::sleep_for(milliseconds(150));  // subscribed again, on the new primary
+  const auto released = std::chrono::steady_clock::now();
+  REQUIRE(holder.release(k, "H", g->token));
+  t.join();
+  CHECK(wakes >= 2);
+  CHECK(woke - released < milliseconds(500));  // not the 8 s TTL, nor the 6 s deadline
+}
+
+TEST_CASE("redis_cluster_store: try_acquire_all in one slot, refused across slots",
+          "[redis][cluster][multi]") {
+  static_assert(holdfast::has_try_acquire_all_v<redis_cluster_store>);
+  hf_test::redis_cluster* c = cluster();
+  if (c == nullptr) return;
+  redis_cluster_options o = options_for(*c);
+  redis_cluster_store s(o);
+  holdfast::testing::conformance_options co = kit(*c, s);
+  co.key_prefix = "{m}k-";  // every key of the kit in one slot
+  const auto rep = holdfast::testing::check_try_acquire_all(s, co);
+  INFO(rep.summary());
+  CHECK(rep.ok());
+  const std::string_view two[] = {"a-1", "b-2"};
+  REQUIRE(redis_cluster_store::slot_of("a-1") != redis_cluster_store::slot_of("b-2"));
+  holdfast::grant gs[3];
+  CHECK(s.try_acquire_all(two, 2, "o", milliseconds(1000), gs).error() == errc::invalid_argument);
+  CHECK_THAT(s.last_error_message(), Catch::Contains("different slots"));
+  CHECK_FALSE(s.inspect("a-1")->has_value());
+  // A lost reply (the script ran, the connection timed out first) leaves nothing the owner cannot
+  // take back: a busy script on the slot's primary holds our call past command_timeout.
+  const std::string_view keys[] = {"{lost}a", "{lost}b", "{lost}c"};
+  const int port =
+      c->node(static_cast<std::size_t>(c->primary_of(redis_cluster_store::slot_of("{lost}a"),
+                                                     c->node(some_primary(*c)).port())))
+          .port();
+  o.node.command_timeout = milliseconds(100);
+  redis_cluster_store quick(o);
+  REQUIRE(quick.inspect("{lost}a"));  // connected before the server is made busy
+  std::thread busy([port] {
+    (void)hf_test::redis_cmd(
+        port, {"EVAL",
+               "local a = redis.call('TIME') repeat local b = redis.call('TIME') until "
+               "(b[1] - a[1]) * 1000000 + (b[2] - a[2]) > 400000 return 1",
+               "0"});
+  });
+  std::this_thread::sleep_for(milliseconds(100));
+  const auto lost = quick.try_acquire_all(keys, 3, "L", milliseconds(30000), gs);
+  busy.join();
+  CHECK(lost.error() == errc::timeout);
+  auto seen = quick.inspect("{lost}b");
+  REQUIRE(seen);
+  REQUIRE(seen->has_value());  // the script did run
+  holdfast::grant again[3];
+  REQUIRE(quick.try_acquire_all(keys, 3, "L", milliseconds(30000), again));
+  CHECK(again[1].token == (*seen)->token);
+  for (std::size_t i = 0; i < 3; ++i) CHECK(quick.release(keys[i], "L", again[i].token));
+  CHECK_FALSE(quick.inspect("{lost}c")->has_value());
+}
+
+TEST_CASE("redis_cluster_store: raise_token_floor lifts every slot, raise_token one lease",
+          "[redis][cluster][floor]") {
+  hf_test::redis_cluster* c = cluster();
+  if (c == nullptr) return;
+  redis_cluster_store s(options_for(*c));
+  CHECK(s.raise_token_floor(fencing_token{}).error() == errc::invalid_argument);
+  const fencing_token floor{std::uint64_t{1} << 40};
+  const auto began = std::chrono::steady_clock::now();
+  REQUIRE(s.raise_token_floor(floor));
+  INFO("raise_token_floor took "
+       << std::chrono::duration_cast<milliseconds>(std::chrono::steady_clock::now() - began).count()
+       << " ms");
+  CHECK(std::chrono::steady_clock::now() - began < std::chrono::seconds(3));
+  std::set<int> primaries;
+  for (int i = 0; i < 12; ++i) {
+    const std::string k = "fl-" + std::to_string(i);
+    primaries.insert(c->primary_of(redis_cluster_store::slot_of(k), c->node(0).port()));
+    auto g = s.try_acquire(k, "o", milliseconds(5000));
+    REQUIRE(g);
+    CHECK(g->token > floor);
+    CHECK(s.release(k, "o", g->token));
+  }
+  CHECK(primaries.size() == 3);
+  REQUIRE(s.raise_token_floor(fencing_token{5}));  // never lowers
+  auto g = s.try_acquire("fl-0", "o", milliseconds(5000));
+  REQUIRE(g);
+  CHECK(g->token > floor);
+  const fencing_token to{g->token.value() + 1000};
+  REQUIRE(s.raise_token("fl-0", "o", g->token, to));
+  CHECK((*s.inspect("fl-0"))->token == to);
+  CHECK(s.raise_token("fl-0", "x", to, to).error() == errc::lease_lost);
+  CHECK(s.release("fl-0", "o", to));
+  auto next = s.try_acquire("fl-0", "o", milliseconds(5000));
+  REQUIRE(next);
+  CHECK(next->token > to);
+  CHECK(s.release("fl-0", "o", next->token));
 }
 
 TEST_CASE("redis_cluster_store: a primary killed -9 behind its replica, promoted (issue #20)",

@@ -39,10 +39,12 @@
 // no other failure is ever resent (a script that may have run is never retried, as in
 // redis_store).
 //
-// Not (yet) here: waiting without polling (wait_for_release; blocking acquire() falls back to
-// backoff, bounded by the holder's TTL), the split send/receive path, raise_token_floor (16384
-// counters), fences that live in the cluster (use fenced<T>/keyed_fence_gate, or redis_fence on
-// a server of its own).
+// Waiting (wait_for_release, watch_release): sharded pub/sub on a channel in the key's slot
+// (detail/redis_cluster_waiting.hpp); the release script SPUBLISHes to it. try_acquire_all: one
+// script when every key shares a slot (hash tags), refused otherwise. raise_token_floor: every
+// slot's counter. Not here: the split send/receive path (send_receive.hpp: one connection per
+// store, not one per primary), fences that live in the cluster (use keyed_fence_gate, or
+// redis_fence on a server of its own).
 #ifndef HOLDFAST_STORES_REDIS_CLUSTER_HPP
 #define HOLDFAST_STORES_REDIS_CLUSTER_HPP
 
@@ -62,12 +64,15 @@
 #include <utility>
 #include <vector>
 
+#include "holdfast/cancel.hpp"
 #include "holdfast/deployment.hpp"
 #include "holdfast/detail/config.hpp"
 #include "holdfast/error.hpp"
 #include "holdfast/fencing_token.hpp"
 #include "holdfast/result.hpp"
 #include "holdfast/store.hpp"
+#include "holdfast/stores/detail/redis_cluster_multi.hpp"
+#include "holdfast/stores/detail/redis_cluster_waiting.hpp"
 #include "holdfast/stores/detail/redis_connection.hpp"
 #include "holdfast/stores/detail/redis_requests.hpp"
 #include "holdfast/stores/detail/redis_resp.hpp"
@@ -159,6 +164,151 @@ class redis_cluster_store {
     return detail::read_redis_inspect(served->conn, std::move(r));
   }
 
+  /// Blocks until `key` may be free, without polling (store.hpp's wait_for_release capability,
+  /// used by blocking acquire()): SSUBSCRIBEs (sharded pub/sub, Redis >= 7.0) to the key's
+  /// release channel on its slot's primary (following MOVED / ASK), then reads the holder's time
+  /// left (inspect), then sleeps until the release script's SPUBLISH, until the holder's lease
+  /// can have expired (time left + 1 ms after the inspect left, by this process's steady clock),
+  /// until `deadline`, or until `cancel` is stopped (a self-pipe ends the poll), whichever comes
+  /// first; at once if the key is free. Subscribing before reading means no release between the
+  /// two is missed. A slot that leaves the primary meanwhile (migration, failover) makes the
+  /// server drop the subscription, which wakes the waiter, and so does a dropped connection: its
+  /// caller asks again, on the new primary. Every waiter of the key wakes on a release (Redisson's
+  /// unlock channel, not redis_store's one-per-release queue: a queue would need a channel per
+  /// waiter in the key's slot and a list to pop, one more request per wait; at N waiters a
+  /// release costs N try_acquire calls instead of 1). Notifications are hints: a lost one costs
+  /// the wait until the holder's expiry, never more, and the store stays the judge. Requests:
+  /// SSUBSCRIBE and one inspect to start, none while asleep, SUNSUBSCRIBE to leave (the
+  /// connection then waits in a pool of at most 8 for the next wait).
+  /// Thread-safety: any number of threads may wait at once, each on its own connection; the
+  /// store's lock is not held while asleep. \returns success (woken for any reason above);
+  ///   errc::cancelled; errc::invalid_argument (empty key); store_unavailable, timeout,
+  ///   protocol_error if subscribing or inspecting failed (the caller falls back to backoff).
+  result<void> wait_for_release(std::string_view key,
+                                const std::chrono::steady_clock::time_point& deadline,
+                                const cancel_token& cancel = {}) {
+    return detail::redis_cluster_waits::wait(*this, key, deadline, cancel, {});
+  }
+
+  /// wait_for_release for observers (election::next_leader); as the release wakes every waiter
+  /// anyway, the same wait. With `known` (a holder's token read before) it returns at once unless
+  /// the key is still held under `known`. \returns as wait_for_release.
+  result<void> watch_release(std::string_view key,
+                             const std::chrono::steady_clock::time_point& deadline,
+                             const cancel_token& cancel = {}, fencing_token known = {}) {
+    return detail::redis_cluster_waits::wait(*this, key, deadline, cancel, known);
+  }
+
+  /// Grants every key of `keys[0..count)` to `owner` for `ttl` (ms) in one script on one primary,
+  /// or none (store.hpp's try_acquire_all; redis_store's script with the slot's counter), when
+  /// every key hashes to one slot: give them one hash tag ("{order:7}:a", "{order:7}:b"; the
+  /// store honours a key's own tag, detail/redis_slots.hpp). Keys in two slots are refused, not
+  /// taken one by one: Redis runs a script over one slot only, and a store-side ordered take would
+  /// hold some keys while asking for others and leave a partial set behind a lost reply, which is
+  /// not what this capability promises (multi_lease.hpp picks the atomic path at compile time).
+  /// Same owner: keys it holds keep their tokens (a retry after a lost reply gets the same grants).
+  /// \returns success; errc::busy (nothing changed); errc::invalid_argument (count 0, a repeated
+  ///   key, bad input, or keys in more than one slot: last_error_message() names two of them);
+  ///   else as try_acquire (grant_not_durable: all given back).
+  result<void> try_acquire_all(const std::string_view* keys, std::size_t count,
+                               std::string_view owner, std::chrono::milliseconds ttl,
+                               grant* grants) {
+    const detail::redis_multi_request q{keys, count, owner, ttl, grants};
+    const char* why = nullptr;
+    std::lock_guard<std::mutex> lk(mu_);
+    if (std::error_code ec = detail::check_redis_multi(q, &why)) {
+      return fail(ec, why != nullptr ? why : "redis cluster: try_acquire_all: bad arguments");
+    }
+    std::vector<std::string> names(count);
+    for (std::size_t i = 0; i < count; ++i) {
+      detail::redis_cluster_name(names[i], opts_.node.key_prefix, keys[i]);
+      if (detail::redis_key_slot(names[i]) != detail::redis_key_slot(names[0])) {
+        return fail(errc::invalid_argument, detail::redis_cross_slot(keys[0], keys[i]));
+      }
+    }
+    name_keys(keys[0]);
+    std::vector<std::string_view> all(names.begin(), names.end());
+    all.push_back(counter_);
+    all.push_back(life_);
+    const std::string ttl_text = std::to_string(ttl.count());
+    node* served = nullptr;
+    result<detail::redis_reply_ptr> r =
+        call(detail::redis_script::acquire_all, all.data(), all.size(), {owner, ttl_text}, served);
+    if (!r) return r.error();
+    if (std::error_code ec = detail::read_redis_cluster_all(served->conn, r->get(), q)) {
+      return note(served, ec);
+    }
+    if (opts_.node.wait_replicas == 0) return {};
+    result<grant> first = acknowledge(*served, grants[0], owner, false);
+    if (first) return {};
+    for (std::size_t i = 0; i < count; ++i) {
+      name_keys(keys[i]);
+      (void)release_locked(owner, grants[i].token);
+    }
+    return first.error();
+  }
+
+  /// Raises every slot's token counter (16384 of them) to at least `floor`, never lowering one,
+  /// so every later grant of every key carries a token above `floor`; live leases keep theirs.
+  /// The fence-safety step after the cluster lost its counters (a full restart without
+  /// persistence, a restore): pass the newest token any fence downstream admitted (DESIGN.md
+  /// "Lost grants"); also quorum_store's token-floor capability. One script per slot, pipelined
+  /// per primary (on localhost about 30 ms); a slot in migration is retried as try_acquire is.
+  /// Not atomic across slots: if it fails part way, call it again (raising is idempotent).
+  /// \returns success; errc::invalid_argument unless `floor` is in [1, 2^63-1];
+  ///   store_unavailable, timeout, protocol_error (the first slot that failed).
+  result<void> raise_token_floor(fencing_token floor) {
+    if (!floor.is_issuable() || floor.value() > 9223372036854775807ULL) {
+      return errc::invalid_argument;
+    }
+    std::lock_guard<std::mutex> lk(mu_);
+    if (!mapped_) {
+      if (std::error_code ec = refresh(nullptr)) return ec;
+    }
+    const std::string f = std::to_string(floor.value());
+    const std::vector<std::size_t> left = detail::redis_raise_all(
+        nodes_.size(), slots_, opts_.node.counter_key, f,
+        [this](std::size_t i) -> detail::redis_connection& { return nodes_[i]->conn; });
+    for (const std::size_t slot : left) {  // one by one, routed: MOVED, ASK, TRYAGAIN, failures
+      slot_ = slot;
+      detail::redis_counter_name(counter_, opts_.node.counter_key, slot);
+      node* served = nullptr;
+      const std::string_view keys[] = {counter_};
+      std::string_view args[] = {f};
+      result<detail::redis_reply_ptr> r =
+          route(detail::redis_script::advance, keys, 1, args, 1, served);
+      if (!r) return r.error();
+    }
+    return {};
+  }
+
+  /// Re-labels the live lease `owner` holds on `key` with `token` (or already with `to`) with
+  /// the greater token `to`, keeping its TTL, and lifts the key's slot counter to at least `to`,
+  /// in one script (redis_store::raise_token; quorum_store's per-key token floor).
+  /// \returns success; errc::lease_lost; errc::invalid_argument (empty key or owner, tokens not
+  ///   issuable, `to` < `token`, `to` > 2^63-1); store_unavailable, timeout, protocol_error.
+  result<void> raise_token(std::string_view key, std::string_view owner, fencing_token token,
+                           fencing_token to) {
+    if (key.empty() || owner.empty() || !token.is_issuable() || !to.is_issuable() || to < token ||
+        to.value() > 9223372036854775807ULL) {
+      return errc::invalid_argument;
+    }
+    std::lock_guard<std::mutex> lk(mu_);
+    name_keys(key);
+    const std::string t = std::to_string(token.value());
+    const std::string v = std::to_string(to.value());
+    node* served = nullptr;
+    const std::string_view keys[] = {lease_, counter_};
+    std::string_view args[] = {owner, t, v};
+    result<detail::redis_reply_ptr> r =
+        route(detail::redis_script::raise, keys, 2, args, 3, served);
+    if (!r) return r.error();
+    result<bool> ok = detail::read_redis_flag(served->conn, std::move(r), "raise_token");
+    if (!ok) return note(served, ok.error());
+    if (!*ok) return errc::lease_lost;
+    return {};
+  }
+
   /// Reads the slot map now (CLUSTER SLOTS) instead of on first use. \returns success;
   ///   invalid_argument (bad options); store_unavailable or timeout if no node answered.
   result<void> connect() {
@@ -213,6 +363,7 @@ class redis_cluster_store {
   [[nodiscard]] std::chrono::milliseconds min_ttl() const noexcept { return opts_.node.min_ttl; }
 
  private:
+  friend struct detail::redis_cluster_waits;
   struct node {
     node(redis_options o, std::string w)
         : where(std::move(w)), conn(std::move(o), cluster_scripts()) {
@@ -223,13 +374,14 @@ class redis_cluster_store {
   };
 
   // The scripts on each primary: redis_store's, at redis_script's indices (one list keeps the
-  // indices one definition), and after them a release that wakes no waiter and publishes nothing
-  // (a PUBLISH on a cluster goes to every node over the cluster bus, and nobody listens yet).
+  // indices one definition), and after them a release that SPUBLISHes on the key's channel (in
+  // its slot; a PUBLISH would cross the whole cluster bus) and uses no wait queue.
   static std::vector<std::string> cluster_scripts() {
     std::vector<std::string> s = detail::redis_store_scripts();
     s.emplace_back(
         "if redis.call('GET', KEYS[1]) == ARGV[2] .. ':' .. ARGV[1] then\n"
         "  redis.call('DEL', KEYS[1])\n"
+        "  redis.call('SPUBLISH', ARGV[3], '1')\n"
         "  return 1\n"
         "end\n"
         "return 0\n");
@@ -323,8 +475,9 @@ class redis_cluster_store {
     const std::string t = std::to_string(token.value());
     node* served = nullptr;
     const std::string_view keys[] = {lease_};
-    std::string_view args[] = {owner, t};
-    result<detail::redis_reply_ptr> r = route(release_script(), keys, 1, args, 2, served);
+    channel_.assign(opts_.node.wait_prefix).append(lease_, opts_.node.key_prefix.size());
+    std::string_view args[] = {owner, t, channel_};
+    result<detail::redis_reply_ptr> r = route(release_script(), keys, 1, args, 3, served);
     if (!r) return r.error();
     result<void> done = detail::read_redis_release(served->conn, std::move(r));
     if (!done) return note(served, done.error());
@@ -429,8 +582,9 @@ class redis_cluster_store {
   std::array<std::int32_t, detail::redis_cluster_slots> slots_{};  // index into nodes_, or -1
   bool mapped_ = false;
   std::string last_error_;
+  detail::redis_cluster_subscribers subs_;  // (guarded by its own lock)
   // Scratch for the call being made.
-  std::string lease_, counter_, life_;
+  std::string lease_, counter_, life_, channel_;
   std::size_t slot_ = 0;
   int life_arg_ = -1;
 };

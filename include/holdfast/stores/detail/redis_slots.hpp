@@ -7,13 +7,19 @@
 //
 // Key names (key_prefix "holdfast:lease:", counter_key "holdfast:token:" by default):
 //   lease "k" (no '{' or '}' in it)   holdfast:lease:{k}
-//   lease "a{b}" (a brace in it)      holdfast:lease:{#<16 hex digits of FNV-1a 64 of the key>}a{b}
+//   lease "x{t}y" (a hash tag t)      holdfast:lease:{t}x{t}y
+//   lease "a{}b", "}{" (braces, no    holdfast:lease:{#<16 hex digits of FNV-1a 64 of the key>}a{}b
+//     hash tag)
 //   the counter of slot s             holdfast:token:{<tag of s>}      (+ ":life": its life record)
-// The first form keeps names readable (Redisson's `{name}`); the second keeps any byte string a
-// key: Redis hashes only what lies between the first '{' and the first '}' after it, so a key's own
-// braces would otherwise split its record and its counter over two slots (CROSSSLOT). The two
-// forms never name the same key (the second has bytes after its '}', the first none). "<tag of
-// s>" is the shortest base-36 string whose CRC16 lands in slot s, found once per process.
+//   the release channel of lease k    holdfast:wait:<the name of k's record after the prefix>
+// The first form keeps names readable (Redisson's `{name}`); the second honours a key's own hash
+// tag as Redis does (the key's slot is the slot Redis gives the key itself, so keys sharing a tag
+// share a slot: what try_acquire_all needs); the third keeps any other byte string a key. Redis
+// hashes only what lies between the first '{' and the first '}' after it, so putting the tag in
+// front keeps record, counter and channel in one slot (never CROSSSLOT). The forms never name the
+// same key: the first has no bytes after its '}', the second a key whose tag is the name's, the
+// third a key without a tag. "<tag of s>" is the shortest base-36 string whose CRC16 lands in
+// slot s, found once per process.
 #ifndef HOLDFAST_STORES_DETAIL_REDIS_SLOTS_HPP
 #define HOLDFAST_STORES_DETAIL_REDIS_SLOTS_HPP
 
@@ -63,11 +69,26 @@ inline std::size_t redis_key_slot(std::string_view name) noexcept {
   return redis_crc16(name) % redis_cluster_slots;
 }
 
-/// Appends the hash tag of lease `key` (without braces) to `out`: the key itself, or "#" and
-/// the FNV-1a 64 hash of the key in 16 hex digits if it holds a brace (file overview).
+/// The hash tag of a key as Redis finds it (between the first '{' and the first '}' after it,
+/// non-empty), or an empty view if it has none.
+inline std::string_view redis_hash_tag(std::string_view key) noexcept {
+  const std::size_t open = key.find('{');
+  if (open == std::string_view::npos) return {};
+  const std::size_t close = key.find('}', open + 1);
+  if (close == std::string_view::npos || close == open + 1) return {};
+  return key.substr(open + 1, close - open - 1);
+}
+
+/// Appends the hash tag of lease `key` (without braces) to `out`: the key itself, the key's own
+/// hash tag, or "#" and the FNV-1a 64 hash of the key in 16 hex digits (file overview).
 inline void redis_append_tag(std::string& out, std::string_view key) {
   if (key.find_first_of("{}") == std::string_view::npos) {
     out.append(key.data(), key.size());
+    return;
+  }
+  const std::string_view tag = redis_hash_tag(key);
+  if (!tag.empty()) {
+    out.append(tag.data(), tag.size());
     return;
   }
   std::uint64_t h = 14695981039346656037ULL;
@@ -80,7 +101,8 @@ inline void redis_append_tag(std::string& out, std::string_view key) {
   for (int shift = 60; shift >= 0; shift -= 4) out += hex[(h >> shift) & 0xF];
 }
 
-/// The name of lease `key`'s record: prefix + "{" + tag + "}" (+ the key if it holds a brace).
+/// The name of lease `key`'s record (or channel): prefix + "{" + tag + "}" (+ the key if it holds
+/// a brace).
 inline void redis_cluster_name(std::string& out, std::string_view prefix, std::string_view key) {
   out.assign(prefix.data(), prefix.size());
   out += '{';
