@@ -176,7 +176,7 @@ class rw_judge {
     return nullptr;
   }
 
-  void fail(const char* property, std::size_t i, std::string what) {
+  void fail(const char* property, std::size_t i, const std::string& what) {
     out_.property = property;
     out_.what = "event " + std::to_string(i) + ": " + what;
   }
