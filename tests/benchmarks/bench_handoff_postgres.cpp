@@ -49,7 +49,7 @@ struct admin {
   // Transactions of this database so far, as the statistics collector last flushed them.
   std::uint64_t transactions() {
     std::this_thread::sleep_for(std::chrono::milliseconds(1100));  // sessions flush when idle
-    PQexec(c, "SELECT pg_stat_clear_snapshot()");
+    PQclear(PQexec(c, "SELECT pg_stat_clear_snapshot()"));
     PGresult* r = PQexec(c,
                          "SELECT xact_commit + xact_rollback FROM pg_stat_database WHERE datname = "
                          "current_database()");
