@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "../support/real_servers.hpp"
+#include "holdfast/lease.hpp"
 #include "holdfast/stores/postgres.hpp"
 
 // One namespace per file, so that a suite can be compiled as one translation unit
@@ -235,6 +236,58 @@ TEST_CASE("postgres standby: a release waits for no synchronous standby; a grant
   INFO(on_primary.last_error_message());
   CHECK(released);
   CHECK(took < o.command_timeout);  // it did not wait out command_timeout for the standby
+}
+
+// ~3 s (two servers, a base backup). A store and a fence pointed at the standby (hot standby,
+// read-only) and a store whose session is read-only on the primary. Expected: every path
+// (connect with its schema creation, acquire, renew, release, the fence) answers misconfigured at
+// once, never store_unavailable: a blocking acquire with a 5 s budget returns in well under 1 s,
+// the text saying the server is a standby (pg_is_in_recovery()), naming host:port and saying to
+// point the store at the primary. The read-only session names default_transaction_read_only.
+TEST_CASE("postgres standby: a store or fence pointed at a standby is misconfigured, at once",
+          "[postgres][failover][errors]") {
+  pair_of_servers pg = start_pair({});
+  if (!pg.primary) return;
+  const std::string where = "127.0.0.1:" + std::to_string(pg.standby->port());
+  auto says_standby = [&](const std::string& msg) {
+    INFO(msg);
+    CHECK(msg.find("is a standby (in recovery: pg_is_in_recovery()") != std::string::npos);
+    CHECK(msg.find(where) != std::string::npos);
+    CHECK(msg.find("point the store at the primary") != std::string::npos);
+  };
+  postgres_store s(options_for(*pg.standby));
+  const auto t0 = std::chrono::steady_clock::now();
+  auto l = holdfast::acquire(s, "k", 3000ms, 5s);
+  const auto took = std::chrono::steady_clock::now() - t0;
+  REQUIRE(!l);
+  CHECK(l.error() == errc::misconfigured);
+  CHECK(took < 1s);
+  says_standby(s.last_error_message());
+  CHECK(s.connect().error() == errc::misconfigured);  // the schema's creation is never tried
+  CHECK(s.try_acquire("k", "A", 3s).error() == errc::misconfigured);
+  CHECK(s.renew("k", "A", fencing_token{1}, 3s).error() == errc::misconfigured);
+  CHECK(s.release("k", "A", fencing_token{1}).error() == errc::misconfigured);
+  says_standby(s.last_error_message());
+
+  holdfast::postgres_fence fence(options_for(*pg.standby));
+  holdfast::postgres_fence_options fo;
+  fo.table = "hf_standby_fence";
+  auto upd = holdfast::postgres_fenced_update::make(fo, "n = n + 1");
+  REQUIRE(upd);
+  CHECK(fence.execute(*upd, fencing_token{1}, "A", "r").error() == errc::misconfigured);
+  says_standby(fence.last_error_message());
+
+  // On the primary, a read-only session: the schema creation's 25006, misconfigured too.
+  postgres_options ro = options_for(*pg.primary);
+  ro.conninfo += " options='-c default_transaction_read_only=on'";
+  postgres_store on_ro(ro);
+  CHECK(on_ro.try_acquire("k", "A", 3s).error() == errc::misconfigured);
+  INFO(on_ro.last_error_message());
+  CHECK(on_ro.last_error_message().find("default_transaction_read_only") != std::string::npos);
+  CHECK(on_ro.last_error_message().find("25006") != std::string::npos);
+  // The primary itself grants.
+  postgres_store on_primary(options_for(*pg.primary));
+  CHECK(on_primary.try_acquire("k", "A", 3s));
 }
 
 }  // namespace test_postgres_standby

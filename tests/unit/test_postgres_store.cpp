@@ -705,4 +705,38 @@ TEST_CASE("postgres_store try_acquire_all: opposite key orders in two sessions n
   CHECK(granted > 0);
 }
 
+// ~0.1 s. last_error_message() describes the most recent call only: an older call's text used to
+// outlive later calls that succeeded, ended in contention or failed without a text of their own.
+// The failure: the sequence at its maximum (2200H, token_exhausted). Expected: that failure's text
+// (the SQLSTATE), then "" after busy, after an invalid_argument and after a success.
+TEST_CASE("postgres_store: last_error_message describes the most recent call only",
+          "[postgres][errors]") {
+  std::optional<std::string> ci = shared_pg();
+  if (!ci) return;
+  isolated iso(*ci);
+  postgres_store s(iso.opts);
+  auto held = s.try_acquire("held", "A", milliseconds(30000));
+  REQUIRE(held);
+  CHECK(s.last_error_message().empty());
+  admin adm(*ci);
+  const auto fail_once = [&] {
+    const std::string last = adm.exec("SELECT last_value FROM " + iso.sequence());
+    adm.exec("SELECT setval('" + iso.sequence() + "', 9223372036854775807)");
+    auto bad = s.try_acquire("k", "A", milliseconds(30000));
+    adm.exec("SELECT setval('" + iso.sequence() + "', " + last + ")");
+    REQUIRE(!bad);
+    CHECK(bad.error() == errc::token_exhausted);
+    CHECK(s.last_error_message().find("2200H") != std::string::npos);
+  };
+  fail_once();
+  CHECK(s.try_acquire("held", "B", milliseconds(30000)).error() == errc::busy);
+  CHECK(s.last_error_message().empty());  // contention sets no text, and clears the old one
+  fail_once();
+  CHECK(s.try_acquire("", "A", milliseconds(30000)).error() == errc::invalid_argument);
+  CHECK(s.last_error_message().empty());  // refused before the server: still the latest call
+  fail_once();
+  CHECK(s.try_acquire("k", "A", milliseconds(30000)));
+  CHECK(s.last_error_message().empty());
+}
+
 }  // namespace test_postgres_store

@@ -16,6 +16,7 @@
 #include <optional>
 #include <string>
 #include <thread>
+#include <utility>
 #include <vector>
 
 #include "../support/real_servers.hpp"
@@ -446,6 +447,101 @@ TEST_CASE("redis failover: through Sentinel a WAIT shortfall asks the sentinels 
   REQUIRE(report);
   INFO(report->facts);
   CHECK(report->facts.find("address=127.0.0.1:" + std::to_string(r->port())) != std::string::npos);
+}
+
+/// A blocking acquire with a 5 s budget; returns its result and how long it took.
+std::pair<std::error_code, milliseconds> blocking_acquire(redis_store& s) {
+  const auto t0 = std::chrono::steady_clock::now();
+  auto l = holdfast::acquire(s, "k", 3000ms, 5s);
+  const auto took = std::chrono::duration_cast<milliseconds>(std::chrono::steady_clock::now() - t0);
+  return {l ? std::error_code{} : l.error(), took};
+}
+
+// ~1.5 s (two sentinels start). A sentinel_master no sentinel knows: every sentinel answers nil to
+// SENTINEL GET-MASTER-ADDR-BY-NAME. Expected: misconfigured at once (a blocking acquire with a
+// 5 s budget answers in well under 1 s), the text naming the option, the name and both sentinels.
+// With one of the two sentinels unreachable it stays store_unavailable (the other may know it).
+TEST_CASE("redis sentinel: a sentinel_master no sentinel knows is misconfigured, at once",
+          "[redis][sentinel][errors]") {
+  auto p = own();
+  if (!p) return;
+  std::vector<std::unique_ptr<hf_test::redis_sentinel>> sentinels;
+  redis_options o;
+  o.sentinel_master = "no-such-master";
+  o.connect_timeout = 500ms;
+  o.command_timeout = 1000ms;
+  for (int i = 0; i < 2; ++i) {
+    sentinels.push_back(std::make_unique<hf_test::redis_sentinel>(p->port(), 1));
+    REQUIRE(sentinels.back()->start());
+    o.sentinels.push_back({"127.0.0.1", sentinels.back()->port()});
+  }
+  SECTION("every sentinel answered: misconfigured") {
+    redis_store s(o);
+    const auto [ec, took] = blocking_acquire(s);
+    const std::string msg = s.last_error_message();
+    INFO(msg << " (after " << took.count() << " ms)");
+    CHECK(ec == errc::misconfigured);
+    CHECK(took < 1000ms);
+    CHECK(msg.find("sentinel_master") != std::string::npos);
+    CHECK(msg.find("\"no-such-master\"") != std::string::npos);
+    for (const auto& sentinel : sentinels) {
+      CHECK(msg.find("127.0.0.1:" + std::to_string(sentinel->port())) != std::string::npos);
+    }
+  }
+  SECTION("one sentinel unreachable: store_unavailable, still retried") {
+    o.sentinels.push_back({"127.0.0.1", hf_test::free_port()});  // nobody listens there
+    redis_store s(o);
+    auto g = s.try_acquire("k", "A", 3000ms);
+    INFO(s.last_error_message());
+    REQUIRE(!g);
+    CHECK(g.error() == errc::store_unavailable);
+  }
+  SECTION("the right name still connects") {
+    o.sentinel_master = "mymaster";
+    redis_store s(o);
+    auto g = s.try_acquire("k", "A", 3000ms);
+    INFO(s.last_error_message());
+    CHECK(g);
+  }
+}
+
+// ~1.5 s (a replica syncs). A redis_store or redis_fence pointed, without Sentinel, at a replica.
+// Expected: misconfigured at once (ROLE at the store's connect; READONLY on the fence's script),
+// the text naming the replica's address and its primary's (INFO replication), nothing written.
+TEST_CASE("redis: a store or fence pointed at a replica (no Sentinel) is misconfigured",
+          "[redis][failover][errors]") {
+  auto p = own();
+  if (!p) return;
+  auto r = replica_of(*p);
+  if (!r) return;
+  const std::string replica = "127.0.0.1:" + std::to_string(r->port());
+  const std::string primary = "is a replica of 127.0.0.1:" + std::to_string(p->port());
+  SECTION("redis_store: a blocking acquire answers at once") {
+    redis_store s(at(r->port()));
+    const auto [ec, took] = blocking_acquire(s);
+    const std::string msg = s.last_error_message();
+    INFO(msg << " (after " << took.count() << " ms)");
+    CHECK(ec == errc::misconfigured);
+    CHECK(took < 1000ms);
+    CHECK(msg.find(replica) != std::string::npos);
+    CHECK(msg.find(primary) != std::string::npos);
+    CHECK(msg.find("point host/port at the primary") != std::string::npos);
+  }
+  SECTION("redis_fence: READONLY names the primary") {
+    holdfast::redis_fence f(at(r->port()));
+    auto a = f.admit("fence", fencing_token{5}, "A");
+    const std::string msg = f.last_error_message();
+    INFO(msg);
+    REQUIRE(!a);
+    CHECK(a.error() == errc::misconfigured);
+    CHECK(msg.find(replica) != std::string::npos);
+    CHECK(msg.find(primary) != std::string::npos);
+    CHECK(msg.find("READONLY") != std::string::npos);
+  }
+  SECTION("the primary itself still grants") {
+    redis_store s(at(p->port()));
+    CHECK(s.try_acquire("k", "A", 3000ms));
+  }
 }
 
 }  // namespace test_redis_failover

@@ -950,4 +950,40 @@ TEST_CASE("redis_store under multi_lease: one script per attempt, overlapping se
   CHECK(granted > 0);
 }
 
+// ~0.01 s. last_error_message() describes the most recent call only: an older call's text used to
+// outlive later calls that succeeded, ended in contention or failed without a text of their own.
+// The failure: the counter holds something the acquire script cannot INCR. Expected: that
+// failure's text, then "" after busy, after an invalid_argument and after a success.
+TEST_CASE("redis_store: last_error_message describes the most recent call only",
+          "[redis][errors]") {
+  std::optional<redis_options> base = shared_redis();
+  if (!base) return;
+  const redis_options o = isolated(*base);
+  admin adm(o);
+  redis_store s(o);
+  auto held = s.try_acquire("held", "A", milliseconds(30000));
+  REQUIRE(held);
+  CHECK(s.last_error_message().empty());
+  const auto fail_once = [&] {
+    const std::string counter = adm.str({"GET", o.counter_key});
+    adm.cmd({"SET", o.counter_key, "not-a-token"});
+    auto bad = s.try_acquire("k", "A", milliseconds(30000));
+    adm.cmd({"SET", o.counter_key, counter});
+    REQUIRE(!bad);
+    CHECK(s.last_error_message().find("redis: ") == 0);
+  };
+  fail_once();
+  CHECK(s.try_acquire("held", "B", milliseconds(30000)).error() == errc::busy);
+  CHECK(s.last_error_message().empty());  // contention sets no text, and clears the old one
+  fail_once();
+  CHECK(s.try_acquire("", "A", milliseconds(30000)).error() == errc::invalid_argument);
+  CHECK(s.last_error_message().empty());  // refused before the server: still the latest call
+  fail_once();
+  CHECK(s.release("held", "B", held->token).error() == errc::not_holder);
+  CHECK(s.last_error_message().empty());
+  fail_once();
+  CHECK(s.try_acquire("k", "A", milliseconds(30000)));
+  CHECK(s.last_error_message().empty());
+}
+
 }  // namespace test_redis_store

@@ -153,7 +153,7 @@ HOLDFAST_ABI_NAMESPACE_BEGIN
 /// thread. Not fork-safe: a child process makes its own store.
 class etcd_store : public detail::link_client<detail::etcd_link> {
  public:
-  // last_error_message() and options(): see detail::link_client.
+  // options(), last_error_message() (the latest call's failure): detail::link_client.
 
   /// Makes a store for the cluster in `opts`; connects on first use. Never throws on its own
   /// (allocation aside).
@@ -318,7 +318,7 @@ class etcd_store : public detail::link_client<detail::etcd_link> {
   /// lease's TTL). \returns success; errc::invalid_argument for an empty key.
   result<void> leave_queue(std::string_view key) {
     if (key.empty()) return errc::invalid_argument;
-    auto guard = link_.lock();
+    auto guard = link_.lock_quiet();  // a failed call's cleanup: keeps that call's text
     if (std::optional<detail::etcd_ticket> t = tickets_.take()) give_back(t->lease);
     return {};
   }

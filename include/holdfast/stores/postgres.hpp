@@ -36,7 +36,7 @@
 // new one (a promoted standby, a point-in-time recovery) raises the sequence by 2^32 before the
 // session draws a token, so new holders pass every token the old life issued and lost
 // (detail/postgres_deployment.hpp, postgres_life_sql, says why that suffices). The record is a
-// row no lease can have (empty key_hash). A session on a server in recovery is refused.
+// row no lease can have (empty key_hash). A standby (in recovery) is misconfigured, never retried.
 //
 // Time (T2): a grant of ttl is held while clock_timestamp() < (its reading at the grant) + ttl +
 // 1 us, the clock's tick, so it lasts at least ttl in real time (never truncated to a tick).
@@ -106,7 +106,7 @@ HOLDFAST_ABI_NAMESPACE_BEGIN
 /// its own. Connects lazily on first use (or connect()).
 class postgres_store : public detail::link_client<detail::pg_link> {
  public:
-  // connect(), last_error_message() and options(): see detail::link_client.
+  // connect(), options(), last_error_message() (the latest call's failure): detail::link_client.
 
   /// Makes a store for the database in `opts`; connects on first use. Never throws (but bad_alloc).
   explicit postgres_store(const postgres_options& opts = {})
@@ -142,7 +142,7 @@ class postgres_store : public detail::link_client<detail::pg_link> {
   ///   of the wrong shape or an unexpected SQL error.
   result<grant> try_acquire(std::string_view key, std::string_view owner,
                             std::chrono::milliseconds ttl) {
-    if (std::error_code ec = check_acquire_args(key, owner, ttl)) return ec;
+    if (std::error_code ec = check_acquire_args(key, owner, ttl)) return refused(ec);
     auto guard = link_.lock();
     ttl_text_ = std::to_string(ttl.count());
     const char* values[] = {key.data(), owner.data(), ttl_text_.c_str()};
@@ -174,7 +174,7 @@ class postgres_store : public detail::link_client<detail::pg_link> {
   ///   protocol_error as for try_acquire.
   result<grant> renew(std::string_view key, std::string_view owner, fencing_token token,
                       std::chrono::milliseconds ttl) {
-    if (std::error_code ec = check_renew_args(key, owner, token, ttl)) return ec;
+    if (std::error_code ec = check_renew_args(key, owner, token, ttl)) return refused(ec);
     if (token > postgres_max_token) return errc::lease_lost;  // no sequence issues it
     auto guard = link_.lock();
     ttl_text_ = std::to_string(ttl.count());
@@ -204,7 +204,7 @@ class postgres_store : public detail::link_client<detail::pg_link> {
   ///   store_unavailable, timeout, protocol_error as for try_acquire. If the session (open since
   ///   an earlier call) turns out to be broken, it reconnects and sends the release once more.
   result<void> release(std::string_view key, std::string_view owner, fencing_token token) {
-    if (std::error_code ec = check_release_args(key, owner, token)) return ec;
+    if (std::error_code ec = check_release_args(key, owner, token)) return refused(ec);
     if (token > postgres_max_token) return errc::not_holder;
     auto guard = link_.lock();
     token_text_ = std::to_string(token.value());
@@ -234,7 +234,7 @@ class postgres_store : public detail::link_client<detail::pg_link> {
   /// rounded down), or nullopt. \returns errc::invalid_argument for an empty key;
   ///   store_unavailable, timeout, protocol_error.
   result<std::optional<lease_record>> inspect(std::string_view key) {
-    if (key.empty()) return errc::invalid_argument;
+    if (key.empty()) return refused(errc::invalid_argument);
     auto guard = link_.lock();
     const char* values[] = {key.data()};
     const int lengths[] = {length(key)};
@@ -328,7 +328,7 @@ class postgres_store : public detail::link_client<detail::pg_link> {
   ///   protocol_error.
   result<std::uint64_t> purge_expired(std::chrono::milliseconds grace) {
     if (grace <= link_.options().command_timeout || grace > max_ttl) {
-      return errc::invalid_argument;
+      return refused(errc::invalid_argument);
     }
     auto guard = link_.lock();
     ttl_text_ = std::to_string(grace.count());
@@ -349,8 +349,7 @@ class postgres_store : public detail::link_client<detail::pg_link> {
   // wait_for_release and watch_release (see there); `known` none: whoever holds the key.
   result<void> wait_released(std::string_view key, std::chrono::steady_clock::time_point deadline,
                              const cancel_token& cancel, fencing_token known) {
-    if (key.empty()) return errc::invalid_argument;
-    if (length(key) < 0) return errc::invalid_argument;
+    if (key.empty() || length(key) < 0) return refused(errc::invalid_argument);
     listening& l = *listen_;
     cancel_token::waker stop;  // before any lock: the wake-up takes l.mu
     detail::wake_on_stop(stop, cancel, l.mu, l.cv, l.wake);

@@ -62,10 +62,10 @@
 // block when the connection is not open (connecting blocks) or another split request is in flight;
 // the store's blocking operations wait until the split request in flight has been received.
 // Failures (T4): a dropped connection, a refused connect, a timeout or a server that is not serving
-// (LOADING, BUSY, READONLY, not the primary by ROLE, ...) is an error, never a grant. The
-// connection is dropped and re-established by the next call; the failed call itself is never
-// retried (its script may or may not have run, so a retry could only guess). Every failure keeps
-// the server's or hiredis' text in last_error_message().
+// (LOADING, BUSY, through Sentinel READONLY or ROLE not primary, ...) is an error, never a grant;
+// without Sentinel a replica at host/port is misconfigured (redis_options::host). The connection
+// is dropped and re-established by the next call; the failed call itself is never retried (its
+// script may or may not have run, so a retry could only guess). Texts: last_error_message().
 // renew_batch() renews many leases in one pipelined round trip (the keepalive's batch path).
 // Include this header; internals: detail/redis_*.hpp, each opening with what it holds.
 #ifndef HOLDFAST_STORES_REDIS_HPP
@@ -121,13 +121,14 @@ HOLDFAST_ABI_NAMESPACE_BEGIN
 class redis_store : public detail::link_client<detail::redis_link>,
                     public detail::redis_shared<redis_store> {
  public:
-  // connect(), last_error_message() and options(): see detail::link_client.
+  // connect(), options(), last_error_message() (the latest call's failure): detail::link_client.
 
   /// Makes a store for the server in `opts`; connects on first use. Never throws on its own.
   explicit redis_store(const redis_options& opts = {})
       : link_client(std::in_place, opts, detail::redis_scripts_with_rw()),
         wait_(std::make_unique<detail::redis_waiting>(opts)) {
     link_.enable_probe();
+    link_.refuse_replicas();
   }
 
   redis_store(const redis_store&) = delete;
@@ -178,7 +179,7 @@ class redis_store : public detail::link_client<detail::redis_link>,
   ///   token; invalid_argument (check_release_args); store_unavailable, timeout, protocol_error.
   result<void> release(std::string_view key, std::string_view owner, fencing_token token) {
     const store_request q{store_op::release, key, owner, token, {}, {}};
-    if (std::error_code ec = detail::check_redis_request(q)) return ec;
+    if (std::error_code ec = detail::check_redis_request(q)) return refused(ec);
     auto guard = link_.lock();
     const detail::redis_call call = prepare(q);
     const bool reused = link_.connected();
@@ -323,7 +324,7 @@ class redis_store : public detail::link_client<detail::redis_link>,
   /// \returns as try_acquire().
   result<grant> try_acquire_queued(std::string_view key, std::string_view owner,
                                    std::chrono::milliseconds ttl) {
-    if (std::error_code ec = check_acquire_args(key, owner, ttl)) return ec;
+    if (std::error_code ec = check_acquire_args(key, owner, ttl)) return refused(ec);
     detail::redis_waiting& w = *wait_;
     std::uint64_t id;
     std::optional<detail::redis_waiting::ticket> stale;
@@ -366,7 +367,7 @@ class redis_store : public detail::link_client<detail::redis_link>,
     // The script may have queued this thread although its reply was lost (a timeout, a dropped
     // connection): take the entry out, so no release hands the key to a waiter that is not there.
     if (!r) dequeue(key, mine.entry);
-    auto guard = link_.lock();
+    auto guard = link_.lock_quiet();  // the same call: keeps its text
     result<grant> granted = detail::read_redis_acquire(link_, std::move(r), ttl);
     acknowledge(store_op::try_acquire, key, owner, granted);
     return granted;
@@ -379,7 +380,7 @@ class redis_store : public detail::link_client<detail::redis_link>,
   /// another key's queue is left too. Best effort: the queue's TTL cleans up what a lost request
   /// leaves. \returns success; errc::invalid_argument for an empty key.
   result<void> leave_queue(std::string_view key) {
-    if (key.empty()) return errc::invalid_argument;
+    if (key.empty()) return refused(errc::invalid_argument);
     detail::redis_waiting& w = *wait_;
     std::optional<detail::redis_waiting::ticket> mine;
     {
@@ -418,7 +419,7 @@ class redis_store : public detail::link_client<detail::redis_link>,
   result<void> wait_for_release(std::string_view key,
                                 const std::chrono::steady_clock::time_point& deadline,
                                 const cancel_token& cancel = {}) {
-    if (key.empty()) return errc::invalid_argument;
+    if (key.empty()) return refused(errc::invalid_argument);
     detail::redis_waiting& w = *wait_;
     cancel_token::waker stop;  // before any lock: the wake-up takes w.mu
     w.wake_on_stop(stop, cancel);
@@ -488,7 +489,7 @@ class redis_store : public detail::link_client<detail::redis_link>,
   result<void> watch_release(std::string_view key,
                              const std::chrono::steady_clock::time_point& deadline,
                              const cancel_token& cancel = {}, fencing_token known = {}) {
-    if (key.empty()) return errc::invalid_argument;
+    if (key.empty()) return refused(errc::invalid_argument);
     detail::redis_waiting& w = *wait_;
     cancel_token::waker stop;  // before any lock: the wake-up takes w.mu
     w.wake_on_stop(stop, cancel);
@@ -533,10 +534,9 @@ class redis_store : public detail::link_client<detail::redis_link>,
   store_reply run(const store_request& q) {
     store_reply out;
     if (std::error_code bad = detail::check_redis_request(q)) {
-      if (const char* why = detail::redis_size_problem(q)) {
-        auto guard = link_.lock();
+      auto guard = link_.lock();  // a call, refused: clears an older call's text
+      if (const char* why = detail::redis_size_problem(q))
         (void)link_.fail(errc::invalid_argument, why);
-      }
       out.granted = bad;
       out.done = bad;
       out.record = bad;

@@ -57,7 +57,9 @@ class redis_fence : private detail::link_client<detail::redis_link> {
   /// wait_timeout; the key names are a store's and are not used).
   explicit redis_fence(redis_options opts = {})
       : link_client(std::in_place, std::move(opts),
-                    std::vector<std::string>{detail::redis_fence_script()}) {}
+                    std::vector<std::string>{detail::redis_fence_script()}) {
+    link_.refuse_replicas();  // without Sentinel a replica is the wrong address: misconfigured
+  }
 
   redis_fence(const redis_fence&) = delete;
   redis_fence& operator=(const redis_fence&) = delete;
@@ -97,7 +99,7 @@ class redis_fence : private detail::link_client<detail::redis_link> {
   /// \returns errc::invalid_argument for an empty key; store_unavailable, timeout;
   ///   protocol_error if the key holds no token.
   result<fencing_token> newest(std::string_view fence_key) {
-    if (fence_key.empty()) return errc::invalid_argument;
+    if (fence_key.empty()) return refused(errc::invalid_argument);
     auto guard = link_.lock();
     result<detail::redis_reply_ptr> r = link_.command({"GET", fence_key});
     if (!r) return r.error();
@@ -119,7 +121,7 @@ class redis_fence : private detail::link_client<detail::redis_link> {
   result<void> run(std::string_view fence_key, fencing_token token, std::string_view owner,
                    const std::string_view* command, std::size_t n) {
     if (fence_key.empty() || owner.empty() || !token.is_issuable()) {
-      return errc::invalid_argument;
+      return refused(errc::invalid_argument);
     }
     auto guard = link_.lock();
     token_text_ = std::to_string(token.value());
@@ -142,18 +144,9 @@ class redis_fence : private detail::link_client<detail::redis_link> {
   // [link locked] After an admitted write: with wait_replicas > 0, WAIT until that many replicas
   // acknowledged it; a shortfall is grant_not_durable and, through Sentinel, drops the connection.
   result<void> acknowledged() {
-    const redis_options& o = link_.options();
-    if (o.wait_replicas == 0) return {};
-    result<long long> acks = link_.wait_for_replicas();
-    if (acks && *acks >= o.wait_replicas) return {};
-    const std::string why =
-        acks ? "redis: fence: WAIT: " + std::to_string(*acks) + " of " +
-                   std::to_string(o.wait_replicas) +
-                   " replicas acknowledged the admitted write within wait_timeout; a failover "
-                   "may lose it"
-             : link_.last_error() + " (WAIT for the fenced write's acknowledgement)";
-    if (!o.sentinels.empty()) link_.disconnect();
-    return link_.fail(errc::grant_not_durable, why);
+    const std::string why = link_.replica_shortfall("fence: ", "the admitted write");
+    if (why.empty()) return {};
+    return link_.not_durable(why + "; a failover may lose it");
   }
 
   std::string token_text_;

@@ -34,7 +34,9 @@ struct redis_endpoint {
 
 /// How to reach a Redis server and where holdfast keeps its keys there.
 struct redis_options {
-  /// Server host name or address (TCP). Default "127.0.0.1".
+  /// Server host name or address (TCP). Default "127.0.0.1". Without sentinels it must be the
+  /// primary: a replica there (ROLE at connect, READONLY) is errc::misconfigured, naming it and
+  /// its primary (INFO replication), never retried.
   std::string host = "127.0.0.1";
   /// Server TCP port, in [1, 65535]. Default 6379.
   int port = 6379;
@@ -66,7 +68,9 @@ struct redis_options {
   /// sentinel is asked). Sentinels get connect_timeout and command_timeout, and no AUTH.
   std::vector<redis_endpoint> sentinels{};
   /// The name the sentinels monitor the primary under (`sentinel monitor <name> ...`); required
-  /// when sentinels is non-empty.
+  /// when sentinels is non-empty. If every sentinel answers and none knows the name (nil), a call
+  /// fails at once with errc::misconfigured naming the name and each sentinel asked; if some
+  /// did not answer, store_unavailable (transient: the silent ones may know it).
   std::string sentinel_master{};
   /// Replicas that must acknowledge a grant before redis_store reports it, >= 0 (0, the default:
   /// none asked). After an acquire or renew that changed something, redis_store sends `WAIT

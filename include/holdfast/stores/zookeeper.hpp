@@ -136,7 +136,7 @@ HOLDFAST_ABI_NAMESPACE_BEGIN
 /// their end. Not fork-safe: a child process makes its own store.
 class zookeeper_store : public detail::link_client<detail::zookeeper_link> {
  public:
-  // last_error_message() and options(): see detail::link_client.
+  // options(), last_error_message() (the latest call's failure): detail::link_client.
 
   /// Makes a store for the ensemble in `opts`; opens its session on first use (or connect()).
   explicit zookeeper_store(zookeeper_options opts = {})
@@ -253,7 +253,7 @@ class zookeeper_store : public detail::link_client<detail::zookeeper_link> {
   ///   store's reaper deletes the node once the server answers again, every 100 ms).
   result<void> leave_queue(std::string_view key) {
     if (key.empty()) return errc::invalid_argument;
-    auto guard = link_.lock();
+    auto guard = link_.lock_quiet();  // a failed call's cleanup: keeps that call's text
     auto it = tickets_.find(std::this_thread::get_id());
     if (it == tickets_.end()) return {};
     const ticket t = std::move(it->second);
@@ -588,7 +588,7 @@ class zookeeper_store : public detail::link_client<detail::zookeeper_link> {
   std::uint32_t creates_ = 0;  // this store's creates (node names: zookeeper_node_prefix)
   // Last: destroyed (its thread joined) before what its reap function uses.
   detail::zookeeper_reaper reaper_{[this] {
-    auto guard = link_.lock();
+    auto guard = link_.lock_quiet();  // not a caller's call: leaves last_error_message()
     const time_point next = grants_.reap_due();
     return std::min(next, grants_.purge());
   }};

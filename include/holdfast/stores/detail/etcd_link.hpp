@@ -85,7 +85,14 @@ class etcd_link {
  public:
   explicit etcd_link(etcd_options opts) : opts_(std::move(opts)) {}
 
+  /// Locks the link for one call, which begins by forgetting the last failure's text.
   [[nodiscard]] std::unique_lock<std::mutex> lock() const {
+    std::unique_lock<std::mutex> l(mutex_);
+    last_error_.clear();
+    return l;
+  }
+  /// Locks without beginning a call (last_error_message() reads the text under it).
+  [[nodiscard]] std::unique_lock<std::mutex> lock_quiet() const {
     return std::unique_lock<std::mutex>(mutex_);
   }
   [[nodiscard]] const etcd_options& options() const noexcept { return opts_; }
@@ -435,7 +442,7 @@ class etcd_link {
   std::string url_;
   std::string response_;
   char error_buffer_[CURL_ERROR_SIZE] = {};
-  std::string last_error_;
+  mutable std::string last_error_;  // the most recent call's failure (cleared by lock())
   mutable std::mutex mutex_;
 };
 

@@ -43,17 +43,20 @@ class link_client {
     return {};
   }
 
-  /// Returns the text of the most recent failure of any operation on this client: the server's
+  /// Returns the text of the failure of the most recent call on this client: the server's
   /// error (Redis: "NOAUTH Authentication required."; PostgreSQL, SQLSTATE first: "postgres:
   /// 57P01: FATAL: terminating connection due to administrator command"; etcd, with the HTTP
   /// status and gRPC code: "etcd: http://127.0.0.1:2379/v3/kv/txn: etcdserver: no leader (HTTP
   /// 503, gRPC code 14)"), the client library's transport error (hiredis', libpq's or libcurl's,
-  /// e.g. "Connection refused"), or holdfast's own note on a malformed answer. Empty if nothing
-  /// failed. Under concurrent use it may belong to another thread's call. Contention (busy,
-  /// lease_lost, not_holder, stale_token) is an outcome, not a failure, and does not change it.
-  /// Thread-safety: may be called concurrently with anything (it takes the link's lock).
+  /// e.g. "Connection refused"), or holdfast's own note on a malformed answer. Every call begins
+  /// by clearing it, so it never describes an older call: it is empty after a call that
+  /// succeeded or ended in contention (busy, lease_lost, not_holder, stale_token are outcomes:
+  /// no text, but ZooKeeper's lease_lost names an expired session). Under concurrent use the most
+  /// recent call may be another thread's; background work (ZooKeeper's reaper) does not clear it.
+  /// Thread-safety: may be called concurrently with anything (it takes the link's lock without
+  /// beginning a call).
   [[nodiscard]] std::string last_error_message() const {
-    auto guard = link_.lock();
+    auto guard = link_.lock_quiet();
     return link_.last_error();
   }
 
@@ -73,6 +76,13 @@ class link_client {
   template <class... Args>
   explicit link_client(std::in_place_t /*tag*/, Args&&... args)
       : link_(std::forward<Args>(args)...) {}
+
+  /// Ends a call refused before it reached the link (bad arguments) as a call: it begins one
+  /// (clearing last_error_message(), which would otherwise describe an older call). \returns ec.
+  std::error_code refused(std::error_code ec) const {
+    auto guard = link_.lock();
+    return ec;
+  }
 
   Link link_;  // the client's own link: the derived client's operations use it under lock()
 };

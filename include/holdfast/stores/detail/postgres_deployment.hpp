@@ -62,7 +62,7 @@ inline constexpr const char* postgres_life_expr =
 /// The raise only adds (setval of last_value + 2^32), so it never lowers the sequence. No record
 /// (a new table, or one made before lives were kept): the life is recorded without a raise.
 ///
-/// On a server in recovery the check refuses the session (SQLSTATE 25006, store_unavailable): a
+/// On a server in recovery the check refuses the session (SQLSTATE 25006, misconfigured): a
 /// session opened on a standby that is later promoted would otherwise draw tokens unchecked.
 /// Not covered (same system identifier and timeline): a file-level copy of the data directory
 /// put back, and a crash with fsync or synchronous_commit off; deployment() names the latter.

@@ -64,10 +64,12 @@ inline errc classify_pg_error(const char* sqlstate, bool user_statement) noexcep
   if (s == "57014" || s == "55P03") return errc::timeout;  // statement / lock timeout
   if (cls("28") || s == "42501") return errc::permission_denied;
   if (s == "3D000" || s == "42P01" || s == "42703" || s == "3F000") return errc::misconfigured;
-  if (cls("08") || cls("53") || cls("57") || cls("58") || s == "25006" || s == "40001" ||
-      s == "40P01") {
-    // connection, resources, operator intervention (shutdown, crash), system, read-only (a
-    // standby), serialization/deadlock
+  // read_only_sql_transaction: a standby (hot standby, in recovery) or a read-only session
+  // (default_transaction_read_only): the store is pointed at a server that serves no writes.
+  if (s == "25006") return errc::misconfigured;
+  if (cls("08") || cls("53") || cls("57") || cls("58") || s == "40001" || s == "40P01") {
+    // connection, resources, operator intervention (shutdown, crash), system,
+    // serialization/deadlock
     return errc::store_unavailable;
   }
   if (user_statement && (cls("22") || cls("23") || cls("42"))) return errc::invalid_argument;
@@ -148,7 +150,14 @@ class pg_link {
   pg_link(postgres_options opts, std::vector<std::string> setup, std::vector<statement> prepared)
       : opts_(std::move(opts)), setup_(std::move(setup)), prepared_(std::move(prepared)) {}
 
+  /// Locks the link for one call, which begins by forgetting the last failure's text.
   [[nodiscard]] std::unique_lock<std::mutex> lock() const {
+    std::unique_lock<std::mutex> l(mutex_);
+    last_error_.clear();
+    return l;
+  }
+  /// Locks without beginning a call (last_error_message() reads the text under it).
+  [[nodiscard]] std::unique_lock<std::mutex> lock_quiet() const {
     return std::unique_lock<std::mutex>(mutex_);
   }
   [[nodiscard]] const postgres_options& options() const noexcept { return opts_; }
@@ -190,6 +199,7 @@ class pg_link {
       return fail(errc::store_unavailable, std::string("postgres: ") + PQerrorMessage(c.get()));
     }
     conn_ = std::move(c);
+    if (std::error_code ec = refuse_standby()) return ec;
     for (const std::string& sql : setup_) {
       result<pg_result_ptr> r =
           run([&](PGconn* pc) { return PQsendQuery(pc, sql.c_str()); }, deadline, false);
@@ -267,6 +277,9 @@ class pg_link {
       std::string msg = "postgres: ";
       if (state != nullptr) msg += std::string(state) + ": ";
       msg += PQresultErrorMessage(first_error.get());
+      if (code == errc::misconfigured && state != nullptr && std::strcmp(state, "25006") == 0) {
+        msg = read_only_text(msg);
+      }
       if (PQstatus(c) != CONNECTION_OK || PQtransactionStatus(c) != PQTRANS_IDLE) {
         conn_.reset();  // a session in doubt (or inside a failed setup transaction) is not reused
       }
@@ -292,6 +305,40 @@ class pg_link {
     PQfreemem(err);
     return fail(errc::misconfigured, "postgres: postgres_options::conninfo: " + text);
   }
+  // A standby (hot standby: in recovery, read-only) serves no write: the store or fence is
+  // pointed at the wrong server, a misconfiguration (permanent). PostgreSQL 14+ reports
+  // in_hot_standby at connect, so this costs no round trip; older servers are caught by the
+  // first write's 25006 (read_only_text).
+  std::error_code refuse_standby() {
+    const char* hs = PQparameterStatus(conn_.get(), "in_hot_standby");
+    if (hs == nullptr || std::strcmp(hs, "on") != 0) return {};
+    std::string msg = read_only_text({});
+    conn_.reset();
+    return fail(errc::misconfigured, std::move(msg));
+  }
+  // The text of a read-only server's misconfiguration: where it is, why it is read-only, what to
+  // change, and what the server said (if anything).
+  [[nodiscard]] std::string read_only_text(std::string said) const {
+    PGconn* c = conn_.get();
+    const char* host = PQhost(c);
+    const char* port = PQport(c);
+    const char* hs = PQparameterStatus(c, "in_hot_standby");
+    std::string text = "postgres: the server at " + std::string(host ? host : "?") + ":" +
+                       (port ? port : "?") + " (postgres_options::conninfo)";
+    if (hs != nullptr && std::strcmp(hs, "on") == 0) {
+      text +=
+          " is a standby (in recovery: pg_is_in_recovery() is true; it reports "
+          "in_hot_standby=on) and takes no writes: point the store at the primary (with a "
+          "multi-host conninfo, add target_session_attrs=read-write)";
+    } else {
+      text +=
+          " runs this session read-only (a standby, or default_transaction_read_only=on): "
+          "point the store at the primary, with a read-write session";
+    }
+    while (!said.empty() && (said.back() == '\n' || said.back() == ' ')) said.pop_back();
+    if (!said.empty()) text += "; the server said: " + said;
+    return text;
+  }
   std::error_code connect_failed(PGconn* c) {
     const std::string text = PQerrorMessage(c);
     const errc e = classify_pg_connect_failure(text);
@@ -316,7 +363,7 @@ class pg_link {
   std::vector<std::string> setup_;
   std::vector<statement> prepared_;
   pg_conn_ptr conn_;
-  std::string last_error_;
+  mutable std::string last_error_;  // the most recent call's failure (cleared by lock())
   mutable std::mutex mutex_;
 };
 

@@ -13,7 +13,6 @@
 #include <hiredis/hiredis.h>
 #include <poll.h>
 #include <sys/socket.h>
-#include <sys/time.h>
 
 // send() without SIGPIPE on a connection the server closed: MSG_NOSIGNAL where the platform has it
 // (Linux, the BSDs); elsewhere (macOS) the socket gets SO_NOSIGPIPE once connected, and the flag
@@ -45,22 +44,13 @@
 #include "holdfast/result.hpp"
 #include "holdfast/stores/detail/redis_deployment.hpp"
 #include "holdfast/stores/detail/redis_resp.hpp"
+#include "holdfast/stores/detail/redis_setup.hpp"
 #include "holdfast/stores/detail/wake_pipe.hpp"
 #include "holdfast/stores/redis_options.hpp"
 
 namespace holdfast {
 HOLDFAST_ABI_NAMESPACE_BEGIN
 namespace detail {
-
-struct redis_context_deleter {
-  void operator()(redisContext* c) const noexcept { redisFree(c); }
-};
-inline struct timeval to_timeval(std::chrono::milliseconds ms) noexcept {
-  struct timeval tv {};
-  tv.tv_sec = static_cast<decltype(tv.tv_sec)>(ms.count() / 1000);
-  tv.tv_usec = static_cast<decltype(tv.tv_usec)>((ms.count() % 1000) * 1000);
-  return tv;
-}
 
 /// One hiredis connection with its scripts: connects lazily, loads the scripts on every
 /// (re)connect, drops the connection on any transport failure, and keeps the last failure's text.
@@ -79,6 +69,7 @@ class redis_connection {
     return code;
   }
   [[nodiscard]] const std::string& last_error() const noexcept { return last_error_; }
+  void forget_error() const noexcept { last_error_.clear(); }  // a call begins (redis_link::lock)
 
   /// GETs `key` as a token (the counter, a fence key): none if the key does not exist;
   /// protocol_error, recording `what`, if it holds anything but a token; transport errors as
@@ -103,20 +94,35 @@ class redis_connection {
     if (std::error_code ec = opts_.check(&why)) return fail(errc::invalid_argument, why);
     if (opts_.sentinels.empty()) return connect_to(opts_.host, opts_.port, opts_.unix_socket);
     std::error_code last{};
+    std::size_t unknown = 0;  // sentinels that answered they know no primary by that name
+    std::string asked;
     for (const redis_endpoint& sentinel : opts_.sentinels) {
       std::string host;
       int port = 0;
-      last = ask_sentinel(sentinel, host, port);
+      bool knows = true;
+      last = ask_sentinel(sentinel, host, port, knows);
+      if (!knows) ++unknown;
+      asked += (asked.empty() ? "" : ", ") + sentinel.host + ":" + std::to_string(sentinel.port);
       if (!last) last = connect_to(host, port, {});
       if (!last) return {};
     }
-    return last;
+    // Every sentinel answered and none knows the name: the name is wrong (permanent). Some did
+    // not answer: the ones that would know it may be among them (transient).
+    if (unknown != opts_.sentinels.size()) return last;
+    return fail(errc::misconfigured,
+                "redis: redis_options::sentinel_master \"" + opts_.sentinel_master +
+                    "\": no sentinel knows a primary by that name (asked " + asked +
+                    "); check the name their `sentinel monitor` gives");
   }
 
   /// Makes every (re)connect also read the deployment (ROLE, INFO server, replication and
   /// persistence, CONFIG GET appendfsync) into report() and the server's life into life(), and
   /// refuse a server that is not the primary. redis_store's own link does; fences do not.
   void enable_probe() noexcept { probe_ = true; }
+  /// Makes a replica at the configured address (ROLE at connect, or READONLY) misconfigured
+  /// (permanent) instead of store_unavailable, unless through Sentinel (where it means a failover
+  /// is under way). redis_store and redis_fence do; a Cluster node's connection does not.
+  void refuse_replicas() noexcept { refuse_replicas_ = true; }
   /// The deployment read at the last connect (probe only).
   [[nodiscard]] const deployment_report& report() const noexcept { return report_; }
   /// The server's life read at the last connect, "<run_id>/<master_replid>" (probe only; empty
@@ -133,6 +139,26 @@ class redis_connection {
     if ((*r)->type != REDIS_REPLY_INTEGER)
       return fail(errc::protocol_error, "redis: WAIT: unexpected reply");
     return (*r)->integer;
+  }
+
+  /// With wait_replicas > 0, after a write (a grant, a fenced write): WAITs for the replicas.
+  /// \returns "" if enough acknowledged in time (or wait_replicas is 0); else the shortfall,
+  ///   "redis: <what>WAIT: <n> of <wait_replicas> replicas acknowledged <subject> within
+  ///   wait_timeout", or WAIT's own failure. The caller undoes what it can, then not_durable().
+  std::string replica_shortfall(const char* what, const char* subject) {
+    if (opts_.wait_replicas == 0) return {};
+    result<long long> acks = wait_for_replicas();
+    if (acks && *acks >= opts_.wait_replicas) return {};
+    if (!acks) return last_error_ + " (WAIT for " + subject + "'s acknowledgement)";
+    return std::string("redis: ") + what + "WAIT: " + std::to_string(*acks) + " of " +
+           std::to_string(opts_.wait_replicas) + " replicas acknowledged " + subject +
+           " within wait_timeout";
+  }
+  /// Reports a replica_shortfall(): grant_not_durable with `why`; through Sentinel it also drops
+  /// the connection (the primary may be failing over: the next call asks the sentinels again).
+  std::error_code not_durable(std::string why) {
+    if (!opts_.sentinels.empty()) disconnect();
+    return fail(errc::grant_not_durable, std::move(why));
   }
 
   /// Runs script `index` by EVALSHA with the given keys and arguments (binary-safe), loading it
@@ -177,12 +203,14 @@ class redis_connection {
     return r;
   }
 
-  /// Classifies an error reply and keeps its text. READONLY (a replica: a failover demoted this
-  /// server) and HOLDFAST_LIFE (the server began a new life under this connection) also drop the
-  /// connection, so the next call connects afresh: through Sentinel to the new primary, and with
-  /// the new life read.
+  /// Classifies an error reply and keeps its text. READONLY (through Sentinel: a failover demoted
+  /// this server; else misconfigured, replica_refused) and HOLDFAST_LIFE (a new life under this
+  /// connection) also drop the connection: the next call connects afresh, the new life read.
   std::error_code error_reply(const redisReply* reply) {
     const errc code = classify_redis_error(reply->str, reply->len);
+    if (starts_with(reply->str, reply->len, "READONLY") && standalone()) {
+      return replica_refused(text_of(reply));
+    }
     if (starts_with(reply->str, reply->len, "READONLY") ||
         starts_with(reply->str, reply->len, "HOLDFAST_LIFE")) {
       disconnect();
@@ -318,7 +346,9 @@ class redis_connection {
   }
 
   // Asks one sentinel for the primary's address (SENTINEL get-master-addr-by-name).
-  std::error_code ask_sentinel(const redis_endpoint& sentinel, std::string& host, int& port) {
+  // `knows` turns false iff the sentinel answered that it knows no primary by that name (nil).
+  std::error_code ask_sentinel(const redis_endpoint& sentinel, std::string& host, int& port,
+                               bool& knows) {
     context_ptr c;
     if (std::error_code ec = open(c, sentinel.host, sentinel.port, {})) return ec;
     std::string cmd;
@@ -340,6 +370,7 @@ class redis_connection {
       return fail(classify_redis_error(r->str, r->len),
                   "redis: sentinel " + where + ": " + text_of(r.get()));
     }
+    knows = r->type != REDIS_REPLY_NIL;
     return fail(errc::store_unavailable, "redis: sentinel " + where + " knows no primary named '" +
                                              opts_.sentinel_master + "'");
   }
@@ -361,7 +392,11 @@ class redis_connection {
     if (role->type == REDIS_REPLY_ARRAY && role->elements >= 1 &&
         role->element[0]->type == REDIS_REPLY_STRING) {
       const std::string name(role->element[0]->str, role->element[0]->len);
-      if (name != "master") {
+      if (name != "master" && standalone()) {  // the configured address names a replica
+        return fail(errc::misconfigured, redis_replica_text(host + ":" + std::to_string(port),
+                                                            replies[2].get(), "ROLE: " + name));
+      }
+      if (name != "master") {  // through Sentinel: a failover under way, ask again
         return fail(errc::store_unavailable, "redis: " + host + ":" + std::to_string(port) +
                                                  " is not the primary (ROLE: " + name + ")");
       }
@@ -383,15 +418,15 @@ class redis_connection {
       } else {
         resp_append_command(pipeline, {"AUTH", opts_.username, opts_.password});
       }
-      setup_fields_.push_back(setup_field::auth);
+      setup_fields_.push_back(redis_setup_field::auth);
     }
     if (opts_.database != 0) {
       resp_append_command(pipeline, {"SELECT", std::to_string(opts_.database)});
-      setup_fields_.push_back(setup_field::database);
+      setup_fields_.push_back(redis_setup_field::database);
     }
     if (!opts_.client_name.empty()) {
       resp_append_command(pipeline, {"CLIENT", "SETNAME", opts_.client_name});
-      setup_fields_.push_back(setup_field::client_name);
+      setup_fields_.push_back(redis_setup_field::client_name);
     }
     const std::size_t setup = setup_fields_.size();
     for (const std::string& script : scripts_) {
@@ -414,7 +449,8 @@ class redis_connection {
       redis_reply_ptr r(static_cast<redisReply*>(raw));
       if (r->type == REDIS_REPLY_ERROR) {
         if (!first_error)
-          first_error = setup_failed(i < setup ? setup_fields_[i] : setup_field::script, r.get());
+          first_error =
+              setup_failed(i < setup ? setup_fields_[i] : redis_setup_field::script, r.get());
         continue;
       }
       if (i >= setup) {
@@ -430,34 +466,26 @@ class redis_connection {
     return first_error;
   }
 
-  // Which option a setup command comes from, so that its error names that option.
-  enum class setup_field { auth, database, client_name, script };
+  std::error_code setup_failed(redis_setup_field f, const redisReply* r) {
+    std::pair<errc, std::string> e = redis_setup_failure(f, opts_, r, text_of(r));
+    return fail(e.first, std::move(e.second));
+  }
 
-  // A setup command's error reply: the option it names, the server's text, and its code. Every
-  // answer to AUTH is about the credentials (permission_denied), to SELECT about the database
-  // number (misconfigured: out of range), to CLIENT SETNAME about the name; a script load that
-  // meets NOAUTH means a password is needed and none was given.
-  std::error_code setup_failed(setup_field f, const redisReply* r) {
-    const std::string text = text_of(r);
-    switch (f) {
-      case setup_field::auth:
-        return fail(errc::permission_denied,
-                    "redis: setup: AUTH with redis_options::username/password refused: " + text);
-      case setup_field::database:
-        return fail(errc::misconfigured, "redis: setup: SELECT redis_options::database " +
-                                             std::to_string(opts_.database) + ": " + text);
-      case setup_field::client_name:
-        return fail(errc::misconfigured,
-                    "redis: setup: CLIENT SETNAME redis_options::client_name: " + text);
-      case setup_field::script:
-        break;
-    }
-    const errc e = classify_redis_error(r->str, r->len);
-    if (e == errc::permission_denied && opts_.password.empty()) {
-      return fail(
-          e, "redis: setup: the server needs AUTH and redis_options::password is empty: " + text);
-    }
-    return fail(e, "redis: setup: " + text);
+  // Whether a replica at the configured address is a misconfiguration (refuse_replicas()).
+  bool standalone() const noexcept {
+    return refuse_replicas_ && opts_.sentinels.empty();
+  }
+
+  // error_reply for READONLY without Sentinel: the configured address is a replica, a
+  // misconfiguration (permanent). Its INFO replication names the primary; then disconnects.
+  std::error_code replica_refused(const std::string& said) {
+    result<redis_reply_ptr> info = command({"INFO", "replication"});
+    disconnect();
+    const std::string where = opts_.unix_socket.empty()
+                                  ? opts_.host + ":" + std::to_string(opts_.port)
+                                  : opts_.unix_socket;
+    return fail(errc::misconfigured,
+                redis_replica_text(where, info ? info->get() : nullptr, "redis: " + said));
   }
 
   void push(std::string_view s) {
@@ -546,10 +574,11 @@ class redis_connection {
   std::vector<const char*> argv_;
   std::vector<std::size_t> lens_;
   std::string numkeys_;
-  std::string last_error_;
+  mutable std::string last_error_;  // the most recent call's failure (forget_error)
   bool probe_ = false;
+  bool refuse_replicas_ = false;
   deployment_report report_;
-  std::vector<setup_field> setup_fields_;
+  std::vector<redis_setup_field> setup_fields_;
 };
 
 /// Reads a script's yes/no answer: true for integer 1, false for integer 0; an error as `r`

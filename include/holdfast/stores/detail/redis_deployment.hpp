@@ -42,6 +42,21 @@ inline std::string redis_info_field(const redisReply* info, std::string_view fie
   return {};
 }
 
+/// The text of errc::misconfigured for a store or fence pointed, without Sentinel, at a replica
+/// (`where`, "host:port"): names it and, from its INFO replication reply (may be null or an
+/// error), its primary, and says what to change. `said` is the server's own answer, if any.
+inline std::string redis_replica_text(const std::string& where, const redisReply* replication,
+                                      const std::string& said) {
+  const std::string host = redis_info_field(replication, "master_host");
+  const std::string port = redis_info_field(replication, "master_port");
+  const std::string primary = host.empty() ? "an unknown primary" : host + ":" + port;
+  std::string text = "redis: redis_options::host/port " + where + " is a replica of " + primary +
+                     " (INFO replication master_host:master_port), not the primary";
+  if (!said.empty()) text += " (" + said + ")";
+  return text + ": point host/port at the primary, or set redis_options::sentinels and " +
+         "sentinel_master to follow failovers";
+}
+
 /// The report of a Redis deployment from its INFO server, replication and persistence replies
 /// and its CONFIG GET appendfsync reply (any of them may be an error reply: then unknown).
 inline deployment_report redis_deployment(const redisReply* server, const redisReply* replication,

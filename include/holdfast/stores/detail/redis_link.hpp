@@ -49,6 +49,13 @@ class redis_link : public redis_connection {
   /// Locks the connection for one blocking operation, first waiting until no split request is
   /// in flight (see "Split send/receive" below).
   [[nodiscard]] std::unique_lock<std::mutex> lock() const {
+    std::unique_lock<std::mutex> l = lock_quiet();
+    forget_error();  // a call begins: last_error() is to describe this one only
+    return l;
+  }
+  /// As lock() without beginning a call: last_error_message(), and the cleanup of a call that
+  /// failed (leave_queue), which must not clear that call's text.
+  [[nodiscard]] std::unique_lock<std::mutex> lock_quiet() const {
     std::unique_lock<std::mutex> l(mutex_);
     idle_.wait(l, [this] { return !in_flight_; });
     return l;
@@ -189,9 +196,7 @@ class redis_link : public redis_connection {
     if (error_) return error_;
     redis_reply_ptr r = std::move(reply_);
     if (!r) return fail(errc::protocol_error, "redis: no reply");
-    if (r->type == REDIS_REPLY_ERROR) {
-      return fail(classify_redis_error(r->str, r->len), "redis: " + text_of(r.get()));
-    }
+    if (r->type == REDIS_REPLY_ERROR) return error_reply(r.get());  // READONLY as blocking calls
     return r;
   }
 

@@ -76,21 +76,15 @@ inline std::error_code check_redis_multi(const redis_multi_request& q, const cha
 inline bool redis_acknowledge(redis_link& link, redis_requests& rq, std::string_view broadcast,
                               bool acquired, const std::string_view* keys, std::size_t count,
                               std::string_view owner, const grant* granted) {
+  const std::string why = link.replica_shortfall("", "the grant");
+  if (why.empty()) return true;
   const redis_options& o = link.options();
-  if (o.wait_replicas == 0) return true;
-  result<long long> acks = link.wait_for_replicas();
-  if (acks && *acks >= o.wait_replicas) return true;
-  const std::string why =
-      acks ? "redis: WAIT: " + std::to_string(*acks) + " of " + std::to_string(o.wait_replicas) +
-                 " replicas acknowledged the grant within wait_timeout; it was given back"
-           : link.last_error() + " (WAIT for the grant's acknowledgement; it was given back)";
   for (std::size_t i = 0; acquired && i < count; ++i) {
     const store_request back{store_op::release, keys[i], owner, granted[i].token, {}, {}};
     const redis_call c = rq.prepare(o, broadcast, link.life(), back);
     (void)link.eval(c.script, c.keys, c.nkeys, c.args, c.nargs);
   }
-  if (!o.sentinels.empty()) link.disconnect();  // the primary may be failing over: ask again
-  (void)link.fail(errc::grant_not_durable, why);
+  (void)link.not_durable(why + "; it was given back");
   return false;
 }
 
@@ -117,10 +111,8 @@ inline result<void> redis_acquire_all(redis_link& link, redis_requests& rq,
                                       std::string_view broadcast, const redis_multi_request& q) {
   const char* why = nullptr;
   if (std::error_code ec = check_redis_multi(q, &why)) {
-    if (why != nullptr) {
-      auto guard = link.lock();
-      (void)link.fail(errc::invalid_argument, why);
-    }
+    auto guard = link.lock();  // a call, refused: clears an older call's text
+    if (why != nullptr) (void)link.fail(errc::invalid_argument, why);
     return ec;
   }
   auto guard = link.lock();

@@ -201,7 +201,7 @@ inline result<long long> redis_enqueue(redis_link& link, redis_requests& request
 /// Best effort: the queue's TTL cleans up too.
 inline void redis_dequeue(redis_link& link, redis_requests& requests, std::string_view key,
                           const std::string& entry) {
-  auto guard = link.lock();
+  auto guard = link.lock_quiet();  // a failed call's cleanup: keeps that call's text
   const std::string_view keys[] = {requests.queue_key(link.options(), key)};
   const std::string_view args[] = {entry};
   (void)link.eval(redis_script::unwait, keys, 1, args, 1);

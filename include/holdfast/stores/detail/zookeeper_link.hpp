@@ -94,7 +94,14 @@ class zookeeper_link {
   zookeeper_link& operator=(const zookeeper_link&) = delete;
   ~zookeeper_link() { close(); }
 
-  [[nodiscard]] std::unique_lock<std::mutex> lock() const { return std::unique_lock(mu_); }
+  /// Locks the session for one call, which begins by forgetting the last failure's text.
+  [[nodiscard]] std::unique_lock<std::mutex> lock() const {
+    std::unique_lock l(mu_);
+    last_error_.clear();
+    return l;
+  }
+  /// Locks without beginning a call (last_error_message(), the reaper thread).
+  [[nodiscard]] std::unique_lock<std::mutex> lock_quiet() const { return std::unique_lock(mu_); }
   [[nodiscard]] const zookeeper_options& options() const noexcept { return opts_; }
   [[nodiscard]] const std::string& last_error() const noexcept { return last_error_; }
 
@@ -313,7 +320,7 @@ class zookeeper_link {
   std::uint64_t expiries_ = 0;
   std::atomic<std::int64_t> granted_ms_{0};
   std::atomic<std::uint64_t> requests_{0};
-  std::string last_error_;
+  mutable std::string last_error_;  // the most recent call's failure (cleared by lock())
   std::string lost_session_;
 
   std::mutex ev_mu_;  // guards the members below; taken by the completion thread

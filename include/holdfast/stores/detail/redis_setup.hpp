@@ -1,0 +1,69 @@
+// SPDX-License-Identifier: MIT
+// holdfast/stores/detail/redis_setup.hpp - what redis_connection's connect handshake needs
+// besides the connection: the hiredis context's deleter, timeouts as timevals, and the code and
+// text of a failed setup command (AUTH, SELECT, CLIENT SETNAME, SCRIPT LOAD), naming the option
+// it comes from. Part of stores/redis.hpp; not for users.
+#ifndef HOLDFAST_STORES_DETAIL_REDIS_SETUP_HPP
+#define HOLDFAST_STORES_DETAIL_REDIS_SETUP_HPP
+
+#include <hiredis/hiredis.h>
+#include <sys/time.h>
+
+#include <chrono>
+#include <string>
+#include <utility>
+
+#include "holdfast/detail/config.hpp"
+#include "holdfast/error.hpp"
+#include "holdfast/stores/detail/redis_resp.hpp"
+#include "holdfast/stores/redis_options.hpp"
+
+namespace holdfast {
+HOLDFAST_ABI_NAMESPACE_BEGIN
+namespace detail {
+
+struct redis_context_deleter {
+  void operator()(redisContext* c) const noexcept { redisFree(c); }
+};
+inline struct timeval to_timeval(std::chrono::milliseconds ms) noexcept {
+  struct timeval tv {};
+  tv.tv_sec = static_cast<decltype(tv.tv_sec)>(ms.count() / 1000);
+  tv.tv_usec = static_cast<decltype(tv.tv_usec)>((ms.count() % 1000) * 1000);
+  return tv;
+}
+
+/// Which option a setup command comes from, so that its error names that option.
+enum class redis_setup_field { auth, database, client_name, script };
+
+/// A setup command's error reply `r` (its text `text`): its code and a text naming the option and
+/// carrying the server's. Every answer to AUTH is about the credentials (permission_denied), to
+/// SELECT about the database number (misconfigured: out of range), to CLIENT SETNAME about the
+/// name; a script load that meets NOAUTH means a password is needed and none was given.
+inline std::pair<errc, std::string> redis_setup_failure(redis_setup_field f, const redis_options& o,
+                                                        const redisReply* r,
+                                                        const std::string& text) {
+  switch (f) {
+    case redis_setup_field::auth:
+      return {errc::permission_denied,
+              "redis: setup: AUTH with redis_options::username/password refused: " + text};
+    case redis_setup_field::database:
+      return {errc::misconfigured, "redis: setup: SELECT redis_options::database " +
+                                       std::to_string(o.database) + ": " + text};
+    case redis_setup_field::client_name:
+      return {errc::misconfigured,
+              "redis: setup: CLIENT SETNAME redis_options::client_name: " + text};
+    case redis_setup_field::script:
+      break;
+  }
+  const errc e = classify_redis_error(r->str, r->len);
+  if (e == errc::permission_denied && o.password.empty()) {
+    return {e, "redis: setup: the server needs AUTH and redis_options::password is empty: " + text};
+  }
+  return {e, "redis: setup: " + text};
+}
+
+}  // namespace detail
+HOLDFAST_ABI_NAMESPACE_END
+}  // namespace holdfast
+
+#endif  // HOLDFAST_STORES_DETAIL_REDIS_SETUP_HPP
