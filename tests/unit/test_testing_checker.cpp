@@ -477,6 +477,7 @@ TEST_CASE("verdict: every invariant has one tag and one name, from one table",
       {invariant::t4_store_answers, "T4", "T4 store answers"},
       {invariant::l2_regression, "L2", "L2 clock regression noticed"},
       {invariant::o1_orphaned_grant, "O1", "O1 no orphaned grants"},
+      {invariant::o2_abandoned_place, "O2", "O2 no abandoned queue places"},
   };
   for (const auto& [inv, t, name] : all) {
     CAPTURE(name);

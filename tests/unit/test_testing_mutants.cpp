@@ -121,6 +121,11 @@ TEST_CASE("mutants: names round-trip; store mutants are told apart", "[testing/m
   REQUIRE(is_store_mutant(mutant::token_after_grant));
   REQUIRE_FALSE(is_store_mutant(mutant::no_fence));
   REQUIRE_FALSE(is_store_mutant(mutant::validity_from_reply));
+  for (queue_mutant m : all_queue_mutants) {  // the hand-off queue's (workload_handoff.hpp)
+    REQUIRE(queue_mutant_from_string(to_string(m)) == m);
+  }
+  REQUIRE(queue_mutant_from_string("none") == queue_mutant::none);
+  REQUIRE_FALSE(queue_mutant_from_string("no_fence"));
 }
 
 }  // namespace test_testing_mutants

@@ -33,6 +33,8 @@
 //                          | acquire_failed event       | attempt made to its owner, neither
 //                          |                            | reported nor gone back for (asked
 //                          |                            | again, released): orphan_watch.hpp
+//   O2 no abandoned places | each acquired or           | its client still holds a place in a
+//                          | acquire_failed event       | hand-off queue (queue_watch.hpp)
 //
 // The checker replays the store events in order, keeping per (store, key) the record the store
 // must have by the contract (store.hpp): holder, token, and expiry on the store's clock. Expiry is
@@ -44,8 +46,8 @@
 // to another owner one tick before lo is an overlap (S3). No contract-abiding store is reported.
 //
 // The code: verdict.hpp (public) holds what check() answers; under testing/detail/, lease_book.hpp
-// records the leases granted, regression_watch.hpp follows L2, lost_life.hpp restarts and reboots,
-// timeline.hpp writes the timeline and event_text.hpp the text forms svg.hpp shares.
+// records the leases, regression_watch.hpp follows L2, lost_life.hpp restarts and reboots,
+// timeline.hpp writes the timeline, event_text.hpp the text forms svg.hpp shares.
 //
 // Thread-safety: check() is a pure function of its argument.
 #ifndef HOLDFAST_TESTING_CHECKER_HPP
@@ -68,6 +70,7 @@
 #include "holdfast/testing/detail/lease_book.hpp"
 #include "holdfast/testing/detail/lost_life.hpp"
 #include "holdfast/testing/detail/orphan_watch.hpp"
+#include "holdfast/testing/detail/queue_watch.hpp"
 #include "holdfast/testing/detail/regression_watch.hpp"
 #include "holdfast/testing/detail/timeline.hpp"
 #include "holdfast/testing/history.hpp"
@@ -141,23 +144,13 @@ class checker {
     const regression_watch::overdue late = watch_.first_overdue(h_, now);
     if (late.event == npos) return;
     const std::size_t j = late.event;
-    const node_id n = late.node;
-    std::vector<std::size_t> ctx = {j};
-    for (std::size_t k = j; k-- > 0;) {  // the lease it held: its grant
-      const event& a = h_.events[k];
-      if (a.node == n && a.kind == event_kind::acquired) {
-        ctx.push_back(k);
-        break;
-      }
-    }
-    ctx.push_back(i);
     fail(invariant::l2_regression, j,
-         h_.node_name(n) + "'s clock went back " + fmt_seconds(-h_.events[j].value) +
+         h_.node_name(late.node) + "'s clock went back " + fmt_seconds(-h_.events[j].value) +
              " while a keepalive kept its lease, and it heard nothing (no loss reported, no "
              "renewal) for " +
              fmt_seconds(now - h_.events[j].true_ns) + ": the bound is one renew interval (" +
              fmt_seconds(h_.regression_bound_ns) + ", not counting its own stalls)",
-         ctx);
+         regression_watch::context(h_, late, i));
   }
 
   void step(std::size_t i) {
@@ -166,6 +159,7 @@ class checker {
     if (e.kind == event_kind::acquired || e.kind == event_kind::acquire_failed) orphaned(i, e);
     if (!result_.ok()) return;
     orphans_.observe(h_, i, e);
+    places_.observe(e, i);
     switch (e.kind) {
       case event_kind::store_acquire:
       case event_kind::store_renew:
@@ -500,8 +494,13 @@ class checker {
          ctx);
   }
 
-  // O1: the attempt ending at `e` left no grant behind (detail/orphan_watch.hpp).
+  // O1, O2: the attempt ending at `e` left no grant, no queue place behind (orphan/queue_watch).
   void orphaned(std::size_t i, const event& e) {
+    if (const std::size_t q = places_.abandoned(e); q != npos) {
+      const std::string ended = who(e) + "'s attempt ended (" + outcome_name(e.outcome) + ") ";
+      return fail(invariant::o2_abandoned_place, i, ended + queue_watch::what(h_, q),
+                  attempt_context(q, i, e));
+    }
     const std::size_t g = orphans_.orphan(h_, e);
     if (g == npos) return;
     const event& o = h_.events[g];
@@ -581,6 +580,7 @@ class checker {
   std::size_t heal_ = npos;
   regression_watch watch_;  // L2
   orphan_watch orphans_;    // O1
+  queue_watch places_;      // O2
   bool live_seen_ = false;
 };
 

@@ -88,6 +88,10 @@ enum class event_kind : std::uint8_t {
                       ///< holdfast::loss_cause.
   clock_regress,      ///< A holder's clock was made to jump back `-value` ns right after its
                       ///< keepalive read it (a regression, checked by L2).
+  queue_join,         ///< The store queued client `peer` (`owner` if known) for `key`'s hand-off.
+  queue_leave,        ///< The store took `peer`'s place in `key`'s queue out (outcome: 0 = it
+                      ///< had one; not_applied = the request never arrived).
+  queue_wake,         ///< A release of `key` handed off to `peer`: its place is taken out.
 };
 
 /// The fault injected around a store operation.
@@ -177,6 +181,12 @@ inline const char* to_string(event_kind k) noexcept {
       return "lease_lost";
     case event_kind::clock_regress:
       return "clock_regress";
+    case event_kind::queue_join:
+      return "queue_join";
+    case event_kind::queue_leave:
+      return "queue_leave";
+    case event_kind::queue_wake:
+      return "queue_wake";
   }
   return "?";
 }

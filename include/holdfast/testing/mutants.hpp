@@ -46,6 +46,19 @@
 // among them (rw_writer_while_reader, rw_upgrade_in_place: testing/rw_workload.hpp, caught by
 // rw_checker.hpp's read-write exclusion and fenced write order).
 //
+// Hand-off queue controls (issue 22, O2: a caller that leaves a queue leaves it) are queue_mutant
+// values below, built into testing/sim_queue.hpp's queue model and run by testing/
+// workload_handoff.hpp:
+//
+//   queue_mutant        | the bug                                                   | caught by
+//   --------------------+-----------------------------------------------------------+----------
+//   gives_up_queued     | the store offers try_acquire_queued but no leave_queue: an | O2
+//                       | attempt that queued and then ran out of budget during its |
+//                       | round trip returns timeout still queued (Redisson #1104)  |
+//   leave_not_retried   | a leave (wait exit, leave_queue) whose answer was an error | O2
+//                       | (errc::timeout: the request, or only its reply, was lost) |
+//                       | is not asked again: a lost request leaves the place there |
+//
 // Store mutants are mutant_store<Clock>, a small map-based store that is correct when built with
 // mutant::none (the conformance kit checks that too, so the controls differ from a correct store
 // by their one bug only). Resource mutants are sim_resource modes; holder mutants change how the
@@ -95,6 +108,35 @@ enum class mutant : std::uint8_t {
   holder_ignores_clock_tick,
   token_only_fence,
 };
+
+/// The hand-off queue's negative controls (see the second table at the top of mutants.hpp).
+enum class queue_mutant : std::uint8_t { none, gives_up_queued, leave_not_retried };
+
+/// Every queue_mutant but none.
+inline constexpr queue_mutant all_queue_mutants[] = {queue_mutant::gives_up_queued,
+                                                     queue_mutant::leave_not_retried};
+
+/// Returns the control's name ("none" for none).
+inline const char* to_string(queue_mutant m) noexcept {
+  switch (m) {
+    case queue_mutant::none:
+      return "none";
+    case queue_mutant::gives_up_queued:
+      return "gives_up_queued";
+    case queue_mutant::leave_not_retried:
+      return "leave_not_retried";
+  }
+  return "?";
+}
+
+/// Parses a queue_mutant's name ("none" included); nullopt for an unknown name.
+inline std::optional<queue_mutant> queue_mutant_from_string(std::string_view name) noexcept {
+  if (name == "none") return queue_mutant::none;
+  for (queue_mutant m : all_queue_mutants) {
+    if (name == to_string(m)) return m;
+  }
+  return std::nullopt;
+}
 
 /// Every mutant except none, in table order. token_only_fence bites only where a store loses its
 /// newest grants: its runs restart the store from lagging copies (effective_run_options(),

@@ -39,7 +39,8 @@ enum class invariant : std::uint8_t {
   s6_permit_bound,
   t4_store_answers,  ///< The store reported a grant no store can make (TTL <= 0 or > max_ttl).
   l2_regression,  ///< A kept-alive holder whose clock went back heard nothing in a renew interval.
-  o1_orphaned_grant,  ///< An attempt ended leaving a grant it neither reported nor went back for.
+  o1_orphaned_grant,   ///< An attempt ended leaving a grant it neither reported nor went back for.
+  o2_abandoned_place,  ///< An attempt ended with its caller still queued for a hand-off.
 };
 
 namespace detail {
@@ -74,14 +75,16 @@ inline invariant_text text_of(invariant i) noexcept {
       return {"L2", "L2 clock regression noticed"};
     case invariant::o1_orphaned_grant:
       return {"O1", "O1 no orphaned grants"};
+    case invariant::o2_abandoned_place:
+      return {"O2", "O2 no abandoned queue places"};
   }
   return {"?", "?"};
 }
 
 }  // namespace detail
 
-/// Returns the invariant's tag: "S1" .. "S6", "L1", "L2", "T4", "O1", or "-" for none ("?" for a
-/// value outside the enumeration).
+/// Returns the invariant's tag: "S1" .. "S6", "L1", "L2", "T4", "O1", "O2", or "-" for none ("?"
+/// for a value outside the enumeration).
 inline const char* tag(invariant i) noexcept {
   return detail::text_of(i).tag;
 }

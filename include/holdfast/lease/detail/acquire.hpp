@@ -356,6 +356,11 @@ result<lease<Store, Clock>> acquire_retrying(Store& store, std::string_view key,
                        budget.left_at(clock.now());
     bool unsure = false;  // the attempt's error may hide a grant (a lost reply)
     result_type l = loop_attempt<Observed>(store, key, *req, opts, made, queue, &unsure);
+    if constexpr (has_leave_queue_v<Store>) {
+      // A place an earlier attempt took unheard (its reply lost) is left too, once an attempt
+      // that did not queue gets the key: else the next release hands off to nobody (O2).
+      if (l && in_queue) (void)store.leave_queue(key);
+    }
     if (l && cancel.stop_requested()) {
       // The stop came while the grant was on its way: give it back, hold nothing.
       (void)l->release();

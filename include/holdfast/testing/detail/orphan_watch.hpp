@@ -62,6 +62,9 @@ class orphan_watch {
       case event_kind::clock_jump:
       case event_kind::clock_regress:
       case event_kind::heal:
+      case event_kind::queue_join:  // a wait queue's bookkeeping (queue_watch.hpp)
+      case event_kind::queue_leave:
+      case event_kind::queue_wake:
         return;
       default:
         // A client's own outcome bounds the attempts of its owner (one node may run several).

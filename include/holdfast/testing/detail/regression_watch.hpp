@@ -52,6 +52,21 @@ class regression_watch {
     std::size_t event = no_event;  // no_event: none is overdue
   };
 
+  // The events a report of `late` (found at event i) shows: the regression, the grant of the
+  // lease its node held, event i.
+  static std::vector<std::size_t> context(const history& h, const overdue& late, std::size_t i) {
+    std::vector<std::size_t> ctx = {late.event};
+    for (std::size_t k = late.event; k-- > 0;) {
+      const event& a = h.events[k];
+      if (a.node == late.node && a.kind == event_kind::acquired) {
+        ctx.push_back(k);
+        break;
+      }
+    }
+    ctx.push_back(i);
+    return ctx;
+  }
+
   // Follows event `i` (`e`) of history `h` (the table at the top).
   void observe(const history& h, std::size_t i, const event& e) {
     if (h.regression_bound_ns <= 0 || e.node == no_node) return;

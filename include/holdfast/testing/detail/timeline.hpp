@@ -271,6 +271,10 @@ class timeline {
       case event_kind::store_release:
       case event_kind::store_raise:
         return store_call(e);
+      case event_kind::queue_join:
+      case event_kind::queue_leave:
+      case event_kind::queue_wake:
+        return queue_call(e);
       case event_kind::acquired:
       case event_kind::acquire_failed:
       case event_kind::renewed:
@@ -316,6 +320,15 @@ class timeline {
                     fmt_token(static_cast<std::uint64_t>(e.value)),
                 ok ? "raised" : outcome_name(e.outcome)};
     }
+  }
+
+  // A wait queue's join, leave or hand-off (sim_queue.hpp), by the waiting client.
+  line_text queue_call(const event& e) const {
+    const std::string by = h_.node_name(e.peer) + (e.owner.empty() ? "" : " (" + e.owner + ")");
+    if (e.kind == event_kind::queue_wake) return {"release hands " + key_of(e) + " to " + by, ""};
+    const bool join = e.kind == event_kind::queue_join;
+    return {by + (join ? " joins " : " leaves ") + key_of(e) + "'s queue",
+            e.outcome == 0 ? (join ? "queued" : "left") : outcome_name(e.outcome)};
   }
 
   // What a client's lease call returned, or that it was told its lease is lost.
