@@ -324,7 +324,7 @@ class sim_queue_store {
           now_local + std::chrono::nanoseconds((*r)->remaining).count() + 1000000;
       local = std::min(local, expiry);
     }
-    return sim_.true_time_at(me, local);
+    return sim_.true_time_reading(me, local);  // a coarse clock reads it a tick late
   }
 
   result<std::size_t> wait(const std::vector<std::string>& keys,
@@ -365,8 +365,8 @@ class sim_queue_store {
     leave(*w);
     if (cancel != nullptr && cancel->stop_requested()) return errc::cancelled;
     const std::int64_t at = std::chrono::nanoseconds(deadline.time_since_epoch()).count();
-    return sim_.now_ns() >= sim_.true_time_at(sim_.current_node(), at) ? keys.size()
-                                                                       : std::size_t{0};
+    return sim_.now_ns() >= sim_.true_time_reading(sim_.current_node(), at) ? keys.size()
+                                                                            : std::size_t{0};
   }
 
   simulator& sim_;
