@@ -53,6 +53,7 @@
 #include "holdfast/result.hpp"
 #include "holdfast/store.hpp"
 #include "holdfast/stores/detail/redis_link.hpp"
+#include "holdfast/stores/detail/redis_requests.hpp"
 #include "holdfast/stores/detail/redis_resp.hpp"
 #include "holdfast/stores/detail/redis_scripts.hpp"
 #include "holdfast/stores/redis_options.hpp"
