@@ -256,7 +256,13 @@ class redis_cluster {
       std::vector<std::string> cmd = {"MIGRATE", "127.0.0.1", std::to_string(dst), "", "0",
                                       "5000",    "KEYS"};
       cmd.insert(cmd.end(), keys.begin(), keys.end());
-      if (redis_cmd(src, cmd) != "OK") return false;
+      // NOKEY: the listed keys were deleted meanwhile (a holder released its lease between
+      // GETKEYSINSLOT and MIGRATE), so there is nothing of them to move: list again.
+      const std::string said = redis_cmd(src, cmd);
+      if (said != "OK" && said != "NOKEY") {
+        why_ = "MIGRATE of slot " + s + " answered '" + said + "'";
+        return false;
+      }
       between();
     }
     const std::string dst_id = id_of(dst);

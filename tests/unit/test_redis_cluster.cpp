@@ -294,6 +294,7 @@ TEST_CASE("redis_cluster_store: a slot migrated under fenced holders keeps token
   std::this_thread::sleep_for(milliseconds(600));
   stop = true;
   for (auto& t : workers) t.join();
+  INFO(c->why());
   REQUIRE(moved);
   INFO("admitted " << admitted << " (" << during << " during the migration), errors " << errors);
   CHECK(admitted > 10);
