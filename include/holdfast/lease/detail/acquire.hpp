@@ -307,6 +307,16 @@ result<lease<Store, Clock>> loop_attempt(Store& store, std::string_view key,
   }
 }
 
+// Takes out the place an attempt took in `store`'s wait queue (`in_queue`), where the store can.
+template <class Store>
+void leave_place(Store& store, std::string_view key, bool in_queue) {
+  if constexpr (has_leave_queue_v<Store>) {
+    if (in_queue) (void)store.leave_queue(key);
+  } else {
+    (void)store, (void)key, (void)in_queue;
+  }
+}
+
 // acquire()'s loop (see acquire()); Observed adds the reports: every attempt, then the outcome
 // with its wait.
 template <bool Observed, class Store, class Rep, class Period, class TRep, class TPeriod,
@@ -341,9 +351,7 @@ result<lease<Store, Clock>> acquire_retrying(Store& store, std::string_view key,
   // hands the key to a waiter that is still there (issue 22; Redisson #1104's kind).
   bool in_queue = false;
   const auto leave = [&](std::error_code ec) -> result_type {
-    if constexpr (has_leave_queue_v<Store>) {
-      if (in_queue) (void)store.leave_queue(key);
-    }
+    leave_place(store, key, in_queue);
     return done(result_type(ec));
   };
   for (;; ++made) {
@@ -356,11 +364,9 @@ result<lease<Store, Clock>> acquire_retrying(Store& store, std::string_view key,
                        budget.left_at(clock.now());
     bool unsure = false;  // the attempt's error may hide a grant (a lost reply)
     result_type l = loop_attempt<Observed>(store, key, *req, opts, made, queue, &unsure);
-    if constexpr (has_leave_queue_v<Store>) {
-      // A place an earlier attempt took unheard (its reply lost) is left too, once an attempt
-      // that did not queue gets the key: else the next release hands off to nobody (O2).
-      if (l && in_queue) (void)store.leave_queue(key);
-    }
+    // A place an earlier attempt took unheard (its reply lost) is left too, once an attempt that
+    // did not queue gets the key: else the next release hands off to nobody (O2).
+    if (l) leave_place(store, key, in_queue);
     if (l && cancel.stop_requested()) {
       // The stop came while the grant was on its way: give it back, hold nothing.
       (void)l->release();

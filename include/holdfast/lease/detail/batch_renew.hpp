@@ -142,7 +142,7 @@ void renew_batch_step(keepalive_target<Clock>* const* targets, std::size_t n, st
       if (threw) {
         s.caught(slots[sent[k]]);
       } else {
-        s.close(slots[sent[k]], std::move(replies[k]), fraction);
+        s.close(slots[sent[k]], replies[k], fraction);
       }
     }
   }

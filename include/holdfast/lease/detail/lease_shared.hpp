@@ -281,7 +281,7 @@ struct lease_body {
     time_point start;
     if (std::error_code ec = renew_begin(data, out, start)) return ec;
     result<grant> g = store->renew(key, owner, token, ms);
-    return renew_end(data, ms, start, std::move(g), out);
+    return renew_end(data, ms, start, g, out);
   }
 
   // [op] The half of renew() before its store call: reads the clock into `start` (the instant
@@ -465,7 +465,7 @@ class lease_shared final : public keepalive_target<Clock> {
     if (open(s, id, fraction, also)) {
       HOLDFAST_TRY {
         result<grant> g = body.store->renew(body.key, body.owner, body.token, s.ttl);
-        close(s, std::move(g), fraction);
+        close(s, g, fraction);
       }
       HOLDFAST_CATCH_ALL {
         caught(s);
@@ -524,7 +524,7 @@ class lease_shared final : public keepalive_target<Clock> {
   // Judges the store's answer `g` to the request open() let out.
   void close(slot_type& s, result<grant> g, double fraction) noexcept {
     HOLDFAST_TRY {
-      const result<void> r = body.renew_end(&data, s.ttl, s.start, std::move(g), s.loss);
+      const result<void> r = body.renew_end(&data, s.ttl, s.start, g, s.loss);
       settle(s, static_cast<bool>(r), fraction);
     }
     HOLDFAST_CATCH_ALL {

@@ -85,7 +85,7 @@ struct quorum_batch {
     if constexpr (has_renew_batch_v<Store>) {
       std::vector<result<grant>> r(q.size(), result<grant>(errc::protocol_error));
       if (!q.empty()) s.renew_batch(q.data(), q.size(), r.data());
-      for (std::size_t j = 0; j < at.size(); ++j) out[at[j]] = std::move(r[j]);
+      for (std::size_t j = 0; j < at.size(); ++j) out[at[j]] = r[j];
     } else {
       for (std::size_t j = 0; j < at.size(); ++j) {
         out[at[j]] = s.renew(q[j].key, q[j].owner, q[j].token, q[j].ttl);

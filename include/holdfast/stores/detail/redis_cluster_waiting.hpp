@@ -206,7 +206,13 @@ struct redis_cluster_waits {
       redis_redirect to;
       std::lock_guard<std::mutex> lk(s.mu_);
       if (attempt > 0 || !parse_redis_redirect(text, to)) {
-        return s.fail(ec, host + ":" + std::to_string(port) + ": " + text + " (SSUBSCRIBE)");
+        std::string why = host;
+        why += ':';
+        why += std::to_string(port);
+        why += ": ";
+        why += text;
+        why += " (SSUBSCRIBE)";
+        return s.fail(ec, why);
       }
       if (!to.ask) (void)s.refresh(&s.node_at(to.host, to.port));
       host = to.host;
