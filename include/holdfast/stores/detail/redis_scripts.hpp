@@ -61,6 +61,24 @@ inline constexpr const char* redis_life_check =
     "  end\n"
     "end\n";
 
+// Draws the next token from the counter KEYS[2] into the Lua string `t` (after
+// redis_life_check): INCR, refusing an exhausted or corrupt counter. Below 2^53 the Lua number is
+// exact; above, the counter is read back as a string. Shared by every script that grants.
+inline constexpr const char* redis_draw_token =
+    "local n = redis.pcall('INCR', KEYS[2])\n"
+    "if type(n) == 'table' and n.err then\n"
+    "  if string.find(n.err, 'overflow', 1, true) then\n"
+    "    return redis.error_reply('HOLDFAST_EXHAUSTED the token counter is at 2^63-1')\n"
+    "  end\n"
+    "  return redis.error_reply('HOLDFAST_CORRUPT token counter: ' .. n.err)\n"
+    "end\n"
+    "if n < 1 then\n"
+    "  return redis.error_reply('HOLDFAST_CORRUPT token counter is not positive')\n"
+    "end\n"
+    "local t\n"
+    "if n < 9007199254740992 then t = string.format('%d', n)\n"
+    "else t = redis.call('GET', KEYS[2]) end\n";
+
 // KEYS[1] lease key, KEYS[2] counter, KEYS[3] the counter's life record; ARGV[1] owner, ARGV[2]
 // ttl (ms), ARGV[3] the client's life (redis_life_check). Returns the token (a bulk string) on a
 // grant, integer 0 when busy.
@@ -79,21 +97,7 @@ inline std::string redis_acquire_script() {
              "  end\n"
              "  return string.sub(v, 1, p - 1)\n"
              "end\n") +
-         redis_life_check +
-         "local n = redis.pcall('INCR', KEYS[2])\n"
-         "if type(n) == 'table' and n.err then\n"
-         "  if string.find(n.err, 'overflow', 1, true) then\n"
-         "    return redis.error_reply('HOLDFAST_EXHAUSTED the token counter is at 2^63-1')\n"
-         "  end\n"
-         "  return redis.error_reply('HOLDFAST_CORRUPT token counter: ' .. n.err)\n"
-         "end\n"
-         "if n < 1 then\n"
-         "  return redis.error_reply('HOLDFAST_CORRUPT token counter is not positive')\n"
-         "end\n"
-         // Below 2^53 the Lua number is exact; above, the counter is read back as a string.
-         "local t\n"
-         "if n < 9007199254740992 then t = string.format('%d', n)\n"
-         "else t = redis.call('GET', KEYS[2]) end\n"
+         redis_life_check + redis_draw_token +
          "redis.call('SET', KEYS[1], t .. ':' .. ARGV[1], 'PX', ARGV[2])\n"
          "return t\n";
 }

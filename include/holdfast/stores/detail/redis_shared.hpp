@@ -130,20 +130,7 @@ inline std::string redis_acquire_rw_script() {
          "    return 0\n"
          "  end\n"
          "end\n" +
-         redis_life_check +
-         "local n = redis.pcall('INCR', KEYS[2])\n"
-         "if type(n) == 'table' and n.err then\n"
-         "  if string.find(n.err, 'overflow', 1, true) then\n"
-         "    return redis.error_reply('HOLDFAST_EXHAUSTED the token counter is at 2^63-1')\n"
-         "  end\n"
-         "  return redis.error_reply('HOLDFAST_CORRUPT token counter: ' .. n.err)\n"
-         "end\n"
-         "if n < 1 then\n"
-         "  return redis.error_reply('HOLDFAST_CORRUPT token counter is not positive')\n"
-         "end\n"
-         "local t\n"
-         "if n < 9007199254740992 then t = string.format('%d', n)\n"
-         "else t = redis.call('GET', KEYS[2]) end\n"
+         redis_life_check + redis_draw_token +
          "if ARGV[4] == 's' then\n"
          "  redis.call('HSET', KEYS[1], 'r:' .. owner, t .. ' ' .. us(till))\n"
          "else\n"
