@@ -51,7 +51,9 @@
 // transport failure, timeout or server error is an error, never a grant (T4): the connection is
 // dropped and re-established by the next call, the failed call is not retried, and the server's
 // message is kept in last_error_message(). Files: include this one (it brings postgres_options.hpp
-// and postgres_fence.hpp); internals: detail/postgres_{link,sql,multi,batch}.hpp.
+// and postgres_fence.hpp); internals: detail/postgres_{link,sql,multi,batch,shared}.hpp.
+// Read-write grants (try_acquire_rw, renew_rw, release_rw: store.hpp RW1-RW4) live in a second
+// table, one row per key and owner, tokens from the same sequence: detail/postgres_shared.hpp.
 #ifndef HOLDFAST_STORES_POSTGRES_HPP
 #define HOLDFAST_STORES_POSTGRES_HPP
 
@@ -85,6 +87,7 @@
 #include "holdfast/stores/detail/postgres_deployment.hpp"
 #include "holdfast/stores/detail/postgres_link.hpp"
 #include "holdfast/stores/detail/postgres_multi.hpp"
+#include "holdfast/stores/detail/postgres_shared.hpp"
 #include "holdfast/stores/detail/postgres_sql.hpp"
 #include "holdfast/stores/postgres_fence.hpp"
 #include "holdfast/stores/postgres_options.hpp"
@@ -93,7 +96,8 @@ namespace holdfast {
 HOLDFAST_ABI_NAMESPACE_BEGIN
 
 /// A LeaseStore in a PostgreSQL table (see the file overview for the statements, durability and
-/// failure behaviour). Models LeaseStore with inspect().
+/// failure behaviour). Models LeaseStore with inspect(), and has the read-write capability
+/// (has_read_write_v; try_acquire_rw, renew_rw, release_rw: detail/postgres_shared.hpp).
 ///
 /// Tokens are store-wide (one sequence per table): every new grant of any key carries a token
 /// greater than every token the sequence issued before, across restarts and crashes, in
@@ -104,31 +108,34 @@ HOLDFAST_ABI_NAMESPACE_BEGIN
 /// connection (a PGconn is single-threaded), so callers take turns, one round trip each. For
 /// parallel round trips use one postgres_store per thread. Not fork-safe: a child process makes
 /// its own. Connects lazily on first use (or connect()).
-class postgres_store : public detail::link_client<detail::pg_link> {
+class postgres_store : public detail::link_client<detail::pg_link>, public detail::pg_shared {
  public:
   // connect(), options(), last_error_message() (the latest call's failure): detail::link_client.
 
   /// Makes a store for the database in `opts`; connects on first use. Never throws (but bad_alloc).
   explicit postgres_store(const postgres_options& opts = {})
       : link_client(std::in_place, opts, setup_sql(opts), statements(opts)),
+        pg_shared(link_, opts),
         listen_(std::make_unique<listening>(opts)),
         multi_(opts) {}
 
   postgres_store(const postgres_store&) = delete;
   postgres_store& operator=(const postgres_store&) = delete;
 
-  /// Returns the SQL that creates the table and sequence (what create_schema runs), for a DBA to
-  /// run ahead of time. Empty if the options name an invalid table or sequence.
+  /// Returns the SQL that creates the tables and sequence (what create_schema runs), for a DBA
+  /// to run ahead of time: the lease table, the sequence and the read-write table. Empty if the
+  /// options name an invalid table or sequence.
   static std::string schema_sql(const postgres_options& o) {
     const std::optional<std::string> t = detail::pg_qualified(o.schema, o.table);
     const std::optional<std::string> s =
         detail::pg_qualified(o.schema, detail::pg_sequence_name(o));
-    if (!t || !s) return {};
+    const std::string rw = detail::pg_rw_schema_sql(o);
+    if (!t || !s || rw.empty()) return {};
     return "CREATE TABLE IF NOT EXISTS " + *t +
            " (key_hash bytea PRIMARY KEY, key bytea NOT NULL, owner bytea NOT NULL, "
            "token bigint NOT NULL, expires_at timestamptz NOT NULL);\n"
            "CREATE SEQUENCE IF NOT EXISTS " +
-           *s + " AS bigint MINVALUE 1 NO CYCLE;\n";
+           *s + " AS bigint MINVALUE 1 NO CYCLE;\n" + rw;
   }
 
   /// Grants `key` to `owner` for `ttl` (ms) iff it has no unexpired lease (by the database's
@@ -486,16 +493,7 @@ class postgres_store : public detail::link_client<detail::pg_link> {
     return true;
   }
 
-  // A bytea value is at most 1 GiB - 1 (PostgreSQL's field limit): larger is -1, refused with
-  // invalid_argument before anything is sent (too_large()).
-  static int length(std::string_view s) noexcept {
-    return s.size() >= (std::size_t{1} << 30) ? -1 : static_cast<int>(s.size());
-  }
-  std::error_code too_large() {
-    return link_.fail(errc::invalid_argument,
-                      "postgres: a key or owner of 1 GiB or more: over PostgreSQL's 1 GiB field "
-                      "limit (bytea)");
-  }
+  // length() and too_large(): detail::pg_shared.
 
   static std::vector<std::string> setup_sql(const postgres_options& o) {
     std::vector<std::string> out;

@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: MIT
 // holdfast/stores/postgres_options.hpp - postgres_options: how postgres_store reaches PostgreSQL
-// (conninfo, timeouts) and where it keeps its lease records (schema, table, sequence); and
-// postgres_max_token, the greatest token its sequence can issue. Part of stores/postgres.hpp
+// (conninfo, timeouts) and where it keeps its lease records (schema, table, sequence, rw_table);
+// and postgres_max_token, the greatest token its sequence can issue. Part of stores/postgres.hpp
 // (include that); on its own it needs no libpq.
 #ifndef HOLDFAST_STORES_POSTGRES_OPTIONS_HPP
 #define HOLDFAST_STORES_POSTGRES_OPTIONS_HPP
@@ -38,7 +38,10 @@ struct postgres_options {
   std::string table = "holdfast_leases";
   /// The token sequence; empty (default) means table + "_token_seq". Same rules as table.
   std::string sequence{};
-  /// Creates the table and sequence (IF NOT EXISTS, under an advisory lock so that concurrent
+  /// The table of read-write grants (postgres_store::try_acquire_rw; one row per key and owner,
+  /// detail/postgres_shared.hpp); empty (default) means table + "_rw". Same rules as table.
+  std::string rw_table{};
+  /// Creates the tables and sequence (IF NOT EXISTS, under an advisory lock so that concurrent
   /// first connections do not race) on every (re)connect. Turn off where the role may not create
   /// tables; then create them from postgres_store::schema_sql(). Default true.
   bool create_schema = true;
@@ -72,6 +75,9 @@ namespace detail {
 inline std::string pg_sequence_name(const postgres_options& o) {
   return o.sequence.empty() ? o.table + "_token_seq" : o.sequence;
 }
+inline std::string pg_rw_table_name(const postgres_options& o) {
+  return o.rw_table.empty() ? o.table + "_rw" : o.rw_table;
+}
 
 }  // namespace detail
 
@@ -100,6 +106,10 @@ inline std::error_code postgres_options::check(std::string* why) const {
   if (!detail::pg_qualified(schema, detail::pg_sequence_name(*this))) {
     return bad("sequence \"" + detail::pg_sequence_name(*this) +
                "\" is empty, over 63 bytes or contains NUL");
+  }
+  if (!detail::pg_qualified(schema, detail::pg_rw_table_name(*this))) {
+    return bad("rw_table \"" + detail::pg_rw_table_name(*this) +
+               "\" is empty, over 63 bytes or contains NUL (empty: table + \"_rw\")");
   }
   return {};
 }
