@@ -98,8 +98,10 @@ constexpr std::uint64_t mix64(std::uint64_t x) noexcept {
 
 // The 64-bit digest fence_gate keeps of an owner id: 8 bytes per step, each step a bijection of
 // the state (odd multiply, xorshift), so owners of one length that differ inside one 8-byte block
-// never share a state; the length is folded in. Never 0 (0 means "no owner known"). Not a
-// cryptographic hash, and machine-dependent (byte order): never store a digest, store the owner.
+// never share a state; the length is folded in. Never 0 or 1: 0 is the empty owner's digest and
+// 1 fence_gate's mark for "no owner known" (fence_gate::admit relies on neither being a digest).
+// Not a cryptographic hash, and machine-dependent (byte order): never store a digest, store the
+// owner.
 inline std::uint64_t owner_hash(std::string_view owner) noexcept {
   constexpr std::uint64_t k = 0x9e3779b97f4a7c15ULL;  // 2^64 / golden ratio, odd
   std::uint64_t h = 0x6a09e667f3bcc909ULL ^ owner.size();
@@ -120,8 +122,27 @@ inline std::uint64_t owner_hash(std::string_view owner) noexcept {
     step(w);
   }
   h = mix64(h);
-  return h == 0 ? 1 : h;
+  return h < 2 ? h + 2 : h;
 }
+
+// The digest fence_gate keeps when it knows no owner for its newest token: a fresh gate, or one
+// restored without an owner or with a token no store issues. No owner_hash() is ever 1.
+inline constexpr std::uint64_t unknown_owner_digest = 1;
+
+// Asks the compiler to inline fence_gate::admit into every caller: it is a few loads and
+// compares on its hot path (a repeat of the newest pair), and a call around it costs more than
+// it does; left to its heuristics, GCC 12 -O2 stops inlining it once a program calls it from a
+// handful of places (tests/benchmarks/bench_fence.cpp: a repeat then cost 2-3x a bare atomic
+// load, inlined 1.0x).
+// HOLDFAST_DETAIL_FENCE_EXPECT(c, v) tells it which way its branches usually go, so that the
+// hot path runs straight through, without a taken jump.
+#if defined(__GNUC__) || defined(__clang__)
+#define HOLDFAST_DETAIL_FENCE_HOT_INLINE [[gnu::always_inline]] inline
+#define HOLDFAST_DETAIL_FENCE_EXPECT(c, v) __builtin_expect(static_cast<long>(c), (v))
+#else
+#define HOLDFAST_DETAIL_FENCE_HOT_INLINE inline
+#define HOLDFAST_DETAIL_FENCE_EXPECT(c, v) (c)
+#endif
 
 // What an admit() that found nothing to decide on its snapshot does while a writer is between its
 // two stores (nanoseconds, unless the writer was preempted: then give it the CPU).
@@ -159,9 +180,10 @@ inline constexpr bool is_fence_holder_v = detail::is_fence_holder<H>::value;
 /// token, the digest); a writer makes the sequence odd with a compare-exchange from the even value
 /// its decision was read under, stores the pair, and makes it even again. An admit() that changes
 /// nothing (a repeat of the newest pair, a stale token, a re-issued one) only reads: four loads
-/// and no store when no writer is active. A newer token costs one compare-exchange and three
-/// stores. Not lock-free: while a writer is between its stores (two stores; longer only if it is
-/// preempted there) other admits of this gate wait for it, spinning, then yielding.
+/// and no store when no writer is active; a repeat is decided by two compares before anything
+/// else. A newer token costs one compare-exchange and three stores. Not lock-free: while a writer
+/// is between its stores (two stores; longer only if it is preempted there) other admits of this
+/// gate wait for it, spinning, then yielding.
 ///
 /// The digest: a second owner is refused iff its digest differs from the first's. Two distinct
 /// owners share a digest with probability about 2^-64 when owner ids are not chosen to collide
@@ -181,7 +203,7 @@ class fence_gate {
     /// the digest that every admit() refuses with errc::invalid_argument.
     explicit owner_digest(std::string_view owner) noexcept
         : value_(owner.empty() ? 0 : detail::owner_hash(owner)) {}
-    /// Returns the digest; 0 for the empty owner, never 0 otherwise.
+    /// Returns the digest; 0 for the empty owner, never 0 or 1 otherwise.
     [[nodiscard]] std::uint64_t value() const noexcept { return value_; }
     /// Digests are equal iff their values are.
     friend bool operator==(owner_digest a, owner_digest b) noexcept { return a.value_ == b.value_; }
@@ -199,7 +221,9 @@ class fence_gate {
   /// are admitted, an equal one is refused with errc::token_reissued. A none `newest` makes a
   /// fresh gate.
   fence_gate(fencing_token newest, std::string_view owner) noexcept
-      : token_(newest.value()), digest_(newest.is_none() ? 0 : owner_digest(owner).value()) {}
+      : token_(newest.value()),
+        digest_(!newest.is_issuable() || owner.empty() ? detail::unknown_owner_digest
+                                                       : owner_digest(owner).value()) {}
 
   fence_gate(const fence_gate&) = delete;
   fence_gate& operator=(const fence_gate&) = delete;
@@ -216,29 +240,38 @@ class fence_gate {
   }
 
   /// As admit(token, owner), with the owner's digest made beforehand.
-  result<void> admit(fencing_token token, owner_digest owner) noexcept {
-    if (!token.is_issuable() || owner.value() == 0) return errc::invalid_argument;
+  HOLDFAST_DETAIL_FENCE_HOT_INLINE result<void> admit(fencing_token token,
+                                                      owner_digest owner) noexcept {
     const std::uint64_t t = token.value();
     const std::uint64_t d = owner.value();
     unsigned spins = 0;
     for (;;) {
-      std::uint64_t s = seq_.load(std::memory_order_acquire);
-      if ((s & 1U) != 0) {
-        detail::fence_gate_wait(spins);
-        continue;
-      }
-      // Acquire loads: the re-read of seq_ below cannot move above them, and a pair stored by a
-      // writer that began after `s` makes that re-read see its odd sequence (or later).
+      // The snapshot: acquire loads, so the re-read of seq_ cannot move above them, and a pair
+      // stored by a writer that began after `s` makes that re-read see its odd sequence (or
+      // later). Loaded even while a writer is active (atomics: no race), then thrown away.
+      const std::uint64_t s = seq_.load(std::memory_order_acquire);
       const std::uint64_t newest = token_.load(std::memory_order_acquire);
       const std::uint64_t digest = digest_.load(std::memory_order_acquire);
-      if (seq_.load(std::memory_order_relaxed) != s) continue;  // torn: read again
-      if (t < newest) return errc::stale_token;
-      if (t == newest) {
-        if (d == digest) return {};
-        return errc::token_reissued;
+      const std::uint64_t again = seq_.load(std::memory_order_relaxed);
+      // One test for "a writer was active, or one came": s odd, or the sequence moved.
+      if (HOLDFAST_DETAIL_FENCE_EXPECT(((s & 1U) | (s ^ again)) != 0, 0)) {
+        if ((s & 1U) != 0) detail::fence_gate_wait(spins);
+        continue;  // torn: read again
+      }
+      // The repeat of the newest pair (one holder writing again), decided first and before the
+      // input is checked: the stored pair always has an issuable token and a digest >= 2, or the
+      // digest unknown_owner_digest (1), which no owner_digest has, so an invalid pair (none,
+      // max, the empty owner's 0) never matches it and goes on to refuse().
+      if (HOLDFAST_DETAIL_FENCE_EXPECT(t == newest && d == digest, 1)) return {};
+      // t > newest >= 0 rules out the none token, so max and the empty owner are what is left
+      // of the invalid input. refuse() is a function of its own: the cold path out of the
+      // caller's loop.
+      if (t <= newest || t == fencing_token::max().value() || d == 0) {
+        return refuse(token, d, newest);
       }
       // Newer: write iff nothing changed since the snapshot the decision was made on.
-      if (!seq_.compare_exchange_weak(s, s + 1, std::memory_order_acquire,
+      std::uint64_t expected = s;
+      if (!seq_.compare_exchange_weak(expected, s + 1, std::memory_order_acquire,
                                       std::memory_order_relaxed)) {
         continue;
       }
@@ -267,9 +300,19 @@ class fence_gate {
   }
 
  private:
-  std::atomic<std::uint64_t> seq_{0};     // even: the pair is stable; odd: a writer is storing it
-  std::atomic<std::uint64_t> token_{0};   // the newest admitted token (0: none)
-  std::atomic<std::uint64_t> digest_{0};  // its owner's digest (0: none or unknown)
+  // Why admit() refuses `token` for digest `d` on a snapshot whose newest token is `newest` (the
+  // pair is not the newest one, or the input is invalid): in the order the table at the top of
+  // fence.hpp gives.
+  static result<void> refuse(fencing_token token, std::uint64_t d, std::uint64_t newest) noexcept {
+    if (!token.is_issuable() || d == 0) return errc::invalid_argument;
+    if (token.value() < newest) return errc::stale_token;
+    return errc::token_reissued;  // the newest token, another owner's digest (or none known)
+  }
+
+  std::atomic<std::uint64_t> seq_{0};    // even: the pair is stable; odd: a writer is storing it
+  std::atomic<std::uint64_t> token_{0};  // the newest admitted token (0: none)
+  // Its owner's digest, or detail::unknown_owner_digest (a fresh gate, or an owner not known).
+  std::atomic<std::uint64_t> digest_{detail::unknown_owner_digest};
 };
 
 /// Admission for many resources, each named by a string and fenced independently by (token,

@@ -201,6 +201,30 @@ TEST_CASE("fence_gate: a restored gate takes (token, owner); an unknown owner ad
   }
 }
 
+TEST_CASE("fence_gate: invalid input never passes as a repeat of the stored pair", "[fence]") {
+  // admit() decides a repeat (token and digest equal to the stored pair) before it checks its
+  // input: no stored pair may equal an invalid one (none, max, the empty owner's digest 0).
+  SECTION("a fresh gate and the none token from the empty owner") {
+    fence_gate gate;
+    CHECK(gate.admit(fencing_token{}, "").error() == errc::invalid_argument);
+    CHECK(gate.admit(fencing_token{}, "A").error() == errc::invalid_argument);
+  }
+  SECTION("restored without an owner: its token from the empty owner") {
+    fence_gate gate(tok(500), "");
+    CHECK(gate.admit(tok(500), "").error() == errc::invalid_argument);
+    CHECK(gate.admit(tok(500), fence_gate::owner_digest("")).error() == errc::invalid_argument);
+  }
+  SECTION("restored with max, which no store issues: max from that owner") {
+    fence_gate gate(fencing_token::max(), "A");
+    CHECK(gate.admit(fencing_token::max(), "A").error() == errc::invalid_argument);
+    CHECK(gate.admit(tok(kMax - 1), "A").error() == errc::stale_token);
+  }
+  SECTION("the none token restored with an owner: a fresh gate, none refused") {
+    fence_gate gate(fencing_token{}, "A");
+    CHECK(gate.admit(fencing_token{}, "A").error() == errc::invalid_argument);
+  }
+}
+
 TEST_CASE("fence_gate::owner_digest: the same owner, the same digest; 0 only for empty",
           "[fence]") {
   using digest = fence_gate::owner_digest;
