@@ -9,27 +9,24 @@
 #include <cstddef>
 #include <cstdint>
 #include <cstdio>
-#include <cstdlib>
 #include <holdfast/testing/conformance.hpp>
-#include <optional>
+#include "harness.hpp"
 
+namespace fuzz_lease_schedule {
 namespace {
 holdfast::testing::run_options options;
 }  // namespace
 
-extern "C" int LLVMFuzzerInitialize(int*, char***) {
-  if (const char* name = std::getenv("HOLDFAST_MUTANT")) {
-    const std::optional<holdfast::testing::mutant> m = holdfast::testing::mutant_from_string(name);
-    if (!m) {
-      std::fprintf(stderr, "HOLDFAST_MUTANT=%s: no such mutant (see testing/mutants.hpp)\n", name);
-      std::abort();
-    }
-    options.mutation = *m;
-    std::fprintf(stderr, "holdfast: fuzzing the negative control %s\n", name);
-  }
+int initialize(int*, char***) {
+  holdfast_fuzz::read_mutant(options.mutation, &holdfast::testing::mutant_from_string,
+                             "mutant (see testing/mutants.hpp)");
   return 0;
 }
 
-extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
+int test_one_input(const std::uint8_t* data, std::size_t size) {
   return holdfast::testing::fuzz_schedule(data, size, options);
 }
+
+}  // namespace fuzz_lease_schedule
+
+HOLDFAST_FUZZ_ENTRY(fuzz_lease_schedule)

@@ -10,30 +10,21 @@
 #include <cstddef>
 #include <cstdint>
 #include <cstdio>
-#include <cstdlib>
 #include <holdfast/testing/shapes_workload.hpp>
-#include <optional>
+#include "harness.hpp"
 
+namespace fuzz_multi_lease {
 namespace {
 holdfast::testing::shape_mutant mutation = holdfast::testing::shape_mutant::none;
 }  // namespace
 
-extern "C" int LLVMFuzzerInitialize(int*, char***) {
-  if (const char* name = std::getenv("HOLDFAST_MUTANT")) {
-    const std::optional<holdfast::testing::shape_mutant> m =
-        holdfast::testing::shape_mutant_from_string(name);
-    if (!m) {
-      std::fprintf(stderr, "HOLDFAST_MUTANT=%s: no such shape mutant (see shapes_workload.hpp)\n",
-                   name);
-      std::abort();
-    }
-    mutation = *m;
-    std::fprintf(stderr, "holdfast: fuzzing the negative control %s\n", name);
-  }
+int initialize(int*, char***) {
+  holdfast_fuzz::read_mutant(mutation, &holdfast::testing::shape_mutant_from_string,
+                             "shape mutant (see shapes_workload.hpp)");
   return 0;
 }
 
-extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
+int test_one_input(const std::uint8_t* data, std::size_t size) {
   holdfast::testing::byte_source src(data, size);
   const holdfast::testing::shape_verdict v = holdfast::testing::run_shapes_schedule(src, mutation);
   if (!v.ok()) {
@@ -42,3 +33,7 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
   }
   return 0;
 }
+
+}  // namespace fuzz_multi_lease
+
+HOLDFAST_FUZZ_ENTRY(fuzz_multi_lease)

@@ -12,31 +12,22 @@
 #include <cstddef>
 #include <cstdint>
 #include <cstdio>
-#include <cstdlib>
 #include <holdfast/testing/tape_source.hpp>
 #include <holdfast/testing/workload_quorum.hpp>
-#include <optional>
+#include "harness.hpp"
 
+namespace fuzz_quorum_schedule {
 namespace {
 holdfast::testing::quorum_mutant mutation = holdfast::testing::quorum_mutant::none;
 }  // namespace
 
-extern "C" int LLVMFuzzerInitialize(int*, char***) {
-  if (const char* name = std::getenv("HOLDFAST_MUTANT")) {
-    const std::optional<holdfast::testing::quorum_mutant> m =
-        holdfast::testing::quorum_mutant_from_string(name);
-    if (!m) {
-      std::fprintf(stderr, "HOLDFAST_MUTANT=%s: no such quorum mutant (see workload_quorum.hpp)\n",
-                   name);
-      std::abort();
-    }
-    mutation = *m;
-    std::fprintf(stderr, "holdfast: fuzzing the negative control %s\n", name);
-  }
+int initialize(int*, char***) {
+  holdfast_fuzz::read_mutant(mutation, &holdfast::testing::quorum_mutant_from_string,
+                             "quorum mutant (see workload_quorum.hpp)");
   return 0;
 }
 
-extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
+int test_one_input(const std::uint8_t* data, std::size_t size) {
   holdfast::testing::tape_then_seeded_source src(data, size);
   const holdfast::testing::verdict v = holdfast::testing::run_quorum_control(src, mutation);
   if (!v.ok()) {
@@ -45,3 +36,7 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
   }
   return 0;
 }
+
+}  // namespace fuzz_quorum_schedule
+
+HOLDFAST_FUZZ_ENTRY(fuzz_quorum_schedule)

@@ -13,31 +13,22 @@
 #include <cstddef>
 #include <cstdint>
 #include <cstdio>
-#include <cstdlib>
 #include <holdfast/testing/tape_source.hpp>
 #include <holdfast/testing/workload_recipes.hpp>
-#include <optional>
+#include "harness.hpp"
 
+namespace fuzz_recipes {
 namespace {
 holdfast::testing::recipe_mutant mutation = holdfast::testing::recipe_mutant::none;
 }  // namespace
 
-extern "C" int LLVMFuzzerInitialize(int*, char***) {
-  if (const char* name = std::getenv("HOLDFAST_MUTANT")) {
-    const std::optional<holdfast::testing::recipe_mutant> m =
-        holdfast::testing::recipe_mutant_from_string(name);
-    if (!m) {
-      std::fprintf(stderr, "HOLDFAST_MUTANT=%s: no such recipe mutant (see workload_recipes.hpp)\n",
-                   name);
-      std::abort();
-    }
-    mutation = *m;
-    std::fprintf(stderr, "holdfast: fuzzing the negative control %s\n", name);
-  }
+int initialize(int*, char***) {
+  holdfast_fuzz::read_mutant(mutation, &holdfast::testing::recipe_mutant_from_string,
+                             "recipe mutant (see workload_recipes.hpp)");
   return 0;
 }
 
-extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
+int test_one_input(const std::uint8_t* data, std::size_t size) {
   holdfast::testing::tape_then_seeded_source src(data, size);
   const holdfast::testing::verdict v = holdfast::testing::run_recipe_schedule(src, mutation);
   if (!v.ok()) {
@@ -46,3 +37,7 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
   }
   return 0;
 }
+
+}  // namespace fuzz_recipes
+
+HOLDFAST_FUZZ_ENTRY(fuzz_recipes)
