@@ -166,6 +166,43 @@ TEST_CASE("postgres standby: an asynchronous standby promoted loses grants; toke
   CHECK(b2->token.value() < b->token.value() + 40);  // the life is recorded: no second raise
 }
 
+// ~3 s. The store's very first grant is lost to the promotion: the standby stops receiving WAL
+// before any store connected, so it never sees the table, its sequence or the life record. The
+// promoted server's first store creates all three afresh on timeline 2. Expected: with no record
+// on a timeline after 1 the session raises the new sequence by 2^32 (postgres_life_sql), so B's
+// token passes A's #1; before that rule B drew #1 again and a fence refused B (token_reissued)
+// for as long as A's token stayed the newest it admitted.
+TEST_CASE("postgres standby: promoted before the store's first grant, the new table is raised",
+          "[postgres][failover]") {
+  pair_of_servers pg = start_pair({});
+  if (!pg.primary) return;
+  REQUIRE(hf_test::run_program(
+      {"/usr/bin/psql", "-q", "-X", "-d", pg.standby->conninfo(), "-c",
+       "ALTER SYSTEM SET primary_conninfo TO ''", "-c", "SELECT pg_reload_conf()"},
+      "/dev/null"));
+  postgres_store on_primary(options_for(*pg.primary));
+  REQUIRE(hf_test::wait_until(
+      [&] {
+        auto r = on_primary.deployment();
+        return r && r->facts.find("standbys=0") != std::string::npos;
+      },
+      10s));
+  auto a = on_primary.try_acquire("k", "A", 30s);  // creates the table: token #1
+  REQUIRE(a);
+  CHECK(a->token == fencing_token(1));
+  pg.primary->kill9();
+  std::unique_ptr<postgres_store> on_standby = promote(*pg.standby);
+  auto b = on_standby->try_acquire("k", "B", 30s);
+  INFO(on_standby->last_error_message());
+  REQUIRE(b);
+  CHECK(b->token > a->token);
+  CHECK(b->token.value() > (std::uint64_t{1} << 32));  // raised: the table had no record
+  CHECK(b->token.value() < (std::uint64_t{1} << 32) + 40);
+  auto b2 = on_standby->try_acquire("k2", "B", 30s);
+  REQUIRE(b2);
+  CHECK(b2->token.value() < b->token.value() + 40);  // recorded now: no second raise
+}
+
 // Expected: with a synchronous standby every grant reported was flushed on it before the commit
 // returned, so the promoted standby still holds A's lease on "k" (B is busy) and its tokens pass
 // A's newest.

@@ -174,19 +174,59 @@ TEST_CASE("redis failover: a replica promoted before it saw the newest grant; th
     REQUIRE(b2);
     CHECK(b2->token == fencing_token(b->token.value() + 1));
   }
-  SECTION("a store that lost its life record too: the fence alone refuses the second holder") {
-    // As if the promoted copy had lost the record (or came from a version without it): no
-    // raise, B gets #2 again, and the fence refuses B, not A (A's #2 came first).
-    INFO("the replica's log:\n" << hf_test::read_file(r->dir() + "/server.log"));
+  SECTION("a promoted replica without the life record: its master_replid2 still raises") {
+    // As if the promoted copy had lost the record (or came from a version without it). R's
+    // INFO replication keeps the replication id it had as a replica (master_replid2, non-zero
+    // after a promotion), so the counter is raised all the same: B is admitted, A refused.
     REQUIRE(redis_cmd(r->port(), {"DEL", "{holdfast}:token:life"})->integer == 1);
+    CHECK(redis_str(r->port(), {"INFO", "replication"}).find("master_replid2:0000") ==
+          std::string::npos);
     redis_store on_r(at(r->port()));
     auto b = on_r.try_acquire("k", "B", 10s);
+    INFO(on_r.last_error_message());
     REQUIRE(b);
-    CHECK(b->token == fencing_token(2));
-    CHECK(fence.write("fence", b->token, "B", "data", "B-1").error() == errc::token_reissued);
-    CHECK(fence.write("fence", a->token, "A", "data", "A-2"));
-    CHECK(redis_str(f->port(), {"GET", "data"}) == "A-2");
+    CHECK(b->token == fencing_token(1 + life_gap + 1));
+    REQUIRE(fence.write("fence", b->token, "B", "data", "B-1"));
+    CHECK(fence.write("fence", a->token, "A", "data", "A-2").error() == errc::stale_token);
+    CHECK(redis_str(f->port(), {"GET", "data"}) == "B-1");
   }
+}
+
+// ~0.4 s. The store's first grant is lost to the failover: R was promoted before anything was
+// granted on P, so R has neither the counter nor its life record. Expected: R's master_replid2
+// says it was promoted, so its first grant raises the missing counter to 2^32 before drawing:
+// B's token 2^32 + 1 passes A's #1 and the fence admits B and refuses A. (Before this rule R
+// drew #1 again: the fence refused B with token_reissued, safe, but the key was stuck for B.)
+TEST_CASE("redis failover: a replica promoted before the store's first grant raises its counter",
+          "[redis][failover]") {
+  auto p = own();
+  if (!p) return;
+  auto r = replica_of(*p);
+  auto f = own();
+  if (!r || !f) return;
+  redis_store on_p(at(p->port()));
+  holdfast::redis_fence fence(at(f->port()));
+  CHECK(redis_str(r->port(), {"REPLICAOF", "NO", "ONE"}) == "OK");
+  auto a = on_p.try_acquire("k", "A", 10s);
+  REQUIRE(a);
+  CHECK(a->token == fencing_token(1));
+  REQUIRE(fence.write("fence", a->token, "A", "data", "A-1"));
+
+  redis_store on_r(at(r->port()));
+  auto b = on_r.try_acquire("k", "B", 10s);
+  INFO(on_r.last_error_message());
+  REQUIRE(b);
+  CHECK(b->token == fencing_token(life_gap + 1));
+  REQUIRE(fence.write("fence", b->token, "B", "data", "B-1"));
+  CHECK(fence.write("fence", a->token, "A", "data", "A-2").error() == errc::stale_token);
+  // Once per life: the next grant is the next token, and a server never promoted (P, the
+  // fence's own) does not raise a counter it creates.
+  auto b2 = on_r.try_acquire("k2", "B", 10s);
+  REQUIRE(b2);
+  CHECK(b2->token == fencing_token(life_gap + 2));
+  auto a2 = on_p.try_acquire("k2", "A", 10s);
+  REQUIRE(a2);
+  CHECK(a2->token == fencing_token(2));
 }
 
 // ~1.5 s. A crash inside appendfsync everysec's window. kill -9 keeps the OS page cache (the AOF

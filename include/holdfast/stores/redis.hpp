@@ -37,8 +37,8 @@
 //     or a promotion); a grant by a life other than the one recorded beside the counter
 //     (redis_options::life_key()) first raises the counter by 2^32 in the same script, so its
 //     tokens pass all the old life issued (unless it lost over 2^32 grants) and fences admit new
-//     holders without an operator. A store that lost the record too (no persistence) cannot
-//     tell: its tokens restart at 1, refused until raise_token_floor(newest token admitted).
+//     holders without an operator; so does a promoted replica without a record (master_replid2
+//     set). A restart without persistence cannot tell: tokens restart at 1, raise_token_floor().
 // deployment() reports what the server runs with (deployment.hpp). Through Sentinel
 // (redis_options::sentinels) every (re)connect asks the sentinels for the primary and checks ROLE;
 // READONLY (a demoted primary) and, with wait_replicas, a WAIT shortfall drop the connection, so

@@ -60,7 +60,10 @@ inline constexpr const char* postgres_life_expr =
 /// and the old life drew one value per acquire statement after it: a token above the raised value
 /// needs more than 2^32 acquires the copy never received (at ~0.2 ms a commit, ~10 days of lag).
 /// The raise only adds (setval of last_value + 2^32), so it never lowers the sequence. No record
-/// (a new table, or one made before lives were kept): the life is recorded without a raise.
+/// (a new table, or one made before lives were kept): on timeline 1 (a server never promoted nor
+/// recovered to a point in time) the life is recorded without a raise; on a later timeline the
+/// sequence is raised all the same, since the missing table or record may be exactly what the
+/// promotion lost (a store whose first grants had not reached the standby).
 ///
 /// On a server in recovery the check refuses the session (SQLSTATE 25006, misconfigured): a
 /// session opened on a standby that is later promoted would otherwise draw tokens unchecked.
@@ -87,9 +90,12 @@ inline std::string postgres_life_sql(std::string_view t, std::string_view s) {
   // first: a table of another layout then fails as undefined_column, misconfigured.)
   sql += "IF EXISTS (SELECT 1 FROM " + std::string(t) +
          " WHERE owner = now_life AND key_hash = ''::bytea) THEN RETURN; END IF; ";
+  // No record: on timeline 1 the life is recorded as is; on a later one (a promoted standby,
+  // a point-in-time recovery) it is recorded as the empty life, so the raise below happens.
   sql += "INSERT INTO " + std::string(t) +
-         " (key_hash, key, owner, token, expires_at) VALUES (''::bytea, ''::bytea, now_life, 0, "
-         "'infinity') ON CONFLICT (key_hash) DO NOTHING; ";
+         " (key_hash, key, owner, token, expires_at) VALUES (''::bytea, ''::bytea, CASE WHEN "
+         "substr(pg_walfile_name(pg_current_wal_lsn()), 1, 8) = '00000001' THEN now_life ELSE "
+         "''::bytea END, 0, 'infinity') ON CONFLICT (key_hash) DO NOTHING; ";
   sql += "SELECT owner INTO old_life FROM " + std::string(t) +
          " WHERE key_hash = ''::bytea FOR UPDATE; ";
   sql += "IF old_life IS DISTINCT FROM now_life THEN PERFORM setval(" + lit +

@@ -35,9 +35,12 @@ inline constexpr const char* redis_older_fn =
 // another life (a restart, a promoted replica, a restored file), the counter may be behind tokens
 // the old life issued and lost: it is raised by 2^32 before this grant takes its token, and the
 // new life recorded, in this same script. A counter without a record (a new store, or one made
-// before records were kept) only gets its record: its life is this one. If the server's life is
-// not the client's (it changed under an open connection), nothing is done and the client
-// reconnects (HOLDFAST_LIFE). Tokens are compared as strings, the counter raised by INCRBY.
+// before records were kept) only gets its record, unless the server was promoted: a non-zero
+// master_replid2 (the replication id it had as a replica) says it may have missed the grants,
+// record and counter its old primary wrote last (the first grants of a store, lost to a failover
+// before they replicated), so it is raised too. If the server's life is not the client's (it
+// changed under an open connection), nothing is done and the client reconnects (HOLDFAST_LIFE).
+// Tokens are compared as strings, the counter raised by INCRBY.
 inline constexpr const char* redis_life_check =
     "if ARGV[3] ~= '' then\n"
     "  local life = redis.call('GET', KEYS[3])\n"
@@ -48,7 +51,8 @@ inline constexpr const char* redis_life_check =
     "    if now ~= ARGV[3] then\n"
     "      return redis.error_reply('HOLDFAST_LIFE the server began a new life: ' .. now)\n"
     "    end\n"
-    "    if life then\n"
+    "    local was = string.match(i, 'master_replid2:(%w+)') or ''\n"
+    "    if life or string.find(was, '[1-9a-fA-F]') then\n"
     "      local r = redis.pcall('INCRBY', KEYS[2], '4294967296')\n"
     "      if type(r) == 'table' and r.err then\n"
     "        if string.find(r.err, 'overflow', 1, true) then\n"
