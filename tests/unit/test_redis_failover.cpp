@@ -489,6 +489,91 @@ TEST_CASE("redis failover: through Sentinel a WAIT shortfall asks the sentinels 
   CHECK(report->facts.find("address=127.0.0.1:" + std::to_string(r->port())) != std::string::npos);
 }
 
+// ~4 s (Sentinel's failover). SENTINEL FAILOVER with the old primary alive and no WAIT: nothing
+// fails on the old primary, which answers as the primary until Sentinel demotes it, so a store
+// that asks the sentinels only at (re)connect stays there and its grants are lost at the
+// demotion. Expected: a store with sentinel_recheck = 200 ms is granted on the promoted replica
+// (a next-life token) within 1.5 s of the sentinels naming it; a store with sentinel_recheck = 0
+// is still on the old primary then, if the old primary has not been demoted yet (else the
+// contrast is only reported).
+TEST_CASE("redis failover: sentinel_recheck leaves a replaced primary before its demotion",
+          "[redis][failover][sentinel]") {
+  auto p = own();
+  if (!p) return;
+  auto r = replica_of(*p);
+  if (!r) return;
+  std::vector<std::unique_ptr<hf_test::redis_sentinel>> sentinels;
+  redis_options o;
+  o.sentinel_master = "mymaster";
+  o.connect_timeout = 500ms;
+  o.command_timeout = 1000ms;
+  o.sentinel_recheck = 200ms;
+  for (int i = 0; i < 3; ++i) {
+    sentinels.push_back(std::make_unique<hf_test::redis_sentinel>(p->port(), 2));
+    REQUIRE(sentinels.back()->start());
+    o.sentinels.push_back({"127.0.0.1", sentinels.back()->port()});
+  }
+  redis_options once = o;
+  once.sentinel_recheck = 0ms;
+  redis_store s(o);
+  redis_store stays(once);
+  INFO(s.last_error_message());
+  REQUIRE(s.try_acquire("warm-up", "w", 10s));
+  REQUIRE(stays.try_acquire("warm-up-2", "w", 10s));
+  const std::string old_at = "address=127.0.0.1:" + std::to_string(p->port());
+  const std::string new_at = "address=127.0.0.1:" + std::to_string(r->port());
+  REQUIRE(hf_test::wait_until(
+      [&] {
+        auto rep = try_cmd(sentinels[0]->port(), {"SENTINEL", "REPLICAS", "mymaster"});
+        return rep && rep->type == REDIS_REPLY_ARRAY && rep->elements == 1;
+      },
+      10s));
+  std::string said;
+  hf_test::wait_until(
+      [&] {
+        said = redis_str(sentinels[0]->port(), {"SENTINEL", "FAILOVER", "mymaster"});
+        return said.rfind("NOGOODSLAVE", 0) != 0;
+      },
+      15s);
+  REQUIRE(said == "OK");
+  REQUIRE(hf_test::wait_until(  // the sentinel the store asks first names the promoted replica
+      [&] {
+        auto a = try_cmd(sentinels[0]->port(), {"SENTINEL", "get-master-addr-by-name", "mymaster"});
+        return a && a->type == REDIS_REPLY_ARRAY && a->elements == 2 &&
+               std::string(a->element[1]->str, a->element[1]->len) == std::to_string(r->port());
+      },
+      15s));
+  const auto named = std::chrono::steady_clock::now();
+  std::optional<holdfast::grant> there;
+  int n = 0;
+  const bool moved = hf_test::wait_until(
+      [&] {
+        auto g = s.try_acquire("k" + std::to_string(++n), "A", 10s);
+        auto rep = s.deployment();
+        if (g && rep && rep->facts.find(new_at) != std::string::npos) there = *g;
+        return there.has_value();
+      },
+      5s);
+  const auto took = std::chrono::steady_clock::now() - named;
+  INFO("granted on the promoted replica " << std::chrono::duration_cast<milliseconds>(took).count()
+                                          << " ms after it was named");
+  REQUIRE(moved);
+  CHECK(took < 1500ms);
+  CHECK(there->token.value() > life_gap);  // the promoted replica's life raised the counter
+  const bool old_still_primary =
+      poll_str(p->port(), {"INFO", "replication"}).value_or("").find("role:master") !=
+      std::string::npos;
+  if (old_still_primary) {
+    auto rep = stays.deployment();
+    REQUIRE(rep);
+    CHECK(rep->facts.find(old_at) != std::string::npos);  // asks only at connect: still there
+  } else {
+    WARN("the old primary was demoted within "
+         << std::chrono::duration_cast<milliseconds>(took).count()
+         << " ms: no contrast with sentinel_recheck = 0");
+  }
+}
+
 /// A blocking acquire with a 5 s budget; returns its result and how long it took.
 std::pair<std::error_code, milliseconds> blocking_acquire(redis_store& s) {
   const auto t0 = std::chrono::steady_clock::now();

@@ -695,6 +695,15 @@ TEST_CASE("redis_store: an out-of-range database or unknown host is misconfigure
     hf_test::check_fails_fast(s, errc::invalid_argument);
     CHECK(s.last_error_message() == "invalid redis_options: port 70000 is out of range 1 .. 65535");
   }
+  SECTION("a negative sentinel_recheck names it; 0 (ask only at connect) is accepted") {
+    redis_options o = isolated(*base);
+    o.sentinel_recheck = std::chrono::milliseconds(-1);
+    redis_store s(o);
+    hf_test::check_fails_fast(s, errc::invalid_argument);
+    CHECK(s.last_error_message() == "invalid redis_options: sentinel_recheck -1 ms is < 0");
+    o.sentinel_recheck = std::chrono::milliseconds(0);
+    CHECK_FALSE(o.check());
+  }
 }
 
 TEST_CASE(

@@ -42,8 +42,8 @@
 // deployment() reports what the server runs with (deployment.hpp). Through Sentinel
 // (redis_options::sentinels) every (re)connect asks the sentinels for the primary and checks ROLE;
 // READONLY (a demoted primary) and, with wait_replicas, a WAIT shortfall drop the connection, so
-// the next call asks again. Without wait_replicas, a primary Sentinel replaced but has not demoted
-// yet keeps taking grants until then; they are lost, the fences refuse them.
+// the next call asks again; and every sentinel_recheck (1 s) a call asks whether the sentinels
+// still name this primary (a replaced one serves until demoted; its grants are lost, refused).
 // Expiry is judged by the Redis server's clock (T2), and a grant lasts at least its TTL in real
 // time as T2 asks: TTLs go to Redis in whole milliseconds (PX / PEXPIRE, never rounded to seconds),
 // Redis stores the expiry as its millisecond clock (read rounded down) + ttl, and treats a key as

@@ -72,6 +72,13 @@ struct redis_options {
   /// fails at once with errc::misconfigured naming the name and each sentinel asked; if some
   /// did not answer, store_unavailable (transient: the silent ones may know it).
   std::string sentinel_master{};
+  /// Through Sentinel: how often, in ms, an open connection asks the sentinels again which
+  /// server is the primary, >= 0 (0: only at (re)connect). Default 1000. Sentinel demotes a
+  /// replaced primary only after the promotion (seconds later, or not while it is cut off), and
+  /// grants it takes until then are lost; with this, a call made sentinel_recheck after the last
+  /// question asks the sentinels in turn (one short connection to the first that answers) and, if
+  /// they name another server, reconnects there. Sentinels that do not answer keep the connection.
+  std::chrono::milliseconds sentinel_recheck{1000};
   /// Replicas that must acknowledge a grant before redis_store reports it, >= 0 (0, the default:
   /// none asked). After an acquire or renew that changed something, redis_store sends `WAIT
   /// wait_replicas wait_timeout` in the same round trip; a grant fewer replicas acknowledged in
@@ -130,6 +137,9 @@ struct redis_options {
     }
     if (!sentinels.empty() && sentinel_master.empty()) {
       return bad("sentinel_master is empty (sentinels are set)");
+    }
+    if (sentinel_recheck < std::chrono::milliseconds::zero()) {
+      return bad("sentinel_recheck " + std::to_string(sentinel_recheck.count()) + " ms is < 0");
     }
     if (wait_replicas < 0) return bad("wait_replicas " + std::to_string(wait_replicas) + " < 0");
     if (wait_timeout <= std::chrono::milliseconds::zero()) {

@@ -44,6 +44,7 @@
 #include "holdfast/result.hpp"
 #include "holdfast/stores/detail/redis_deployment.hpp"
 #include "holdfast/stores/detail/redis_resp.hpp"
+#include "holdfast/stores/detail/redis_sentinel.hpp"
 #include "holdfast/stores/detail/redis_setup.hpp"
 #include "holdfast/stores/detail/wake_pipe.hpp"
 #include "holdfast/stores/redis_options.hpp"
@@ -87,8 +88,15 @@ class redis_connection {
   /// Connects if not connected: TCP/Unix connect within connect_timeout, then one pipelined round
   /// trip of AUTH, SELECT, CLIENT SETNAME and SCRIPT LOAD of every script (and, for a store's
   /// link or through Sentinel, ROLE and the deployment probe). Through Sentinel: asks each
-  /// sentinel in turn for the primary's address and keeps the first that ROLE confirms.
+  /// sentinel in turn for the primary's address and keeps the first that ROLE confirms; a
+  /// connection sentinel_recheck old is dropped first if the sentinels name another primary.
   std::error_code ensure_connected() {
+    if (ctx_ && primary_.due(opts_)) {
+      const std::string kept = last_error_;  // a call's text, not the question's
+      const bool moved = primary_.moved(opts_, [this](auto&... a) { return ask_sentinel(a...); });
+      last_error_ = kept;
+      if (moved) disconnect();
+    }
     if (ctx_) return {};
     std::string why;
     if (std::error_code ec = opts_.check(&why)) return fail(errc::invalid_argument, why);
@@ -342,6 +350,7 @@ class redis_connection {
       return fail(errc::store_unavailable, std::string("redis: set timeout: ") + c->errstr);
     }
     ctx_ = std::move(c);
+    primary_.connected(host, port);
     return {};
   }
 
@@ -579,19 +588,8 @@ class redis_connection {
   bool refuse_replicas_ = false;
   deployment_report report_;
   std::vector<redis_setup_field> setup_fields_;
+  redis_primary_watch primary_;  // through Sentinel: the primary connected to, when last asked
 };
-
-/// Reads a script's yes/no answer: true for integer 1, false for integer 0; an error as `r`
-/// holds it; errc::protocol_error for any other reply, noting "redis: <what>: unexpected reply".
-inline result<bool> read_redis_flag(redis_connection& link, result<redis_reply_ptr> r,
-                                    const char* what) {
-  if (!r) return r.error();
-  const redisReply* reply = r->get();
-  if (reply->type == REDIS_REPLY_INTEGER && (reply->integer == 0 || reply->integer == 1)) {
-    return reply->integer == 1;
-  }
-  return link.fail(errc::protocol_error, std::string("redis: ") + what + ": unexpected reply");
-}
 
 }  // namespace detail
 HOLDFAST_ABI_NAMESPACE_END

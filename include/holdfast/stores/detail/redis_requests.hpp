@@ -33,6 +33,18 @@ namespace holdfast {
 HOLDFAST_ABI_NAMESPACE_BEGIN
 namespace detail {
 
+/// Reads a script's yes/no answer: true for integer 1, false for integer 0; an error as `r`
+/// holds it; errc::protocol_error for any other reply, noting "redis: <what>: unexpected reply".
+inline result<bool> read_redis_flag(redis_connection& link, result<redis_reply_ptr> r,
+                                    const char* what) {
+  if (!r) return r.error();
+  const redisReply* reply = r->get();
+  if (reply->type == REDIS_REPLY_INTEGER && (reply->integer == 0 || reply->integer == 1)) {
+    return reply->integer == 1;
+  }
+  return link.fail(errc::protocol_error, std::string("redis: ") + what + ": unexpected reply");
+}
+
 /// One call of one of redis_store's scripts (an index of redis_script) with its keys and
 /// arguments: views into the request and into the redis_requests that prepared it.
 struct redis_call {
