@@ -112,6 +112,47 @@ void replicate(int primary, int replica) {
   REQUIRE(hf_test::wait_until([&] { return repl_offset(replica) >= written; }, 10s));
 }
 
+/// Three sentinels (quorum 2) watching `primary` as "mymaster", and options that reach the
+/// primary through them (connect 500 ms, commands 1 s).
+redis_options through_sentinels(const hf_test::redis_server& primary,
+                                std::vector<std::unique_ptr<hf_test::redis_sentinel>>& sentinels) {
+  redis_options o;
+  o.sentinel_master = "mymaster";
+  o.connect_timeout = 500ms;
+  o.command_timeout = 1000ms;
+  for (int i = 0; i < 3; ++i) {
+    sentinels.push_back(std::make_unique<hf_test::redis_sentinel>(primary.port(), 2));
+    REQUIRE(sentinels.back()->start());
+    o.sentinels.push_back({"127.0.0.1", sentinels.back()->port()});
+  }
+  return o;
+}
+
+/// Waits (bounded: 10 s) until the sentinel at `port` knows the one replica: it cannot fail
+/// over to it before.
+void wait_sentinel_knows_replica(int port) {
+  REQUIRE(hf_test::wait_until(
+      [&] {
+        auto rep = try_cmd(port, {"SENTINEL", "REPLICAS", "mymaster"});
+        return rep && rep->type == REDIS_REPLY_ARRAY && rep->elements == 1;
+      },
+      10s));
+}
+
+/// SENTINEL FAILOVER at the sentinel at `port`, asked again only while it answers NOGOODSLAVE
+/// (nothing done: it has not read the replica's own INFO yet); any other answer may mean a
+/// failover began. Bounded: 15 s. Returns the last answer ("OK" when it began).
+std::string ask_failover(int port) {
+  std::string said;
+  hf_test::wait_until(
+      [&] {
+        said = redis_str(port, {"SENTINEL", "FAILOVER", "mymaster"});
+        return said.rfind("NOGOODSLAVE", 0) != 0;
+      },
+      15s);
+  return said;
+}
+
 bool mentions(const holdfast::deployment_report& r, const std::string& what) {
   for (const std::string& risk : r.risks) {
     if (risk.find(what) != std::string::npos) return true;
@@ -360,15 +401,7 @@ TEST_CASE("redis failover: redis_store follows Sentinel to the new primary",
   auto r = replica_of(*p);
   if (!r) return;
   std::vector<std::unique_ptr<hf_test::redis_sentinel>> sentinels;
-  redis_options o;
-  o.sentinel_master = "mymaster";
-  o.connect_timeout = 500ms;
-  o.command_timeout = 1000ms;
-  for (int i = 0; i < 3; ++i) {
-    sentinels.push_back(std::make_unique<hf_test::redis_sentinel>(p->port(), 2));
-    REQUIRE(sentinels.back()->start());
-    o.sentinels.push_back({"127.0.0.1", sentinels.back()->port()});
-  }
+  redis_options o = through_sentinels(*p, sentinels);
   redis_store s(o);
   auto first = s.try_acquire("k", "A", 10s);
   INFO(s.last_error_message());
@@ -378,12 +411,7 @@ TEST_CASE("redis failover: redis_store follows Sentinel to the new primary",
   CHECK(report->facts.find("address=127.0.0.1:" + std::to_string(p->port())) != std::string::npos);
   replicate(p->port(), r->port());
   // The sentinels must know the replica before they can fail over to it.
-  REQUIRE(hf_test::wait_until(
-      [&] {
-        auto rep = try_cmd(sentinels[0]->port(), {"SENTINEL", "REPLICAS", "mymaster"});
-        return rep && rep->type == REDIS_REPLY_ARRAY && rep->elements == 1;
-      },
-      10s));
+  wait_sentinel_knows_replica(sentinels[0]->port());
   // The primary dies (kill -9); the sentinels see it down after 1 s and promote the replica.
   const auto t0 = std::chrono::steady_clock::now();
   p->kill9();
@@ -421,44 +449,22 @@ TEST_CASE("redis failover: through Sentinel a WAIT shortfall asks the sentinels 
   auto r = replica_of(*p);
   if (!r) return;
   std::vector<std::unique_ptr<hf_test::redis_sentinel>> sentinels;
-  redis_options o;
-  o.sentinel_master = "mymaster";
-  o.connect_timeout = 500ms;
-  o.command_timeout = 1000ms;
+  redis_options o = through_sentinels(*p, sentinels);
   o.wait_replicas = 1;
   o.wait_timeout = 100ms;
   o.client_name = "hf-shortfall-" + hf_test::random_tag(8);
-  for (int i = 0; i < 3; ++i) {
-    sentinels.push_back(std::make_unique<hf_test::redis_sentinel>(p->port(), 2));
-    REQUIRE(sentinels.back()->start());
-    o.sentinels.push_back({"127.0.0.1", sentinels.back()->port()});
-  }
   redis_store s(o);
   INFO(s.last_error_message());
   REQUIRE(hf_test::wait_until(  // acknowledged once the replica has synced
       [&] { return static_cast<bool>(s.try_acquire("warm-up", "w", 10s)); }, 10s));
-  REQUIRE(hf_test::wait_until(
-      [&] {
-        auto rep = try_cmd(sentinels[0]->port(), {"SENTINEL", "REPLICAS", "mymaster"});
-        return rep && rep->type == REDIS_REPLY_ARRAY && rep->elements == 1;
-      },
-      10s));
+  wait_sentinel_knows_replica(sentinels[0]->port());
   const std::string named = "name=" + o.client_name + " ";
   const auto on_old = [&] {  // a failed probe counts as "still there": it proves nothing
     const auto list = poll_str(p->port(), {"CLIENT", "LIST"});
     return !list || list->find(named) != std::string::npos;
   };
   REQUIRE(redis_str(p->port(), {"CLIENT", "LIST"}).find(named) != std::string::npos);
-  // Asked again only while it answers NOGOODSLAVE (nothing done: the sentinel has not read the
-  // replica's own INFO yet); any other answer may mean a failover began.
-  std::string said;
-  hf_test::wait_until(
-      [&] {
-        said = redis_str(sentinels[0]->port(), {"SENTINEL", "FAILOVER", "mymaster"});
-        return said.rfind("NOGOODSLAVE", 0) != 0;
-      },
-      15s);
-  REQUIRE(said == "OK");
+  REQUIRE(ask_failover(sentinels[0]->port()) == "OK");
   REQUIRE(hf_test::wait_until(  // Sentinel's first step: the replica promoted
       [&] {
         return poll_str(r->port(), {"INFO", "replication"}).value_or("").find("role:master") !=
@@ -503,16 +509,8 @@ TEST_CASE("redis failover: sentinel_recheck leaves a replaced primary before its
   auto r = replica_of(*p);
   if (!r) return;
   std::vector<std::unique_ptr<hf_test::redis_sentinel>> sentinels;
-  redis_options o;
-  o.sentinel_master = "mymaster";
-  o.connect_timeout = 500ms;
-  o.command_timeout = 1000ms;
+  redis_options o = through_sentinels(*p, sentinels);
   o.sentinel_recheck = 200ms;
-  for (int i = 0; i < 3; ++i) {
-    sentinels.push_back(std::make_unique<hf_test::redis_sentinel>(p->port(), 2));
-    REQUIRE(sentinels.back()->start());
-    o.sentinels.push_back({"127.0.0.1", sentinels.back()->port()});
-  }
   redis_options once = o;
   once.sentinel_recheck = 0ms;
   redis_store s(o);
@@ -522,20 +520,8 @@ TEST_CASE("redis failover: sentinel_recheck leaves a replaced primary before its
   REQUIRE(stays.try_acquire("warm-up-2", "w", 10s));
   const std::string old_at = "address=127.0.0.1:" + std::to_string(p->port());
   const std::string new_at = "address=127.0.0.1:" + std::to_string(r->port());
-  REQUIRE(hf_test::wait_until(
-      [&] {
-        auto rep = try_cmd(sentinels[0]->port(), {"SENTINEL", "REPLICAS", "mymaster"});
-        return rep && rep->type == REDIS_REPLY_ARRAY && rep->elements == 1;
-      },
-      10s));
-  std::string said;
-  hf_test::wait_until(
-      [&] {
-        said = redis_str(sentinels[0]->port(), {"SENTINEL", "FAILOVER", "mymaster"});
-        return said.rfind("NOGOODSLAVE", 0) != 0;
-      },
-      15s);
-  REQUIRE(said == "OK");
+  wait_sentinel_knows_replica(sentinels[0]->port());
+  REQUIRE(ask_failover(sentinels[0]->port()) == "OK");
   REQUIRE(hf_test::wait_until(  // the sentinel the store asks first names the promoted replica
       [&] {
         auto a = try_cmd(sentinels[0]->port(), {"SENTINEL", "get-master-addr-by-name", "mymaster"});
