@@ -435,13 +435,14 @@ TEST_CASE("redis failover: redis_store follows Sentinel to the new primary",
   CHECK(next->token.value() > life_gap);  // the promoted replica's new life raised the counter
 }
 
-// ~5 s (Sentinel's failover). SENTINEL FAILOVER with the old primary alive: Sentinel promotes the
-// replica and only later demotes the old primary, which meanwhile keeps answering. With
+// ~12 s here, ~60 shortfalls before the switch (the same before sentinel_recheck; where Sentinel
+// spends that time was not traced). SENTINEL FAILOVER with the old primary alive: Sentinel promotes
+// the replica and only later demotes the old primary, which meanwhile keeps answering. With
 // wait_replicas = 1 its grants fall short (its replica left it), and each shortfall drops the
-// connection, so the next call asks the sentinels again instead of staying on the old primary
-// until its demotion (~10 s). Expected: every answer before the switch is grant_not_durable (never
-// a grant), each shortfall leaves no connection of this store on the old primary, and the first
-// grant comes from the promoted replica.
+// connection, so the next call asks the sentinels again instead of staying on the old primary until
+// its demotion (~10 s). Expected: every answer before the switch is grant_not_durable (never a
+// grant), each shortfall leaves no connection of this store on the old primary, and the first grant
+// comes from the promoted replica.
 TEST_CASE("redis failover: through Sentinel a WAIT shortfall asks the sentinels again",
           "[redis][failover][sentinel]") {
   auto p = own();
