@@ -76,8 +76,9 @@ struct redis_options {
   /// server is the primary, >= 0 (0: only at (re)connect). Default 1000. Sentinel demotes a
   /// replaced primary only after the promotion (seconds later, or not while it is cut off), and
   /// grants it takes until then are lost; with this, a call made sentinel_recheck after the last
-  /// question asks the sentinels in turn (one short connection to the first that answers) and, if
-  /// they name another server, reconnects there. Sentinels that do not answer keep the connection.
+  /// question asks one sentinel (one short connection) and, if it names another server,
+  /// reconnects there. A sentinel that does not answer keeps the connection and costs that call
+  /// up to connect_timeout; the next question goes to the next sentinel.
   std::chrono::milliseconds sentinel_recheck{1000};
   /// Replicas that must acknowledge a grant before redis_store reports it, >= 0 (0, the default:
   /// none asked). After an acquire or renew that changed something, redis_store sends `WAIT

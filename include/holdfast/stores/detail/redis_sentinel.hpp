@@ -15,6 +15,7 @@
 #define HOLDFAST_STORES_DETAIL_REDIS_SENTINEL_HPP
 
 #include <chrono>
+#include <cstddef>
 #include <string>
 
 #include "holdfast/detail/config.hpp"
@@ -44,27 +45,32 @@ class redis_primary_watch {
            clock::now() - asked_ >= o.sentinel_recheck;
   }
 
-  /// Asks the sentinels in turn, `ask(sentinel, host, port, knows)` returning a zero error code
-  /// with the address one names as the primary (redis_connection's ask_sentinel). \returns true
-  /// iff the first that answers names another server than the one connected to (drop the
-  /// connection: the next connect follows the sentinels). None answering keeps the connection
-  /// (the question comes again after sentinel_recheck).
+  /// Asks one sentinel, `ask(sentinel, host, port, knows)` returning a zero error code with the
+  /// address it names as the primary (redis_connection's ask_sentinel): the one asked last, or
+  /// the next after one that did not answer, so a silent sentinel costs one call up to
+  /// connect_timeout once per sentinel_recheck, never a wait for each. \returns true iff it names
+  /// another server than the one connected to (drop the connection: the next connect follows
+  /// the sentinels); no answer keeps the connection. Precondition: o.sentinels is not empty.
   template <class Ask>
   bool moved(const redis_options& o, Ask&& ask) {
-    asked_ = clock::now();
-    for (const redis_endpoint& sentinel : o.sentinels) {
-      std::string host;
-      int port = 0;
-      bool knows = true;
-      if (!ask(sentinel, host, port, knows)) return host != host_ || port != port_;
+    const redis_endpoint& sentinel = o.sentinels[next_ % o.sentinels.size()];
+    std::string host;
+    int port = 0;
+    bool knows = true;
+    const bool answered = !ask(sentinel, host, port, knows);
+    asked_ = clock::now();  // the period runs from the answer (or the silence) on
+    if (!answered) {
+      ++next_;
+      return false;
     }
-    return false;
+    return host != host_ || port != port_;
   }
 
  private:
   std::string host_;
   int port_ = 0;
   clock::time_point asked_{};
+  std::size_t next_ = 0;  // the sentinel to ask (rotates past one that does not answer)
 };
 
 }  // namespace detail
