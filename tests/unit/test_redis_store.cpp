@@ -706,6 +706,56 @@ TEST_CASE("redis_store: an out-of-range database or unknown host is misconfigure
   }
 }
 
+// No server: detail::redis_primary_watch, the bookkeeping behind sentinel_recheck, over a fake
+// question. Expected: not due before sentinel_recheck has passed, due at it; 0 or no sentinels
+// never due; one sentinel asked per question; a silent one moves the next question to the next
+// sentinel and keeps the connection; a move only when the answering sentinel names another
+// address (host or port).
+TEST_CASE("redis_store: sentinel_recheck asks one sentinel, rotating past a silent one",
+          "[redis][sentinel]") {
+  using clock = std::chrono::steady_clock;
+  redis_options o;
+  o.sentinel_master = "m";
+  o.sentinels = {{"127.0.0.1", 1}, {"127.0.0.1", 2}, {"127.0.0.1", 3}};
+  o.sentinel_recheck = milliseconds(50);
+  holdfast::detail::redis_primary_watch w;
+  const auto connected = clock::now();
+  w.connected("10.0.0.1", 6379);
+  if (clock::now() - connected < milliseconds(40)) CHECK_FALSE(w.due(o));
+  std::this_thread::sleep_for(milliseconds(60));
+  CHECK(w.due(o));
+  redis_options never = o;
+  never.sentinel_recheck = milliseconds(0);
+  CHECK_FALSE(w.due(never));
+  never = o;
+  never.sentinels.clear();
+  CHECK_FALSE(w.due(never));
+
+  std::vector<int> asked;
+  std::string names_host = "10.0.0.1";
+  int names_port = 6379;
+  bool silent = false;
+  auto ask = [&](const holdfast::redis_endpoint& e, std::string& host, int& port, bool&) {
+    asked.push_back(e.port);
+    if (silent) return std::error_code(errc::store_unavailable);
+    host = names_host;
+    port = names_port;
+    return std::error_code{};
+  };
+  CHECK_FALSE(w.moved(o, ask));  // the first sentinel names the same primary
+  CHECK_FALSE(w.due(o));         // just asked
+  silent = true;
+  CHECK_FALSE(w.moved(o, ask));  // no answer keeps the connection ...
+  silent = false;
+  CHECK_FALSE(w.moved(o, ask));  // ... and the next question goes to the next sentinel
+  names_port = 6380;
+  CHECK(w.moved(o, ask));  // another port: a move
+  names_port = 6379;
+  names_host = "10.0.0.2";
+  CHECK(w.moved(o, ask));  // another host: a move
+  CHECK(asked == std::vector<int>{1, 1, 2, 2, 2});
+}
+
 TEST_CASE(
     "redis_store: kill -9 mid-run: errors only, no invented grant, the lease sees itself lost",
     "[redis][faults]") {
