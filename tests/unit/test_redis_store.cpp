@@ -707,10 +707,10 @@ TEST_CASE("redis_store: an out-of-range database or unknown host is misconfigure
 }
 
 // No server: detail::redis_primary_watch, the bookkeeping behind sentinel_recheck, over a fake
-// question. Expected: not due before sentinel_recheck has passed, due at it; 0 or no sentinels
-// never due; one sentinel asked per question; a silent one moves the next question to the next
-// sentinel and keeps the connection; a move only when the answering sentinel names another
-// address (host or port).
+// question. Expected: not due one tick before sentinel_recheck has passed, due at it and after;
+// 0 or no sentinels never due; one sentinel asked per question; a silent one moves the next
+// question to the next sentinel and keeps the connection; a move only when the answering
+// sentinel names another address (host or port).
 TEST_CASE("redis_store: sentinel_recheck asks one sentinel, rotating past a silent one",
           "[redis][sentinel]") {
   using clock = std::chrono::steady_clock;
@@ -719,17 +719,17 @@ TEST_CASE("redis_store: sentinel_recheck asks one sentinel, rotating past a sile
   o.sentinels = {{"127.0.0.1", 1}, {"127.0.0.1", 2}, {"127.0.0.1", 3}};
   o.sentinel_recheck = milliseconds(50);
   holdfast::detail::redis_primary_watch w;
-  const auto connected = clock::now();
   w.connected("10.0.0.1", 6379);
-  if (clock::now() - connected < milliseconds(40)) CHECK_FALSE(w.due(o));
-  std::this_thread::sleep_for(milliseconds(60));
-  CHECK(w.due(o));
+  const clock::time_point at = w.asked() + milliseconds(50);  // the boundary: due from here on
+  CHECK_FALSE(w.due(o, at - std::chrono::nanoseconds(1)));
+  CHECK(w.due(o, at));
+  CHECK(w.due(o, at + std::chrono::nanoseconds(1)));
   redis_options never = o;
   never.sentinel_recheck = milliseconds(0);
-  CHECK_FALSE(w.due(never));
+  CHECK_FALSE(w.due(never, at));
   never = o;
   never.sentinels.clear();
-  CHECK_FALSE(w.due(never));
+  CHECK_FALSE(w.due(never, at));
 
   std::vector<int> asked;
   std::string names_host = "10.0.0.1";
@@ -743,7 +743,8 @@ TEST_CASE("redis_store: sentinel_recheck asks one sentinel, rotating past a sile
     return std::error_code{};
   };
   CHECK_FALSE(w.moved(o, ask));  // the first sentinel names the same primary
-  CHECK_FALSE(w.due(o));         // just asked
+  CHECK(w.asked() >= at - milliseconds(50));
+  CHECK_FALSE(w.due(o, w.asked()));  // just asked
   silent = true;
   CHECK_FALSE(w.moved(o, ask));  // no answer keeps the connection ...
   silent = false;

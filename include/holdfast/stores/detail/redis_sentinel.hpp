@@ -38,12 +38,15 @@ class redis_primary_watch {
     asked_ = clock::now();
   }
 
-  /// Whether to ask the sentinels again before the next command: through Sentinel, with
-  /// sentinel_recheck > 0, once sentinel_recheck has passed since they were last asked.
-  [[nodiscard]] bool due(const redis_options& o) const {
+  /// Whether to ask the sentinels again before the next command (at `now`): through Sentinel,
+  /// with sentinel_recheck > 0, once sentinel_recheck has passed since they were last asked (at
+  /// asked() + sentinel_recheck exactly, and after).
+  [[nodiscard]] bool due(const redis_options& o, clock::time_point now = clock::now()) const {
     return !o.sentinels.empty() && o.sentinel_recheck.count() > 0 &&
-           clock::now() - asked_ >= o.sentinel_recheck;
+           now - asked_ >= o.sentinel_recheck;
   }
+  /// When the sentinels were last asked (or the connection made).
+  [[nodiscard]] clock::time_point asked() const noexcept { return asked_; }
 
   /// Asks one sentinel, `ask(sentinel, host, port, knows)` returning a zero error code with the
   /// address it names as the primary (redis_connection's ask_sentinel): the one asked last, or
