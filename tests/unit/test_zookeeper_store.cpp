@@ -94,6 +94,16 @@ class open_store : public zookeeper_store {
                          nullptr, 0) == ZOK);
       REQUIRE(zoo_set_servers(link_.handle(), nowhere.c_str()) == ZOK);
     }
+    // Whatever fails below, the store's client gets its server back and the port is freed.
+    struct give_back {
+      open_store& s;
+      int fd;
+      ~give_back() {
+        auto guard = s.link_.lock();
+        (void)zoo_set_servers(s.link_.handle(), s.link_.options().hosts.c_str());
+        ::close(fd);
+      }
+    } restore{*this, dead};
     const char* hosts = link_.options().hosts.c_str();
     auto connected = [](zhandle_t* z) {
       return hf_test::wait_until([&] { return zoo_state(z) == ZOO_CONNECTED_STATE; }, 5000ms);
@@ -109,11 +119,6 @@ class open_store : public zookeeper_store {
     const bool ended = hf_test::wait_until(
         [&] { return zoo_exists(look, probe.c_str(), 0, nullptr) == ZNONODE; }, 5000ms);
     zookeeper_close(look);
-    {
-      auto guard = link_.lock();
-      REQUIRE(zoo_set_servers(link_.handle(), hosts) == ZOK);
-    }
-    ::close(dead);
     REQUIRE(ended);  // the session's ephemeral probe is gone: the server ended the session
   }
 };
