@@ -631,14 +631,19 @@ TEST_CASE("zookeeper_store: a grant not renewed ends by its TTL while its store'
   CHECK(adm.contenders("warm").empty());
 }
 
-// Writes a holder's valid_until() (steady_clock, nanoseconds since its epoch: CLOCK_MONOTONIC,
-// one clock for every process on this machine) to <dir>/valid_until in one rename, so a reader
-// never sees half a number.
+// Writes `value` and a newline to <dir>/<name> in one rename, so a reader in another process never
+// sees half of it.
 namespace {
+void publish(const std::string& dir, const std::string& name, const std::string& value) {
+  std::ofstream(dir + "/" + name + ".tmp") << value << "\n";
+  REQUIRE(::rename((dir + "/" + name + ".tmp").c_str(), (dir + "/" + name).c_str()) == 0);
+}
+// A holder's valid_until() as nanoseconds of steady_clock (CLOCK_MONOTONIC: one clock for every
+// process on this machine), in <dir>/valid_until.
 void publish_valid_until(const std::string& dir, std::chrono::steady_clock::time_point t) {
-  std::ofstream(dir + "/valid_until.tmp")
-      << std::chrono::duration_cast<std::chrono::nanoseconds>(t.time_since_epoch()).count() << "\n";
-  REQUIRE(::rename((dir + "/valid_until.tmp").c_str(), (dir + "/valid_until").c_str()) == 0);
+  publish(dir, "valid_until",
+          std::to_string(
+              std::chrono::duration_cast<std::chrono::nanoseconds>(t.time_since_epoch()).count()));
 }
 }  // namespace
 
@@ -660,10 +665,7 @@ TEST_CASE("zookeeper child process (the SIGSTOP test's)", "[.zookeeper_child]") 
   zookeeper_store s(o);
   auto l = holdfast::try_acquire(s, "stopped", 1000ms);
   REQUIRE(l);
-  {
-    std::ofstream(dir + "/token.tmp") << l->token().value() << "\n";
-    REQUIRE(::rename((dir + "/token.tmp").c_str(), (dir + "/token").c_str()) == 0);
-  }
+  publish(dir, "token", std::to_string(l->token().value()));
   publish_valid_until(dir, l->valid_until());
   std::ofstream log(dir + "/log");
   for (int i = 0; i < 400; ++i) {
