@@ -11,6 +11,7 @@
 #define HOLDFAST_TESTS_SUPPORT_REDIS_CLUSTER_SERVERS_HPP
 
 #include <hiredis/hiredis.h>
+#include <catch2/catch.hpp>
 
 #include <chrono>
 #include <cstdlib>
@@ -331,6 +332,40 @@ class redis_cluster {
   std::string dir_;
   std::string why_;
 };
+
+/// The cluster of the test executable's own (3 primaries with one replica each), for the cases
+/// that move slots, kill or fail over a primary: started on first use (about 5 s), shared by
+/// every test file of the executable, and waited for (cluster_state:ok, replicas in sync) on
+/// every use, so a case that failed a primary over leaves it usable. nullptr, after a loud skip,
+/// only outside CI when redis-server is missing; in CI a failure.
+inline redis_cluster* own_redis_cluster() {
+  static std::unique_ptr<redis_cluster> c;
+  static bool tried = false;
+  if (!tried) {
+    tried = true;
+    c = std::make_unique<redis_cluster>(3, 1);
+    if (!c->start()) {
+      const std::string why = "no Redis Cluster: " + c->why();
+      const bool must = in_ci() || c->available();
+      c.reset();
+      if (must) FAIL(why);
+      loud_skip(why);
+    }
+  }
+  if (c) REQUIRE(c->wait_ok(std::chrono::seconds(30)));
+  return c.get();
+}
+
+/// The index of a node of `c` that is a primary now, other than `other`, or -1.
+inline int redis_cluster_other_primary(redis_cluster& c, int other) {
+  for (std::size_t i = 0; i < c.size(); ++i) {
+    if (static_cast<int>(i) != other && c.node(i).running() &&
+        nodes_flags_myself(c.node(i).port()).find("master") != std::string::npos) {
+      return static_cast<int>(i);
+    }
+  }
+  return -1;
+}
 
 }  // namespace hf_test
 

@@ -45,23 +45,10 @@ using std::chrono::milliseconds;
 
 namespace {
 
-/// The file's cluster, started once (about 5 s). nullptr (after a loud skip) only outside CI.
+/// The cluster of the cases that move slots, kill or fail over a primary (3 primaries with a
+/// replica each; shared with test_redis_cluster_load.cpp). nullptr only outside CI.
 hf_test::redis_cluster* cluster() {
-  static std::unique_ptr<hf_test::redis_cluster> c;
-  static bool tried = false;
-  if (!tried) {
-    tried = true;
-    c = std::make_unique<hf_test::redis_cluster>(3, 1);
-    if (!c->start()) {
-      const std::string why = "no Redis Cluster: " + c->why();
-      const bool must = hf_test::in_ci() || c->available();
-      c.reset();
-      if (must) FAIL(why);
-      hf_test::loud_skip(why);
-    }
-  }
-  if (c) REQUIRE(c->wait_ok(std::chrono::seconds(30)));
-  return c.get();
+  return hf_test::own_redis_cluster();
 }
 
 using seeds = std::vector<holdfast::redis_endpoint>;
