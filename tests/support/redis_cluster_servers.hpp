@@ -181,6 +181,8 @@ class redis_cluster {
   [[nodiscard]] bool available() const { return !cli_.empty() && nodes_[0]->available(); }
   [[nodiscard]] const std::string& why() const { return why_; }
   [[nodiscard]] std::size_t size() const { return nodes_.size(); }
+  /// How many primaries it was made with (nodes 0 .. size()-1 are these and their replicas).
+  [[nodiscard]] int primaries() const { return primaries_; }
   redis_cluster_node& node(std::size_t i) { return *nodes_[i]; }
 
   /// Starts every node, creates the cluster and waits (bounded) until every node says
@@ -336,20 +338,29 @@ class redis_cluster {
 /// The cluster of the test executable's own (3 primaries with one replica each), for the cases
 /// that move slots, kill or fail over a primary: started on first use (about 5 s), shared by
 /// every test file of the executable, and waited for (cluster_state:ok, replicas in sync) on
-/// every use, so a case that failed a primary over leaves it usable. nullptr, after a loud skip,
+/// every use, so a case that failed a primary over leaves it usable (three tries, on fresh ports,
+/// to start it). nullptr, after a loud skip,
 /// only outside CI when redis-server is missing; in CI a failure.
 inline redis_cluster* own_redis_cluster() {
   static std::unique_ptr<redis_cluster> c;
   static bool tried = false;
   if (!tried) {
     tried = true;
-    c = std::make_unique<redis_cluster>(3, 1);
-    if (!c->start()) {
-      const std::string why = "no Redis Cluster: " + c->why();
-      const bool must = in_ci() || c->available();
-      c.reset();
-      if (must) FAIL(why);
-      loud_skip(why);
+    std::string why;
+    bool must = in_ci();
+    // Three tries, each on fresh ports: another process may take a port between free_port()
+    // and the server's bind (other suites start servers on this machine at the same time).
+    for (int attempt = 0; attempt < 3 && !c; ++attempt) {
+      c = std::make_unique<redis_cluster>(3, 1);
+      must = must || c->available();
+      if (!c->start()) {
+        why += (why.empty() ? "" : "\n") + c->why();
+        c.reset();
+      }
+    }
+    if (!c) {
+      if (must) FAIL("no Redis Cluster: " + why);
+      loud_skip("no Redis Cluster: " + why);
     }
   }
   if (c) REQUIRE(c->wait_ok(std::chrono::seconds(30)));
