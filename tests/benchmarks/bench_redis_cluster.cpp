@@ -10,7 +10,8 @@
 //   cad        | 2           | SET key owner NX PX + a compare-and-delete script (GET, DEL):
 //              |             | owner-checked release, no token (the baseline; goal <= 1.3x)
 //
-// The cluster comes from HOLDFAST_REDIS_CLUSTER_NODES ("host:port,host:port,..."; any node).
+// The cluster comes from HOLDFAST_REDIS_CLUSTER_NODES ("host:port,host:port,..."; any node), else
+// from HOLDFAST_REDIS_CLUSTER_SEEDS (the cluster .ci/servers starts).
 #include <benchmark/benchmark.h>
 #include <hiredis/hiredis.h>
 
@@ -27,6 +28,7 @@ namespace {
 
 std::optional<holdfast::redis_cluster_options> bench_options() {
   const char* nodes = std::getenv("HOLDFAST_REDIS_CLUSTER_NODES");
+  if (nodes == nullptr || *nodes == '\0') nodes = std::getenv("HOLDFAST_REDIS_CLUSTER_SEEDS");
   if (nodes == nullptr || *nodes == '\0') return std::nullopt;
   holdfast::redis_cluster_options o;
   std::string all = nodes;
@@ -105,7 +107,8 @@ class raw_client {
 void BM_redis_cluster_side_by_side(benchmark::State& state) {
   std::optional<holdfast::redis_cluster_options> o = bench_options();
   if (!o) {
-    state.SkipWithError("HOLDFAST_REDIS_CLUSTER_NODES is unset: start a cluster");
+    state.SkipWithError(
+        "HOLDFAST_REDIS_CLUSTER_NODES and _SEEDS are unset: start a cluster (.ci/servers start)");
     return;
   }
   holdfast::redis_cluster_store store(*o);

@@ -4,13 +4,17 @@
 // 127.0.0.1 (unused client and bus ports, a temporary directory each), joined by
 // `redis-cli --cluster create ... --cluster-yes`, and the raw commands the tests send behind the
 // store's back (CLUSTER SLOTS/NODES/SETSLOT, MIGRATE, CLUSTER FAILOVER). Binaries:
-// HOLDFAST_REDIS_SERVER and HOLDFAST_REDIS_CLI (default: on PATH or /usr/bin).
+// HOLDFAST_REDIS_SERVER and HOLDFAST_REDIS_CLI (default: on PATH or /usr/bin). Also the seeds of
+// the shared cluster .ci/servers starts (HOLDFAST_REDIS_CLUSTER_SEEDS), for the tests that only
+// need a serving cluster.
 #ifndef HOLDFAST_TESTS_SUPPORT_REDIS_CLUSTER_SERVERS_HPP
 #define HOLDFAST_TESTS_SUPPORT_REDIS_CLUSTER_SERVERS_HPP
 
 #include <hiredis/hiredis.h>
+#include <catch2/catch.hpp>
 
 #include <chrono>
+#include <cstdlib>
 #include <memory>
 #include <sstream>
 #include <string>
@@ -60,6 +64,43 @@ inline std::string nodes_flags_myself(int port) {
     std::string id, addr, flags;
     f >> id >> addr >> flags;
     if (flags.find("myself") != std::string::npos) return flags;
+  }
+  return {};
+}
+
+/// The nodes named by HOLDFAST_REDIS_CLUSTER_SEEDS ("host:port,host:port,..."; .ci/servers sets
+/// it to its three-primary cluster), or none when it is unset or empty.
+inline std::vector<holdfast::redis_endpoint> redis_cluster_seeds_from_env() {
+  std::vector<holdfast::redis_endpoint> out;
+  const std::string all = env("HOLDFAST_REDIS_CLUSTER_SEEDS").value_or("");
+  std::istringstream in(all);
+  for (std::string one; std::getline(in, one, ',');) {
+    const std::size_t colon = one.rfind(':');
+    if (colon != std::string::npos) {
+      out.push_back({one.substr(0, colon), std::atoi(one.c_str() + colon + 1)});
+    }
+  }
+  return out;
+}
+
+/// The address ("host:port") of the primary serving `slot`, by the CLUSTER NODES of the node at
+/// `port`; "" if none.
+inline std::string redis_cluster_primary_at(std::size_t slot, int port) {
+  std::istringstream in(redis_cmd(port, {"CLUSTER", "NODES"}));
+  for (std::string line; std::getline(in, line);) {
+    std::istringstream f(line);
+    std::string id, addr, flags, master, ping, pong, epoch, state;
+    f >> id >> addr >> flags >> master >> ping >> pong >> epoch >> state;
+    if (flags.find("master") == std::string::npos || flags.find("fail") != std::string::npos) {
+      continue;
+    }
+    for (std::string range; f >> range;) {
+      if (range[0] == '[') continue;
+      const std::size_t dash = range.find('-');
+      const std::size_t a = std::stoul(range.substr(0, dash));
+      const std::size_t b = dash == std::string::npos ? a : std::stoul(range.substr(dash + 1));
+      if (slot >= a && slot <= b) return addr.substr(0, addr.find('@'));
+    }
   }
   return {};
 }
@@ -140,6 +181,8 @@ class redis_cluster {
   [[nodiscard]] bool available() const { return !cli_.empty() && nodes_[0]->available(); }
   [[nodiscard]] const std::string& why() const { return why_; }
   [[nodiscard]] std::size_t size() const { return nodes_.size(); }
+  /// How many primaries it was made with (nodes 0 .. size()-1 are these and their replicas).
+  [[nodiscard]] int primaries() const { return primaries_; }
   redis_cluster_node& node(std::size_t i) { return *nodes_[i]; }
 
   /// Starts every node, creates the cluster and waits (bounded) until every node says
@@ -208,22 +251,8 @@ class redis_cluster {
 
   /// The index of the node that serves `slot` as primary, by `port`'s view (-1 if none).
   int primary_of(std::size_t slot, int port) {
-    for (auto& line : nodes_lines(port)) {
-      std::istringstream f(line);
-      std::string id, addr, flags, master, ping, pong, epoch, state;
-      f >> id >> addr >> flags >> master >> ping >> pong >> epoch >> state;
-      if (flags.find("master") == std::string::npos || flags.find("fail") != std::string::npos) {
-        continue;
-      }
-      for (std::string range; f >> range;) {
-        if (range[0] == '[') continue;
-        const std::size_t dash = range.find('-');
-        const std::size_t a = std::stoul(range.substr(0, dash));
-        const std::size_t b = dash == std::string::npos ? a : std::stoul(range.substr(dash + 1));
-        if (slot >= a && slot <= b) return index_of_address(addr);
-      }
-    }
-    return -1;
+    const std::string addr = redis_cluster_primary_at(slot, port);
+    return addr.empty() ? -1 : index_of_address(addr);
   }
   /// The index of a running replica of node `primary` (-1 if none).
   int replica_of(std::size_t primary) {
@@ -305,6 +334,49 @@ class redis_cluster {
   std::string dir_;
   std::string why_;
 };
+
+/// The cluster of the test executable's own (3 primaries with one replica each), for the cases
+/// that move slots, kill or fail over a primary: started on first use (about 5 s), shared by
+/// every test file of the executable, and waited for (cluster_state:ok, replicas in sync) on
+/// every use, so a case that failed a primary over leaves it usable (three tries, on fresh ports,
+/// to start it). nullptr, after a loud skip,
+/// only outside CI when redis-server is missing; in CI a failure.
+inline redis_cluster* own_redis_cluster() {
+  static std::unique_ptr<redis_cluster> c;
+  static bool tried = false;
+  if (!tried) {
+    tried = true;
+    std::string why;
+    bool must = in_ci();
+    // Three tries, each on fresh ports: another process may take a port between free_port()
+    // and the server's bind (other suites start servers on this machine at the same time).
+    for (int attempt = 0; attempt < 3 && !c; ++attempt) {
+      c = std::make_unique<redis_cluster>(3, 1);
+      must = must || c->available();
+      if (!c->start()) {
+        why += (why.empty() ? "" : "\n") + c->why();
+        c.reset();
+      }
+    }
+    if (!c) {
+      if (must) FAIL("no Redis Cluster: " + why);
+      loud_skip("no Redis Cluster: " + why);
+    }
+  }
+  if (c) REQUIRE(c->wait_ok(std::chrono::seconds(30)));
+  return c.get();
+}
+
+/// The index of a node of `c` that is a primary now, other than `other`, or -1.
+inline int redis_cluster_other_primary(redis_cluster& c, int other) {
+  for (std::size_t i = 0; i < c.size(); ++i) {
+    if (static_cast<int>(i) != other && c.node(i).running() &&
+        nodes_flags_myself(c.node(i).port()).find("master") != std::string::npos) {
+      return static_cast<int>(i);
+    }
+  }
+  return -1;
+}
 
 }  // namespace hf_test
 

@@ -1,7 +1,11 @@
 // SPDX-License-Identifier: MIT
-// Tests of stores/redis_cluster.hpp against a Redis Cluster the tests start (3 primaries with one
-// replica each, tests/support/redis_cluster_servers.hpp): the LeaseStore contract and the kit;
-// keys spread over every primary, keys holding braces kept in one slot (never CROSSSLOT); a slot
+// Tests of stores/redis_cluster.hpp against real Redis Clusters. The cases that only need a
+// serving cluster (the LeaseStore contract and the kit, keys spread over every primary, waiting,
+// try_acquire_all, the token floor) use the shared one of .ci/servers (three primaries,
+// HOLDFAST_REDIS_CLUSTER_SEEDS) when it is set, else the file's own; the cases that move slots,
+// kill or fail a primary over use the file's own cluster (3 primaries with one replica each,
+// tests/support/redis_cluster_servers.hpp), started once, on first use. They cover keys holding
+// braces kept in one slot (never CROSSSLOT); a slot
 // migrated by hand (SETSLOT + MIGRATE, one key per batch) under contending fenced holders, so
 // MOVED, ASK and TRYAGAIN are all met; a primary cut off from its replica (requirepass + CLIENT
 // KILL), killed -9, and the replica promoted by CLUSTER FAILOVER TAKEOVER (issue #20's rules:
@@ -41,29 +45,28 @@ using std::chrono::milliseconds;
 
 namespace {
 
-/// The file's cluster, started once (about 5 s). nullptr (after a loud skip) only outside CI.
+/// The cluster of the cases that move slots, kill or fail over a primary (3 primaries with a
+/// replica each; shared with test_redis_cluster_load.cpp). nullptr only outside CI.
 hf_test::redis_cluster* cluster() {
-  static std::unique_ptr<hf_test::redis_cluster> c;
-  static bool tried = false;
-  if (!tried) {
-    tried = true;
-    c = std::make_unique<hf_test::redis_cluster>(3, 1);
-    if (!c->start()) {
-      const std::string why = "no Redis Cluster: " + c->why();
-      const bool must = hf_test::in_ci() || c->available();
-      c.reset();
-      if (must) FAIL(why);
-      hf_test::loud_skip(why);
-    }
-  }
-  if (c) REQUIRE(c->wait_ok(std::chrono::seconds(30)));
-  return c.get();
+  return hf_test::own_redis_cluster();
 }
 
-/// Options for the cluster, every key under a prefix of its own (runs never meet).
-redis_cluster_options options_for(hf_test::redis_cluster& c) {
+using seeds = std::vector<holdfast::redis_endpoint>;
+
+/// The nodes of a serving cluster for the cases that neither move slots nor stop nodes: the
+/// shared cluster of .ci/servers (HOLDFAST_REDIS_CLUSTER_SEEDS) if set, else the file's own. Empty
+/// (after a loud skip) only outside CI.
+seeds serving() {
+  seeds shared = hf_test::redis_cluster_seeds_from_env();
+  if (!shared.empty()) return shared;
+  hf_test::redis_cluster* c = cluster();
+  return c == nullptr ? seeds{} : c->seeds();
+}
+
+/// Options for the cluster of `nodes`, every key under a prefix of its own (runs never meet).
+redis_cluster_options options_for(const seeds& nodes) {
   redis_cluster_options o;
-  o.nodes = c.seeds();
+  o.nodes = nodes;
   const std::string tag = hf_test::random_tag();
   o.node.key_prefix = "hf-" + tag + ":lease:";
   o.node.counter_key = "hf-" + tag + ":token:";
@@ -73,23 +76,30 @@ redis_cluster_options options_for(hf_test::redis_cluster& c) {
   return o;
 }
 
-/// Sends a command about `key` to every running node: the one that owns it answers, the others
-/// answer MOVED (ignored).
-void on_owner(hf_test::redis_cluster& c, const std::vector<std::string>& args) {
-  for (std::size_t i = 0; i < c.size(); ++i) {
-    if (c.node(i).running()) (void)hf_test::redis_cmd(c.node(i).port(), args);
-  }
+redis_cluster_options options_for(hf_test::redis_cluster& c) {
+  return options_for(c.seeds());
 }
 
-holdfast::testing::conformance_options kit(hf_test::redis_cluster& c,
-                                           const redis_cluster_store& s) {
+/// Sends a command about a key to every node of `nodes`: the one that owns it answers, the others
+/// answer MOVED, and a stopped one nothing (both ignored).
+void on_owner(const seeds& nodes, const std::vector<std::string>& args) {
+  for (const holdfast::redis_endpoint& n : nodes) (void)hf_test::redis_cmd(n.port, args);
+}
+
+holdfast::testing::conformance_options kit(const seeds& nodes, const redis_cluster_store& s) {
   holdfast::testing::conformance_options co;
   co.key_prefix = "k-";
   co.store_wide_tokens = false;  // tokens increase per key (per slot), not store-wide
-  co.expire_now = [&c, &s](std::string_view key) {
-    on_owner(c, {"PEXPIREAT", s.record_key(key), "1"});
+  co.expire_now = [nodes, &s](std::string_view key) {
+    on_owner(nodes, {"PEXPIREAT", s.record_key(key), "1"});
   };
   return co;
+}
+
+/// The port of the primary serving `slot`, by the view of nodes[0].
+int primary_port(const seeds& nodes, std::size_t slot) {
+  const std::string addr = hf_test::redis_cluster_primary_at(slot, nodes[0].port);
+  return addr.empty() ? 0 : std::atoi(addr.c_str() + addr.rfind(':') + 1);
 }
 
 /// Any key whose slot `c` serves from node `primary` (by `c`'s view), with prefix `p`.
@@ -166,20 +176,20 @@ TEST_CASE("redis_cluster_store: bad options are invalid_argument, not contention
 
 TEST_CASE("redis_cluster_store meets the LeaseStore contract", "[redis][cluster][contract]") {
   static_assert(holdfast::assert_lease_store<redis_cluster_store>());
-  hf_test::redis_cluster* c = cluster();
-  if (c == nullptr) return;
-  redis_cluster_store s(options_for(*c));
-  const auto r = holdfast::testing::check_contract(s, kit(*c, s));
+  const seeds nodes = serving();
+  if (nodes.empty()) return;
+  redis_cluster_store s(options_for(nodes));
+  const auto r = holdfast::testing::check_contract(s, kit(nodes, s));
   INFO("violations:\n" << r.summary());
   CHECK(r.ok());
 }
 
 TEST_CASE("redis_cluster_store passes the conformance kit", "[redis][cluster][contract]") {
-  hf_test::redis_cluster* c = cluster();
-  if (c == nullptr) return;
-  const redis_cluster_options first = options_for(*c);
+  const seeds nodes = serving();
+  if (nodes.empty()) return;
+  const redis_cluster_options first = options_for(nodes);
   redis_cluster_store expiring(first);
-  holdfast::testing::conformance_options co = kit(*c, expiring);
+  holdfast::testing::conformance_options co = kit(nodes, expiring);
   co.schedules = 30;
   co.hostile_strings = false;  // the contract case above runs them
   // One hash tag: the kit's multi-key checks (try_acquire_all) need their keys in one slot, and a
@@ -187,7 +197,9 @@ TEST_CASE("redis_cluster_store passes the conformance kit", "[redis][cluster][co
   co.key_prefix = "{kit}k-";
   int made = 0;
   const auto report = holdfast::testing::check_store(
-      [&] { return std::make_unique<redis_cluster_store>(made++ == 0 ? first : options_for(*c)); },
+      [&] {
+        return std::make_unique<redis_cluster_store>(made++ == 0 ? first : options_for(nodes));
+      },
       co);
   INFO(report.summary());
   CHECK(report.ok());
@@ -196,15 +208,15 @@ TEST_CASE("redis_cluster_store passes the conformance kit", "[redis][cluster][co
 
 TEST_CASE("redis_cluster_store: keys spread over every primary, one script each",
           "[redis][cluster]") {
-  hf_test::redis_cluster* c = cluster();
-  if (c == nullptr) return;
-  redis_cluster_store s(options_for(*c));
+  const seeds nodes = serving();
+  if (nodes.empty()) return;
+  redis_cluster_store s(options_for(nodes));
   std::set<int> primaries;
   for (int i = 0; i < 40; ++i) {
     const std::string k = "spread-" + std::to_string(i) + (i % 5 == 0 ? "{x}" : "");
     auto g = s.try_acquire(k, "o", milliseconds(5000));
     REQUIRE(g);
-    primaries.insert(c->primary_of(redis_cluster_store::slot_of(k), c->node(0).port()));
+    primaries.insert(primary_port(nodes, redis_cluster_store::slot_of(k)));
     auto seen = s.inspect(k);
     REQUIRE(seen);
     REQUIRE(seen->has_value());
@@ -320,9 +332,9 @@ TEST_CASE("redis_cluster_store: a release wakes a waiter at once (sharded pub/su
           "[redis][cluster][wait]") {
   static_assert(holdfast::can_wait_for_release_v<redis_cluster_store, std::chrono::steady_clock>);
   static_assert(holdfast::can_watch_release_v<redis_cluster_store, std::chrono::steady_clock>);
-  hf_test::redis_cluster* c = cluster();
-  if (c == nullptr) return;
-  const redis_cluster_options o = options_for(*c);
+  const seeds nodes = serving();
+  if (nodes.empty()) return;
+  const redis_cluster_options o = options_for(nodes);
   redis_cluster_store holder(o);
   redis_cluster_store waiter(o);
   const auto soon = [] { return std::chrono::steady_clock::now() + std::chrono::seconds(5); };
@@ -425,11 +437,11 @@ TEST_CASE("redis_cluster_store: a waiter whose slot migrates is woken, then woke
 TEST_CASE("redis_cluster_store: try_acquire_all in one slot, refused across slots",
           "[redis][cluster][multi]") {
   static_assert(holdfast::has_try_acquire_all_v<redis_cluster_store>);
-  hf_test::redis_cluster* c = cluster();
-  if (c == nullptr) return;
-  redis_cluster_options o = options_for(*c);
+  const seeds nodes = serving();
+  if (nodes.empty()) return;
+  redis_cluster_options o = options_for(nodes);
   redis_cluster_store s(o);
-  holdfast::testing::conformance_options co = kit(*c, s);
+  holdfast::testing::conformance_options co = kit(nodes, s);
   co.key_prefix = "{m}k-";  // every key of the kit in one slot
   const auto rep = holdfast::testing::check_try_acquire_all(s, co);
   INFO(rep.summary());
@@ -443,10 +455,8 @@ TEST_CASE("redis_cluster_store: try_acquire_all in one slot, refused across slot
   // A lost reply (the script ran, the connection timed out first) leaves nothing the owner cannot
   // take back: a busy script on the slot's primary holds our call past command_timeout.
   const std::string_view keys[] = {"{lost}a", "{lost}b", "{lost}c"};
-  const int port =
-      c->node(static_cast<std::size_t>(c->primary_of(redis_cluster_store::slot_of("{lost}a"),
-                                                     c->node(some_primary(*c)).port())))
-          .port();
+  const int port = primary_port(nodes, redis_cluster_store::slot_of("{lost}a"));
+  REQUIRE(port != 0);
   o.node.command_timeout = milliseconds(100);
   redis_cluster_store quick(o);
   REQUIRE(quick.inspect("{lost}a"));  // connected before the server is made busy
@@ -473,9 +483,9 @@ TEST_CASE("redis_cluster_store: try_acquire_all in one slot, refused across slot
 
 TEST_CASE("redis_cluster_store: raise_token_floor lifts every slot, raise_token one lease",
           "[redis][cluster][floor]") {
-  hf_test::redis_cluster* c = cluster();
-  if (c == nullptr) return;
-  redis_cluster_store s(options_for(*c));
+  const seeds nodes = serving();
+  if (nodes.empty()) return;
+  redis_cluster_store s(options_for(nodes));
   CHECK(s.raise_token_floor(fencing_token{}).error() == errc::invalid_argument);
   const fencing_token floor{std::uint64_t{1} << 40};
   const auto began = std::chrono::steady_clock::now();
@@ -487,7 +497,7 @@ TEST_CASE("redis_cluster_store: raise_token_floor lifts every slot, raise_token 
   std::set<int> primaries;
   for (int i = 0; i < 12; ++i) {
     const std::string k = "fl-" + std::to_string(i);
-    primaries.insert(c->primary_of(redis_cluster_store::slot_of(k), c->node(0).port()));
+    primaries.insert(primary_port(nodes, redis_cluster_store::slot_of(k)));
     auto g = s.try_acquire(k, "o", milliseconds(5000));
     REQUIRE(g);
     CHECK(g->token > floor);

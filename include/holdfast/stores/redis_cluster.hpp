@@ -42,9 +42,9 @@
 // Waiting (wait_for_release, watch_release): sharded pub/sub on a channel in the key's slot
 // (detail/redis_cluster_waiting.hpp); the release script SPUBLISHes to it. try_acquire_all: one
 // script when every key shares a slot (hash tags), refused otherwise. raise_token_floor: every
-// slot's counter. Not here: the split send/receive path (send_receive.hpp: one connection per
-// store, not one per primary), fences that live in the cluster (use keyed_fence_gate, or
-// redis_fence on a server of its own).
+// slot's counter. Split send/receive (a quorum_store of cluster stores fans out on one thread):
+// on the key's primary's connection, a redirection followed by the blocking path
+// (detail/redis_cluster_split.hpp). Not here: fences in the cluster (use keyed_fence_gate).
 #ifndef HOLDFAST_STORES_REDIS_CLUSTER_HPP
 #define HOLDFAST_STORES_REDIS_CLUSTER_HPP
 
@@ -52,6 +52,7 @@
 
 #include <array>
 #include <chrono>
+#include <condition_variable>
 #include <cstddef>
 #include <cstdint>
 #include <memory>
@@ -70,8 +71,10 @@
 #include "holdfast/error.hpp"
 #include "holdfast/fencing_token.hpp"
 #include "holdfast/result.hpp"
+#include "holdfast/send_receive.hpp"
 #include "holdfast/store.hpp"
 #include "holdfast/stores/detail/redis_cluster_multi.hpp"
+#include "holdfast/stores/detail/redis_cluster_split.hpp"
 #include "holdfast/stores/detail/redis_cluster_waiting.hpp"
 #include "holdfast/stores/detail/redis_connection.hpp"
 #include "holdfast/stores/detail/redis_requests.hpp"
@@ -108,7 +111,7 @@ class redis_cluster_store {
   result<grant> try_acquire(std::string_view key, std::string_view owner,
                             std::chrono::milliseconds ttl) {
     if (std::error_code ec = check_acquire_args(key, owner, ttl)) return ec;
-    std::lock_guard<std::mutex> lk(mu_);
+    auto lk = lock();
     name_keys(key);
     const std::string ttl_text = std::to_string(ttl.count());
     node* served = nullptr;
@@ -126,7 +129,7 @@ class redis_cluster_store {
   result<grant> renew(std::string_view key, std::string_view owner, fencing_token token,
                       std::chrono::milliseconds ttl) {
     if (std::error_code ec = check_renew_args(key, owner, token, ttl)) return ec;
-    std::lock_guard<std::mutex> lk(mu_);
+    auto lk = lock();
     name_keys(key);
     const std::string t = std::to_string(token.value());
     const std::string ttl_text = std::to_string(ttl.count());
@@ -145,7 +148,7 @@ class redis_cluster_store {
   /// \returns success; errc::not_holder; errc::invalid_argument; transport errors as try_acquire.
   result<void> release(std::string_view key, std::string_view owner, fencing_token token) {
     if (std::error_code ec = check_release_args(key, owner, token)) return ec;
-    std::lock_guard<std::mutex> lk(mu_);
+    auto lk = lock();
     name_keys(key);
     return release_locked(owner, token);
   }
@@ -154,7 +157,7 @@ class redis_cluster_store {
   /// \returns errc::invalid_argument (empty key); transport errors; protocol_error.
   result<std::optional<lease_record>> inspect(std::string_view key) {
     if (key.empty()) return errc::invalid_argument;
-    std::lock_guard<std::mutex> lk(mu_);
+    auto lk = lock();
     name_keys(key);
     node* served = nullptr;
     const std::string_view keys[] = {lease_};
@@ -215,7 +218,7 @@ class redis_cluster_store {
                                grant* grants) {
     const detail::redis_multi_request q{keys, count, owner, ttl, grants};
     const char* why = nullptr;
-    std::lock_guard<std::mutex> lk(mu_);
+    auto lk = lock();
     if (std::error_code ec = detail::check_redis_multi(q, &why)) {
       return fail(ec, why != nullptr ? why : "redis cluster: try_acquire_all: bad arguments");
     }
@@ -261,7 +264,7 @@ class redis_cluster_store {
     if (!floor.is_issuable() || floor.value() > 9223372036854775807ULL) {
       return errc::invalid_argument;
     }
-    std::lock_guard<std::mutex> lk(mu_);
+    auto lk = lock();
     if (!mapped_) {
       if (std::error_code ec = refresh(nullptr)) return ec;
     }
@@ -293,7 +296,7 @@ class redis_cluster_store {
         to.value() > 9223372036854775807ULL) {
       return errc::invalid_argument;
     }
-    std::lock_guard<std::mutex> lk(mu_);
+    auto lk = lock();
     name_keys(key);
     const std::string t = std::to_string(token.value());
     const std::string v = std::to_string(to.value());
@@ -309,10 +312,31 @@ class redis_cluster_store {
     return {};
   }
 
+  /// Starts `request` on its key's primary without blocking (send_receive.hpp; the table in
+  /// detail/redis_cluster_split.hpp). Bad arguments are reported by receive(). \returns zero once
+  ///   accepted (one receive() must follow; blocking operations wait for it); send_would_block()
+  ///   when it would need a wait: no slot map (yet, or since a failure), the primary not yet
+  ///   connected (a blocking operation connects both), a request in flight, or
+  ///   raise_token_floor (every primary). Thread-safety: as the other operations.
+  std::error_code send(const store_request& request) {
+    return detail::redis_cluster_split::send(*this, request);
+  }
+  /// The socket of the request in flight and its direction; fd -1 if none or complete.
+  [[nodiscard]] io_interest interest() const {
+    return detail::redis_cluster_split::interest(*this);
+  }
+  /// Writes and reads what the socket allows; true once receive() will not wait on I/O.
+  bool progress() { return detail::redis_cluster_split::progress(*this); }
+  /// Returns the reply, as the blocking operation reports it, waiting at most command_timeout
+  /// from send() (then errc::timeout). MOVED, ASK or TRYAGAIN in it (the script did not run):
+  /// the blocking operation runs from the start, which may take another command_timeout. No
+  /// request in flight: every field errc::invalid_argument.
+  store_reply receive() { return detail::redis_cluster_split::receive(*this); }
+
   /// Reads the slot map now (CLUSTER SLOTS) instead of on first use. \returns success;
   ///   invalid_argument (bad options); store_unavailable or timeout if no node answered.
   result<void> connect() {
-    std::lock_guard<std::mutex> lk(mu_);
+    auto lk = lock();
     if (std::error_code ec = refresh(nullptr)) return ec;
     return {};
   }
@@ -321,7 +345,7 @@ class redis_cluster_store {
   /// the primary's address, facts joined by " | ", life empty (each primary has its own).
   /// Connects to each. \returns the report; store_unavailable, timeout.
   result<deployment_report> deployment() {
-    std::lock_guard<std::mutex> lk(mu_);
+    auto lk = lock();
     if (!mapped_) {
       if (std::error_code ec = refresh(nullptr)) return ec;
     }
@@ -364,33 +388,22 @@ class redis_cluster_store {
 
  private:
   friend struct detail::redis_cluster_waits;
+  friend struct detail::redis_cluster_split;
   struct node {
     node(redis_options o, std::string w)
-        : where(std::move(w)), conn(std::move(o), cluster_scripts()) {
+        : where(std::move(w)), conn(std::move(o), detail::redis_cluster_scripts()) {
       conn.enable_probe();  // ROLE (a primary only), the life, the deployment
     }
-    std::string where;  // "host:port"
-    detail::redis_connection conn;
+    std::string where;        // "host:port"
+    detail::redis_link conn;  // its split half: send/receive (detail/redis_cluster_split.hpp)
   };
 
-  // The scripts on each primary: redis_store's, at redis_script's indices (one list keeps the
-  // indices one definition), and after them a release that SPUBLISHes on the key's channel (in
-  // its slot; a PUBLISH would cross the whole cluster bus) and uses no wait queue.
-  static std::vector<std::string> cluster_scripts() {
-    std::vector<std::string> s = detail::redis_store_scripts();
-    s.emplace_back(
-        "if redis.call('GET', KEYS[1]) == ARGV[2] .. ':' .. ARGV[1] then\n"
-        "  redis.call('DEL', KEYS[1])\n"
-        "  redis.call('SPUBLISH', ARGV[3], '1')\n"
-        "  return 1\n"
-        "end\n"
-        "return 0\n");
-    return s;
-  }
-  // Its index: after all of redis_store's, however many there are.
-  static std::size_t release_script() {
-    static const std::size_t index = detail::redis_store_scripts().size();
-    return index;
+  // Locks the store for one blocking operation, first waiting until no split request is in
+  // flight (send_receive.hpp: the blocking operations wait for its receive()).
+  std::unique_lock<std::mutex> lock() const {
+    std::unique_lock<std::mutex> l(mu_);
+    idle_.wait(l, [this] { return !in_flight_; });
+    return l;
   }
 
   // [locked] The names of the lease record, its slot's counter and life record, and the slot.
@@ -477,7 +490,8 @@ class redis_cluster_store {
     const std::string_view keys[] = {lease_};
     channel_.assign(opts_.node.wait_prefix).append(lease_, opts_.node.key_prefix.size());
     std::string_view args[] = {owner, t, channel_};
-    result<detail::redis_reply_ptr> r = route(release_script(), keys, 1, args, 3, served);
+    result<detail::redis_reply_ptr> r =
+        route(detail::redis_cluster_release_script(), keys, 1, args, 3, served);
     if (!r) return r.error();
     result<void> done = detail::read_redis_release(served->conn, std::move(r));
     if (!done) return note(served, done.error());
@@ -516,30 +530,13 @@ class redis_cluster_store {
     return last;
   }
 
-  // [locked] CLUSTER SLOTS from host:port, on a connection of its own (no scripts, no ROLE
-  // check: a replica's map is as good).
+  // [locked] The slot map from host:port (detail/redis_cluster_multi.hpp).
   std::error_code read_map(const std::string& host, int port) {
-    redis_options o = opts_.node;
-    o.host = host;
-    o.port = port;
-    detail::redis_connection c(o, {});
-    result<detail::redis_reply_ptr> r = c.command({"CLUSTER", "SLOTS"});
-    if (!r) return fail(r.error(), c.last_error());
-    const redisReply* m = r->get();
-    if (m->type != REDIS_REPLY_ARRAY || m->elements == 0) {
-      return fail(errc::store_unavailable, "redis cluster: " + host + ":" + std::to_string(port) +
-                                               " has no slot map (not a cluster node, or empty)");
-    }
-    slots_.fill(-1);
-    for (std::size_t i = 0; i < m->elements; ++i) {
-      detail::redis_slot_range range;
-      if (!detail::read_redis_slot_range(m->element[i], range)) {
-        return fail(errc::protocol_error, "redis cluster: CLUSTER SLOTS: unexpected reply");
-      }
-      if (range.host.empty()) range.host = host;
-      const std::int32_t at = index_of(node_at(range.host, range.port));
-      for (std::size_t s = range.first; s <= range.last; ++s) slots_[s] = at;
-    }
+    std::string why;
+    const std::error_code ec = detail::read_redis_slot_map(
+        opts_.node, host, port, slots_,
+        [this](const std::string& h, int p) { return index_of(node_at(h, p)); }, why);
+    if (ec) return fail(ec, why);
     mapped_ = true;
     return {};
   }
@@ -587,6 +584,13 @@ class redis_cluster_store {
   std::string lease_, counter_, life_, channel_;
   std::size_t slot_ = 0;
   int life_arg_ = -1;
+  // The split request in flight (detail/redis_cluster_split.hpp), guarded by mu_.
+  mutable std::condition_variable idle_;  // signalled when it was received
+  bool in_flight_ = false;
+  node* pending_node_ = nullptr;  // nullptr: refused at send(), pending_failed_ says why
+  std::error_code pending_failed_;
+  store_request pending_{};  // its key and owner view the two strings below
+  std::string pending_key_, pending_owner_, token_text_, to_text_, ttl_text_;
 };
 
 HOLDFAST_ABI_NAMESPACE_END

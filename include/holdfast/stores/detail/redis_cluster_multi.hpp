@@ -1,9 +1,9 @@
 // SPDX-License-Identifier: MIT
 // holdfast/stores/detail/redis_cluster_multi.hpp - the parts of redis_cluster_store's multi-key
 // and multi-slot calls that need no routing: the try_acquire_all reply read, the error text for
-// keys in two slots, and raise_token_floor's pipelined pass over every slot's counter (one
-// EVALSHA per slot, written in batches per primary, replies read in order). Part of
-// stores/redis_cluster.hpp; not for users.
+// keys in two slots, the slot map read from CLUSTER SLOTS, and raise_token_floor's pipelined pass
+// over every slot's counter (one EVALSHA per slot, written in batches per primary, replies read in
+// order). Part of stores/redis_cluster.hpp; not for users.
 #ifndef HOLDFAST_STORES_DETAIL_REDIS_CLUSTER_MULTI_HPP
 #define HOLDFAST_STORES_DETAIL_REDIS_CLUSTER_MULTI_HPP
 
@@ -22,15 +22,53 @@
 #include "holdfast/detail/config.hpp"
 #include "holdfast/error.hpp"
 #include "holdfast/fencing_token.hpp"
+#include "holdfast/result.hpp"
 #include "holdfast/stores/detail/redis_connection.hpp"
 #include "holdfast/stores/detail/redis_multi.hpp"
 #include "holdfast/stores/detail/redis_resp.hpp"
 #include "holdfast/stores/detail/redis_scripts.hpp"
 #include "holdfast/stores/detail/redis_slots.hpp"
+#include "holdfast/stores/redis_options.hpp"
 
 namespace holdfast {
 HOLDFAST_ABI_NAMESPACE_BEGIN
 namespace detail {
+
+/// Reads CLUSTER SLOTS from host:port on a connection of its own (options `base`, no scripts, no
+/// ROLE check: a replica's map is as good) into `slots`: each slot the index `index_of(host,
+/// port)` returns for its primary, -1 for an unserved slot. \returns a zero code; else the
+/// failure (store_unavailable, timeout: unreachable, or no map; protocol_error), its text in `why`.
+template <class IndexOf>
+std::error_code read_redis_slot_map(redis_options base, const std::string& host, int port,
+                                    std::array<std::int32_t, redis_cluster_slots>& slots,
+                                    IndexOf&& index_of, std::string& why) {
+  base.host = host;
+  base.port = port;
+  redis_connection c(base, {});
+  result<redis_reply_ptr> r = c.command({"CLUSTER", "SLOTS"});
+  if (!r) {
+    why = c.last_error();
+    return r.error();
+  }
+  const redisReply* m = r->get();
+  if (m->type != REDIS_REPLY_ARRAY || m->elements == 0) {
+    why = "redis cluster: " + host + ":" + std::to_string(port) +
+          " has no slot map (not a cluster node, or empty)";
+    return errc::store_unavailable;
+  }
+  slots.fill(-1);
+  for (std::size_t i = 0; i < m->elements; ++i) {
+    redis_slot_range range;
+    if (!read_redis_slot_range(m->element[i], range)) {
+      why = "redis cluster: CLUSTER SLOTS: unexpected reply";
+      return errc::protocol_error;
+    }
+    if (range.host.empty()) range.host = host;
+    const std::int32_t at = index_of(range.host, range.port);
+    for (std::size_t s = range.first; s <= range.last; ++s) slots[s] = at;
+  }
+  return {};
+}
 
 /// The refusal of a try_acquire_all over two slots, naming two of the keys and their slots.
 inline std::string redis_cross_slot(std::string_view a, std::string_view b) {
