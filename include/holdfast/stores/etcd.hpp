@@ -75,6 +75,7 @@
 // a request of at most 1.5 MiB by default, and a transaction names its key three times) and keys
 // starting with "#sha256/" live at key_prefix + "#sha256/" + hex(SHA-256(key)). Any bytes, NUL
 // included. Owners are stored as the value, any bytes, up to etcd's request limit (~1.4 MiB).
+// Read-write grants: keys under key_prefix + "#sha256/" + hex(SHA-256(key)) + "/rw/" (etcd_rw.hpp).
 //
 // Waiting (wait_for_release, try_acquire_queued; detail/etcd_queue.hpp), as etcd's own lock: a
 // busy attempt of blocking acquire() keeps its lease as a queue entry, and the waiter watches
@@ -82,9 +83,8 @@
 // A release or an expiry wakes the first waiter only; its grant deletes its entry, waking the
 // next. Notifications are hints: a lost stream re-reads; the holder's time left bounds a sleep.
 //
-// Never an implicit lease: every grant has its own lease with the caller's TTL (no TTL, no grant;
-// etcd's own lock service once made a 60 s lease for callers that passed none, and locks vanished
-// silently when nobody renewed it).
+// Never an implicit lease: every grant has its own lease with the caller's TTL (etcd's own lock
+// service once made a 60 s lease for callers that passed none: locks vanished unrenewed).
 //
 // Failures (T4): a member that is down, frozen, slow, without a leader, or answering something
 // that is not the gateway's JSON is an error, never a grant: store_unavailable, timeout or
@@ -97,9 +97,9 @@
 //
 // Files: this header (etcd_store) is the one to include; it brings etcd_options.hpp
 // (etcd_options, etcd_max_token) and etcd_fence.hpp (etcd_fence, etcd_write). Internals:
-// detail/etcd_link.hpp (the libcurl transport, endpoint failover, auth, error mapping),
-// detail/etcd_json.hpp (the gateway's answers, shape-checked), detail/etcd_encoding.hpp (base64,
-// SHA-256, key names), detail/etcd_calls.hpp (requests), detail/etcd_{watch,queue}.hpp (waiting).
+// detail/etcd_link.hpp (transport, failover, auth, errors), detail/etcd_json.hpp (answers),
+// detail/etcd_encoding.hpp (base64, SHA-256, key names), detail/etcd_calls.hpp (requests),
+// detail/etcd_{watch,queue}.hpp (waiting), detail/etcd_{multi,rw}.hpp (multi-key, read-write).
 #ifndef HOLDFAST_STORES_ETCD_HPP
 #define HOLDFAST_STORES_ETCD_HPP
 
@@ -128,6 +128,7 @@
 #include "holdfast/stores/detail/etcd_link.hpp"
 #include "holdfast/stores/detail/etcd_multi.hpp"
 #include "holdfast/stores/detail/etcd_queue.hpp"
+#include "holdfast/stores/detail/etcd_rw.hpp"
 #include "holdfast/stores/detail/etcd_watch.hpp"
 #include "holdfast/stores/detail/link_client.hpp"
 #include "holdfast/stores/etcd_fence.hpp"
@@ -138,7 +139,7 @@ HOLDFAST_ABI_NAMESPACE_BEGIN
 
 /// A LeaseStore in etcd, over its v3 JSON gateway (see the file overview for the requests, the
 /// TTL rounding, durability, restores and failure behaviour). Models LeaseStore with inspect(),
-/// raise_token_floor(), wait_for_release() and watch_release().
+/// raise_token_floor(), wait_for_release(), watch_release() and read-write grants (etcd_rw.hpp).
 ///
 /// Tokens are etcd revisions: every new grant of any key carries a token greater than every
 /// token etcd issued before (until a snapshot restore rewinds them), in 1 .. 2^63-1.
@@ -151,7 +152,8 @@ HOLDFAST_ABI_NAMESPACE_BEGIN
 /// Thread-safety: every member function may be called concurrently; one mutex serializes the
 /// connection, so concurrent callers take turns. For parallel requests use one etcd_store per
 /// thread. Not fork-safe: a child process makes its own store.
-class etcd_store : public detail::link_client<detail::etcd_link> {
+class etcd_store : public detail::link_client<detail::etcd_link>,
+                   public detail::etcd_rw<etcd_store> {
  public:
   // options(), last_error_message() (the latest call's failure): detail::link_client.
 
@@ -235,7 +237,7 @@ class etcd_store : public detail::link_client<detail::etcd_link> {
     if (!id) return id.error();
     if (*id == 0) return errc::not_holder;
     bool found = false;
-    if (std::error_code ec = revoke(*id, &found)) return ec;
+    if (std::error_code ec = detail::etcd_revoke(link_, body_, *id, &found)) return ec;
     forget(k);
     if (!found) return errc::not_holder;  // expired: etcd deleted the key with the lease
     return {};
@@ -354,7 +356,8 @@ class etcd_store : public detail::link_client<detail::etcd_link> {
   }
 
  private:
-  friend struct detail::etcd_multi;  // try_acquire_all
+  friend struct detail::etcd_multi;          // try_acquire_all
+  friend class detail::etcd_rw<etcd_store>;  // try_acquire_rw, renew_rw, release_rw
   // try_acquire (see there), queued (try_acquire_queued) or not.
   result<grant> acquire_as(std::string_view key, std::string_view owner,
                            std::chrono::milliseconds ttl, bool queue) {
@@ -492,12 +495,8 @@ class etcd_store : public detail::link_client<detail::etcd_link> {
   result<std::int64_t> keepalive(std::int64_t id) {
     return detail::etcd_keepalive(link_, body_, id);
   }
-  std::error_code revoke(std::int64_t id, bool* found) {
-    return detail::etcd_revoke(link_, body_, id, found);
-  }
-  result<std::optional<detail::etcd_kv>> range(const std::string& k,
-                                               std::int64_t* revision = nullptr) {
-    return detail::etcd_range(link_, body_, k, revision);
+  result<std::optional<detail::etcd_kv>> range(const std::string& k) {
+    return detail::etcd_range(link_, body_, k);
   }
 
   result<fencing_token> current_revision() {
