@@ -407,9 +407,15 @@ TEST_CASE("etcd_store read-write: a key holdfast did not write is protocol_error
   faulty s(*o);
   s.put_raw("f", "w", "someone");  // no lease
   CHECK(s.try_acquire_rw("f", "A", 10s, sh).error() == errc::protocol_error);
+  // A name holdfast does not use: the first transaction looks at holdfast's names only (a free
+  // key: granted); an ask that reads the range (a reader holds) refuses what it finds.
   s.put_raw("g", "zz", "someone");
+  auto r = s.try_acquire_rw("g", "R", 10s, sh);
+  REQUIRE(r);
   CHECK(s.try_acquire_rw("g", "A", 10s, ex).error() == errc::protocol_error);
-  CHECK(s.leases() == 0);  // the asks' leases went back
+  CHECK(s.leases() == 1);  // the reader's: the asks' leases went back
+  REQUIRE(s.release_rw("g", "R", r->token, sh));
+  CHECK(s.leases() == 0);
 }
 
 // As test_etcd_lost_reply's "etcd lives": the store's second endpoint is a member of another
@@ -430,14 +436,21 @@ TEST_CASE("etcd_store read-write: a cluster whose revision went back is raised f
   auto low = behind.revision();
   REQUIRE(low);
   faulty a(two);
-  REQUIRE(a.raise_token_floor(fencing_token(low->value() + 30)));  // first: ahead
+  // First: ahead by at least 2500 revisions, so that the raise on the second (one write per
+  // revision) outlasts the 2 s lease the ask there takes first: the grant needs a fresh lease.
+  REQUIRE(a.raise_token_floor(fencing_token(low->value() + 2500)));
   auto g1 = a.try_acquire_rw("k", "A", 30s, ex);
   REQUIRE(g1);
   REQUIRE(a.release_rw("k", "A", g1->token, ex));
   a.inject("/kv/range", etcd_fault::lost_reply);
   CHECK_FALSE(a.inspect("k"));  // lost: the next request goes to the second cluster
   a.clear();
-  auto g2 = a.try_acquire_rw("k", "A", 30s, sh);
+  const auto raise_start = std::chrono::steady_clock::now();
+  auto g2 = a.try_acquire_rw("k", "A", 1000ms, sh);
+  WARN("the ask raised the second cluster in "
+       << std::chrono::duration_cast<milliseconds>(std::chrono::steady_clock::now() - raise_start)
+              .count()
+       << " ms");
   INFO(a.last_error_message());
   REQUIRE(g2);
   CHECK(g2->token > g1->token);  // raised before drawing

@@ -22,21 +22,28 @@
 // token is greater than every token (plain or read-write) granted before it, and a reader's lies
 // between the writer whose data it may have seen and the next writer (RW2).
 //
-//   operation  | requests (round trips)                                    | why
-//   -----------+-----------------------------------------------------------+---------------------
-//   acquire_rw | lease/grant                                           (1) | a key is bound to a
-//              | kv/txn: no key in [P, P_end) ? put the grant : range P (1) | lease that exists
-//              |   free: granted; else judge the range read (memory_store's | one atomic step per
-//              |   table, detail/memory_shared.hpp), and if the verdict      | decision: the guard
-//              |   writes (a grant, an intent), kv/txn: every key of P has a | fails if anything
-//              |   mod_revision <= the read's revision ? write : range P (1) | was put since the
-//              |   (a lost compare judges the new read; 16 rounds, then busy)| read
-//     busy     | + lease/revoke of the unused lease                    (1) | nothing left behind
-//     re-ask   | + lease/keepalive of the grant's lease, revoke of the | RW3: same token,
-//              |   unused one                                          (2) | TTL restarted
-//     intent   | the txn puts P + "i" bound to the new lease; the intent's | its TTL: the latest
-//              | earlier lease (its owner's) is revoked                (1) | refused ask's
-//   renew_rw   | lease/keepalive of the grant's lease (+ kv/range if not   | T3: owner, token and
+//   operation  | requests (round trips)                                  | why
+//   -----------+---------------------------------------------------------+----------------------
+//   acquire_rw | lease/grant                                         (1) | a key is bound to a
+//              |                                                         | lease that exists
+//              | kv/txn: w, i absent, and (shared) the owner's reader    | a free key, a reader
+//              |   key absent / (exclusive) no reader key ? put the      | joining readers, a
+//              |   owner's key : range P                             (1) | writer on a free key:
+//              |                                                         | one txn, as plain
+//              | else judge the range read (memory_store's table,        | one atomic step per
+//              |   detail/memory_shared.hpp); a verdict that writes (an  | decision: the guard
+//              |   intent; a grant once the first read is stale) sends   | fails if anything was
+//              |   kv/txn: no key of P has a mod_revision above the      | put since the read
+//              |   read's ? write : range P, judged again (16 at most,   |
+//              |   then busy)                                      (1 each)|
+//     busy     | + lease/revoke of the unused lease                  (1) | nothing left behind
+//     re-ask   | + lease/keepalive of the grant's own lease, revoke of   | RW3: same token, its
+//              |   the unused one                                    (2) | lease restarted
+//     intent   | the guarded txn puts P + "i" bound to the ask's lease;  | the intent lasts the
+//              |   the intent's earlier lease (its owner's) is revoked(1)| latest refused ask
+//     writer   | with an intent: the guarded txn also deletes P + "i";   | nothing keyless left
+//     after one|   its lease is revoked                              (1) |
+//   renew_rw   | lease/keepalive of the grant's lease (+ kv/range if not | T3: owner, token and
 //              | remembered: the key must carry owner and token)         | mode (the key) checked
 //   release_rw | lease/revoke of the grant's lease (+ kv/range likewise) | deletes the key
 //
@@ -124,7 +131,7 @@ inline etcd_rw_act etcd_rw_judge(const etcd_rw_seen& s, std::string_view owner, 
 
 /// The names of one ask: the range P, its end, the writer, intent and owner's reader keys.
 struct etcd_rw_names {
-  std::string prefix, end, writer, intent, reader;
+  std::string prefix, end, writer, intent, reader, readers, readers_end;
 
   void set(std::string_view key_prefix, std::string_view key, std::string_view owner) {
     static constexpr char hex[] = "0123456789abcdef";
@@ -139,7 +146,9 @@ struct etcd_rw_names {
     end.back() = static_cast<char>(end.back() + 1);
     writer = prefix + "w";
     intent = prefix + "i";
-    reader = prefix + "r/";
+    readers = prefix + "r/";
+    readers_end = prefix + "r0";
+    reader = readers;
     for (unsigned char c : sha256(owner)) {
       reader += hex[c >> 4];
       reader += hex[c & 15];
@@ -184,19 +193,49 @@ inline bool etcd_rw_read(const nlohmann::json& range, std::int64_t revision, con
   return true;
 }
 
-/// The body of an ask's kv/txn: if no key of the range has a mod_revision above `seen` (0: the
-/// range is empty), put `put_key` (the owner, bound to `lease`) and, if `drop_intent`, delete the
-/// intent; else read the range.
-inline void etcd_rw_txn_body(std::string& body, const etcd_rw_names& n, std::int64_t seen,
-                             const std::string& put_key, std::string_view owner, std::int64_t lease,
+/// Appends a compare of `target` ("CREATE" or "MOD") of key `k` (of every key in [k, end) if
+/// `end` is given) LESS or EQUAL (`result`) to `n`.
+inline void etcd_rw_compare(std::string& body, const std::string& k, const std::string* end,
+                            const char* target, const char* result, std::int64_t n) {
+  if (body.back() == '}') body += ',';
+  body += R"({"key":")";
+  base64_append(k, body);
+  if (end != nullptr) {
+    body += R"(","range_end":")";
+    base64_append(*end, body);
+  }
+  body += R"(","target":")";
+  body += target;
+  body += R"(","result":")";
+  body += result;
+  body += target[0] == 'C' ? R"(","create_revision":")" : R"(","mod_revision":")";
+  body += std::to_string(n);
+  body += R"("})";
+}
+
+/// The body of an ask's kv/txn. Its guard: before any read (`seen` 0), exactly the state in which
+/// the ask is a new grant (shared: no writer, no intent, no grant of the owner's; exclusive: no
+/// writer, no intent, no reader), so a free key, a reader joining readers and a writer on a free
+/// key take one transaction; after a read at revision `seen`, that no key of the range has a
+/// mod_revision above it. If it holds: put the owner's key (exclusive iff `ex`; the intent if
+/// `intent`), bound to `lease`, and, if `drop_intent`, delete the intent; else read the range.
+inline void etcd_rw_txn_body(std::string& body, const etcd_rw_names& n, std::int64_t seen, bool ex,
+                             bool intent, std::string_view owner, std::int64_t lease,
                              bool drop_intent) {
-  body.assign(R"({"compare":[{"key":")");
-  base64_append(n.prefix, body);
-  body += R"(","range_end":")";
-  base64_append(n.end, body);
-  body += R"(","target":"MOD","result":"LESS","mod_revision":")" + std::to_string(seen + 1) +
-          R"("}],"success":[{"request_put":{"key":")";
-  base64_append(put_key, body);
+  body.assign(R"({"compare":[)");
+  if (seen == 0) {
+    etcd_rw_compare(body, n.writer, nullptr, "CREATE", "EQUAL", 0);
+    etcd_rw_compare(body, n.intent, nullptr, "CREATE", "EQUAL", 0);
+    if (ex) {  // no reader: every create_revision in the readers' range is below 1
+      etcd_rw_compare(body, n.readers, &n.readers_end, "CREATE", "LESS", 1);
+    } else {
+      etcd_rw_compare(body, n.reader, nullptr, "CREATE", "EQUAL", 0);
+    }
+  } else {
+    etcd_rw_compare(body, n.prefix, &n.end, "MOD", "LESS", seen + 1);
+  }
+  body += R"(],"success":[{"request_put":{"key":")";
+  base64_append(intent ? n.intent : n.grant_key(ex), body);
   body += R"(","value":")";
   base64_append(owner, body);
   body += R"(","lease":")" + std::to_string(lease) + R"("}})";
@@ -242,15 +281,17 @@ class etcd_rw {
     }
     names_.set(l.options().key_prefix, key, owner);
     etcd_before_attempt(l, body_, orphans());  // orphans; a new life
-    const std::int64_t id = etcd_new_lease_id();
-    result<std::pair<std::int64_t, std::int64_t>> lease =
-        etcd_grant_lease(l, body_, (ttl.count() + 999) / 1000, id);
-    if (!lease) {
-      give_back(id);  // the grant may have applied
-      return lease.error();
+    const std::int64_t seconds = (ttl.count() + 999) / 1000;
+    result<std::pair<std::int64_t, std::int64_t>> lease = new_lease(seconds);
+    if (lease && l.new_life()) {
+      // Its answer showed a new life: raise past this store's tokens before drawing one, then a
+      // fresh lease (the raise writes once per revision skipped, which can outlast the TTL).
+      give_back(lease->first);
+      etcd_before_attempt(l, body_, orphans());
+      lease = new_lease(seconds);
     }
-    if (l.new_life()) etcd_before_attempt(l, body_, orphans());  // raise before drawing
-    return ask(owner, ttl, mode == lease_mode::exclusive, id, lease->second);
+    if (!lease) return lease.error();
+    return ask(owner, ttl, mode == lease_mode::exclusive, lease->first, lease->second);
   }
 
   /// Keeps `owner`'s live `mode` grant of `key` carrying `token` alive: one keepalive of the
@@ -312,6 +353,15 @@ class etcd_rw {
   etcd_orphans& orphans() { return static_cast<Store&>(*this).orphans_; }
   void give_back(std::int64_t id) { orphans().give_back(link(), body_, id); }
 
+  // [locked] A lease of `seconds` with an ID of the store's choosing ({ID, applied TTL in s}), or
+  // the error once it is given back (its grant may have applied).
+  result<std::pair<std::int64_t, std::int64_t>> new_lease(std::int64_t seconds) {
+    const std::int64_t id = etcd_new_lease_id();
+    result<std::pair<std::int64_t, std::int64_t>> r = etcd_grant_lease(link(), body_, seconds, id);
+    if (!r) give_back(id);
+    return r;
+  }
+
   // [locked] The ask's rounds, holding lease `id` (applied_s seconds): a transaction guarded by
   // what the last read showed (first: an empty range), judged again on a lost compare.
   result<grant> ask(std::string_view owner, std::chrono::milliseconds ttl, bool ex, std::int64_t id,
@@ -323,8 +373,8 @@ class etcd_rw {
       // The intent's earlier lease (its owner's: replaced), or the one a grant deletes.
       const std::int64_t old = seen.intent ? seen.intent->lease : 0;
       const bool own_old = seen.intent && seen.intent->value == owner;
-      etcd_rw_txn_body(body_, names_, seen.revision, intent ? names_.intent : names_.grant_key(ex),
-                       owner, id, ex && !intent && seen.intent);
+      etcd_rw_txn_body(body_, names_, seen.revision, ex, intent, owner, id,
+                       ex && !intent && seen.intent);
       result<nlohmann::json> r = link().post("/kv/txn", body_);
       if (!r) {  // nobody was told: the lease goes back, with what the txn may have put
         give_back(id);
