@@ -234,7 +234,8 @@ TEST_CASE("etcd lost reply: raise_token_floor leaves no floor key", "[etcd][lost
 // revision far behind). A lost reply moves the store to the second, as a restored cluster would
 // appear to it. Expected: the store notices the new life (cluster ID, revision gone back) and,
 // before its first grant there draws a token, raises that cluster's revision past the highest one
-// the first showed it, so the grant's token is above every token the store got before.
+// the first showed it, so the grant's token is above every token the store got before; and takes
+// a fresh lease after the raise (which outlasts the 2 s lease it took before it noticed).
 TEST_CASE("etcd lives: a cluster whose revision went back is raised past this store's tokens",
           "[etcd][lives]") {
   std::optional<etcd_options> o = shared();
@@ -250,14 +251,16 @@ TEST_CASE("etcd lives: a cluster whose revision went back is raised past this st
   auto low = behind.revision();
   REQUIRE(low);
   faulty a(two);
-  REQUIRE(a.raise_token_floor(holdfast::fencing_token(low->value() + 30)));  // first: ahead
+  // First: ahead by at least 2500 revisions, so that the raise on the second (one write per
+  // revision) outlasts the 2 s lease the attempt there takes first: the grant needs a fresh one.
+  REQUIRE(a.raise_token_floor(holdfast::fencing_token(low->value() + 2500)));
   auto g1 = a.try_acquire("k", "A", 30s);
   REQUIRE(g1);
   REQUIRE(a.release("k", "A", g1->token));
   a.inject("/kv/range", etcd_fault::lost_reply);
   CHECK_FALSE(a.inspect("k"));  // lost: the next request goes to the second cluster
   a.clear();
-  auto g2 = a.try_acquire("k2", "A", 30s);
+  auto g2 = a.try_acquire("k2", "A", 1s);
   INFO(a.last_error_message());
   REQUIRE(g2);
   CHECK(g2->token > g1->token);  // raised before drawing: a fence that admitted g1 admits g2

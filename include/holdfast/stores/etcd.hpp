@@ -68,7 +68,8 @@
 // raise_token_floor(newest admitted token) on etcd 3.4 (one small write per revision skipped),
 // or restore with `etcdutl snapshot restore --bump-revision N --mark-compacted` on etcd 3.5+.
 // A store that sees the revision go back (or another cluster ID) raises it past the highest one
-// it saw before its next grant (detail/etcd_calls.hpp, etcd_before_attempt): its own tokens are
+// it saw before its next grant (detail/etcd_calls.hpp, etcd_before_attempt; the attempt's lease
+// is taken again after the raise, which can outlast it: etcd_attempt_lease): its own tokens are
 // covered without an operator; a process gone since is not. deployment() reports the cluster.
 //
 // Keys: up to 256 bytes live at key_prefix + key, readable with etcdctl; longer keys (etcd takes
@@ -481,14 +482,9 @@ class etcd_store : public detail::link_client<detail::etcd_link>,
   }
 
   std::error_code shape(const char* op) { return detail::etcd_shape(link_, op); }
-  // A lease of the store's choosing (so a lost reply can still be revoked), or the error after
-  // giving it back.
+  // An attempt's lease, raised past a new life first (detail::etcd_attempt_lease).
   result<std::pair<std::int64_t, std::int64_t>> grant_lease(std::int64_t seconds) {
-    const std::int64_t id = detail::etcd_new_lease_id();
-    result<std::pair<std::int64_t, std::int64_t>> r =
-        detail::etcd_grant_lease(link_, body_, seconds, id);
-    if (!r) give_back(id);
-    return r;
+    return detail::etcd_attempt_lease(link_, body_, seconds, orphans_);
   }
   // Revokes a lease nobody was told of, now or at the next attempt (detail::etcd_orphans).
   void give_back(std::int64_t id) { orphans_.give_back(link_, body_, id); }

@@ -316,6 +316,24 @@ inline void etcd_before_attempt(etcd_link& link, std::string& body, etcd_orphans
   }
 }
 
+/// The lease of an attempt (lease/grant of `seconds`, an ID of the store's choosing, so that a
+/// lost reply can still be revoked): {ID, applied TTL in seconds}, or the error once it is given
+/// back. If its answer showed a new life, the revision is raised first (etcd_before_attempt) and
+/// the lease given back for a fresh one: the raise writes once per revision skipped, which can
+/// outlast the lease's TTL (a transaction naming the expired lease would fail).
+inline result<std::pair<std::int64_t, std::int64_t>> etcd_attempt_lease(etcd_link& link,
+                                                                        std::string& body,
+                                                                        std::int64_t seconds,
+                                                                        etcd_orphans& orphans) {
+  for (int round = 0;; ++round) {
+    const std::int64_t id = etcd_new_lease_id();
+    result<std::pair<std::int64_t, std::int64_t>> r = etcd_grant_lease(link, body, seconds, id);
+    if (!r || (round == 0 && link.new_life())) orphans.give_back(link, body, id);
+    if (!r || round > 0 || !link.new_life()) return r;
+    etcd_before_attempt(link, body, orphans);
+  }
+}
+
 }  // namespace detail
 HOLDFAST_ABI_NAMESPACE_END
 }  // namespace holdfast

@@ -66,7 +66,8 @@
 // key or intent a lost transaction may have put), or at the store's next attempt
 // (detail/etcd_calls.hpp, etcd_orphans); a transaction the transport repeated finds its own key
 // (its lease is the ask's) and reports that grant. A restore (a new life) is handled as for
-// plain grants: etcd_before_attempt raises the revision first. Part of stores/etcd.hpp.
+// plain grants: the revision is raised before a token is drawn, and the ask's lease taken again
+// after the raise (detail/etcd_calls.hpp, etcd_attempt_lease). Part of stores/etcd.hpp.
 #ifndef HOLDFAST_STORES_DETAIL_ETCD_RW_HPP
 #define HOLDFAST_STORES_DETAIL_ETCD_RW_HPP
 
@@ -282,14 +283,8 @@ class etcd_rw {
     names_.set(l.options().key_prefix, key, owner);
     etcd_before_attempt(l, body_, orphans());  // orphans; a new life
     const std::int64_t seconds = (ttl.count() + 999) / 1000;
-    result<std::pair<std::int64_t, std::int64_t>> lease = new_lease(seconds);
-    if (lease && l.new_life()) {
-      // Its answer showed a new life: raise past this store's tokens before drawing one, then a
-      // fresh lease (the raise writes once per revision skipped, which can outlast the TTL).
-      give_back(lease->first);
-      etcd_before_attempt(l, body_, orphans());
-      lease = new_lease(seconds);
-    }
+    result<std::pair<std::int64_t, std::int64_t>> lease =
+        etcd_attempt_lease(l, body_, seconds, orphans());  // raised past a new life first
     if (!lease) return lease.error();
     return ask(owner, ttl, mode == lease_mode::exclusive, lease->first, lease->second);
   }
@@ -353,20 +348,12 @@ class etcd_rw {
   etcd_orphans& orphans() { return static_cast<Store&>(*this).orphans_; }
   void give_back(std::int64_t id) { orphans().give_back(link(), body_, id); }
 
-  // [locked] A lease of `seconds` with an ID of the store's choosing ({ID, applied TTL in s}), or
-  // the error once it is given back (its grant may have applied).
-  result<std::pair<std::int64_t, std::int64_t>> new_lease(std::int64_t seconds) {
-    const std::int64_t id = etcd_new_lease_id();
-    result<std::pair<std::int64_t, std::int64_t>> r = etcd_grant_lease(link(), body_, seconds, id);
-    if (!r) give_back(id);
-    return r;
-  }
-
   // [locked] The ask's rounds, holding lease `id` (applied_s seconds): a transaction guarded by
-  // what the last read showed (first: an empty range), judged again on a lost compare.
+  // the grant's own condition (first) or by what the last read showed, judged again when its
+  // compare fails.
   result<grant> ask(std::string_view owner, std::chrono::milliseconds ttl, bool ex, std::int64_t id,
                     std::int64_t applied_s) {
-    etcd_rw_seen seen;  // first: nothing (the guard asks for an empty range)
+    etcd_rw_seen seen;  // first: nothing read (revision 0: the grant's own condition)
     etcd_rw_act act = etcd_rw_act::grant;
     for (int round = 0; round < 16; ++round) {
       const bool intent = act == etcd_rw_act::intent;
