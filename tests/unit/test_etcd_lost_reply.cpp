@@ -83,6 +83,17 @@ struct faulty : etcd_store {
     }
     return out;
   }
+  /// detail::etcd_raise_floor to `floor`, its floor key bound to a lease of `lease_s` seconds.
+  std::error_code raise_floor(std::int64_t floor, std::int64_t lease_s) {
+    auto guard = link_.lock();
+    std::string body;
+    holdfast::detail::etcd_orphans orphans;
+    auto now = holdfast::detail::etcd_current_revision(link_, body, link_.options().key_prefix);
+    REQUIRE(now);
+    const std::string k =
+        link_.options().key_prefix + std::string(holdfast::detail::etcd_hashed_marker) + "floor";
+    return holdfast::detail::etcd_raise_floor(link_, body, k, *now, floor, orphans, lease_s);
+  }
   std::map<std::string, std::pair<etcd_fault, int>> plan_;
   std::map<std::string, int> seen_;
   std::set<std::int64_t> asked_;
@@ -227,6 +238,32 @@ TEST_CASE("etcd lost reply: raise_token_floor leaves no floor key", "[etcd][lost
   REQUIRE(g);
   CHECK(g->token.value() > rev->value() + 7);
   CHECK(a.keys(floor_key) == 0);
+}
+
+// A raise of thousands of revisions takes seconds (one write each; 100000 at most): longer than
+// the floor key's lease (60 s in the store; 2 s here). Expected: the raise keeps that lease alive
+// and reaches the floor, and the floor key is gone after it. Before, the writes failed ("requested
+// lease not found") once the lease ended, and the attempt that raised after a restore failed too.
+TEST_CASE("etcd lives: a raise that outlasts its floor key's lease keeps the lease alive",
+          "[etcd][lives]") {
+  std::optional<etcd_options> o = shared();
+  if (!o) return;
+  faulty a(*o);
+  auto rev = a.revision();
+  REQUIRE(rev);
+  const auto start = std::chrono::steady_clock::now();
+  const std::error_code ec = a.raise_floor(static_cast<std::int64_t>(rev->value()) + 4000, 2);
+  const auto took = std::chrono::steady_clock::now() - start;
+  INFO(a.last_error_message());
+  CHECK_FALSE(ec);
+  // The case exists only if the raise lasted longer than the lease (2 s, and etcd's expiry loop).
+  CHECK(took > 3s);
+  WARN("4000 revisions raised in "
+       << std::chrono::duration_cast<std::chrono::milliseconds>(took).count() << " ms");
+  auto after = a.revision();
+  REQUIRE(after);
+  CHECK(after->value() >= rev->value() + 4000);
+  CHECK(a.keys(std::string(holdfast::detail::etcd_hashed_marker) + "floor") == 0);
 }
 
 // etcd as far as a test can fake a restore (issue 20 part 3): the store's endpoints are the shared
