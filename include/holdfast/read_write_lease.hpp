@@ -58,6 +58,12 @@
 //     ...) give writers priority so readers cannot starve them; for upgrades some back ends offer
 //     a separate upgradeable read lock, held by one owner at a time, which is what keeps two
 //     upgraders from deadlocking. No fencing token.
+//   - etcd's recipe.RWMutex (its contrib/experimental recipes) puts one key per reader or writer
+//     under a prefix, bound to the client's session lease (one lease and TTL for every lock the
+//     session takes), and each waits for the older keys it conflicts with: fair like Curator's,
+//     no upgrade, and no token beyond the key's revision. Over etcd_store here (stores/detail/
+//     etcd_rw.hpp) every grant is a key with its own lease and the caller's TTL, its token that
+//     key's create revision, and writers go first through an intent key as on the other stores.
 // Here the preference is bounded in the store (RW4) rather than a client-side queue, no handle is
 // upgradeable (one upgradeable reader would be a third mode with its own rules), and every grant
 // carries a token from the key's one counter.

@@ -121,7 +121,8 @@
 //              first refused writer's (a second records none until it ends).
 // Renew and release name the mode of the grant; a token of the other mode is not the holder's
 // (lease_lost, not_holder). A mode outside the enum is invalid_argument (check_lease_mode).
-// memory_store offers it (stores/detail/memory_shared.hpp); has_read_write_v detects it.
+// memory_store, redis_store, postgres_store and etcd_store offer it (stores/detail/*_shared.hpp,
+// etcd_rw.hpp); has_read_write_v detects it.
 //
 // `testing/` holds the conformance kit that checks a store against all of this at run time.
 #ifndef HOLDFAST_STORE_HPP
@@ -428,8 +429,8 @@ inline constexpr bool has_try_acquire_all_v = detail::has_try_acquire_all<S>::va
 /// `result<grant> try_acquire_rw(std::string_view key, std::string_view owner,
 /// std::chrono::milliseconds ttl, lease_mode mode)`, `result<grant> renew_rw(key, owner,
 /// fencing_token token, ttl, mode)` and `result<void> release_rw(key, owner, token, mode)`. All
-/// three are needed. memory_store offers them; read_write_lease.hpp and the conformance kit use
-/// them when present.
+/// three are needed. memory_store, redis_store, postgres_store and etcd_store offer them;
+/// read_write_lease.hpp and the conformance kit use them when present.
 template <class S>
 inline constexpr bool has_read_write_v = detail::has_read_write<S>::value;
 

@@ -83,6 +83,17 @@ struct faulty : etcd_store {
     }
     return out;
   }
+  /// detail::etcd_raise_floor to `floor`, its floor key bound to a lease of `lease_s` seconds.
+  std::error_code raise_floor(std::int64_t floor, std::int64_t lease_s) {
+    auto guard = link_.lock();
+    std::string body;
+    holdfast::detail::etcd_orphans orphans;
+    auto now = holdfast::detail::etcd_current_revision(link_, body, link_.options().key_prefix);
+    REQUIRE(now);
+    const std::string k =
+        link_.options().key_prefix + std::string(holdfast::detail::etcd_hashed_marker) + "floor";
+    return holdfast::detail::etcd_raise_floor(link_, body, k, *now, floor, orphans, lease_s);
+  }
   std::map<std::string, std::pair<etcd_fault, int>> plan_;
   std::map<std::string, int> seen_;
   std::set<std::int64_t> asked_;
@@ -229,12 +240,39 @@ TEST_CASE("etcd lost reply: raise_token_floor leaves no floor key", "[etcd][lost
   CHECK(a.keys(floor_key) == 0);
 }
 
+// A raise of thousands of revisions takes seconds (one write each; 100000 at most): longer than
+// the floor key's lease (60 s in the store; 2 s here). Expected: the raise keeps that lease alive
+// and reaches the floor, and the floor key is gone after it. Before, the writes failed ("requested
+// lease not found") once the lease ended, and the attempt that raised after a restore failed too.
+TEST_CASE("etcd lives: a raise that outlasts its floor key's lease keeps the lease alive",
+          "[etcd][lives]") {
+  std::optional<etcd_options> o = shared();
+  if (!o) return;
+  faulty a(*o);
+  auto rev = a.revision();
+  REQUIRE(rev);
+  const auto start = std::chrono::steady_clock::now();
+  const std::error_code ec = a.raise_floor(static_cast<std::int64_t>(rev->value()) + 4000, 2);
+  const auto took = std::chrono::steady_clock::now() - start;
+  INFO(a.last_error_message());
+  CHECK_FALSE(ec);
+  // The case exists only if the raise lasted longer than the lease (2 s, and etcd's expiry loop).
+  CHECK(took > 3s);
+  WARN("4000 revisions raised in "
+       << std::chrono::duration_cast<std::chrono::milliseconds>(took).count() << " ms");
+  auto after = a.revision();
+  REQUIRE(after);
+  CHECK(after->value() >= rev->value() + 4000);
+  CHECK(a.keys(std::string(holdfast::detail::etcd_hashed_marker) + "floor") == 0);
+}
+
 // etcd as far as a test can fake a restore (issue 20 part 3): the store's endpoints are the shared
 // single etcd, then a member of the other cluster .ci/servers starts (another cluster ID, a
 // revision far behind). A lost reply moves the store to the second, as a restored cluster would
 // appear to it. Expected: the store notices the new life (cluster ID, revision gone back) and,
 // before its first grant there draws a token, raises that cluster's revision past the highest one
-// the first showed it, so the grant's token is above every token the store got before.
+// the first showed it, so the grant's token is above every token the store got before; and takes
+// a fresh lease after the raise (which outlasts the 2 s lease it took before it noticed).
 TEST_CASE("etcd lives: a cluster whose revision went back is raised past this store's tokens",
           "[etcd][lives]") {
   std::optional<etcd_options> o = shared();
@@ -250,14 +288,16 @@ TEST_CASE("etcd lives: a cluster whose revision went back is raised past this st
   auto low = behind.revision();
   REQUIRE(low);
   faulty a(two);
-  REQUIRE(a.raise_token_floor(holdfast::fencing_token(low->value() + 30)));  // first: ahead
+  // First: ahead by at least 2500 revisions, so that the raise on the second (one write per
+  // revision) outlasts the 2 s lease the attempt there takes first: the grant needs a fresh one.
+  REQUIRE(a.raise_token_floor(holdfast::fencing_token(low->value() + 2500)));
   auto g1 = a.try_acquire("k", "A", 30s);
   REQUIRE(g1);
   REQUIRE(a.release("k", "A", g1->token));
   a.inject("/kv/range", etcd_fault::lost_reply);
   CHECK_FALSE(a.inspect("k"));  // lost: the next request goes to the second cluster
   a.clear();
-  auto g2 = a.try_acquire("k2", "A", 30s);
+  auto g2 = a.try_acquire("k2", "A", 1s);
   INFO(a.last_error_message());
   REQUIRE(g2);
   CHECK(g2->token > g1->token);  // raised before drawing: a fence that admitted g1 admits g2

@@ -68,13 +68,15 @@
 // raise_token_floor(newest admitted token) on etcd 3.4 (one small write per revision skipped),
 // or restore with `etcdutl snapshot restore --bump-revision N --mark-compacted` on etcd 3.5+.
 // A store that sees the revision go back (or another cluster ID) raises it past the highest one
-// it saw before its next grant (detail/etcd_calls.hpp, etcd_before_attempt): its own tokens are
+// it saw before its next grant (detail/etcd_calls.hpp, etcd_before_attempt; the attempt's lease
+// is taken again after the raise, which can outlast it: etcd_attempt_lease): its own tokens are
 // covered without an operator; a process gone since is not. deployment() reports the cluster.
 //
 // Keys: up to 256 bytes live at key_prefix + key, readable with etcdctl; longer keys (etcd takes
 // a request of at most 1.5 MiB by default, and a transaction names its key three times) and keys
 // starting with "#sha256/" live at key_prefix + "#sha256/" + hex(SHA-256(key)). Any bytes, NUL
 // included. Owners are stored as the value, any bytes, up to etcd's request limit (~1.4 MiB).
+// Read-write grants: keys under key_prefix + "#sha256/" + hex(SHA-256(key)) + "/rw/" (etcd_rw.hpp).
 //
 // Waiting (wait_for_release, try_acquire_queued; detail/etcd_queue.hpp), as etcd's own lock: a
 // busy attempt of blocking acquire() keeps its lease as a queue entry, and the waiter watches
@@ -82,9 +84,8 @@
 // A release or an expiry wakes the first waiter only; its grant deletes its entry, waking the
 // next. Notifications are hints: a lost stream re-reads; the holder's time left bounds a sleep.
 //
-// Never an implicit lease: every grant has its own lease with the caller's TTL (no TTL, no grant;
-// etcd's own lock service once made a 60 s lease for callers that passed none, and locks vanished
-// silently when nobody renewed it).
+// Never an implicit lease: every grant has its own lease with the caller's TTL (etcd's own lock
+// service once made a 60 s lease for callers that passed none: locks vanished unrenewed).
 //
 // Failures (T4): a member that is down, frozen, slow, without a leader, or answering something
 // that is not the gateway's JSON is an error, never a grant: store_unavailable, timeout or
@@ -97,9 +98,9 @@
 //
 // Files: this header (etcd_store) is the one to include; it brings etcd_options.hpp
 // (etcd_options, etcd_max_token) and etcd_fence.hpp (etcd_fence, etcd_write). Internals:
-// detail/etcd_link.hpp (the libcurl transport, endpoint failover, auth, error mapping),
-// detail/etcd_json.hpp (the gateway's answers, shape-checked), detail/etcd_encoding.hpp (base64,
-// SHA-256, key names), detail/etcd_calls.hpp (requests), detail/etcd_{watch,queue}.hpp (waiting).
+// detail/etcd_link.hpp (transport, failover, auth, errors), detail/etcd_json.hpp (answers),
+// detail/etcd_encoding.hpp (base64, SHA-256, key names), detail/etcd_calls.hpp (requests),
+// detail/etcd_{watch,queue}.hpp (waiting), detail/etcd_{multi,rw}.hpp (multi-key, read-write).
 #ifndef HOLDFAST_STORES_ETCD_HPP
 #define HOLDFAST_STORES_ETCD_HPP
 
@@ -128,6 +129,7 @@
 #include "holdfast/stores/detail/etcd_link.hpp"
 #include "holdfast/stores/detail/etcd_multi.hpp"
 #include "holdfast/stores/detail/etcd_queue.hpp"
+#include "holdfast/stores/detail/etcd_rw.hpp"
 #include "holdfast/stores/detail/etcd_watch.hpp"
 #include "holdfast/stores/detail/link_client.hpp"
 #include "holdfast/stores/etcd_fence.hpp"
@@ -138,7 +140,7 @@ HOLDFAST_ABI_NAMESPACE_BEGIN
 
 /// A LeaseStore in etcd, over its v3 JSON gateway (see the file overview for the requests, the
 /// TTL rounding, durability, restores and failure behaviour). Models LeaseStore with inspect(),
-/// raise_token_floor(), wait_for_release() and watch_release().
+/// raise_token_floor(), wait_for_release(), watch_release() and read-write grants (etcd_rw.hpp).
 ///
 /// Tokens are etcd revisions: every new grant of any key carries a token greater than every
 /// token etcd issued before (until a snapshot restore rewinds them), in 1 .. 2^63-1.
@@ -151,7 +153,8 @@ HOLDFAST_ABI_NAMESPACE_BEGIN
 /// Thread-safety: every member function may be called concurrently; one mutex serializes the
 /// connection, so concurrent callers take turns. For parallel requests use one etcd_store per
 /// thread. Not fork-safe: a child process makes its own store.
-class etcd_store : public detail::link_client<detail::etcd_link> {
+class etcd_store : public detail::link_client<detail::etcd_link>,
+                   public detail::etcd_rw<etcd_store> {
  public:
   // options(), last_error_message() (the latest call's failure): detail::link_client.
 
@@ -235,7 +238,7 @@ class etcd_store : public detail::link_client<detail::etcd_link> {
     if (!id) return id.error();
     if (*id == 0) return errc::not_holder;
     bool found = false;
-    if (std::error_code ec = revoke(*id, &found)) return ec;
+    if (std::error_code ec = detail::etcd_revoke(link_, body_, *id, &found)) return ec;
     forget(k);
     if (!found) return errc::not_holder;  // expired: etcd deleted the key with the lease
     return {};
@@ -354,7 +357,8 @@ class etcd_store : public detail::link_client<detail::etcd_link> {
   }
 
  private:
-  friend struct detail::etcd_multi;  // try_acquire_all
+  friend struct detail::etcd_multi;          // try_acquire_all
+  friend class detail::etcd_rw<etcd_store>;  // try_acquire_rw, renew_rw, release_rw
   // try_acquire (see there), queued (try_acquire_queued) or not.
   result<grant> acquire_as(std::string_view key, std::string_view owner,
                            std::chrono::milliseconds ttl, bool queue) {
@@ -478,26 +482,17 @@ class etcd_store : public detail::link_client<detail::etcd_link> {
   }
 
   std::error_code shape(const char* op) { return detail::etcd_shape(link_, op); }
-  // A lease of the store's choosing (so a lost reply can still be revoked), or the error after
-  // giving it back.
+  // An attempt's lease, raised past a new life first (detail::etcd_attempt_lease).
   result<std::pair<std::int64_t, std::int64_t>> grant_lease(std::int64_t seconds) {
-    const std::int64_t id = detail::etcd_new_lease_id();
-    result<std::pair<std::int64_t, std::int64_t>> r =
-        detail::etcd_grant_lease(link_, body_, seconds, id);
-    if (!r) give_back(id);
-    return r;
+    return detail::etcd_attempt_lease(link_, body_, seconds, orphans_);
   }
   // Revokes a lease nobody was told of, now or at the next attempt (detail::etcd_orphans).
   void give_back(std::int64_t id) { orphans_.give_back(link_, body_, id); }
   result<std::int64_t> keepalive(std::int64_t id) {
     return detail::etcd_keepalive(link_, body_, id);
   }
-  std::error_code revoke(std::int64_t id, bool* found) {
-    return detail::etcd_revoke(link_, body_, id, found);
-  }
-  result<std::optional<detail::etcd_kv>> range(const std::string& k,
-                                               std::int64_t* revision = nullptr) {
-    return detail::etcd_range(link_, body_, k, revision);
+  result<std::optional<detail::etcd_kv>> range(const std::string& k) {
+    return detail::etcd_range(link_, body_, k);
   }
 
   result<fencing_token> current_revision() {

@@ -8,6 +8,7 @@
 #ifndef HOLDFAST_STORES_DETAIL_ETCD_CALLS_HPP
 #define HOLDFAST_STORES_DETAIL_ETCD_CALLS_HPP
 
+#include <chrono>
 #include <cstddef>
 #include <cstdint>
 #include <nlohmann/json.hpp>
@@ -239,14 +240,15 @@ inline result<std::int64_t> etcd_current_revision(etcd_link& link, std::string& 
 }
 
 /// etcd_store::raise_token_floor's writes, from revision `now` to at least `floor`: puts of key
-/// `k` (no lease key's name), bound to a lease of its own (60 s), until the revision reaches
+/// `k` (no lease key's name), bound to a lease of its own (`lease_s` seconds, kept alive every
+/// third of that: one write per revision skipped can take minutes), until the revision reaches
 /// `floor`, then the lease is revoked, which deletes the key (one more revision). A step that
 /// fails leaves nothing for longer than that lease: it is revoked at once, or by `orphans`.
 inline std::error_code etcd_raise_floor(etcd_link& link, std::string& body, const std::string& k,
-                                        std::int64_t now, std::int64_t floor,
-                                        etcd_orphans& orphans) {
+                                        std::int64_t now, std::int64_t floor, etcd_orphans& orphans,
+                                        std::int64_t lease_s = 60) {
   const std::int64_t id = etcd_new_lease_id();
-  result<std::pair<std::int64_t, std::int64_t>> lease = etcd_grant_lease(link, body, 60, id);
+  result<std::pair<std::int64_t, std::int64_t>> lease = etcd_grant_lease(link, body, lease_s, id);
   if (!lease) {
     orphans.give_back(link, body, id);  // the grant may have applied
     return lease.error();
@@ -256,7 +258,18 @@ inline std::error_code etcd_raise_floor(etcd_link& link, std::string& body, cons
   body += R"(","value":"","lease":")" + std::to_string(id) + R"("})";
   const std::string put = body;
   // At least one put: the revoke adds a revision only if it deletes the key.
+  auto renewed = std::chrono::steady_clock::now();
   for (std::int64_t rev = now; rev == now || rev + 1 < floor;) {  // the revoke makes one more
+    if (std::chrono::steady_clock::now() - renewed >= std::chrono::milliseconds(lease_s * 333)) {
+      result<std::int64_t> left = etcd_keepalive(link, body, id);
+      if (!left || *left <= 0) {
+        orphans.give_back(link, body, id);
+        if (!left) return left.error();
+        return link.fail(errc::store_unavailable,
+                         "etcd: raise_token_floor: the floor key's lease ended before the floor");
+      }
+      renewed = std::chrono::steady_clock::now();
+    }
     result<nlohmann::json> r = link.post("/kv/put", put);
     if (!r) {
       orphans.give_back(link, body, id);
@@ -313,6 +326,24 @@ inline void etcd_before_attempt(etcd_link& link, std::string& body, etcd_orphans
   if (!etcd_raise_floor(link, body, k, *now, floor, orphans)) {
     link.settle_life();
     link.fail(errc::store_unavailable, why);
+  }
+}
+
+/// The lease of an attempt (lease/grant of `seconds`, an ID of the store's choosing, so that a
+/// lost reply can still be revoked): {ID, applied TTL in seconds}, or the error once it is given
+/// back. If its answer showed a new life, the revision is raised first (etcd_before_attempt) and
+/// the lease given back for a fresh one: the raise writes once per revision skipped, which can
+/// outlast the lease's TTL (a transaction naming the expired lease would fail).
+inline result<std::pair<std::int64_t, std::int64_t>> etcd_attempt_lease(etcd_link& link,
+                                                                        std::string& body,
+                                                                        std::int64_t seconds,
+                                                                        etcd_orphans& orphans) {
+  for (int round = 0;; ++round) {
+    const std::int64_t id = etcd_new_lease_id();
+    result<std::pair<std::int64_t, std::int64_t>> r = etcd_grant_lease(link, body, seconds, id);
+    if (!r || (round == 0 && link.new_life())) orphans.give_back(link, body, id);
+    if (!r || round > 0 || !link.new_life()) return r;
+    etcd_before_attempt(link, body, orphans);
   }
 }
 

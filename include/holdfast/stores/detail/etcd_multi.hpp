@@ -32,6 +32,7 @@
 #include <string>
 #include <string_view>
 #include <system_error>
+#include <tuple>
 #include <utility>
 #include <vector>
 
@@ -90,11 +91,10 @@ struct etcd_multi {
     std::vector<slot> slots(count);
     for (std::size_t i = 0; i < count; ++i) {
       slots[i].k = s.lease_key(keys[i]);
-      slots[i].lease = etcd_new_lease_id();
       result<std::pair<std::int64_t, std::int64_t>> l =
-          etcd_grant_lease(s.link_, s.body_, seconds, slots[i].lease);
-      if (!l) return give_back_all(s, slots, i + 1, l.error());
-      slots[i].applied_s = l->second;
+          etcd_attempt_lease(s.link_, s.body_, seconds, s.orphans_);  // raised past a new life
+      if (!l) return give_back_all(s, slots, i, l.error());
+      std::tie(slots[i].lease, slots[i].applied_s) = *l;
     }
     if (s.link_.new_life()) etcd_before_attempt(s.link_, s.body_, s.orphans_);
     txn_body(s.body_, slots, owner, false);
