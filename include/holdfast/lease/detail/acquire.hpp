@@ -27,6 +27,7 @@
 #include "holdfast/result.hpp"
 #include "holdfast/store.hpp"
 #include "holdfast/stores/detail/give_back.hpp"
+#include "holdfast/validity.hpp"
 
 namespace holdfast {
 HOLDFAST_ABI_NAMESPACE_BEGIN
@@ -60,12 +61,19 @@ void note_failure(const Store& store, const acquire_options<Clock>& opts, std::e
 // A lease TTL as an attempt asks for it: whole milliseconds, and its trusted_span() under the
 // acquire's validity options where the input check already computed it (prepare_acquire's
 // acquire_request::span), so that the lease granted that TTL does not compute it again. From a
-// bare TTL the span is computed on a grant.
+// bare TTL the span is computed on a grant. (A span is never negative, so -1 ns says "none": two
+// integers travel in registers, where a std::optional member sent it through memory.)
 struct asked_ttl {
   asked_ttl(std::chrono::milliseconds t) noexcept : ms(t) {}  // NOLINT: implicit by design
   asked_ttl(std::chrono::milliseconds t, std::chrono::nanoseconds s) noexcept : ms(t), span(s) {}
+  // The span of a grant of `granted` (ms, at most ms): the one computed, or computed now.
+  std::chrono::nanoseconds span_of(std::chrono::milliseconds granted,
+                                   const validity_options& validity) const noexcept {
+    if (granted == ms && span >= std::chrono::nanoseconds::zero()) return span;
+    return trusted_span(granted, validity);
+  }
   std::chrono::milliseconds ms;
-  std::optional<std::chrono::nanoseconds> span;
+  std::chrono::nanoseconds span{-1};
 };
 
 // One store call turned into a lease handle, as `owner`. `take_owner`, if given, holds that same
@@ -104,11 +112,9 @@ result<lease<Store, Clock>> acquire_once(Store& store, std::string_view key, ask
   }
   grant applied = *g;
   if (applied.ttl > ttl.ms) applied.ttl = ttl.ms;  // never trust more than was asked for
-  lease<Store, Clock> l(
-      store, opts.clock, std::string(key),
-      take_owner != nullptr ? std::move(*take_owner) : std::string(owner), applied, opts.validity,
-      start,
-      ttl.span && applied.ttl == ttl.ms ? *ttl.span : trusted_span(applied.ttl, opts.validity));
+  lease<Store, Clock> l(store, opts.clock, std::string(key),
+                        take_owner != nullptr ? std::move(*take_owner) : std::string(owner),
+                        applied, opts.validity, start, ttl.span_of(applied.ttl, opts.validity));
   // A reply that arrives after the validity it would give is worthless to the holder (Redlock's
   // rule): hand the key back at once rather than hold a lease it must not use. No callback and no
   // observer are set yet, so the caller hears of it only through the error, and the check is the
