@@ -11,6 +11,7 @@
 #define HOLDFAST_DETAIL_RANDOM_HPP
 
 #include <atomic>
+#include <cstddef>
 #include <cstdint>
 #include <cstring>
 #include <random>
@@ -156,10 +157,10 @@ inline void hex_digits8(std::uint32_t v, char* out) noexcept {
 inline std::string random_owner_id() {
   xoshiro256& gen = thread_generator();
   char id[32];
-  for (int half = 0; half < 2; ++half) {
+  for (std::size_t at = 0; at < sizeof id; at += 16) {
     const std::uint64_t bits = gen.next();
-    hex_digits8(static_cast<std::uint32_t>(bits), id + half * 16);
-    hex_digits8(static_cast<std::uint32_t>(bits >> 32), id + half * 16 + 8);
+    hex_digits8(static_cast<std::uint32_t>(bits), id + at);
+    hex_digits8(static_cast<std::uint32_t>(bits >> 32), id + at + 8);
   }
   return std::string(id, sizeof id);
 }
