@@ -109,29 +109,35 @@ struct any_clock {};
 // and leaves some validity after drift and margin on a holder clock of duration Dur and tick
 // `tick` (validity.hpp's valid_until; a bad `validity` leaves none): with the defaults, more than
 // 2 ms on an exact clock, 104 ms or more on a 100 ms clock. Returns the TTL in ms, or
-// errc::invalid_argument.
+// errc::invalid_argument; `span`, if given, receives trusted_span(TTL in ms, validity), which the
+// check computes anyway (an acquire's lease uses it again: acquire_request::span).
 template <class Rep, class Period, class Dur>
 result<std::chrono::milliseconds> checked_lease_ttl(std::chrono::duration<Rep, Period> ttl,
-                                                    const validity_options& validity, Dur tick) {
+                                                    const validity_options& validity, Dur tick,
+                                                    std::chrono::nanoseconds* span = nullptr) {
   const std::optional<std::chrono::milliseconds> ms =
       checked_duration_cast<std::chrono::milliseconds>(ttl);
   if (!ms || check_ttl(*ms)) return errc::invalid_argument;
   using tp = std::chrono::time_point<any_clock, Dur>;
-  if (!(tp{} < holdfast::valid_until(tp{}, *ms, validity, tick))) return errc::invalid_argument;
+  const std::chrono::nanoseconds trusted = trusted_span(*ms, validity);
+  if (!(tp{} < valid_until_of_span(tp{}, trusted, tick))) return errc::invalid_argument;
+  if (span != nullptr) *span = trusted;
   return *ms;
 }
 
 // The input every acquire of a lease checks (try_acquire, acquire, and a distributed_mutex's
 // constructor for all its locks): a non-empty key, sane validity and backoff options, and a lease
-// TTL (checked_lease_ttl). Returns the TTL in ms, or errc::invalid_argument.
+// TTL (checked_lease_ttl, which also gives its trusted `span` if asked). Returns the TTL in ms, or
+// errc::invalid_argument.
 template <class Rep, class Period, class Clock>
 result<std::chrono::milliseconds> check_acquire_input(std::string_view key,
                                                       std::chrono::duration<Rep, Period> ttl,
-                                                      const acquire_options<Clock>& opts) {
+                                                      const acquire_options<Clock>& opts,
+                                                      std::chrono::nanoseconds* span = nullptr) {
   if (key.empty()) return errc::invalid_argument;
   if (std::error_code ec = opts.validity.check()) return ec;
   if (std::error_code ec = opts.backoff.check()) return ec;
-  return checked_lease_ttl(ttl, opts.validity, clock_tick(opts.clock));
+  return checked_lease_ttl(ttl, opts.validity, clock_tick(opts.clock), span);
 }
 
 // The label an acquire_options gives: `label`, or 0.1's `owner_label` when label is empty.
@@ -202,6 +208,9 @@ inline std::error_code refuse_acquire_input(std::error_code ec, acquire_report* 
 struct acquire_request {
   std::chrono::milliseconds ttl;
   std::string owner;
+  // trusted_span(ttl, opts.validity), computed once by the check: a lease granted this TTL counts
+  // its validity with it (lease/detail/acquire.hpp's asked_ttl) instead of computing it again.
+  std::chrono::nanoseconds span;
 };
 
 // The input checks both acquire functions share: check_acquire_input, then the owner (a fresh
@@ -211,18 +220,19 @@ result<acquire_request> prepare_acquire(std::string_view key,
                                         std::chrono::duration<Rep, Period> ttl,
                                         const acquire_options<Clock>& opts,
                                         std::chrono::milliseconds min_ttl = {}) {
-  const result<std::chrono::milliseconds> ms = check_acquire_input(key, ttl, opts);
+  std::chrono::nanoseconds span{};
+  const result<std::chrono::milliseconds> ms = check_acquire_input(key, ttl, opts, &span);
   if (!ms) {
     if (opts.report == nullptr) return ms.error();
     return refuse_acquire_input(ms.error(), opts.report,
                                 invalid_acquire_input_text(key, ttl, opts));
   }
-  if (std::error_code ec = check_min_ttl(*ms, min_ttl, opts.report)) return ec;
+  if (*ms < min_ttl) return check_min_ttl(*ms, min_ttl, opts.report);  // always an error here
   std::string owner = !opts.owner.empty() ? opts.owner : labelled_owner_id(label_in(opts));
   if (std::error_code ec = check_acquire_args(key, owner, *ms)) {
     return refuse_acquire_input(ec, opts.report, "the owner is empty");
   }
-  return acquire_request{*ms, std::move(owner)};
+  return acquire_request{*ms, std::move(owner), span};
 }
 
 }  // namespace detail

@@ -109,7 +109,7 @@ struct lease_access {
                                         std::string key, std::string owner, grant g,
                                         typename Clock::time_point start) {
     return lease<Store, Clock>(store, opts.clock, std::move(key), std::move(owner), g,
-                               opts.validity, start);
+                               opts.validity, start, trusted_span(g.ttl, opts.validity));
   }
   template <class Store, class Clock>
   static void arm(lease<Store, Clock>& l, const acquire_options<Clock>& opts) {
@@ -334,14 +334,17 @@ class lease {
 
  private:
   template <class S, class C>
-  friend result<lease<S, C>> detail::acquire_once(S&, std::string_view, std::chrono::milliseconds,
+  friend result<lease<S, C>> detail::acquire_once(S&, std::string_view, detail::asked_ttl,
                                                   const acquire_options<C>&, const std::string&,
-                                                  bool, bool*);
+                                                  bool, bool*, std::string*);
   friend struct detail::lease_access;
 
-  lease(Store& store, Clock clock, std::string key, std::string owner, grant g,
-        validity_options validity, time_point start)
-      : inline_(&store, std::move(clock), std::move(key), std::move(owner), g, validity, start) {}
+  // `span` is trusted_span(g.ttl, validity), which the caller has (an acquire's input check
+  // computed it) or computes.
+  lease(Store& store, Clock clock, std::string&& key, std::string&& owner, grant g,
+        validity_options validity, time_point start, std::chrono::nanoseconds span)
+      : inline_(&store, std::move(clock), std::move(key), std::move(owner), g, validity, start,
+                span) {}
 
   const body_type& b() const noexcept {
     return shared_ ? shared_->body : inline_;
@@ -444,8 +447,10 @@ auto try_acquire(Store& store, std::string_view key, std::chrono::duration<Rep, 
   // A transient error may hide a grant (the reply was lost after the store applied it), under
   // an owner id nobody would use again: it asks once more with the same owner, which returns
   // that very grant (T1), so a failed try leaves nothing behind (detail/give_back.hpp).
-  lease_result l = detail::attempt_asking_again(store, key, req->ttl, opts, req->owner, 1);
-  return l;
+  // The request's owner id is moved into the lease (no second copy of it), and every return is
+  // of a temporary, so the lease is built in the caller's result, not moved there.
+  return detail::attempt_asking_again(store, key, detail::asked_ttl(req->ttl, req->span), opts,
+                                      req->owner, 1, nullptr, nullptr, &req->owner);
 }
 
 /// Acquires `key`, retrying contention (busy) and transient store errors with exponential backoff

@@ -137,6 +137,27 @@ template <class Rep, class Period>
   return ns(after_drift - margin);
 }
 
+namespace detail {
+
+// Both valid_until() overloads once trusted_span() gave `span`: `start + span`, the span rounded
+// down to the clock's duration so a coarse clock never extends validity, clamped to the clock's
+// range, then less the tick's lag (tick - 1 unit; none for a tick of one unit or zero), clamped
+// to `start`. Apart so that an acquire, whose input check computes the span of its TTL, need not
+// compute it again for the lease it grants (lease/detail/acquire.hpp).
+template <class Clock, class Dur>
+std::chrono::time_point<Clock, Dur> valid_until_of_span(std::chrono::time_point<Clock, Dur> start,
+                                                        std::chrono::nanoseconds span,
+                                                        Dur tick) noexcept {
+  using tp = std::chrono::time_point<Clock, Dur>;
+  const std::optional<Dur> span_ticks = checked_duration_cast<Dur>(span);
+  const tp until = span_ticks ? saturating_add(start, *span_ticks) : tp::max();
+  if (!(tick > Dur(1))) return until;
+  const Dur lag = tick - Dur(1);
+  return until - start > lag ? until - lag : start;
+}
+
+}  // namespace detail
+
 /// Returns the instant on the holder's clock after which it must stop trusting a grant of `ttl`
 /// whose request left at `start`: `start + trusted_span(ttl, opts)`, clamped to the clock's range.
 /// `start` must be read *before* the request was sent (validity.hpp). A result equal to `start`
@@ -145,11 +166,7 @@ template <class Clock, class Dur, class Rep, class Period>
 [[nodiscard]] std::chrono::time_point<Clock, Dur> valid_until(
     std::chrono::time_point<Clock, Dur> start, std::chrono::duration<Rep, Period> ttl,
     const validity_options& opts) noexcept {
-  const std::chrono::nanoseconds span = trusted_span(ttl, opts);
-  // Round down to the clock's tick so a coarse clock never extends validity.
-  const std::optional<Dur> span_ticks = detail::checked_duration_cast<Dur>(span);
-  if (!span_ticks) return std::chrono::time_point<Clock, Dur>::max();
-  return detail::saturating_add(start, *span_ticks);
+  return detail::valid_until_of_span(start, trusted_span(ttl, opts), Dur(1));
 }
 
 /// Returns the instant on the holder's clock at which a grant of `ttl` whose request left at
@@ -193,10 +210,7 @@ template <class Clock, class Dur, class Rep, class Period>
 [[nodiscard]] std::chrono::time_point<Clock, Dur> valid_until(
     std::chrono::time_point<Clock, Dur> start, std::chrono::duration<Rep, Period> ttl,
     const validity_options& opts, Dur tick) noexcept {
-  const std::chrono::time_point<Clock, Dur> until = holdfast::valid_until(start, ttl, opts);
-  if (!(tick > Dur(1))) return until;
-  const Dur lag = tick - Dur(1);
-  return until - start > lag ? until - lag : start;
+  return detail::valid_until_of_span(start, trusted_span(ttl, opts), tick);
 }
 
 /// renew_due_at() for a holder whose clock has tick `tick`: the same instant, but never later

@@ -10,16 +10,17 @@
 //   memory_store_renew                     | mutex lock+unlock + now(), same run  | (info)
 //   lease_acquire_release                  | mutex lock+unlock + now(), same run  | (info)
 //   lease_acquire_release_given_owner      | mutex lock+unlock + now(), same run  | (info)
+//   lease_vs_store/given_owner:0|1         | memory_store_acquire_release, same loop | <= 3x
 //   lease_acquire_release_observed         | the same cycle, no observer, same run| (info)
 //   lease_renew_observed                   | the same renew, no observer, same run| (info)
 //   memory_store_contended_one_key (2 thr) | memory_store_acquire_release         | (info)
 //   memory_store_distinct_keys (2 thr)     | memory_store_acquire_release         | (info)
 //   mutex_now_contended (2 thr)            | the baseline of acquire_release      | (info)
 //
-// The lease rows show what the handle adds on top of the store: a random 128-bit owner id (or a
-// copy of the caller's), the key and owner copied into the handle, a second clock read and the
-// validity math (holdfast::try_acquire reads the clock before the request and checks validity
-// after the reply).
+// The lease rows show what the handle adds on top of the store: a random 128-bit owner id (or one
+// copy of the caller's), the key copied into the handle, two more clock reads and the validity
+// math (holdfast::try_acquire reads the holder's clock before the request and checks validity
+// after the reply; the store reads its own clock in between).
 #include <atomic>
 #include <chrono>
 #include <cstdint>
@@ -133,6 +134,21 @@ void BM_lease_acquire_release_given_owner(benchmark::State& state) {
       state, kVsMutexNow, [&] { lease_cycle(state, store, opts); }, baseline);
 }
 BENCHMARK(BM_lease_acquire_release_given_owner)->Apply(with_min_max);
+
+// The handle against the store's own cycle in the same loop (issue 26 item 3: target <= 3x):
+// what holdfast::try_acquire + lease::release add on top of store.try_acquire + store.release.
+// Argument 0: a random owner id per acquire (the default); 1: acquire_options::owner given.
+void BM_lease_vs_store(benchmark::State& state) {
+  holdfast::memory_store<> store;
+  const std::string& owner = sample_owner();
+  holdfast::acquire_options<> opts;
+  if (state.range(0) != 0) opts.owner = owner;
+  run_paired(
+      state, "vs store.try_acquire + release, same loop; target <= 3",
+      [&] { lease_cycle(state, store, opts); },
+      [&] { store_cycle(state, store, "orders", owner); });
+}
+BENCHMARK(BM_lease_vs_store)->ArgName("given_owner")->Arg(0)->Arg(1)->Apply(with_min_max);
 
 // --- the event observer (observer.hpp) ------------------------------------------------------
 // An observer that counts events with relaxed atomic increments: the least a metrics observer

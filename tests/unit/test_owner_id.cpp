@@ -7,6 +7,7 @@
 #include <unistd.h>
 
 #include <catch2/catch.hpp>
+#include <cstdint>
 #include <cstring>
 #include <set>
 #include <string>
@@ -56,6 +57,23 @@ TEST_CASE("a forked child does not replay its parent's owner ids", "[lease]") {
   // Without the reseed the child's first id would be exactly the parent's next one.
   const std::string parent_next = holdfast::detail::random_owner_id();
   CHECK(child_id != parent_next);
+}
+
+TEST_CASE("hex_digits8 writes each nibble's digit, the lowest first", "[lease]") {
+  static constexpr char digits[] = "0123456789abcdef";
+  // Every nibble value at every position (9 and 10 are the edge between '9' and 'a'), and all ones.
+  std::uint32_t values[8 * 16 + 2] = {0xffffffffu, 0x9a9a9a9au};
+  for (int pos = 0; pos < 8; ++pos) {
+    for (std::uint32_t n = 0; n < 16; ++n) values[2 + pos * 16 + n] = n << (4 * pos);
+  }
+  for (const std::uint32_t v : values) {
+    char got[8];
+    holdfast::detail::hex_digits8(v, got);
+    std::string want;
+    for (int i = 0; i < 8; ++i) want += digits[(v >> (4 * i)) & 0xf];
+    INFO("value " << v);
+    REQUIRE(std::string(got, 8) == want);
+  }
 }
 
 }  // namespace test_owner_id

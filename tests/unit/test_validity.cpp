@@ -9,6 +9,7 @@
 #include <cmath>
 #include <cstdint>
 #include <limits>
+#include <optional>
 #include <ratio>
 
 #include "holdfast/clock.hpp"
@@ -430,5 +431,67 @@ TEST_CASE("scale_by_fraction is n * f exactly: whole part and whether a fraction
   CHECK(top.lo == 1);
 }
 #endif
+
+// checked_duration_cast (detail/saturating.hpp) converts signed integer durations in integers and
+// everything else in long double; the two must give the same answer for every input the integer
+// path takes, above all one unit before, at and after the edge of the target's range.
+template <class To, class From>
+bool cast_agrees(From d) {
+  const std::optional<To> fast = holdfast::detail::checked_duration_cast<To>(d);
+  const std::optional<To> wide = holdfast::detail::checked_duration_cast_wide<To>(d);
+  if (fast.has_value() != wide.has_value()) return false;
+  return !fast || fast->count() == wide->count();
+}
+
+template <class To, class From>
+void check_cast_agrees(From d) {
+  INFO("count " << d.count());
+  CHECK(cast_agrees<To>(d));
+}
+
+template <class To, class From>
+void check_cast_edges() {
+  using rep = typename From::rep;
+  using ratio = std::ratio_divide<typename From::period, typename To::period>;
+  constexpr rep top = std::numeric_limits<rep>::max();
+  constexpr rep bottom = std::numeric_limits<rep>::min();
+  const rep edges[] = {0, 1, -1, top, bottom, top - 1, bottom + 1};
+  for (const rep e : edges) check_cast_agrees<To>(From(e));
+  constexpr std::intmax_t wide_hi = std::numeric_limits<typename To::rep>::max() / ratio::num;
+  // Where the target's edge lies inside the source's range (else every count fits).
+  if constexpr (ratio::den == 1 && ratio::num > 1 && wide_hi < std::intmax_t{top}) {
+    constexpr rep hi = static_cast<rep>(wide_hi);
+    constexpr rep lo = static_cast<rep>(std::numeric_limits<typename To::rep>::min() / ratio::num);
+    for (const rep e : {hi - 1, hi, hi + 1, lo - 1, lo, lo + 1}) check_cast_agrees<To>(From(e));
+    // The edges are the edges: the last count that fits and the first that does not.
+    CHECK(holdfast::detail::checked_duration_cast<To>(From(hi)).has_value());
+    CHECK_FALSE(holdfast::detail::checked_duration_cast<To>(From(hi + 1)).has_value());
+    CHECK(holdfast::detail::checked_duration_cast<To>(From(lo)).has_value());
+    CHECK_FALSE(holdfast::detail::checked_duration_cast<To>(From(lo - 1)).has_value());
+  }
+}
+
+TEST_CASE("checked_duration_cast in integers agrees with long double at the range's edges",
+          "[validity]") {
+  using ms = std::chrono::milliseconds;
+  using s = std::chrono::seconds;
+  using ms32 = std::chrono::duration<std::int32_t, std::milli>;
+  using us32 = std::chrono::duration<std::int32_t, std::micro>;
+  check_cast_edges<ns, ms>();
+  check_cast_edges<ns, s>();
+  check_cast_edges<ns, ns>();
+  check_cast_edges<ms, ns>();
+  check_cast_edges<s, ns>();
+  check_cast_edges<ms, ms32>();
+  check_cast_edges<ns, ms32>();
+  check_cast_edges<us32, ms32>();  // into a narrower rep: 32-bit overflow at 2147483 ms
+  check_cast_edges<std::chrono::duration<std::int64_t, std::pico>, ns>();
+  rc::prop("any count, ms to ns, ns to ms, s to ns", [] {
+    const auto c = *rc::gen::arbitrary<std::int64_t>();
+    RC_ASSERT(cast_agrees<ns>(ms(c)));
+    RC_ASSERT(cast_agrees<ms>(ns(c)));
+    RC_ASSERT(cast_agrees<ns>(s(c)));
+  });
+}
 
 }  // namespace test_validity

@@ -20,12 +20,12 @@ namespace holdfast {
 HOLDFAST_ABI_NAMESPACE_BEGIN
 namespace detail {
 
-/// Converts `d` to `To`, truncating toward zero, or returns nullopt if the value does not fit.
-/// Works for integral and floating-point reps (NaN and infinities do not fit).
+// checked_duration_cast() for the other reps and ratios (floating point, unsigned, wider than
+// intmax_t, or a ratio with both parts above 1): the arithmetic in long double.
 template <class To, class Rep, class Period>
-constexpr std::optional<To> checked_duration_cast(std::chrono::duration<Rep, Period> d) noexcept {
+constexpr std::optional<To> checked_duration_cast_wide(
+    std::chrono::duration<Rep, Period> d) noexcept {
   using to_rep = typename To::rep;
-  static_assert(std::is_integral_v<to_rep>, "checked_duration_cast targets integral durations");
   using ratio = std::ratio_divide<Period, typename To::period>;
   // Do the arithmetic in long double: it has a 64-bit mantissa on the platforms we build on and
   // a range far beyond int64, so the range test below is exact enough and never overflows.
@@ -44,6 +44,38 @@ constexpr std::optional<To> checked_duration_cast(std::chrono::duration<Rep, Per
     return To(static_cast<to_rep>(d.count() / static_cast<Rep>(ratio::den)));
   } else {
     return To(static_cast<to_rep>(value));
+  }
+}
+
+/// Converts `d` to `To`, truncating toward zero, or returns nullopt if the value does not fit.
+/// Works for integral and floating-point reps (NaN and infinities do not fit).
+template <class To, class Rep, class Period>
+constexpr std::optional<To> checked_duration_cast(std::chrono::duration<Rep, Period> d) noexcept {
+  using to_rep = typename To::rep;
+  static_assert(std::is_integral_v<to_rep>, "checked_duration_cast targets integral durations");
+  using ratio = std::ratio_divide<Period, typename To::period>;
+  if constexpr (std::is_integral_v<Rep> && std::is_signed_v<Rep> && std::is_signed_v<to_rep> &&
+                sizeof(Rep) <= sizeof(std::intmax_t) && sizeof(to_rep) <= sizeof(std::intmax_t) &&
+                (ratio::den == 1 || (ratio::num == 1 && sizeof(Rep) <= sizeof(to_rep)))) {
+    // The common conversions between signed integer durations (the same unit, ms to ns, ns to
+    // a coarser unit of a rep at least as wide) in exact integer arithmetic: the same answers as
+    // checked_duration_cast_wide (above), without its x87 loads, multiply, divide and compares,
+    // which cost several ns each time a lease computes its validity (tests/benchmarks/README.md).
+    const std::intmax_t c = d.count();
+    if constexpr (ratio::den == 1) {
+      // c * num fits iff min / num <= c <= max / num (num > 0; the quotients truncate toward
+      // zero, which is the floor of the upper bound and the ceiling of the lower one).
+      constexpr std::intmax_t num = ratio::num;
+      constexpr std::intmax_t hi = std::numeric_limits<to_rep>::max() / num;
+      constexpr std::intmax_t lo = std::numeric_limits<to_rep>::min() / num;
+      if (c > hi || c < lo) return std::nullopt;
+      return To(static_cast<to_rep>(c * num));
+    } else {
+      // Dividing by den > 1 into a rep at least as wide always fits.
+      return To(static_cast<to_rep>(c / static_cast<std::intmax_t>(ratio::den)));
+    }
+  } else {
+    return checked_duration_cast_wide<To>(d);
   }
 }
 

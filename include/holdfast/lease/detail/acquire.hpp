@@ -27,6 +27,7 @@
 #include "holdfast/result.hpp"
 #include "holdfast/store.hpp"
 #include "holdfast/stores/detail/give_back.hpp"
+#include "holdfast/validity.hpp"
 
 namespace holdfast {
 HOLDFAST_ABI_NAMESPACE_BEGIN
@@ -57,19 +58,42 @@ void note_failure(const Store& store, const acquire_options<Clock>& opts, std::e
   opts.report->last_store_message = note != nullptr ? note : ec.message();
 }
 
+// A lease TTL as an attempt asks for it: whole milliseconds, and its trusted_span() under the
+// acquire's validity options where the input check already computed it (prepare_acquire's
+// acquire_request::span), so that the lease granted that TTL does not compute it again. From a
+// bare TTL the span is computed on a grant. (A span is never negative, so -1 ns says "none": two
+// integers travel in registers, where a std::optional member sent it through memory.)
+struct asked_ttl {
+  asked_ttl(std::chrono::milliseconds t) noexcept : ms(t) {}  // NOLINT: implicit by design
+  asked_ttl(std::chrono::milliseconds t, std::chrono::nanoseconds s) noexcept : ms(t), span(s) {}
+  // The span of a grant of `granted` (ms, at most ms): the one computed, or computed now.
+  std::chrono::nanoseconds span_of(std::chrono::milliseconds granted,
+                                   const validity_options& validity) const noexcept {
+    if (granted == ms && span >= std::chrono::nanoseconds::zero()) return span;
+    return trusted_span(granted, validity);
+  }
+  std::chrono::milliseconds ms;
+  std::chrono::nanoseconds span{-1};
+};
+
+// One store call turned into a lease handle, as `owner`. `take_owner`, if given, holds that same
+// id in a string the caller no longer needs once the store granted (the grant's answer is then
+// final: unsure is false): it is moved into the lease instead of copied, one allocation fewer.
+// Before a grant (busy, an error, a malformed grant) it is left as it was, so the caller can ask
+// again with it.
 template <class Store, class Clock>
-result<lease<Store, Clock>> acquire_once(Store& store, std::string_view key,
-                                         std::chrono::milliseconds ttl,
+result<lease<Store, Clock>> acquire_once(Store& store, std::string_view key, asked_ttl ttl,
                                          const acquire_options<Clock>& opts,
                                          const std::string& owner, bool queue_if_busy = false,
-                                         bool* unsure = nullptr) {
+                                         bool* unsure = nullptr,
+                                         std::string* take_owner = nullptr) {
   const typename Clock::time_point start = opts.clock.now();  // before the request leaves
   result<grant> g = [&] {
     if constexpr (has_try_acquire_queued_v<Store>) {
-      if (queue_if_busy) return store.try_acquire_queued(key, owner, ttl);
+      if (queue_if_busy) return store.try_acquire_queued(key, owner, ttl.ms);
     }
     (void)queue_if_busy;
-    return store.try_acquire(key, owner, ttl);
+    return store.try_acquire(key, owner, ttl.ms);
   }();
   if (opts.report != nullptr) ++opts.report->attempts;
   if (!g) {
@@ -87,12 +111,15 @@ result<lease<Store, Clock>> acquire_once(Store& store, std::string_view key,
     return errc::protocol_error;
   }
   grant applied = *g;
-  if (applied.ttl > ttl) applied.ttl = ttl;  // never trust more than was asked for
-  lease<Store, Clock> l(store, opts.clock, std::string(key), owner, applied, opts.validity, start);
+  if (applied.ttl > ttl.ms) applied.ttl = ttl.ms;  // never trust more than was asked for
+  lease<Store, Clock> l(store, opts.clock, std::string(key),
+                        take_owner != nullptr ? std::move(*take_owner) : std::string(owner),
+                        applied, opts.validity, start, ttl.span_of(applied.ttl, opts.validity));
   // A reply that arrives after the validity it would give is worthless to the holder (Redlock's
-  // rule): hand the key back at once rather than hold a lease it must not use. No callback is set
-  // yet, so the caller hears of it only through the error.
-  if (!l.valid()) {
+  // rule): hand the key back at once rather than hold a lease it must not use. No callback and no
+  // observer are set yet, so the caller hears of it only through the error, and the check is the
+  // body's own (valid() would prepare to report a loss to nobody).
+  if (!l.inline_.check_valid()) {
     (void)l.release();
     note_failure(store, opts, errc::timeout,
                  "the grant arrived after the validity it gives had passed: the round trip took "
@@ -122,14 +149,15 @@ lease_event outcome_event(lease_event_kind kind, std::string_view key, std::stri
 
 // acquire_once() told to opts.observer as an acquire_attempt (attempt `n`, 1-based). Only an
 // observed attempt reads the clock around the store call.
+// `take_owner` as for acquire_once, unobserved only (an observer's event names the owner after
+// the attempt).
 template <class Store, class Clock>
-result<lease<Store, Clock>> attempt(Store& store, std::string_view key,
-                                    std::chrono::milliseconds ttl,
+result<lease<Store, Clock>> attempt(Store& store, std::string_view key, asked_ttl ttl,
                                     const acquire_options<Clock>& opts, const std::string& owner,
                                     std::uint32_t n, bool queue_if_busy = false,
-                                    bool* unsure = nullptr) {
+                                    bool* unsure = nullptr, std::string* take_owner = nullptr) {
   if (opts.observer == nullptr) {
-    return acquire_once(store, key, ttl, opts, owner, queue_if_busy, unsure);
+    return acquire_once(store, key, ttl, opts, owner, queue_if_busy, unsure, take_owner);
   }
   const typename Clock::time_point t0 = opts.clock.now();
   result<lease<Store, Clock>> l = acquire_once(store, key, ttl, opts, owner, queue_if_busy, unsure);
@@ -143,19 +171,21 @@ result<lease<Store, Clock>> attempt(Store& store, std::string_view key,
 // One try as try_acquire() makes it: an attempt, and when its error may hide a grant (a lost
 // reply), one more with the same owner, which returns that very grant (store.hpp, T1) instead of
 // leaving it held, unheard, for its TTL. `unsure` (if given) tells whether the last answer may
-// still hide one. Attempts are numbered from `n` for an observer.
+// still hide one. Attempts are numbered from `n` for an observer. `take_owner` as for attempt():
+// moved into the lease, if one is made.
 template <class Store, class Clock>
-result<lease<Store, Clock>> attempt_asking_again(Store& store, std::string_view key,
-                                                 std::chrono::milliseconds ttl,
+result<lease<Store, Clock>> attempt_asking_again(Store& store, std::string_view key, asked_ttl ttl,
                                                  const acquire_options<Clock>& opts,
                                                  const std::string& owner, std::uint32_t n,
                                                  bool* unsure = nullptr,
-                                                 std::uint32_t* attempts = nullptr) {
+                                                 std::uint32_t* attempts = nullptr,
+                                                 std::string* take_owner = nullptr) {
   bool maybe = false;
-  result<lease<Store, Clock>> l = attempt(store, key, ttl, opts, owner, n, false, &maybe);
+  result<lease<Store, Clock>> l =
+      attempt(store, key, ttl, opts, owner, n, false, &maybe, take_owner);
   std::uint32_t made = 1;
   if (maybe) {
-    l = attempt(store, key, ttl, opts, owner, n + 1, false, &maybe);
+    l = attempt(store, key, ttl, opts, owner, n + 1, false, &maybe, take_owner);
     ++made;
   }
   if (unsure != nullptr) *unsure = maybe;
@@ -184,7 +214,8 @@ result<lease<Store, Clock>> observed_try_acquire(Store& store, std::string_view 
   const typename Clock::time_point t0 = opts.clock.now();
   std::uint32_t made = 0;
   result<lease<Store, Clock>> l =
-      req ? attempt_asking_again(store, key, req->ttl, opts, req->owner, 1, nullptr, &made)
+      req ? attempt_asking_again(store, key, asked_ttl(req->ttl, req->span), opts, req->owner, 1,
+                                 nullptr, &made)
           : result<lease<Store, Clock>>(req.error());
   report_acquire(l, opts, key, req ? std::string_view(req->owner) : opts.owner, t0, made);
   return l;
@@ -300,10 +331,10 @@ result<lease<Store, Clock>> loop_attempt(Store& store, std::string_view key,
                                          const acquire_options<Clock>& opts, std::uint32_t made,
                                          bool queue, bool* unsure) {
   if constexpr (Observed) {
-    return attempt(store, key, req.ttl, opts, req.owner, made, queue, unsure);
+    return attempt(store, key, asked_ttl(req.ttl, req.span), opts, req.owner, made, queue, unsure);
   } else {
     (void)made;
-    return acquire_once(store, key, req.ttl, opts, req.owner, queue, unsure);
+    return acquire_once(store, key, asked_ttl(req.ttl, req.span), opts, req.owner, queue, unsure);
   }
 }
 

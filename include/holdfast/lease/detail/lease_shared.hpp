@@ -143,8 +143,13 @@ struct pending_loss {
     slot.keepalive = keepalive;
   }
 
-  // Delivers the events (an observer's exception goes no further), then runs the callback.
+  // Delivers the events (an observer's exception goes no further), then runs the callback. An
+  // operation with nothing to report (no observer, no loss) pays two tests here, no call.
   void fire() {
+    if (queued || fn) deliver();
+  }
+
+  void deliver() {
     if (queued) {
       std::unique_ptr<events> q = std::move(queued);
       for (int i = 0; i < q->n; ++i) {
@@ -180,8 +185,9 @@ template <class Store, class Clock>
 struct lease_body {
   using time_point = typename Clock::time_point;
 
-  lease_body(Store* s, Clock c, std::string k, std::string o, grant g, validity_options v,
-             time_point start)
+  // `span` is trusted_span(g.ttl, v) (validity.hpp): the acquire's input check computed it.
+  lease_body(Store* s, Clock c, std::string&& k, std::string&& o, grant g, validity_options v,
+             time_point start, std::chrono::nanoseconds span)
       : store(s),
         clock(std::move(c)),
         key(std::move(k)),
@@ -191,7 +197,7 @@ struct lease_body {
         validity(v),
         tick(clock_tick(clock)),
         acquired_at(start),
-        valid_until(holdfast::valid_until(start, g.ttl, v, tick)),
+        valid_until(detail::valid_until_of_span(start, span, tick)),
         last_seen(start),
         state(lease_state::held),
         needs_release(true) {}
