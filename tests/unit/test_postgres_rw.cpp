@@ -47,17 +47,7 @@ struct rw_tables {
     opts.conninfo = conninfo;
     opts.table = "hf_rw_" + hf_test::random_tag();
   }
-  ~rw_tables() {
-    PGconn* c = PQconnectdb(conninfo.c_str());
-    if (PQstatus(c) == CONNECTION_OK) {
-      PQclear(PQexec(c, "SET client_min_messages = warning"));
-      for (const std::string& t : {table(), rw()}) {
-        PQclear(PQexec(c, ("DROP TABLE IF EXISTS " + t).c_str()));
-      }
-      PQclear(PQexec(c, ("DROP SEQUENCE IF EXISTS " + sequence()).c_str()));
-    }
-    PQfinish(c);
-  }
+  ~rw_tables() { hf_test::drop_store_schema(conninfo, opts); }
   rw_tables(const rw_tables&) = delete;
   rw_tables& operator=(const rw_tables&) = delete;
   [[nodiscard]] std::string table() const {
@@ -398,6 +388,132 @@ TEST_CASE("postgres_store read-write: apart from plain leases, one sequence for 
   CHECK(lw->token() > plain2->token);
 }
 
+TEST_CASE("postgres_store read-write: release after the session was terminated reconnects once",
+          "[postgres][read_write][faults]") {
+  // As release(): the server ends the store's idle session (pg_terminate_backend, a restart, an
+  // idle timeout). Before, release_rw failed once and the writer's grant blocked every reader
+  // until its TTL. Expected: release_rw succeeds, the row is gone, a reader gets in at once.
+  std::optional<std::string> ci = hf_test::shared_pg();
+  if (!ci) return;
+  rw_tables& t = tables(*ci);
+  postgres_options o = t.opts;
+  o.application_name = "hf-rw-idle-" + hf_test::random_tag(8);
+  postgres_store s(o);
+  hf_test::admin killer(*ci);
+  const auto terminate = [&] {
+    CHECK(killer.exec("SELECT count(pg_terminate_backend(pid)) FROM pg_stat_activity WHERE "
+                      "application_name = $1",
+                      {o.application_name}) == "1");
+    CHECK(hf_test::wait_until(  // until the server has ended it: the next call finds it broken
+        [&] {
+          return killer.exec("SELECT count(*) FROM pg_stat_activity WHERE application_name = $1",
+                             {o.application_name}) == "0";
+        },
+        milliseconds(5000)));
+  };
+  auto w = s.try_acquire_rw("idle", "W", milliseconds(60000), ex);
+  REQUIRE(w);
+  terminate();
+  CHECK(s.release_rw("idle", "W", w->token, ex));
+  CHECK(killer.exec(t.rows("idle")) == "0");
+  auto r = s.try_acquire_rw("idle", "R", milliseconds(60000), sh);
+  REQUIRE(r);  // at once, not after the writer's TTL
+  // Renew is not sent again: the first call after the session ended reports the error.
+  terminate();
+  CHECK(s.renew_rw("idle", "R", r->token, milliseconds(60000), sh).error() ==
+        errc::store_unavailable);
+  CHECK(s.release_rw("idle", "R", r->token, sh));
+}
+
+TEST_CASE("postgres_store purge_expired: idle read-write keys go, live and recent ones stay",
+          "[postgres][read_write][purge]") {
+  // Before, purge_expired left the read-write table alone: the rows of keys nobody asks again
+  // (and their lock rows) stayed for ever. The grace is 6 s (command_timeout 5 s); a row counts
+  // as idle once it expired longer ago than that, by the server's clock.
+  std::optional<std::string> ci = hf_test::shared_pg();
+  if (!ci) return;
+  rw_tables t(*ci);  // a table of its own: purge looks at every key
+  postgres_store s(t.opts);
+  hf_test::admin adm(*ci);
+  const milliseconds grace(6000);
+  const auto all_rows = [&](const std::string& key) {  // the lock row too
+    return adm.exec("SELECT count(*) FROM " + t.rw() + " WHERE key_hash = sha256(convert_to('" +
+                    key + "', 'UTF8'))");
+  };
+  for (const char* k : {"old", "recent", "live", "mixed", "freed"}) {
+    REQUIRE(s.try_acquire_rw(k, "a", milliseconds(60000), sh));
+  }
+  REQUIRE(s.try_acquire_rw("mixed", "b", milliseconds(60000), sh));
+  auto f = s.try_acquire_rw("freed", "w2", milliseconds(60000), sh);
+  REQUIRE(f);
+  REQUIRE(s.release_rw("freed", "w2", f->token, sh));
+  adm.exec(t.expire("old", "a", "clock_timestamp() - interval '7 seconds'"));     // past grace
+  adm.exec(t.expire("recent", "a", "clock_timestamp() - interval '5 seconds'"));  // within it
+  adm.exec(t.expire("mixed", "a", "clock_timestamp() - interval '1 hour'"));      // b still live
+  adm.exec(t.expire("freed", "a", "'-infinity'"));
+  CHECK(all_rows("old") == "2");
+  auto n = s.purge_expired(grace);
+  REQUIRE(n);
+  CHECK(*n == 4);  // "old": its grant and lock row; "freed": the same
+  CHECK(all_rows("old") == "0");
+  CHECK(all_rows("freed") == "0");
+  CHECK(all_rows("recent") == "2");
+  CHECK(all_rows("live") == "2");
+  CHECK(all_rows("mixed") == "3");  // a key with a live grant keeps every row (its next ask
+                                    // deletes the expired ones)
+  CHECK(adm.exec("SELECT count(*) FROM " + t.rw() + " WHERE token < 0") == "0");  // no mark left
+  // A purged key works as a new one; tokens keep rising (one sequence).
+  auto again = s.try_acquire_rw("old", "c", milliseconds(60000), ex);
+  REQUIRE(again);
+  CHECK(again->token > f->token);
+  CHECK(s.renew_rw("old", "c", again->token, milliseconds(60000), ex));
+  CHECK(s.release_rw("old", "c", again->token, ex));
+  // grace <= command_timeout is refused, as before.
+  CHECK(s.purge_expired(milliseconds(5000)).error() == errc::invalid_argument);
+}
+
+TEST_CASE("postgres_store purge_expired waits for a key's lock row and keeps what was committed",
+          "[postgres][read_write][purge]") {
+  // Why purge marks first and deletes in a second statement: a key idle when purge looked, whose
+  // lock row another session holds while it grants a reader. A one-statement purge would wait,
+  // then judge the key by its older snapshot and delete the lock row under the new grant (whose
+  // renew and release then fail). Expected: the purge waits, sees the reader, deletes nothing.
+  std::optional<std::string> ci = hf_test::shared_pg();
+  if (!ci) return;
+  rw_tables t(*ci);
+  postgres_options o = t.opts;
+  o.application_name = "hf_rw_purge_" + hf_test::random_tag(8);
+  postgres_store s(o);
+  auto seed = s.try_acquire_rw("p", "seed", milliseconds(10000), sh);  // makes the lock row
+  REQUIRE(seed);
+  REQUIRE(s.release_rw("p", "seed", seed->token, sh));
+  hf_test::admin holder(*ci);
+  holder.exec("BEGIN");
+  holder.exec("SELECT 1 FROM " + t.rw() +
+              " WHERE key_hash = sha256('p'::bytea) AND owner = ''::bytea FOR UPDATE");
+  auto purge = std::async(std::launch::async, [&] { return s.purge_expired(milliseconds(6000)); });
+  hf_test::admin watch(*ci);
+  const std::string waiting = "SELECT count(*) FROM pg_stat_activity WHERE application_name = '" +
+                              o.application_name + "' AND wait_event_type = 'Lock'";
+  for (int i = 0; i < 200 && watch.exec(waiting) == "0"; ++i) {
+    std::this_thread::sleep_for(milliseconds(5));  // bounded: until the purge waits (1 s)
+  }
+  CHECK(watch.exec(waiting) != "0");
+  holder.exec("INSERT INTO " + t.rw() +
+              " VALUES (sha256('p'::bytea), 'R'::bytea, 'p'::bytea, 's', nextval('" + t.sequence() +
+              "'::regclass), clock_timestamp() + interval '1 minute')");
+  holder.exec("COMMIT");
+  const auto n = purge.get();
+  REQUIRE(n);
+  CHECK(*n == 0);
+  CHECK(watch.exec("SELECT count(*) FROM " + t.rw() + " WHERE key_hash = sha256('p'::bytea)") ==
+        "2");
+  const std::string token = watch.exec("SELECT token FROM " + t.rw() + " WHERE owner = 'R'::bytea");
+  const fencing_token rt(std::stoull(token));
+  CHECK(s.renew_rw("p", "R", rt, milliseconds(10000), sh));  // its lock row is still there
+  CHECK(s.release_rw("p", "R", rt, sh));
+}
+
 TEST_CASE("postgres_store read-write: without its table, misconfigured; plain leases still work",
           "[postgres][read_write][errors]") {
   std::optional<std::string> ci = hf_test::shared_pg();
@@ -419,6 +535,9 @@ TEST_CASE("postgres_store read-write: without its table, misconfigured; plain le
   CHECK(s.last_error_message().find("42P01") != std::string::npos);  // undefined_table
   CHECK(s.release_rw("k", "me", g->token, sh).error() == errc::misconfigured);
   CHECK(s.release("k", "me", g->token));
+  auto purged = s.purge_expired(milliseconds(6000));  // the lease table only: no error
+  INFO(s.last_error_message());
+  CHECK(purged.has_value());
   postgres_options named = t.opts;
   named.rw_table = std::string(64, 'r');
   CHECK(named.check() == errc::invalid_argument);

@@ -325,12 +325,14 @@ class postgres_store : public detail::link_client<detail::pg_link>, public detai
     return wait_released(key, deadline, cancel, known);
   }
 
-  /// Deletes lease rows that expired (or were released) more than `grace` (ms) ago, to bound the
-  /// table to the keys in recent use. Safe iff no acquire statement on this table can run longer
-  /// than `grace`: a statement that drew its token before a row's last grant must be gone before
-  /// the row is, or it could insert that older token afresh (T1). holdfast bounds its own
-  /// statements by command_timeout (statement_timeout), so `grace` must exceed the command_timeout
-  /// of every store on the table. \returns how many rows were deleted; errc::invalid_argument if
+  /// Deletes lease rows that expired (or were released) more than `grace` (ms) ago, and every
+  /// read-write row of a key whose grants all did, to bound both tables to the keys in recent use.
+  /// Safe iff no acquire statement on this table can run longer than `grace`: a statement that drew
+  /// its token before a row's last grant must be gone before the row is, or it could insert that
+  /// older token afresh (T1). holdfast bounds its own statements by command_timeout
+  /// (statement_timeout), so `grace` must exceed the command_timeout of every store on the table.
+  /// \returns how many rows were deleted (both tables; a missing
+  ///   read-write table counts none); errc::invalid_argument if
   ///   `grace` <= this store's command_timeout or > max_ttl; store_unavailable, timeout,
   ///   protocol_error.
   result<std::uint64_t> purge_expired(std::chrono::milliseconds grace) {
@@ -344,12 +346,12 @@ class postgres_store : public detail::link_client<detail::pg_link>, public detai
     const int formats[] = {0};
     result<detail::pg_result_ptr> r = link_.exec(stmt_purge, 1, values, lengths, formats);
     if (!r) return r.error();
-    const PGresult* res = r->get();
-    if (PQnfields(res) == 1 && PQntuples(res) == 1) {
-      const std::optional<std::int64_t> n = detail::pg_int8(res, 0);
-      if (n && *n >= 0) return static_cast<std::uint64_t>(*n);
-    }
-    return link_.fail(errc::protocol_error, "postgres: purge: unexpected result shape");
+    const std::optional<std::int64_t> n =
+        PQntuples(r->get()) == 1 ? detail::pg_int8(r->get(), 0) : std::nullopt;
+    if (!n || *n < 0) return link_.fail(errc::protocol_error, "postgres: purge: unexpected result");
+    result<std::uint64_t> rw = purge_rw(grace);  // the read-write table (detail/postgres_shared)
+    if (!rw) return rw.error();
+    return static_cast<std::uint64_t>(*n) + *rw;
   }
 
  private:

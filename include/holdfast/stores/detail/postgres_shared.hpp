@@ -51,7 +51,9 @@
 // and release send them as binary parameters. The statements are not prepared (a store whose
 // role does not create tables keeps working for plain leases without the read-write table).
 // Lock rows stay (one per key ever used, as the lease table's rows); expired grant rows go at
-// the key's next acquire. Part of stores/postgres.hpp; not for users.
+// the key's next acquire, and postgres_store::purge_expired deletes every row of a key whose
+// grants all expired more than its grace ago (purge_rw). Part of stores/postgres.hpp; not for
+// users.
 #ifndef HOLDFAST_STORES_DETAIL_POSTGRES_SHARED_HPP
 #define HOLDFAST_STORES_DETAIL_POSTGRES_SHARED_HPP
 
@@ -162,7 +164,9 @@ class pg_shared {
   }
 
   /// Ends `owner`'s `mode` grant of `key` carrying `token` (expired or not, as memory_store),
-  /// in one statement. \returns success; errc::not_holder if there is no such grant;
+  /// in one statement. If the session (open since an earlier call) turns out to be broken, it
+  /// reconnects and sends the release once more, as release() does.
+  /// \returns success; errc::not_holder if there is no such grant;
   ///   errc::invalid_argument (check_release_args, check_lease_mode); store_unavailable,
   ///   timeout, protocol_error as postgres_store::release.
   result<void> release_rw(std::string_view key, std::string_view owner, fencing_token token,
@@ -171,8 +175,16 @@ class pg_shared {
     if (std::error_code ec = check_lease_mode(mode)) return rw_refused(ec);
     if (token > postgres_max_token) return rw_refused(errc::not_holder);
     auto guard = rw_link_->lock();
+    const bool reused = rw_link_->connection() != nullptr;
     result<pg_result_ptr> r =
         own_row(release_sql_, key, owner, token, std::chrono::milliseconds(0), mode);
+    if (!r && r.error() == errc::store_unavailable && reused && rw_link_->connection() == nullptr) {
+      // As postgres_store::release: the session, open since an earlier call, broke under this one
+      // (most often ended while idle: the statement never ran). A holder's last call: send it
+      // once more rather than leave the grant to its TTL; if the first did run, this one answers
+      // not_holder. (A client-side timeout is not retried: its statement may still be running.)
+      r = own_row(release_sql_, key, owner, token, std::chrono::milliseconds(0), mode);
+    }
     if (!r) return r.error();
     const PGresult* res = r->get();
     if (PQntuples(res) == 1 && PQnfields(res) == 1) return {};
@@ -206,6 +218,47 @@ class pg_shared {
         table_ + mine + " RETURNING token) SELECT d.token FROM c, d";
   }
   ~pg_shared() = default;
+
+  // [locked] postgres_store::purge_expired's read-write half: deletes every row of each key whose
+  // grant rows all expired more than `grace` ago (its lock row included), in one transaction of
+  // two statements, and returns how many rows went; 0 without a read-write table (a store whose
+  // role made only the lease table: 42P01). Why two: in READ COMMITTED a statement that waited
+  // for a row judges the other rows by its older snapshot, so the first statement only marks (and
+  // so locks) the idle keys' lock rows, and the second, with a fresh snapshot that holds what
+  // every operation on those keys committed before the marks (none can commit after them: every
+  // change to a key's rows happens under its lock row), deletes the keys still idle and unmarks
+  // the rest. Lock rows carry no token otherwise (token 0, never read), so -1 marks nothing else.
+  result<std::uint64_t> purge_rw(std::chrono::milliseconds grace) {
+    if (std::error_code ec = rw_link_->ensure_connected()) return ec;
+    const std::string idle = "NOT EXISTS (SELECT 1 FROM " + table_ +
+                             " AS x WHERE x.key_hash = l.key_hash AND x.owner <> ''::bytea AND "
+                             "x.expires_at >= clock_timestamp() - " +
+                             std::to_string(grace.count()) + " * interval '1 millisecond')";
+    sql_ = "UPDATE " + table_ + " AS l SET token = -1 WHERE l.owner = ''::bytea AND " + idle +
+           ";\nWITH d AS (DELETE FROM " + table_ + " AS r USING " + table_ +
+           " AS l WHERE l.owner = ''::bytea AND l.token = -1 AND r.key_hash = l.key_hash AND " +
+           idle + " RETURNING r.key_hash), k AS (UPDATE " + table_ +
+           " AS l SET token = 0 WHERE l.owner = ''::bytea AND l.token = -1 AND l.key_hash NOT IN "
+           "(SELECT key_hash FROM d)) SELECT count(*)::text, 0 FROM d";
+    const auto deadline = std::chrono::steady_clock::now() + rw_link_->options().command_timeout;
+    result<pg_result_ptr> r =
+        rw_link_->run([&](PGconn* c) { return PQsendQuery(c, sql_.c_str()); }, deadline, false);
+    if (!r) {
+      if (r.error() == errc::misconfigured &&
+          rw_link_->last_error().find("42P01") != std::string::npos) {
+        (void)rw_link_->fail(errc::misconfigured, {});  // no read-write table: nothing to purge
+        return std::uint64_t{0};
+      }
+      return r.error();
+    }
+    const PGresult* res = r->get();
+    if (PQntuples(res) == 1 && PQnfields(res) == 2) {
+      if (const std::optional<std::int64_t> n = text_int8(res, 0)) {
+        return static_cast<std::uint64_t>(*n);
+      }
+    }
+    return rw_link_->fail(errc::protocol_error, "postgres: purge: unexpected result shape");
+  }
 
   // A bytea value is at most 1 GiB - 1 (PostgreSQL's field limit): larger is -1, refused with
   // invalid_argument before anything is sent (too_large()). postgres_store's statements use these.
