@@ -237,6 +237,83 @@ TEST_CASE("redis_store read-write: a plain lease and a read-write lock of one na
   CHECK_FALSE(adm.exists("n"));
 }
 
+TEST_CASE("redis_store read-write: release after the connection was dropped reconnects once",
+          "[redis][read_write][faults]") {
+  // As release(): the server drops the store's idle connection (CLIENT KILL, a timeout, a
+  // restart). Before, release_rw failed once and a writer's grant kept every reader out until its
+  // TTL. Expected: release_rw succeeds, the record is gone, a reader gets in at once.
+  std::optional<redis_options> o = shared_redis();
+  if (!o) return;
+  o->client_name = "hf-rw-release-" + hf_test::random_tag();
+  redis_store s(*o);
+  admin adm(*o);
+  const auto drop_mine = [&] {  // the store's connection, found by its name (a shared server)
+    auto list = adm.cmd({"CLIENT", "LIST"});
+    const std::string text(list->str, list->len);
+    const std::size_t name = text.find("name=" + o->client_name + " ");
+    REQUIRE(name != std::string::npos);
+    const std::size_t begin =
+        text.rfind('\n', name) == std::string::npos ? 0 : text.rfind('\n', name) + 1;
+    const std::string id = text.substr(begin + 3, text.find(' ', begin) - begin - 3);
+    REQUIRE(adm.cmd({"CLIENT", "KILL", "ID", id})->integer == 1);
+  };
+  auto w = s.try_acquire_rw("gone", "W", milliseconds(60000), ex);
+  REQUIRE(w);
+  drop_mine();
+  CHECK(s.release_rw("gone", "W", w->token, ex));
+  CHECK_FALSE(adm.exists("gone"));
+  auto r = s.try_acquire_rw("gone", "R", milliseconds(60000), sh);
+  REQUIRE(r);  // at once, not after the writer's TTL
+  // Renew is not sent again: the first call after a drop reports the error.
+  drop_mine();
+  CHECK(s.renew_rw("gone", "R", r->token, milliseconds(60000), sh).error() ==
+        errc::store_unavailable);
+  CHECK(s.release_rw("gone", "R", r->token, sh));
+  CHECK_FALSE(adm.exists("gone"));
+}
+
+TEST_CASE("redis_options: a key_prefix or wait_prefix overlapping the read-write records",
+          "[redis][read_write][options]") {
+  // Before, check() let these through and every read-write call (of some keys, or of all) was
+  // refused, one by one, with invalid_argument. Expected: the option is named at once, before
+  // anything is sent, for plain calls too.
+  redis_options base;
+  REQUIRE_FALSE(base.check());
+  const std::string rw = base.counter_key + ":rw:";
+  struct bad_case {
+    const char* option;
+    std::string key_prefix;
+    std::string wait_prefix;
+  };
+  const bad_case cases[] = {
+      {"key_prefix", rw, base.wait_prefix},           // every record would be a lease key
+      {"key_prefix", rw + "doc/", base.wait_prefix},  // the records of "doc/..."
+      {"key_prefix", base.counter_key + ":r", base.wait_prefix},  // a prefix of the records
+      {"wait_prefix", base.key_prefix, rw},
+      {"wait_prefix", base.key_prefix, rw + "q"},
+      {"wait_prefix", base.key_prefix, base.counter_key + ":r"},
+  };
+  for (const bad_case& c : cases) {
+    redis_options o = base;
+    o.key_prefix = c.key_prefix;
+    o.wait_prefix = c.wait_prefix;
+    std::string why;
+    CHECK(o.check(&why) == errc::invalid_argument);
+    INFO(why);
+    CHECK(why.find(c.option) != std::string::npos);
+    CHECK(why.find(":rw:") != std::string::npos);
+    redis_store s(o);  // refused before any connection: no server needed
+    CHECK(s.try_acquire_rw("doc/1", "me", milliseconds(1000), sh).error() ==
+          errc::invalid_argument);
+    CHECK(s.try_acquire("x", "me", milliseconds(1000)).error() == errc::invalid_argument);
+    CHECK(s.last_error_message().find(c.option) != std::string::npos);
+  }
+  // Neighbours that do not overlap stay valid.
+  redis_options ok = base;
+  ok.key_prefix = base.counter_key + ":rx:";
+  CHECK_FALSE(ok.check());
+}
+
 TEST_CASE("redis_store read-write: read_write_lease over Redis", "[redis][read_write]") {
   std::optional<redis_options> o = shared_redis();
   if (!o) return;

@@ -45,6 +45,7 @@
 #include <string>
 #include <string_view>
 #include <system_error>
+#include <utility>
 #include <vector>
 
 #include "holdfast/detail/config.hpp"
@@ -261,8 +262,10 @@ class redis_shared {
   }
 
   /// Ends `owner`'s `mode` grant of `key` carrying `token`, expired or not, in one round trip.
-  /// \returns success; errc::not_holder if there is no such grant; errc::invalid_argument;
-  /// store_unavailable, timeout, protocol_error.
+  /// If the connection (open since an earlier call) turns out to have been dropped, it
+  /// reconnects and sends the release once more, as release() does. \returns success;
+  /// errc::not_holder if there is no such grant; errc::invalid_argument; store_unavailable,
+  /// timeout, protocol_error.
   result<void> release_rw(std::string_view key, std::string_view owner, fencing_token token,
                           lease_mode mode) {
     if (std::error_code ec = check_release_args(key, owner, token)) return ec;
@@ -272,7 +275,16 @@ class redis_shared {
     const std::string tok = std::to_string(token.value());
     const std::string_view keys[] = {name_};
     const std::string_view args[] = {owner, tok, mode_text(mode)};
-    result<long long> n = answer(link().eval(redis_rw_script::release(), keys, 1, args, 3));
+    const bool reused = link().connected();
+    result<redis_reply_ptr> r = link().eval(redis_rw_script::release(), keys, 1, args, 3);
+    if (!r && r.error() == errc::store_unavailable && reused && !link().connected()) {
+      // As redis_store::release: the connection, open since an earlier call, failed under this
+      // one (most often dropped while idle: the request never got through). A holder's last
+      // call: send it once more rather than leave the grant to its TTL (a writer's keeps every
+      // reader out); if the first did land, this answers not_holder.
+      r = link().eval(redis_rw_script::release(), keys, 1, args, 3);
+    }
+    result<long long> n = answer(std::move(r));
     if (!n) return n.error();
     if (*n == 0) return errc::not_holder;
     return {};
