@@ -34,14 +34,14 @@
 // Starvation (RW4): a writer refused because readers hold records a write intent in the store;
 // while it is live no new reader is granted, so the readers drain and the writer's next ask wins.
 // The intent lasts the TTL of the writer's latest refused ask, so acquire_write() caps its backoff
-// at half the TTL to ask again before the intent lapses.
-//
-// Waiting. On a store with wait_for_release_rw (Redis), acquire_read() and acquire_write() sleep
-// in the store between asks, woken by any read-write release of the key or at the expiry of what
-// keeps their mode out (a writer waits at most half its intent's time left); on the others they
-// back off (backoff_options). A vanished writer blocks new readers for
+// at half the TTL to ask again before the intent lapses. A vanished writer blocks new readers for
 // at most one TTL. Readers already holding keep renewing: a reader that never lets go delays the
 // writer, as a writer that never lets go delays readers.
+//
+// Waiting. On a store with wait_for_release_rw (Redis, PostgreSQL), acquire_read() and
+// acquire_write() sleep in the store between asks, woken by any read-write release of the key or
+// at the expiry of what keeps their mode out (a writer waits at most half its intent's time
+// left); on the others (memory_store) they back off (acquire_options::backoff).
 //
 // No upgrade in place. A reader asking to write is busy (RW3). Two readers that may each upgrade
 // either wait for each other forever (each waits for the other reader to leave) or, if the store
@@ -109,7 +109,7 @@ using wait_for_release_rw_call = decltype(std::declval<S&>().wait_for_release_rw
 /// True iff S offers the optional read-write wait (store.hpp): `result<void>
 /// wait_for_release_rw(std::string_view key, lease_mode mode, const
 /// std::chrono::steady_clock::time_point& deadline, const cancel_token& cancel)`, which
-/// read_write_view offers as its wait_for_release (redis_store has it).
+/// read_write_view offers as its wait_for_release (redis_store and postgres_store have it).
 template <class S>
 inline constexpr bool can_wait_for_release_rw_v =
     detail::is_detected_convertible<result<void>, detail::wait_for_release_rw_call, S>::value;
