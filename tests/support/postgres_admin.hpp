@@ -1,7 +1,8 @@
 // SPDX-License-Identifier: MIT
 // tests/support/postgres_admin.hpp - what the PostgreSQL test files share: a plain libpq session
-// for looking behind a store's back (admin) and the database for tests that do not hurt the
-// server (shared_pg: HOLDFAST_PG_CONNINFO, or a server of the test's own).
+// for looking behind a store's back (admin), the database for tests that do not hurt the
+// server (shared_pg: HOLDFAST_PG_CONNINFO, or a server of the test's own), and the clean-up of
+// what a store makes there (drop_store_schema, dropped_at_exit).
 #ifndef HOLDFAST_TESTS_SUPPORT_POSTGRES_ADMIN_HPP
 #define HOLDFAST_TESTS_SUPPORT_POSTGRES_ADMIN_HPP
 
@@ -9,10 +10,13 @@
 #include <catch2/catch.hpp>
 
 #include <memory>
+#include <mutex>
 #include <optional>
 #include <string>
 #include <vector>
 
+#include "holdfast/stores/detail/postgres_sql.hpp"
+#include "holdfast/stores/postgres_options.hpp"
 #include "real_servers.hpp"
 
 namespace hf_test {
@@ -72,6 +76,41 @@ inline std::optional<std::string> shared_pg() {
     }
   }
   return own->conninfo();
+}
+
+/// Drops everything a postgres_store with options `o` makes (schema_sql): the lease table, the
+/// read-write table and the sequence, IF they exist. Best effort (a test's clean-up); no Catch2
+/// checks, so it may run at exit.
+inline void drop_store_schema(const std::string& conninfo, const holdfast::postgres_options& o) {
+  PGconn* c = PQconnectdb(conninfo.c_str());
+  if (PQstatus(c) == CONNECTION_OK) {
+    PQclear(PQexec(c, "SET client_min_messages = warning"));
+    namespace d = holdfast::detail;
+    for (const std::optional<std::string>& t :
+         {d::pg_qualified(o.schema, o.table), d::pg_qualified(o.schema, d::pg_rw_table_name(o))}) {
+      if (t) PQclear(PQexec(c, ("DROP TABLE IF EXISTS " + *t).c_str()));
+    }
+    if (std::optional<std::string> s = d::pg_qualified(o.schema, d::pg_sequence_name(o))) {
+      PQclear(PQexec(c, ("DROP SEQUENCE IF EXISTS " + *s).c_str()));
+    }
+  }
+  PQfinish(c);
+}
+
+/// Registers `o` (its conninfo names the server) for drop_store_schema when the test program
+/// exits: for files whose tests share one set of tables. Returns `o`.
+inline const holdfast::postgres_options& dropped_at_exit(const holdfast::postgres_options& o) {
+  struct registry {
+    std::mutex mu;
+    std::vector<holdfast::postgres_options> all;
+    ~registry() {
+      for (const holdfast::postgres_options& x : all) drop_store_schema(x.conninfo, x);
+    }
+  };
+  static registry r;
+  std::lock_guard<std::mutex> lk(r.mu);
+  r.all.push_back(o);
+  return o;
 }
 
 }  // namespace hf_test

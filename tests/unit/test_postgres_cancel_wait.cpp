@@ -11,6 +11,7 @@
 #include <string>
 
 #include "../support/cancel_wait_checks.hpp"
+#include "../support/postgres_admin.hpp"
 #include "../support/real_servers.hpp"
 #include "holdfast/stores/postgres.hpp"
 
@@ -33,7 +34,7 @@ std::optional<postgres_options> server() {
   postgres_options o;
   o.conninfo = *conninfo;
   o.table = "hf_cancel_" + hf_test::random_tag(8);
-  return o;
+  return hf_test::dropped_at_exit(o);  // its tables and sequence
 }
 
 }  // namespace

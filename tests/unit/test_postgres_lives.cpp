@@ -37,7 +37,7 @@ postgres_options options_on(const std::string& conninfo, const std::string& tabl
 
 // A fresh table (and its sequence) of the test's own.
 void drop(hf_test::admin& a, const std::string& table) {
-  a.exec("DROP TABLE IF EXISTS " + table);
+  a.exec("DROP TABLE IF EXISTS " + table + ", " + table + "_rw");
   a.exec("DROP SEQUENCE IF EXISTS " + table + "_token_seq");
 }
 

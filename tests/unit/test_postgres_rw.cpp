@@ -11,6 +11,7 @@
 #include <libpq-fe.h>
 #include <catch2/catch.hpp>
 
+#include <atomic>
 #include <chrono>
 #include <future>
 #include <mutex>
@@ -22,6 +23,8 @@
 #include "../support/cut_proxy.hpp"
 #include "../support/postgres_admin.hpp"
 #include "../support/real_servers.hpp"
+#include "holdfast/backoff.hpp"
+#include "holdfast/cancel.hpp"
 #include "holdfast/read_write_lease.hpp"
 #include "holdfast/stores/postgres.hpp"
 #include "holdfast/testing/conformance_shared.hpp"
@@ -47,17 +50,7 @@ struct rw_tables {
     opts.conninfo = conninfo;
     opts.table = "hf_rw_" + hf_test::random_tag();
   }
-  ~rw_tables() {
-    PGconn* c = PQconnectdb(conninfo.c_str());
-    if (PQstatus(c) == CONNECTION_OK) {
-      PQclear(PQexec(c, "SET client_min_messages = warning"));
-      for (const std::string& t : {table(), rw()}) {
-        PQclear(PQexec(c, ("DROP TABLE IF EXISTS " + t).c_str()));
-      }
-      PQclear(PQexec(c, ("DROP SEQUENCE IF EXISTS " + sequence()).c_str()));
-    }
-    PQfinish(c);
-  }
+  ~rw_tables() { hf_test::drop_store_schema(conninfo, opts); }
   rw_tables(const rw_tables&) = delete;
   rw_tables& operator=(const rw_tables&) = delete;
   [[nodiscard]] std::string table() const {
@@ -100,6 +93,21 @@ int port_of(const std::string& conninfo) {
   }
   PQconninfoFree(opts);
   return port;
+}
+
+// acquire options whose backoff sleeps at least 2 s at each of its first three delays (a seed
+// picked so, full jitter notwithstanding): an acquire that wakes sooner was woken by the store.
+holdfast::acquire_options<> slow_polling() {
+  holdfast::acquire_options<> o;
+  o.backoff.initial = std::chrono::seconds(5);
+  o.backoff.max_delay = std::chrono::seconds(5);
+  for (std::uint64_t seed = 1;; ++seed) {
+    o.backoff.seed = seed;
+    holdfast::backoff b(o.backoff);
+    bool slow = true;
+    for (int i = 0; i < 3; ++i) slow = slow && b.next_delay() >= std::chrono::seconds(2);
+    if (slow) return o;
+  }
 }
 
 }  // namespace
@@ -398,6 +406,238 @@ TEST_CASE("postgres_store read-write: apart from plain leases, one sequence for 
   CHECK(lw->token() > plain2->token);
 }
 
+TEST_CASE("postgres_store read-write: release after the session was terminated reconnects once",
+          "[postgres][read_write][faults]") {
+  // As release(): the server ends the store's idle session (pg_terminate_backend, a restart, an
+  // idle timeout). Before, release_rw failed once and the writer's grant blocked every reader
+  // until its TTL. Expected: release_rw succeeds, the row is gone, a reader gets in at once.
+  std::optional<std::string> ci = hf_test::shared_pg();
+  if (!ci) return;
+  rw_tables& t = tables(*ci);
+  postgres_options o = t.opts;
+  o.application_name = "hf-rw-idle-" + hf_test::random_tag(8);
+  postgres_store s(o);
+  hf_test::admin killer(*ci);
+  const auto terminate = [&] {
+    CHECK(killer.exec("SELECT count(pg_terminate_backend(pid)) FROM pg_stat_activity WHERE "
+                      "application_name = $1",
+                      {o.application_name}) == "1");
+    CHECK(hf_test::wait_until(  // until the server has ended it: the next call finds it broken
+        [&] {
+          return killer.exec("SELECT count(*) FROM pg_stat_activity WHERE application_name = $1",
+                             {o.application_name}) == "0";
+        },
+        milliseconds(5000)));
+  };
+  auto w = s.try_acquire_rw("idle", "W", milliseconds(60000), ex);
+  REQUIRE(w);
+  terminate();
+  CHECK(s.release_rw("idle", "W", w->token, ex));
+  CHECK(killer.exec(t.rows("idle")) == "0");
+  auto r = s.try_acquire_rw("idle", "R", milliseconds(60000), sh);
+  REQUIRE(r);  // at once, not after the writer's TTL
+  // Renew is not sent again: the first call after the session ended reports the error.
+  terminate();
+  CHECK(s.renew_rw("idle", "R", r->token, milliseconds(60000), sh).error() ==
+        errc::store_unavailable);
+  CHECK(s.release_rw("idle", "R", r->token, sh));
+}
+
+TEST_CASE("postgres_store purge_expired: idle read-write keys go, live and recent ones stay",
+          "[postgres][read_write][purge]") {
+  // Before, purge_expired left the read-write table alone: the rows of keys nobody asks again
+  // (and their lock rows) stayed for ever. The grace is 6 s (command_timeout 5 s); a row counts
+  // as idle once it expired longer ago than that, by the server's clock.
+  std::optional<std::string> ci = hf_test::shared_pg();
+  if (!ci) return;
+  rw_tables t(*ci);  // a table of its own: purge looks at every key
+  postgres_store s(t.opts);
+  hf_test::admin adm(*ci);
+  const milliseconds grace(6000);
+  const auto all_rows = [&](const std::string& key) {  // the lock row too
+    return adm.exec("SELECT count(*) FROM " + t.rw() + " WHERE key_hash = sha256(convert_to('" +
+                    key + "', 'UTF8'))");
+  };
+  for (const char* k : {"old", "recent", "live", "mixed", "freed"}) {
+    REQUIRE(s.try_acquire_rw(k, "a", milliseconds(60000), sh));
+  }
+  REQUIRE(s.try_acquire_rw("mixed", "b", milliseconds(60000), sh));
+  auto f = s.try_acquire_rw("freed", "w2", milliseconds(60000), sh);
+  REQUIRE(f);
+  REQUIRE(s.release_rw("freed", "w2", f->token, sh));
+  adm.exec(t.expire("old", "a", "clock_timestamp() - interval '7 seconds'"));     // past grace
+  adm.exec(t.expire("recent", "a", "clock_timestamp() - interval '5 seconds'"));  // within it
+  adm.exec(t.expire("mixed", "a", "clock_timestamp() - interval '1 hour'"));      // b still live
+  adm.exec(t.expire("freed", "a", "'-infinity'"));
+  CHECK(all_rows("old") == "2");
+  auto n = s.purge_expired(grace);
+  REQUIRE(n);
+  CHECK(*n == 4);  // "old": its grant and lock row; "freed": the same
+  CHECK(all_rows("old") == "0");
+  CHECK(all_rows("freed") == "0");
+  CHECK(all_rows("recent") == "2");
+  CHECK(all_rows("live") == "2");
+  CHECK(all_rows("mixed") == "3");  // a key with a live grant keeps every row (its next ask
+                                    // deletes the expired ones)
+  CHECK(adm.exec("SELECT count(*) FROM " + t.rw() + " WHERE token < 0") == "0");  // no mark left
+  // A purged key works as a new one; tokens keep rising (one sequence).
+  auto again = s.try_acquire_rw("old", "c", milliseconds(60000), ex);
+  REQUIRE(again);
+  CHECK(again->token > f->token);
+  CHECK(s.renew_rw("old", "c", again->token, milliseconds(60000), ex));
+  CHECK(s.release_rw("old", "c", again->token, ex));
+  // grace <= command_timeout is refused, as before.
+  CHECK(s.purge_expired(milliseconds(5000)).error() == errc::invalid_argument);
+}
+
+TEST_CASE("postgres_store purge_expired waits for a key's lock row and keeps what was committed",
+          "[postgres][read_write][purge]") {
+  // Why purge marks first and deletes in a second statement: a key idle when purge looked, whose
+  // lock row another session holds while it grants a reader. A one-statement purge would wait,
+  // then judge the key by its older snapshot and delete the lock row under the new grant (whose
+  // renew and release then fail). Expected: the purge waits, sees the reader, deletes nothing.
+  std::optional<std::string> ci = hf_test::shared_pg();
+  if (!ci) return;
+  rw_tables t(*ci);
+  postgres_options o = t.opts;
+  o.application_name = "hf_rw_purge_" + hf_test::random_tag(8);
+  postgres_store s(o);
+  auto seed = s.try_acquire_rw("p", "seed", milliseconds(10000), sh);  // makes the lock row
+  REQUIRE(seed);
+  REQUIRE(s.release_rw("p", "seed", seed->token, sh));
+  hf_test::admin holder(*ci);
+  holder.exec("BEGIN");
+  holder.exec("SELECT 1 FROM " + t.rw() +
+              " WHERE key_hash = sha256('p'::bytea) AND owner = ''::bytea FOR UPDATE");
+  auto purge = std::async(std::launch::async, [&] { return s.purge_expired(milliseconds(6000)); });
+  hf_test::admin watch(*ci);
+  const std::string waiting = "SELECT count(*) FROM pg_stat_activity WHERE application_name = '" +
+                              o.application_name + "' AND wait_event_type = 'Lock'";
+  for (int i = 0; i < 200 && watch.exec(waiting) == "0"; ++i) {
+    std::this_thread::sleep_for(milliseconds(5));  // bounded: until the purge waits (1 s)
+  }
+  CHECK(watch.exec(waiting) != "0");
+  holder.exec("INSERT INTO " + t.rw() +
+              " VALUES (sha256('p'::bytea), 'R'::bytea, 'p'::bytea, 's', nextval('" + t.sequence() +
+              "'::regclass), clock_timestamp() + interval '1 minute')");
+  holder.exec("COMMIT");
+  const auto n = purge.get();
+  REQUIRE(n);
+  CHECK(*n == 0);
+  CHECK(watch.exec("SELECT count(*) FROM " + t.rw() + " WHERE key_hash = sha256('p'::bytea)") ==
+        "2");
+  const std::string token = watch.exec("SELECT token FROM " + t.rw() + " WHERE owner = 'R'::bytea");
+  const fencing_token rt(std::stoull(token));
+  CHECK(s.renew_rw("p", "R", rt, milliseconds(10000), sh));  // its lock row is still there
+  CHECK(s.release_rw("p", "R", rt, sh));
+}
+
+TEST_CASE("postgres_store read-write: a release wakes the waiters at once",
+          "[postgres][read_write][wait]") {
+  // Before, a read-write release notified nobody and acquire_read/acquire_write backed off (here
+  // at least 2 s a round). Expected: release_rw's NOTIFY wakes a waiting writer, and a writer's
+  // release wakes both waiting readers, each well under the backoff.
+  static_assert(holdfast::can_wait_for_release_rw_v<postgres_store>);
+  std::optional<std::string> ci = hf_test::shared_pg();
+  if (!ci) return;
+  using clk = std::chrono::steady_clock;
+  rw_tables& t = tables(*ci);
+  postgres_store holder(t.opts);
+  postgres_store waiter(t.opts);
+  hf_test::admin adm(*ci);
+  holdfast::read_write_lease<postgres_store> doc(waiter, "wdoc", slow_polling());
+  auto r = holder.try_acquire_rw("wdoc", "R", milliseconds(30000), sh);
+  REQUIRE(r);
+  std::atomic<long long> after_ms{-1};
+  std::atomic<clk::rep> released_at{0};
+  std::thread writer([&] {
+    auto w = doc.acquire_write(milliseconds(30000), milliseconds(20000));
+    if (w && released_at.load() != 0) {
+      after_ms = std::chrono::duration_cast<milliseconds>(
+                     clk::now() - clk::time_point(clk::duration(released_at.load())))
+                     .count();
+    }
+  });
+  // Bounded: until the writer's first ask recorded its intent, then a moment to fall asleep.
+  const std::string intent =
+      "SELECT count(*) FROM " + t.rw() + " WHERE key_hash = sha256('wdoc'::bytea) AND mode = 'i'";
+  REQUIRE(hf_test::wait_until([&] { return adm.exec(intent) == "1"; }, milliseconds(5000)));
+  std::this_thread::sleep_for(milliseconds(50));
+  released_at = clk::now().time_since_epoch().count();
+  REQUIRE(holder.release_rw("wdoc", "R", r->token, sh));
+  writer.join();
+  INFO("writer took " << after_ms.load() << " ms after the release");
+  REQUIRE(after_ms.load() >= 0);
+  CHECK(after_ms.load() < 1500);  // the backoff would have slept at least 2000
+
+  auto w = holder.try_acquire_rw("wdoc2", "W", milliseconds(30000), ex);
+  REQUIRE(w);
+  holdfast::read_write_lease<postgres_store> doc2(waiter, "wdoc2", slow_polling());
+  std::atomic<int> woken{0};
+  std::atomic<bool> released{false};
+  std::vector<std::thread> readers;
+  for (int i = 0; i < 2; ++i) {
+    readers.emplace_back([&] {
+      auto rl = doc2.acquire_read(milliseconds(30000), milliseconds(20000));
+      if (rl && released.load()) ++woken;
+    });
+  }
+  std::this_thread::sleep_for(milliseconds(200));  // both asked (busy) and fell asleep
+  const auto t0 = clk::now();
+  released = true;
+  REQUIRE(holder.release_rw("wdoc2", "W", w->token, ex));
+  for (std::thread& th : readers) th.join();
+  CHECK(woken.load() == 2);
+  CHECK(clk::now() - t0 < milliseconds(1500));  // (the backoff: at least 2 s)
+}
+
+TEST_CASE("postgres_store read-write: a waiter never sleeps past what keeps it out",
+          "[postgres][read_write][wait]") {
+  std::optional<std::string> ci = hf_test::shared_pg();
+  if (!ci) return;
+  using clk = std::chrono::steady_clock;
+  rw_tables& t = tables(*ci);
+  postgres_store s(t.opts);
+  auto t0 = clk::now();
+  CHECK(s.wait_for_release_rw("wfree", ex, t0 + milliseconds(10000)));  // nothing: at once
+  CHECK(clk::now() - t0 < milliseconds(1000));
+  // A reader of 1 s nobody releases: a writer's wait ends at its expiry (the server's clock),
+  // not at the deadline; a reader's ends at once (readers share).
+  auto r = s.try_acquire_rw("wk", "R", milliseconds(1000), sh);
+  REQUIRE(r);
+  t0 = clk::now();
+  CHECK(s.wait_for_release_rw("wk", sh, t0 + milliseconds(10000)));
+  CHECK(clk::now() - t0 < milliseconds(700));
+  CHECK(s.wait_for_release_rw("wk", ex, t0 + milliseconds(10000)));
+  CHECK(clk::now() - t0 >= milliseconds(800));  // (not woken early: nothing was released)
+  CHECK(clk::now() - t0 < milliseconds(3000));
+  // The wait is a hint (it may end up to a one-way trip before the expiry): ask until granted.
+  REQUIRE(hf_test::wait_until(
+      [&] { return s.try_acquire_rw("wk", "W", milliseconds(10000), ex).has_value(); },
+      milliseconds(2000)));
+  holdfast::cancel_source stop;
+  std::thread canceller([&] {
+    std::this_thread::sleep_for(milliseconds(100));
+    stop.request_stop();
+  });
+  t0 = clk::now();
+  CHECK(s.wait_for_release_rw("wk", sh, t0 + milliseconds(10000), stop.token()).error() ==
+        errc::cancelled);
+  canceller.join();
+  CHECK(clk::now() - t0 < milliseconds(2000));
+  CHECK(s.wait_for_release_rw("", sh, t0).error() == errc::invalid_argument);
+  CHECK(s.wait_for_release_rw("wk", static_cast<lease_mode>(9), t0).error() ==
+        errc::invalid_argument);
+  // A writer waiting on a reader wakes by half its intent's time left (RW4): reader 10 s,
+  // intent 1 s.
+  REQUIRE(s.try_acquire_rw("wk2", "R", milliseconds(10000), sh));
+  CHECK(s.try_acquire_rw("wk2", "W", milliseconds(1000), ex).error() == errc::busy);
+  t0 = clk::now();
+  CHECK(s.wait_for_release_rw("wk2", ex, t0 + milliseconds(10000)));
+  CHECK(clk::now() - t0 >= milliseconds(400));
+  CHECK(clk::now() - t0 < milliseconds(1500));  // (the reader's 10 s without the cap)
+}
+
 TEST_CASE("postgres_store read-write: without its table, misconfigured; plain leases still work",
           "[postgres][read_write][errors]") {
   std::optional<std::string> ci = hf_test::shared_pg();
@@ -419,6 +659,9 @@ TEST_CASE("postgres_store read-write: without its table, misconfigured; plain le
   CHECK(s.last_error_message().find("42P01") != std::string::npos);  // undefined_table
   CHECK(s.release_rw("k", "me", g->token, sh).error() == errc::misconfigured);
   CHECK(s.release("k", "me", g->token));
+  auto purged = s.purge_expired(milliseconds(6000));  // the lease table only: no error
+  INFO(s.last_error_message());
+  CHECK(purged.has_value());
   postgres_options named = t.opts;
   named.rw_table = std::string(64, 'r');
   CHECK(named.check() == errc::invalid_argument);

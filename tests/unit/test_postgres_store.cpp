@@ -48,7 +48,7 @@ const std::string leases_only = " WHERE key_hash <> ''::bytea";
 using hf_test::admin;
 using hf_test::shared_pg;
 
-/// Options naming a table and sequence of their own; both are dropped when the test ends.
+/// Options naming tables and a sequence of their own; all are dropped when the test ends.
 struct isolated {
   postgres_options opts;
   std::string conninfo;
@@ -57,17 +57,7 @@ struct isolated {
     opts.table = table.empty() ? "hf_" + hf_test::random_tag() : table;
     opts.command_timeout = milliseconds(5000);
   }
-  ~isolated() {
-    PGconn* c = PQconnectdb(conninfo.c_str());
-    if (PQstatus(c) == CONNECTION_OK) {
-      const std::string t = *holdfast::detail::pg_qualified(opts.schema, opts.table);
-      const std::string s =
-          *holdfast::detail::pg_qualified(opts.schema, holdfast::detail::pg_sequence_name(opts));
-      PQclear(PQexec(c, ("DROP TABLE IF EXISTS " + t).c_str()));
-      PQclear(PQexec(c, ("DROP SEQUENCE IF EXISTS " + s).c_str()));
-    }
-    PQfinish(c);
-  }
+  ~isolated() { hf_test::drop_store_schema(conninfo, opts); }  // the read-write table too
   [[nodiscard]] std::string table() const {
     return *holdfast::detail::pg_qualified(opts.schema, opts.table);
   }

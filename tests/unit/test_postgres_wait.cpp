@@ -12,6 +12,7 @@
 #include <string>
 #include <thread>
 
+#include "../support/postgres_admin.hpp"
 #include "../support/real_servers.hpp"
 #include "holdfast/lease.hpp"
 #include "holdfast/stores/postgres.hpp"
@@ -38,7 +39,7 @@ std::optional<postgres_options> server() {
   postgres_options o;
   o.conninfo = *conninfo;
   o.table = "hf_wait_" + hf_test::random_tag(8);
-  return o;
+  return hf_test::dropped_at_exit(o);  // its tables and sequence
 }
 
 bool admin(const postgres_options& o, const std::string& sql) {

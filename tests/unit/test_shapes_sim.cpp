@@ -33,6 +33,8 @@ const char* expected_property(ht::shape_mutant m) {
       return "read-write exclusion";
     case ht::shape_mutant::rw_upgrade_in_place:
       return "fenced write order";
+    case ht::shape_mutant::rw_admits_reissued:
+      return "";  // S1 (two holders under one token): the checker's, on the writers' events
     case ht::shape_mutant::none:
       break;
   }
@@ -42,21 +44,27 @@ const char* expected_property(ht::shape_mutant m) {
 }  // namespace
 
 TEST_CASE("shapes: the shipped acquire_all and re-entry keep every property", "[shapes]") {
+  std::uint32_t lossy_runs = 0;
   for (std::uint64_t seed = 0; seed < 100; ++seed) {
     ht::seeded_source src(seed);
     const ht::shape_verdict v = ht::run_shapes_schedule(src);
     INFO("seed " << seed << "\n" << v.text());
     REQUIRE(v.ok());
+    lossy_runs += v.lost_lives > 0 ? 1 : 0;
   }
+  CHECK(lossy_runs > 10);  // the read-write phase lost grants (lagging restarts) in some runs
 }
 
 TEST_CASE("shapes: the seeded search catches every negative control", "[shapes]") {
   // The first catching seed of each control, as measured (3000 seeds: unordered 62%, keeps
-  // partial 55%, releases at first exit 99.9%, counts retries 92% of schedules caught).
+  // partial 55%, releases at first exit 99.9%, counts retries 92% of schedules caught;
+  // rw_admits_reissued 6.7% of 1000, first at seed 52: a lost writer's token must be issued
+  // again to the next writer, each writing; its runs are the read-write phase alone, ~1 ms).
   for (ht::shape_mutant m : ht::all_shape_mutants) {
+    const bool rare = m == ht::shape_mutant::rw_admits_reissued;
     std::uint64_t caught_at = 0;
     ht::shape_verdict v;
-    for (std::uint64_t seed = 0; seed < 50; ++seed) {
+    for (std::uint64_t seed = 0; seed < (rare ? 300 : 50); ++seed) {
       ht::seeded_source src(seed);
       v = ht::run_shapes_schedule(src, m);
       caught_at = seed;
@@ -65,7 +73,12 @@ TEST_CASE("shapes: the seeded search catches every negative control", "[shapes]"
     INFO("mutant " << ht::to_string(m) << ": " << v.text());
     REQUIRE(!v.ok());
     CHECK(v.property == expected_property(m));
-    CHECK(caught_at < 5);
+    if (rare) {
+      CHECK(v.base.report().find("two holders under one token") != std::string::npos);
+      CHECK(caught_at < 100);
+    } else {
+      CHECK(caught_at < 5);
+    }
   }
 }
 

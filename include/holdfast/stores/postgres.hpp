@@ -51,22 +51,19 @@
 // transport failure, timeout or server error is an error, never a grant (T4): the connection is
 // dropped and re-established by the next call, the failed call is not retried, and the server's
 // message is kept in last_error_message(). Files: include this one (it brings postgres_options.hpp
-// and postgres_fence.hpp); internals: detail/postgres_{link,sql,multi,batch,shared}.hpp.
+// and postgres_fence.hpp); internals: detail/postgres_{link,sql,multi,batch,shared,listen}.hpp.
 // Read-write grants (try_acquire_rw, renew_rw, release_rw: store.hpp RW1-RW4) live in a second
 // table, one row per key and owner, tokens from the same sequence: detail/postgres_shared.hpp.
 #ifndef HOLDFAST_STORES_POSTGRES_HPP
 #define HOLDFAST_STORES_POSTGRES_HPP
 
 #include <libpq-fe.h>
-#include <poll.h>
 
 #include <chrono>
 #include <climits>
-#include <condition_variable>
 #include <cstddef>
 #include <cstdint>
 #include <cstring>
-#include <map>
 #include <memory>
 #include <mutex>
 #include <optional>
@@ -86,6 +83,7 @@
 #include "holdfast/stores/detail/postgres_batch.hpp"
 #include "holdfast/stores/detail/postgres_deployment.hpp"
 #include "holdfast/stores/detail/postgres_link.hpp"
+#include "holdfast/stores/detail/postgres_listen.hpp"
 #include "holdfast/stores/detail/postgres_multi.hpp"
 #include "holdfast/stores/detail/postgres_shared.hpp"
 #include "holdfast/stores/detail/postgres_sql.hpp"
@@ -97,7 +95,8 @@ HOLDFAST_ABI_NAMESPACE_BEGIN
 
 /// A LeaseStore in a PostgreSQL table (see the file overview for the statements, durability and
 /// failure behaviour). Models LeaseStore with inspect(), and has the read-write capability
-/// (has_read_write_v; try_acquire_rw, renew_rw, release_rw: detail/postgres_shared.hpp).
+/// (has_read_write_v; try_acquire_rw, renew_rw, release_rw and wait_for_release_rw:
+/// detail/postgres_shared.hpp).
 ///
 /// Tokens are store-wide (one sequence per table): every new grant of any key carries a token
 /// greater than every token the sequence issued before, across restarts and crashes, in
@@ -116,7 +115,6 @@ class postgres_store : public detail::link_client<detail::pg_link>, public detai
   explicit postgres_store(const postgres_options& opts = {})
       : link_client(std::in_place, opts, setup_sql(opts), statements(opts)),
         pg_shared(link_, opts),
-        listen_(std::make_unique<listening>(opts)),
         multi_(opts) {}
 
   postgres_store(const postgres_store&) = delete;
@@ -325,12 +323,14 @@ class postgres_store : public detail::link_client<detail::pg_link>, public detai
     return wait_released(key, deadline, cancel, known);
   }
 
-  /// Deletes lease rows that expired (or were released) more than `grace` (ms) ago, to bound the
-  /// table to the keys in recent use. Safe iff no acquire statement on this table can run longer
-  /// than `grace`: a statement that drew its token before a row's last grant must be gone before
-  /// the row is, or it could insert that older token afresh (T1). holdfast bounds its own
-  /// statements by command_timeout (statement_timeout), so `grace` must exceed the command_timeout
-  /// of every store on the table. \returns how many rows were deleted; errc::invalid_argument if
+  /// Deletes lease rows that expired (or were released) more than `grace` (ms) ago, and every
+  /// read-write row of a key whose grants all did, to bound both tables to the keys in recent use.
+  /// Safe iff no acquire statement on this table can run longer than `grace`: a statement that drew
+  /// its token before a row's last grant must be gone before the row is, or it could insert that
+  /// older token afresh (T1). holdfast bounds its own statements by command_timeout
+  /// (statement_timeout), so `grace` must exceed the command_timeout of every store on the table.
+  /// \returns how many rows were deleted (both tables; a missing
+  ///   read-write table counts none); errc::invalid_argument if
   ///   `grace` <= this store's command_timeout or > max_ttl; store_unavailable, timeout,
   ///   protocol_error.
   result<std::uint64_t> purge_expired(std::chrono::milliseconds grace) {
@@ -344,12 +344,12 @@ class postgres_store : public detail::link_client<detail::pg_link>, public detai
     const int formats[] = {0};
     result<detail::pg_result_ptr> r = link_.exec(stmt_purge, 1, values, lengths, formats);
     if (!r) return r.error();
-    const PGresult* res = r->get();
-    if (PQnfields(res) == 1 && PQntuples(res) == 1) {
-      const std::optional<std::int64_t> n = detail::pg_int8(res, 0);
-      if (n && *n >= 0) return static_cast<std::uint64_t>(*n);
-    }
-    return link_.fail(errc::protocol_error, "postgres: purge: unexpected result shape");
+    const std::optional<std::int64_t> n =
+        PQntuples(r->get()) == 1 ? detail::pg_int8(r->get(), 0) : std::nullopt;
+    if (!n || *n < 0) return link_.fail(errc::protocol_error, "postgres: purge: unexpected result");
+    result<std::uint64_t> rw = purge_rw(grace);  // the read-write table (detail/postgres_shared)
+    if (!rw) return rw.error();
+    return static_cast<std::uint64_t>(*n) + *rw;
   }
 
  private:
@@ -357,17 +357,11 @@ class postgres_store : public detail::link_client<detail::pg_link>, public detai
   result<void> wait_released(std::string_view key, std::chrono::steady_clock::time_point deadline,
                              const cancel_token& cancel, fencing_token known) {
     if (key.empty() || length(key) < 0) return refused(errc::invalid_argument);
-    listening& l = *listen_;
+    detail::pg_listening& l = *listen_;
     cancel_token::waker stop;  // before any lock: the wake-up takes l.mu
     detail::wake_on_stop(stop, cancel, l.mu, l.cv, l.wake);
-    {
-      std::lock_guard<std::mutex> lk(l.mu);
-      if (!l.reading) {
-        auto guard = l.link.lock();
-        if (std::error_code ec = l.link.ensure_connected()) return ec;  // LISTENs on connect
-      }
-    }
-    const auto start = std::chrono::steady_clock::now();  // before the request leaves
+    if (std::error_code ec = detail::pg_listen_ready(l)) return ec;  // LISTENs on connect
+    const auto start = std::chrono::steady_clock::now();             // before the request leaves
     std::string hash;
     std::optional<std::int64_t> left;
     {
@@ -395,35 +389,7 @@ class postgres_store : public detail::link_client<detail::pg_link>, public detai
     if (!left) return {};  // free now
     auto wake = start + std::chrono::milliseconds(*left + 1);
     if (deadline < wake) wake = deadline;
-    std::unique_lock<std::mutex> lk(l.mu);
-    auto& entry = l.seen[hash];
-    const std::uint64_t base = entry.first;
-    ++entry.second;
-    for (;;) {
-      if (l.seen[hash].first != base) break;  // a release of this key was announced
-      if (!(std::chrono::steady_clock::now() < wake) || cancel.stop_requested()) break;
-      if (!l.reading) {
-        l.reading = true;
-        lk.unlock();
-        std::map<std::string, std::uint64_t> got;
-        const bool alive = read_notifications(l, wake, got);
-        lk.lock();
-        l.reading = false;
-        for (const auto& g : got) {
-          auto it = l.seen.find(g.first);
-          if (it != l.seen.end()) it->second.first += g.second;
-        }
-        l.cv.notify_all();
-        // The session died: notifications may have been lost (a release while it was down).
-        // Return at once rather than sleep until the holder's expiry: the caller asks again, and
-        // its next wait LISTENs on a fresh session, so the next release still wakes it (issue 22).
-        if (!alive) break;
-      } else {
-        l.cv.wait_until(lk, wake);
-      }
-    }
-    auto it = l.seen.find(hash);
-    if (--it->second.second == 0) l.seen.erase(it);
+    detail::pg_sleep_until_notified(l, hash, wake, cancel);  // detail/postgres_listen.hpp
     if (cancel.stop_requested()) return errc::cancelled;
     return {};
   }
@@ -435,63 +401,6 @@ class postgres_store : public detail::link_client<detail::pg_link>, public detai
   static constexpr std::size_t stmt_last_token = 4;
   static constexpr std::size_t stmt_wait = 5;
   static constexpr std::size_t stmt_purge = 6;
-
-  // The notification channel of this table: "<schema>.<table>" (or the table), at most 63 bytes
-  // (PostgreSQL truncates identifiers there; a LISTEN of the longer name would miss).
-  static std::string channel_name(const postgres_options& o) {
-    std::string c = o.schema.empty() ? o.table : o.schema + "." + o.table;
-    c += ".released";
-    if (c.size() > 63) c.resize(63);
-    return c;
-  }
-
-  // The listening side of wait_for_release: a second session that LISTENs on the table's channel,
-  // read by one waiting thread at a time; every notification counts one release of a key hash.
-  struct listening {
-    explicit listening(const postgres_options& o)
-        : link(o,
-               {"SET client_min_messages = warning",
-                "LISTEN " + detail::pg_quote_ident(channel_name(o)).value_or("\"holdfast\"")},
-               {}) {}
-    std::mutex mu;  // guards everything below; `link` only while no one is `reading`
-    std::condition_variable cv;
-    detail::wake_pipe wake;  // (not guarded) ends the reader's poll: a waiter's token stopped
-    detail::pg_link link;
-    bool reading = false;
-    // Per key hash being waited on: releases seen so far, and how many threads wait on it.
-    std::map<std::string, std::pair<std::uint64_t, int>> seen;
-  };
-
-  // [l.mu not held, l.reading set by the caller] Waits for notifications until `until` and
-  // counts them; false if the session failed (it reconnects, and LISTENs again, on next use).
-  static bool read_notifications(listening& l, std::chrono::steady_clock::time_point until,
-                                 std::map<std::string, std::uint64_t>& got) {
-    auto guard = l.link.lock();
-    PGconn* c = l.link.connection();
-    if (c == nullptr) return false;
-    const auto drain = [&] {
-      bool any = false;
-      while (PGnotify* n = PQnotifies(c)) {
-        ++got[n->extra != nullptr ? std::string(n->extra) : std::string()];
-        PQfreemem(n);
-        any = true;
-      }
-      return any;
-    };
-    if (drain()) return true;  // queued by libpq earlier (e.g. while connecting)
-    // Without a self-pipe (no file descriptor left) a stop is seen at least every slice.
-    const auto slice = std::chrono::steady_clock::now() + cancel_wait_slice;
-    const int w = detail::pg_wait(PQsocket(c), POLLIN, l.wake.ok() || until < slice ? until : slice,
-                                  l.wake.fd());
-    l.wake.drain();
-    if (w == 2) return true;  // woken: a waiter's token was stopped
-    if (w < 0 || (w > 0 && !PQconsumeInput(c)) || PQstatus(c) != CONNECTION_OK) {
-      l.link.disconnect();
-      return false;
-    }
-    drain();
-    return true;
-  }
 
   // length() and too_large(): detail::pg_shared.
 
@@ -560,7 +469,7 @@ class postgres_store : public detail::link_client<detail::pg_link>, public detai
              "WHERE key_hash = sha256($1) AND owner = $2 AND token = $3 "
              "RETURNING token, key_hash) "
              "SELECT r.token FROM c, r CROSS JOIN LATERAL (SELECT pg_notify(" +
-             detail::pg_literal(channel_name(o)) + ", encode(r.key_hash, 'hex'))) AS n",
+             detail::pg_literal(detail::pg_channel_name(o)) + ", encode(r.key_hash, 'hex'))) AS n",
          {pg_bytea_oid, pg_bytea_oid, pg_int8_oid}},
         {"holdfast_inspect",
          "WITH n AS MATERIALIZED (SELECT clock_timestamp() AS now) "
@@ -585,7 +494,6 @@ class postgres_store : public detail::link_client<detail::pg_link>, public detai
     };
   }
 
-  std::unique_ptr<listening> listen_;
   detail::pg_multi multi_;  // try_acquire_all's SQL and scratch
   std::string ttl_text_;    // scratch, guarded by the link's mutex
   std::string token_text_;

@@ -54,7 +54,9 @@ struct redis_options {
   /// counter key must not start with it (a lease could otherwise overwrite the counter).
   /// The default's `{holdfast}` hash tag keeps all keys in one cluster slot.
   std::string key_prefix = "{holdfast}:lease:";
-  /// The key of the store-wide token counter. Default "{holdfast}:token".
+  /// The key of the store-wide token counter. Default "{holdfast}:token". Read-write records
+  /// (try_acquire_rw) live at counter_key + ":rw:" + key: neither key_prefix nor wait_prefix may
+  /// start with counter_key + ":rw:", nor it with them.
   std::string counter_key = "{holdfast}:token";
   /// Prefix of the wait queues (wait_for_release): the queue of lease "k" is wait_prefix + "k",
   /// and each store's notification channel is wait_prefix + "ch:" + a random id. Must be
@@ -167,6 +169,17 @@ struct redis_options {
     }
     if (starts(counter_key, wait_prefix)) {
       return bad("counter_key \"" + counter_key + "\" starts with wait_prefix");
+    }
+    // The read-write records live at counter_key + ":rw:" + key (detail/redis_shared.hpp): no
+    // lease key or wait queue may be one, else every read-write call on some keys is refused.
+    const std::string rw = counter_key + ":rw:";
+    if (starts(rw, key_prefix) || starts(key_prefix, rw)) {
+      return bad("key_prefix \"" + key_prefix + "\" and counter_key + \":rw:\" (\"" + rw +
+                 "\", where read-write records live) start with one another");
+    }
+    if (starts(rw, wait_prefix) || starts(wait_prefix, rw)) {
+      return bad("wait_prefix \"" + wait_prefix + "\" and counter_key + \":rw:\" (\"" + rw +
+                 "\", where read-write records live) start with one another");
     }
     if (connect_timeout <= std::chrono::milliseconds::zero()) {
       return bad("connect_timeout " + std::to_string(connect_timeout.count()) + " ms is not > 0");

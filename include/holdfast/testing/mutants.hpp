@@ -44,7 +44,8 @@
 // give_back_unsure = false, a member whose reply was lost keeps the owner's lease). The lock
 // shapes' controls are shape_mutant values (testing/shapes_workload.hpp), the read-write ones
 // among them (rw_writer_while_reader, rw_upgrade_in_place: testing/rw_workload.hpp, caught by
-// rw_checker.hpp's read-write exclusion and fenced write order).
+// rw_checker.hpp's read-write exclusion and fenced write order; rw_admits_reissued, a resource
+// admitting a re-issued token from another owner after lost grants, caught by S1).
 //
 // Hand-off queue controls (issue 22, O2: a caller that leaves a queue leaves it) are queue_mutant
 // values below, built into testing/sim_queue.hpp's queue model and run by testing/

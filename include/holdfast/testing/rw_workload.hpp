@@ -11,6 +11,10 @@
 //                        | shared one: a writer while readers live           | exclusion
 //   upgrade_in_place     | a reader "upgrades" by writing under its shared   | fenced write order
 //                        | lease; two such readers are two writers at once   |
+//   admits_reissued      | (lossy runs) the resource admits a token equal to | S1 fenced writes
+//                        | the newest it admitted from another owner: a lost | (two holders under
+//                        | grant's token, issued again, lets a second writer | one token)
+//                        | in (fence.hpp without token_reissued)             |
 //
 // How the capability crosses the network: sim_store forwards the three lease operations, so the
 // store behind it (rw_coded_store) takes the mode from the key, `r/K` shared and `w/K` exclusive,
@@ -56,7 +60,12 @@ HOLDFAST_ABI_NAMESPACE_BEGIN
 namespace testing {
 
 /// The read-write negative controls (see the table at the top of rw_workload.hpp).
-enum class rw_mutation : std::uint8_t { none, writer_while_reader, upgrade_in_place };
+enum class rw_mutation : std::uint8_t {
+  none,
+  writer_while_reader,
+  upgrade_in_place,
+  admits_reissued,
+};
 
 /// What one read-write run found: the first read-write property violated (rw_checker.hpp) and
 /// the checker's verdict on the writers' part of the history.
@@ -136,7 +145,8 @@ inline constexpr std::chrono::milliseconds rw_ttl{1000};
 
 struct rw_world {
   rw_world(decision_source& src, rw_mutation m, bool lossy = false)
-      : sim(src, faults()),
+      : mutation(m),
+        sim(src, faults()),
         store(
             sim, "store", [m](sim_clock c) { return std::make_unique<rw_coded_store>(c, m); },
             store_faults(lossy)),
@@ -193,7 +203,8 @@ struct rw_world {
   // included (a reader presents its token when it reads, which fences stale writers out).
   void write(fencing_token t, const std::string& owner, node_id n) {
     const std::uint64_t before = gate;
-    const bool reissued = lossy && t.value() == gate && owner != gate_owner;
+    const bool reissued = lossy && t.value() == gate && owner != gate_owner &&
+                          mutation != rw_mutation::admits_reissued;
     const bool admitted = t.value() >= gate && !reissued;
     if (admitted) {
       gate = t.value();
@@ -211,6 +222,7 @@ struct rw_world {
     }
   }
 
+  rw_mutation mutation;
   simulator sim;
   sim_store<rw_coded_store> store;
   rw_front front;

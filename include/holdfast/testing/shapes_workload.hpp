@@ -21,8 +21,9 @@
 //                   | the store does not hold the holder's lease (unless   | retries (a retried
 //                   | that release got no answer)                          | request counted)
 //   read-write      | rw_workload.hpp's phase: no writer with a live reader| rw_writer_while_
-//   (rw_checker.hpp)| or writer; writes only under a writer's token        | reader, rw_upgrade_
-//                   |                                                      | in_place
+//   (rw_checker.hpp)| or writer; writes only under a writer's token; with  | reader, rw_upgrade_
+//                   | lost grants (lossy: drawn from the source), no two   | in_place, rw_admits_
+//                   | writers admitted under one token (S1)                | reissued (lossy)
 //
 // The store here has no atomic multi-key capability (sim_store does not forward one), so
 // acquire_all() takes the ordered path, the one whose give-back and lost replies matter; the
@@ -71,6 +72,7 @@ enum class shape_mutant : std::uint8_t {
   reentry_counts_retries,
   rw_writer_while_reader,
   rw_upgrade_in_place,
+  rw_admits_reissued,
 };
 
 /// Every shape_mutant but none.
@@ -79,7 +81,8 @@ inline constexpr shape_mutant all_shape_mutants[] = {shape_mutant::multi_unorder
                                                      shape_mutant::reentry_releases_at_first_exit,
                                                      shape_mutant::reentry_counts_retries,
                                                      shape_mutant::rw_writer_while_reader,
-                                                     shape_mutant::rw_upgrade_in_place};
+                                                     shape_mutant::rw_upgrade_in_place,
+                                                     shape_mutant::rw_admits_reissued};
 
 /// Returns the mutant's name as in the table.
 inline const char* to_string(shape_mutant m) noexcept {
@@ -98,6 +101,8 @@ inline const char* to_string(shape_mutant m) noexcept {
       return "rw_writer_while_reader";
     case shape_mutant::rw_upgrade_in_place:
       return "rw_upgrade_in_place";
+    case shape_mutant::rw_admits_reissued:
+      return "rw_admits_reissued";
   }
   return "?";
 }
@@ -119,6 +124,8 @@ struct shape_verdict {
   std::string property;
   std::string what;  ///< One sentence.
   verdict base;      ///< S1-S5 on the history.
+  /// How many restarts of the read-write phase's store came back from a lagging copy.
+  std::uint32_t lost_lives = 0;
   /// Returns true iff every property and invariant holds.
   [[nodiscard]] bool ok() const noexcept { return property.empty() && base.ok(); }
   /// Returns "<property> violated: <what>", the checker's text, or "all hold".
@@ -396,22 +403,30 @@ inline void reentry_process(shapes_world& w, node_id n, const std::string& name,
 
 /// Runs one schedule of the shapes drawn from `src` (see the overview), with the negative
 /// control `m` (none: the shipped code): the read-write phase (run_rw_schedule; for none and the
-/// rw_ controls, which run it alone), three multi-key processes and two re-entrant ones under
-/// every fault, then, healed, two processes taking {k0, k1} in opposite orders. Returns
-/// the shapes' first violated property and the checker's verdict on the history.
+/// rw_ controls, which run it alone; its first decision says whether the store restarts from
+/// lagging copies, losing grants, which rw_admits_reissued always does), three multi-key
+/// processes and two re-entrant ones under every fault, then, healed, two processes taking
+/// {k0, k1} in opposite orders. Returns the shapes' first violated property and the checker's
+/// verdict on the history.
 inline shape_verdict run_shapes_schedule(decision_source& src,
                                          shape_mutant m = shape_mutant::none) {
   shape_verdict out;
-  const bool rw =
-      m == shape_mutant::rw_writer_while_reader || m == shape_mutant::rw_upgrade_in_place;
+  const bool rw = m == shape_mutant::rw_writer_while_reader ||
+                  m == shape_mutant::rw_upgrade_in_place || m == shape_mutant::rw_admits_reissued;
   if (rw || m == shape_mutant::none) {  // the read-write phase: its own world (rw_workload.hpp)
-    const rw_verdict v = run_rw_schedule(
-        src, m == shape_mutant::rw_writer_while_reader ? rw_mutation::writer_while_reader
-             : m == shape_mutant::rw_upgrade_in_place  ? rw_mutation::upgrade_in_place
-                                                       : rw_mutation::none);
+    // Lost grants only matter to the fence's equal-token rule: that control always has them.
+    const bool lossy = m == shape_mutant::rw_admits_reissued || src.choose(2) == 1;
+    const rw_verdict v =
+        run_rw_schedule(src,
+                        m == shape_mutant::rw_writer_while_reader ? rw_mutation::writer_while_reader
+                        : m == shape_mutant::rw_upgrade_in_place  ? rw_mutation::upgrade_in_place
+                        : m == shape_mutant::rw_admits_reissued   ? rw_mutation::admits_reissued
+                                                                  : rw_mutation::none,
+                        lossy);
     out.property = v.rw.property;
     out.what = v.rw.what;
     out.base = v.base;
+    out.lost_lives = v.lost_lives;
     if (rw || !out.ok()) return out;
   }
   history log;

@@ -36,7 +36,10 @@
 //              |      on an exclusive grant, their intent)
 //   renew_rw   | UPDATE R the owner's live row of that mode and token, after locking the lock row
 //   release_rw | DELETE R the owner's row of that mode and token (expired or not), after locking
-//              | the lock row; committed with synchronous_commit = local, as release
+//              | the lock row; committed with synchronous_commit = local, as release; NOTIFY
+//              | "rw:" + the key's hash (hex) on the table's channel (detail/postgres_listen.hpp)
+//   wait_rw    | SELECT how long the live rows that keep a mode out last; then a sleep on the
+//              | listening session until that NOTIFY or that time (wait_for_release_rw)
 //
 // Why the lock row, and why two statements for an acquire: in READ COMMITTED a statement's
 // snapshot is taken when it begins, so a statement that waited for a lock still reads the rows as
@@ -51,7 +54,9 @@
 // and release send them as binary parameters. The statements are not prepared (a store whose
 // role does not create tables keeps working for plain leases without the read-write table).
 // Lock rows stay (one per key ever used, as the lease table's rows); expired grant rows go at
-// the key's next acquire. Part of stores/postgres.hpp; not for users.
+// the key's next acquire, and postgres_store::purge_expired deletes every row of a key whose
+// grants all expired more than its grace ago (purge_rw). Part of stores/postgres.hpp; not for
+// users.
 #ifndef HOLDFAST_STORES_DETAIL_POSTGRES_SHARED_HPP
 #define HOLDFAST_STORES_DETAIL_POSTGRES_SHARED_HPP
 
@@ -60,17 +65,20 @@
 #include <chrono>
 #include <cstddef>
 #include <cstdint>
+#include <memory>
 #include <optional>
 #include <string>
 #include <string_view>
 #include <system_error>
 
+#include "holdfast/cancel.hpp"
 #include "holdfast/detail/config.hpp"
 #include "holdfast/error.hpp"
 #include "holdfast/fencing_token.hpp"
 #include "holdfast/result.hpp"
 #include "holdfast/store.hpp"
 #include "holdfast/stores/detail/postgres_link.hpp"
+#include "holdfast/stores/detail/postgres_listen.hpp"
 #include "holdfast/stores/detail/postgres_sql.hpp"
 #include "holdfast/stores/postgres_options.hpp"
 
@@ -162,7 +170,9 @@ class pg_shared {
   }
 
   /// Ends `owner`'s `mode` grant of `key` carrying `token` (expired or not, as memory_store),
-  /// in one statement. \returns success; errc::not_holder if there is no such grant;
+  /// in one statement. If the session (open since an earlier call) turns out to be broken, it
+  /// reconnects and sends the release once more, as release() does.
+  /// \returns success; errc::not_holder if there is no such grant;
   ///   errc::invalid_argument (check_release_args, check_lease_mode); store_unavailable,
   ///   timeout, protocol_error as postgres_store::release.
   result<void> release_rw(std::string_view key, std::string_view owner, fencing_token token,
@@ -171,8 +181,16 @@ class pg_shared {
     if (std::error_code ec = check_lease_mode(mode)) return rw_refused(ec);
     if (token > postgres_max_token) return rw_refused(errc::not_holder);
     auto guard = rw_link_->lock();
+    const bool reused = rw_link_->connection() != nullptr;
     result<pg_result_ptr> r =
         own_row(release_sql_, key, owner, token, std::chrono::milliseconds(0), mode);
+    if (!r && r.error() == errc::store_unavailable && reused && rw_link_->connection() == nullptr) {
+      // As postgres_store::release: the session, open since an earlier call, broke under this one
+      // (most often ended while idle: the statement never ran). A holder's last call: send it
+      // once more rather than leave the grant to its TTL; if the first did run, this one answers
+      // not_holder. (A client-side timeout is not retried: its statement may still be running.)
+      r = own_row(release_sql_, key, owner, token, std::chrono::milliseconds(0), mode);
+    }
     if (!r) return r.error();
     const PGresult* res = r->get();
     if (PQntuples(res) == 1 && PQnfields(res) == 1) return {};
@@ -180,10 +198,71 @@ class pg_shared {
     return rw_link_->fail(errc::protocol_error, "postgres: release_rw: unexpected result shape");
   }
 
+  /// Blocks until `key`'s read-write lock may be free for `mode`, without polling (store.hpp's
+  /// wait_for_release_rw; read_write_view offers it as wait_for_release, so acquire_read() and
+  /// acquire_write() use it): asks the database in one statement how long the rows that keep
+  /// `mode` out can live by its clock (a writer or an intent keeps readers out; a writer or a
+  /// reader keeps writers out; a writer waits at most half its intent's time left, so its next
+  /// ask renews the intent), then sleeps on the listening session (as wait_for_release) until
+  /// release_rw's NOTIFY for the key, until that time (+ 1 ms after the request left, by this
+  /// process's steady clock), until `deadline`, or until `cancel` is stopped. Returns at once if
+  /// nothing keeps `mode` out. Every waiter of the key wakes on a read-write release. A lost
+  /// notification costs the wait until those rows' expiry, never more; a listening session that
+  /// dies ends the wait at once. Thread-safety: as wait_for_release. \returns success (woken
+  ///   for any of those reasons); errc::cancelled once `cancel` was stopped;
+  ///   errc::invalid_argument for an empty key or a bad mode; errc::misconfigured without the
+  ///   read-write table; store_unavailable, timeout, protocol_error.
+  result<void> wait_for_release_rw(std::string_view key, lease_mode mode,
+                                   const std::chrono::steady_clock::time_point& deadline,
+                                   const cancel_token& cancel = {}) {
+    if (key.empty() || length(key) < 0) return rw_refused(errc::invalid_argument);
+    if (std::error_code ec = check_lease_mode(mode)) return rw_refused(ec);
+    pg_listening& l = *listen_;
+    cancel_token::waker stop;  // before any lock: the wake-up takes l.mu
+    wake_on_stop(stop, cancel, l.mu, l.cv, l.wake);
+    if (std::error_code ec = pg_listen_ready(l)) return ec;  // LISTENs on connect
+    const auto start = std::chrono::steady_clock::now();     // before the request leaves
+    std::string payload;
+    std::optional<std::int64_t> left;
+    {
+      auto guard = rw_link_->lock();
+      if (std::error_code ec = rw_link_->ensure_connected()) return ec;
+      static constexpr Oid types[] = {pg_bytea_oid, 25};
+      const char* values[] = {key.data(), mode_text(mode)};
+      const int lengths[] = {length(key), 0};
+      const int formats[] = {1, 0};
+      const auto until = start + rw_link_->options().command_timeout;
+      result<pg_result_ptr> r = rw_link_->run(
+          [&](PGconn* c) {
+            return PQsendQueryParams(c, wait_sql_.c_str(), 2, types, values, lengths, formats, 1);
+          },
+          until, false);
+      if (!r) return r.error();
+      const PGresult* res = r->get();
+      if (PQntuples(res) != 1 || PQnfields(res) != 2 || PQgetisnull(res, 0, 0)) {
+        return rw_link_->fail(errc::protocol_error, "postgres: wait_rw: unexpected result shape");
+      }
+      payload.assign(PQgetvalue(res, 0, 0), static_cast<std::size_t>(PQgetlength(res, 0, 0)));
+      if (!PQgetisnull(res, 0, 1)) {
+        left = pg_int8(res, 1);
+        if (!left || *left < 0) {
+          return rw_link_->fail(errc::protocol_error, "postgres: wait_rw: unexpected result");
+        }
+      }
+    }
+    if (!left) return {};  // nothing keeps this mode out
+    auto wake = start + std::chrono::milliseconds(*left + 1);
+    if (deadline < wake) wake = deadline;
+    pg_sleep_until_notified(l, payload, wake, cancel);
+    if (cancel.stop_requested()) return errc::cancelled;
+    return {};
+  }
+
  protected:
   // `link` is the store's, which outlives this base.
   pg_shared(pg_link& link, const postgres_options& o)
-      : rw_link_(&link),
+      : listen_(std::make_unique<pg_listening>(o)),
+        rw_link_(&link),
         table_(pg_qualified(o.schema, pg_rw_table_name(o)).value_or("\"invalid\"")),
         next_("nextval(" +
               pg_literal(pg_qualified(o.schema, pg_sequence_name(o)).value_or("\"invalid\"")) +
@@ -198,14 +277,77 @@ class pg_shared {
                  "interval '1 microsecond'" +
                  mine + " AND expires_at > clock_timestamp() RETURNING token";
     // $4 unused by the release; typed so that both statements take the same parameters.
+    // It NOTIFYs the listening sessions (wait_for_release_rw), as the plain release does, with
+    // "rw:" + the key's hash: the read-write name space's.
     release_sql_ =
         lock +
         ", c AS MATERIALIZED (SELECT set_config('synchronous_commit', CASE WHEN "
         "current_setting('synchronous_commit') = 'off' THEN 'off' ELSE 'local' END, true) "
         "WHERE $4 >= 0), d AS (DELETE FROM " +
-        table_ + mine + " RETURNING token) SELECT d.token FROM c, d";
+        table_ + mine +
+        " RETURNING token, key_hash) SELECT d.token FROM c, d CROSS JOIN LATERAL (SELECT "
+        "pg_notify(" +
+        pg_literal(pg_channel_name(o)) + ", 'rw:' || encode(d.key_hash, 'hex'))) AS n";
+    // wait_for_release_rw: the payload its key's releases carry, and the ms (rounded up) until
+    // the last live row that keeps mode $2 out ends (a writer or an intent keeps readers out; a
+    // writer or a reader keeps writers out), for a writer at most half the live intent's time
+    // left (RW4: it asks again before the intent lapses); NULL if none keeps it out.
+    wait_sql_ =
+        "WITH v AS MATERIALIZED (SELECT clock_timestamp() AS now, sha256($1) AS h), b AS (SELECT "
+        "max(r.expires_at) FILTER (WHERE r.mode = 'x' OR r.mode = CASE $2 WHEN 's' THEN 'i' ELSE "
+        "'s' END) AS free, max(r.expires_at) FILTER (WHERE r.mode = 'i' AND $2 = 'x') AS intent "
+        "FROM v JOIN " +
+        table_ +
+        " AS r ON r.key_hash = v.h AND r.owner <> ''::bytea AND r.expires_at > v.now) SELECT "
+        "'rw:' || encode(v.h, 'hex'), CASE WHEN b.free IS NOT NULL THEN GREATEST(0, ceil(EXTRACT("
+        "EPOCH FROM (LEAST(b.free, v.now + (b.intent - v.now) / 2) - v.now)) * 1000))::int8 END "
+        "FROM v, b";
   }
   ~pg_shared() = default;
+
+  // The listening session of every wait of the store (detail/postgres_listen.hpp).
+  std::unique_ptr<pg_listening> listen_;
+
+  // [locked] postgres_store::purge_expired's read-write half: deletes every row of each key whose
+  // grant rows all expired more than `grace` ago (its lock row included), in one transaction of
+  // two statements, and returns how many rows went; 0 without a read-write table (a store whose
+  // role made only the lease table: 42P01). Why two: in READ COMMITTED a statement that waited
+  // for a row judges the other rows by its older snapshot, so the first statement only marks (and
+  // so locks) the idle keys' lock rows, and the second, with a fresh snapshot that holds what
+  // every operation on those keys committed before the marks (none can commit after them: every
+  // change to a key's rows happens under its lock row), deletes the keys still idle and unmarks
+  // the rest. Lock rows carry no token otherwise (token 0, never read), so -1 marks nothing else.
+  result<std::uint64_t> purge_rw(std::chrono::milliseconds grace) {
+    if (std::error_code ec = rw_link_->ensure_connected()) return ec;
+    const std::string idle = "NOT EXISTS (SELECT 1 FROM " + table_ +
+                             " AS x WHERE x.key_hash = l.key_hash AND x.owner <> ''::bytea AND "
+                             "x.expires_at >= clock_timestamp() - " +
+                             std::to_string(grace.count()) + " * interval '1 millisecond')";
+    sql_ = "UPDATE " + table_ + " AS l SET token = -1 WHERE l.owner = ''::bytea AND " + idle +
+           ";\nWITH d AS (DELETE FROM " + table_ + " AS r USING " + table_ +
+           " AS l WHERE l.owner = ''::bytea AND l.token = -1 AND r.key_hash = l.key_hash AND " +
+           idle + " RETURNING r.key_hash), k AS (UPDATE " + table_ +
+           " AS l SET token = 0 WHERE l.owner = ''::bytea AND l.token = -1 AND l.key_hash NOT IN "
+           "(SELECT key_hash FROM d)) SELECT count(*)::text, 0 FROM d";
+    const auto deadline = std::chrono::steady_clock::now() + rw_link_->options().command_timeout;
+    result<pg_result_ptr> r =
+        rw_link_->run([&](PGconn* c) { return PQsendQuery(c, sql_.c_str()); }, deadline, false);
+    if (!r) {
+      if (r.error() == errc::misconfigured &&
+          rw_link_->last_error().find("42P01") != std::string::npos) {
+        (void)rw_link_->fail(errc::misconfigured, {});  // no read-write table: nothing to purge
+        return std::uint64_t{0};
+      }
+      return r.error();
+    }
+    const PGresult* res = r->get();
+    if (PQntuples(res) == 1 && PQnfields(res) == 2) {
+      if (const std::optional<std::int64_t> n = text_int8(res, 0)) {
+        return static_cast<std::uint64_t>(*n);
+      }
+    }
+    return rw_link_->fail(errc::protocol_error, "postgres: purge: unexpected result shape");
+  }
 
   // A bytea value is at most 1 GiB - 1 (PostgreSQL's field limit): larger is -1, refused with
   // invalid_argument before anything is sent (too_large()). postgres_store's statements use these.
@@ -337,6 +479,7 @@ class pg_shared {
   std::string next_;   // nextval of the lease table's sequence
   std::string renew_sql_;
   std::string release_sql_;
+  std::string wait_sql_;
   std::string sql_;  // scratch, guarded by the link's lock
   std::string token_text_;
   std::string ttl_text_;

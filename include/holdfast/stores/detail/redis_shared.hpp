@@ -31,7 +31,10 @@
 //   release_rw  the owner's field with that token (expired or not): HDEL; else not_holder.
 // Writer preference (RW4): a writer refused because readers hold keeps new readers out for the
 // TTL it asked, so the readers drain and its next ask wins; one intent at a time (a second
-// writer is busy without one). Nothing wakes a waiter: read_write_lease backs off.
+// writer is busy without one). Waiting (wait_for_release_rw, a fourth script, read only): a
+// waiter reads how long the fields that keep its mode out can live and sleeps on the store's
+// notification connection until then, unless release_rw's PUBLISH of the record's name on the
+// release broadcast (wait_prefix + "released", the channel watch_release uses) wakes it first.
 // With wait_replicas, a grant too few replicas acknowledged is given back (release_rw) and
 // reported as grant_not_durable, as try_acquire's. Part of stores/redis.hpp; not for users.
 #ifndef HOLDFAST_STORES_DETAIL_REDIS_SHARED_HPP
@@ -41,12 +44,16 @@
 
 #include <chrono>
 #include <cstddef>
+#include <cstdint>
+#include <mutex>
 #include <optional>
 #include <string>
 #include <string_view>
 #include <system_error>
+#include <utility>
 #include <vector>
 
+#include "holdfast/cancel.hpp"
 #include "holdfast/detail/config.hpp"
 #include "holdfast/error.hpp"
 #include "holdfast/fencing_token.hpp"
@@ -56,6 +63,7 @@
 #include "holdfast/stores/detail/redis_requests.hpp"
 #include "holdfast/stores/detail/redis_resp.hpp"
 #include "holdfast/stores/detail/redis_scripts.hpp"
+#include "holdfast/stores/detail/redis_waiting.hpp"
 #include "holdfast/stores/redis_options.hpp"
 
 namespace holdfast {
@@ -171,14 +179,48 @@ inline std::string redis_renew_rw_script() {
          "return 1\n";
 }
 
-// release_rw: KEYS[1] the record; ARGV[1] owner, ARGV[2] token, ARGV[3] mode. 1 released, 0 not
-// the holder. The hash goes with its last field (Redis deletes an empty hash).
+// release_rw: KEYS[1] the record; ARGV[1] owner, ARGV[2] token, ARGV[3] mode, ARGV[4] the release
+// broadcast channel. 1 released (the record's name announced there, which wakes the store's
+// waiters of the key: wait_for_release_rw), 0 not the holder. The hash goes with its last field
+// (Redis deletes an empty hash).
 inline std::string redis_release_rw_script() {
   return std::string(redis_rw_find) +
          "if not ok then return 0 end\n"
          "redis.call('HDEL', KEYS[1], f)\n"
+         "redis.call('PUBLISH', ARGV[4], KEYS[1])\n"
          "return 1\n";
 }
+
+// wait_rw: KEYS[1] the record; ARGV[1] the waiter's mode. Read only: -1 if no live field keeps
+// that mode out, else the ms (rounded up) until the last such field's instant by the server's
+// clock (a writer or an intent keeps readers out; a writer or any reader keeps writers out),
+// for a writer at most half the live intent's time left, so that it asks again (renewing its
+// intent, RW4) before the intent lapses. Fields that do not parse are skipped (the acquire
+// script reports them).
+inline constexpr const char* redis_wait_rw_script =
+    "local tm = redis.call('TIME')\n"
+    "local now = tonumber(tm[1]) * 1000000 + tonumber(tm[2])\n"
+    "local h = redis.call('HGETALL', KEYS[1])\n"
+    "local free, intent = now, nil\n"
+    "for i = 1, #h, 2 do\n"
+    "  local f, v, u = h[i], h[i + 1], nil\n"
+    "  if f == 'w' then u = string.match(v, '^%d+ (%d+) ')\n"
+    "  elseif f == 'i' then u = string.match(v, '^(%d+) ')\n"
+    "  elseif string.sub(f, 1, 2) == 'r:' then u = string.match(v, '^%d+ (%d+)$') end\n"
+    "  u = tonumber(u)\n"
+    "  if u and u > now then\n"
+    "    if f == 'i' then intent = u end\n"
+    "    local blocks = f == 'w' or (ARGV[1] == 's' and f == 'i') or (ARGV[1] == 'x' and f ~= "
+    "'i')\n"
+    "    if blocks and u > free then free = u end\n"
+    "  end\n"
+    "end\n"
+    "if free <= now then return -1 end\n"
+    "if ARGV[1] == 'x' and intent then\n"
+    "  local half = now + math.floor((intent - now) / 2)\n"
+    "  if half < free then free = half end\n"
+    "end\n"
+    "return math.floor((free - now + 999) / 1000)\n";
 
 /// The read-write scripts' indices on a redis_store connection: after every script of
 /// redis_store_scripts(), however many there are.
@@ -190,6 +232,7 @@ struct redis_rw_script {
   static std::size_t acquire() { return base(); }
   static std::size_t renew() { return base() + 1; }
   static std::size_t release() { return base() + 2; }
+  static std::size_t wait() { return base() + 3; }
 };
 
 /// redis_store's scripts: redis_store_scripts(), then the read-write ones (redis_rw_script).
@@ -198,6 +241,7 @@ inline std::vector<std::string> redis_scripts_with_rw() {
   s.push_back(redis_acquire_rw_script());
   s.push_back(redis_renew_rw_script());
   s.push_back(redis_release_rw_script());
+  s.push_back(redis_wait_rw_script);
   return s;
 }
 
@@ -233,7 +277,7 @@ class redis_shared {
       return link().fail(errc::protocol_error, "redis: try_acquire_rw: unexpected reply");
     }
     const std::string tok = std::to_string(t->value());
-    const std::string_view back[] = {owner, tok, mode_text(mode)};
+    const std::string_view back[] = {owner, tok, mode_text(mode), waiting().broadcast};
     if (!durable(keys, back)) return errc::grant_not_durable;  // given back
     return grant{*t, ttl};
   }
@@ -261,8 +305,10 @@ class redis_shared {
   }
 
   /// Ends `owner`'s `mode` grant of `key` carrying `token`, expired or not, in one round trip.
-  /// \returns success; errc::not_holder if there is no such grant; errc::invalid_argument;
-  /// store_unavailable, timeout, protocol_error.
+  /// If the connection (open since an earlier call) turns out to have been dropped, it
+  /// reconnects and sends the release once more, as release() does. \returns success;
+  /// errc::not_holder if there is no such grant; errc::invalid_argument; store_unavailable,
+  /// timeout, protocol_error.
   result<void> release_rw(std::string_view key, std::string_view owner, fencing_token token,
                           lease_mode mode) {
     if (std::error_code ec = check_release_args(key, owner, token)) return ec;
@@ -271,10 +317,81 @@ class redis_shared {
     if (std::error_code ec = named(key)) return ec;
     const std::string tok = std::to_string(token.value());
     const std::string_view keys[] = {name_};
-    const std::string_view args[] = {owner, tok, mode_text(mode)};
-    result<long long> n = answer(link().eval(redis_rw_script::release(), keys, 1, args, 3));
+    const std::string_view args[] = {owner, tok, mode_text(mode), waiting().broadcast};
+    const bool reused = link().connected();
+    result<redis_reply_ptr> r = link().eval(redis_rw_script::release(), keys, 1, args, 4);
+    if (!r && r.error() == errc::store_unavailable && reused && !link().connected()) {
+      // As redis_store::release: the connection, open since an earlier call, failed under this
+      // one (most often dropped while idle: the request never got through). A holder's last
+      // call: send it once more rather than leave the grant to its TTL (a writer's keeps every
+      // reader out); if the first did land, this answers not_holder.
+      r = link().eval(redis_rw_script::release(), keys, 1, args, 4);
+    }
+    result<long long> n = answer(std::move(r));
     if (!n) return n.error();
     if (*n == 0) return errc::not_holder;
+    return {};
+  }
+
+  /// Blocks until `key`'s read-write lock may be free for `mode`, without polling (store.hpp's
+  /// wait_for_release_rw; read_write_view offers it as wait_for_release, so acquire_read() and
+  /// acquire_write() use it): registers with this store's notification connection (subscribed
+  /// to the release broadcast, on which release_rw announces the record), reads in one script
+  /// (read only) how long the fields that keep `mode` out can live by the server's clock (a
+  /// writer or an intent keeps readers out; a writer or a reader keeps writers out; a writer
+  /// waits at most half its intent's time left, so its next ask renews the intent), then sleeps
+  /// until a read-write release of the key is announced, until that time (+ 1 ms after the
+  /// request left, by this process's steady clock), until `deadline`, or until `cancel` is
+  /// stopped. Returns at once if nothing keeps `mode` out. Every waiter of the key wakes on a
+  /// release (a reader's release may free the key for one writer, a writer's for every reader).
+  /// Notifications are hints, as wait_for_release's: a lost one costs the wait until those
+  /// fields' expiry, never more; a notification connection that dies ends the wait at once.
+  /// Thread-safety: as wait_for_release. \returns success (woken for any of those reasons);
+  ///   errc::cancelled once `cancel` was stopped; errc::invalid_argument for an empty key, a bad
+  ///   mode or a key Redis cannot hold; store_unavailable, timeout, protocol_error if the script
+  ///   or SUBSCRIBE failed (the caller falls back to backoff).
+  result<void> wait_for_release_rw(std::string_view key, lease_mode mode,
+                                   const std::chrono::steady_clock::time_point& deadline,
+                                   const cancel_token& cancel = {}) {
+    if (key.empty()) return errc::invalid_argument;
+    if (std::error_code ec = check_rw(key, "w", mode)) return ec;
+    redis_waiting& w = waiting();
+    cancel_token::waker stop;  // before any lock: the wake-up takes w.mu
+    w.wake_on_stop(stop, cancel);
+    std::string record;
+    {
+      auto guard = link().lock();
+      if (std::error_code ec = named(key)) return ec;
+      record = name_;
+    }
+    std::uint64_t base;
+    {
+      std::lock_guard<std::mutex> lk(w.mu);
+      if (!w.reading) {
+        if (std::error_code ec = w.subscribe()) return ec;
+      }
+      auto& entry = w.watched[record];  // before the read: a release after it counts
+      base = entry.first;
+      ++entry.second;
+    }
+    const auto start = std::chrono::steady_clock::now();  // before the request leaves
+    result<long long> left = [&] {
+      auto guard = link().lock();
+      const std::string_view keys[] = {record};
+      const std::string_view args[] = {mode_text(mode)};
+      return answer(link().eval(redis_rw_script::wait(), keys, 1, args, 1));
+    }();
+    std::unique_lock<std::mutex> lk(w.mu);
+    auto it = w.watched.find(record);
+    if (left && *left >= 0) {
+      auto wake = start + std::chrono::milliseconds(*left + 1);
+      if (deadline < wake) wake = deadline;
+      (void)w.sleep_on(lk, wake,
+                       [&] { return it->second.first != base || cancel.stop_requested(); });
+    }
+    if (--it->second.second == 0) w.watched.erase(it);
+    if (!left) return left.error();
+    if (cancel.stop_requested()) return errc::cancelled;
     return {};
   }
 
@@ -284,6 +401,7 @@ class redis_shared {
 
  private:
   redis_link& link() { return static_cast<Store&>(*this).link_; }
+  redis_waiting& waiting() { return *static_cast<Store&>(*this).wait_; }
 
   static std::string_view mode_text(lease_mode m) noexcept {
     return m == lease_mode::shared ? "s" : "x";
@@ -338,7 +456,7 @@ class redis_shared {
         acks ? "redis: WAIT: " + std::to_string(*acks) + " of " + std::to_string(o.wait_replicas) +
                    " replicas acknowledged the read-write grant"
              : link().last_error() + " (WAIT for the read-write grant's acknowledgement)";
-    if (keys != nullptr) (void)link().eval(redis_rw_script::release(), keys, 1, back, 3);
+    if (keys != nullptr) (void)link().eval(redis_rw_script::release(), keys, 1, back, 4);
     if (!o.sentinels.empty()) link().disconnect();
     (void)link().fail(errc::grant_not_durable, why);
     return false;
