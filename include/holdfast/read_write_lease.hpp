@@ -38,6 +38,11 @@
 // at most one TTL. Readers already holding keep renewing: a reader that never lets go delays the
 // writer, as a writer that never lets go delays readers.
 //
+// Waiting. On a store with wait_for_release_rw (Redis, PostgreSQL), acquire_read() and
+// acquire_write() sleep in the store between asks, woken by any read-write release of the key or
+// at the expiry of what keeps their mode out (a writer waits at most half its intent's time
+// left); on the others (memory_store) they back off (acquire_options::backoff).
+//
 // No upgrade in place. A reader asking to write is busy (RW3). Two readers that may each upgrade
 // either wait for each other forever (each waits for the other reader to leave) or, if the store
 // lets an upgrade through while other readers hold, become two writers. A reader releases its
@@ -76,11 +81,14 @@
 #include <chrono>
 #include <string>
 #include <string_view>
+#include <type_traits>
 #include <utility>
 
 #include "holdfast/acquire_options.hpp"
+#include "holdfast/cancel.hpp"
 #include "holdfast/clock.hpp"
 #include "holdfast/detail/config.hpp"
+#include "holdfast/detail/detect.hpp"
 #include "holdfast/error.hpp"
 #include "holdfast/fencing_token.hpp"
 #include "holdfast/lease.hpp"
@@ -90,9 +98,26 @@
 namespace holdfast {
 HOLDFAST_ABI_NAMESPACE_BEGIN
 
+namespace detail {
+template <class S>
+using wait_for_release_rw_call = decltype(std::declval<S&>().wait_for_release_rw(
+    std::declval<std::string_view>(), std::declval<lease_mode>(),
+    std::declval<const std::chrono::steady_clock::time_point&>(),
+    std::declval<const cancel_token&>()));
+}  // namespace detail
+
+/// True iff S offers the optional read-write wait (store.hpp): `result<void>
+/// wait_for_release_rw(std::string_view key, lease_mode mode, const
+/// std::chrono::steady_clock::time_point& deadline, const cancel_token& cancel)`, which
+/// read_write_view offers as its wait_for_release (redis_store and postgres_store have it).
+template <class S>
+inline constexpr bool can_wait_for_release_rw_v =
+    detail::is_detected_convertible<result<void>, detail::wait_for_release_rw_call, S>::value;
+
 /// A LeaseStore over `Store`'s read-write grants in mode `Mode`: try_acquire, renew and release
-/// are Store's try_acquire_rw, renew_rw and release_rw with `Mode`, so that lease.hpp, acquire(),
-/// keepalive.hpp and the conformance kit work on either mode unchanged. min_ttl() is Store's
+/// are Store's try_acquire_rw, renew_rw and release_rw with `Mode` (and wait_for_release its
+/// wait_for_release_rw, if it has one), so that lease.hpp, acquire(), keepalive.hpp and the
+/// conformance kit work on either mode unchanged. min_ttl() is Store's
 /// (store_min_ttl). It holds a pointer to the store, which must outlive it. Thread-safety: as
 /// Store.
 template <class Store, lease_mode Mode>
@@ -122,6 +147,15 @@ class read_write_view {
   /// Store::release_rw(key, owner, token, Mode): its outcomes unchanged.
   result<void> release(std::string_view key, std::string_view owner, fencing_token token) {
     return store_->release_rw(key, owner, token, Mode);
+  }
+  /// Store::wait_for_release_rw(key, Mode, deadline, cancel), where Store has it
+  /// (can_wait_for_release_rw_v): blocking acquire() then sleeps until a release or the expiry
+  /// of what keeps this mode out, instead of backing off. \returns its outcomes unchanged.
+  template <class S = Store, std::enable_if_t<can_wait_for_release_rw_v<S>, int> = 0>
+  result<void> wait_for_release(std::string_view key,
+                                const std::chrono::steady_clock::time_point& deadline,
+                                const cancel_token& cancel = {}) {
+    return store_->wait_for_release_rw(key, Mode, deadline, cancel);
   }
   /// Returns store_min_ttl(store) (ms): the shortest TTL the store is asked for.
   [[nodiscard]] std::chrono::milliseconds min_ttl() const noexcept {
