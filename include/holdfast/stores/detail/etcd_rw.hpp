@@ -59,8 +59,8 @@
 // ask wins. Any exclusive grant deletes the intent in its transaction (and then revokes the
 // intent's lease: nothing keyless is left). One intent per key: a second writer is busy without
 // one. A writer that vanishes keeps new readers out for at most the TTL it asked (etcd's
-// rounding up to whole seconds, at least 2 s, included). Nothing wakes a waiter:
-// read_write_lease backs off.
+// rounding up to whole seconds, at least 2 s, included). A waiter watches the range for the
+// deletion of what keeps it out (wait_for_release_rw, detail/etcd_rw_wait.hpp).
 //
 // Lost replies: every lease an ask granted and nobody was told of is revoked at once (with the
 // key or intent a lost transaction may have put), or at the store's next attempt
@@ -81,6 +81,7 @@
 #include <system_error>
 #include <utility>
 
+#include "holdfast/cancel.hpp"
 #include "holdfast/detail/config.hpp"
 #include "holdfast/error.hpp"
 #include "holdfast/fencing_token.hpp"
@@ -90,6 +91,7 @@
 #include "holdfast/stores/detail/etcd_encoding.hpp"
 #include "holdfast/stores/detail/etcd_json.hpp"
 #include "holdfast/stores/detail/etcd_link.hpp"
+#include "holdfast/stores/detail/etcd_rw_wait.hpp"
 #include "holdfast/stores/etcd_options.hpp"
 
 namespace holdfast {
@@ -337,6 +339,32 @@ class etcd_rw {
     remembered_.erase(k);
     if (!found) return errc::not_holder;  // expired: etcd deleted the key with the lease
     return {};
+  }
+
+  /// Blocks until `key`'s read-write lock may be free for `mode`, without polling (store.hpp's
+  /// wait_for_release_rw; read_write_view offers it as wait_for_release, so acquire_read() and
+  /// acquire_write() use it): reads the key's range (a writer or an intent keeps readers out; a
+  /// writer or a reader keeps writers out) and watches it (/v3/watch, a connection of its own)
+  /// from the revision after that read, for the deletion of a grant or the intent (a release or
+  /// an expiry). Returns when one was deleted and nothing keeps `mode` out any more, when a
+  /// blocking grant can have expired (the greatest lease/timetolive of up to four of them; an
+  /// exclusive waiter at the latest after half the intent's time left, so its next ask renews
+  /// it), at `deadline`, or when `cancel` is stopped; at once if nothing keeps `mode` out or
+  /// `deadline` has passed. A dropped stream or a compacted revision reads the range again: a
+  /// lost notification costs latency, never a sleep past the blocking grants' expiry
+  /// (detail/etcd_rw_wait.hpp). Thread-safety: as wait_for_release (any number of waiters, each
+  /// on its own watch; the store's connection is held for the reads, never while asleep).
+  /// \returns success (woken for any reason above); errc::cancelled once `cancel` was stopped;
+  ///   errc::invalid_argument for an empty key or a bad mode; store_unavailable, timeout,
+  ///   protocol_error if a read fails or the watch is refused (the caller backs off).
+  result<void> wait_for_release_rw(std::string_view key, lease_mode mode,
+                                   const std::chrono::steady_clock::time_point& deadline,
+                                   const cancel_token& cancel = {}) {
+    if (key.empty()) return errc::invalid_argument;
+    if (std::error_code ec = check_lease_mode(mode)) return ec;
+    etcd_rw_names n;  // the wait's own: names_ is guarded by the lock the wait lets go of
+    n.set(link().options().key_prefix, key, {});
+    return etcd_rw_wait(link(), n, mode == lease_mode::exclusive, deadline, cancel);
   }
 
  protected:
