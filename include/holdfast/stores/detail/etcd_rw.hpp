@@ -80,6 +80,7 @@
 #include <string_view>
 #include <system_error>
 #include <utility>
+#include <vector>
 
 #include "holdfast/cancel.hpp"
 #include "holdfast/detail/config.hpp"
@@ -112,6 +113,7 @@ struct etcd_rw_seen {
   std::optional<etcd_rw_kv> intent;
   std::optional<etcd_rw_kv> mine;  // the asking owner's reader key
   std::size_t readers = 0;
+  std::vector<std::int64_t> reader_leases;  // of the first four readers (a wait's bound)
 };
 
 /// The verdict on an ask (memory_store's table): a new grant, the owner's live grant again, an
@@ -185,6 +187,7 @@ inline bool etcd_rw_read(const nlohmann::json& range, std::int64_t revision, con
     } else if (k.size() == n.reader.size() &&
                k.compare(0, n.prefix.size() + 2, n.reader, 0, n.prefix.size() + 2) == 0) {
       ++out.readers;
+      if (out.reader_leases.size() < 4) out.reader_leases.push_back(x.lease);
       if (k == n.reader) {
         if (x.value != owner) return false;  // a reader key names its owner's hash
         out.mine = std::move(x);
@@ -364,7 +367,13 @@ class etcd_rw {
     if (std::error_code ec = check_lease_mode(mode)) return ec;
     etcd_rw_names n;  // the wait's own: names_ is guarded by the lock the wait lets go of
     n.set(link().options().key_prefix, key, {});
-    return etcd_rw_wait(link(), n, mode == lease_mode::exclusive, deadline, cancel);
+    const bool ex = mode == lease_mode::exclusive;
+    std::optional<etcd_rw_blockers> first;  // this thread's busy answer
+    {
+      auto guard = link().lock();
+      first = sightings_.take(n.prefix, ex);
+    }
+    return etcd_rw_wait(link(), n, ex, deadline, cancel, std::move(first));
   }
 
  protected:
@@ -400,8 +409,8 @@ class etcd_rw {
       const std::optional<std::int64_t> rev = etcd_revision(*r);
       if (!json_bool(*r, "succeeded", succeeded) || !rev) return bad_shape(id);
       if (succeeded) {
-        if (old != 0) give_back(old);  // replaced, or deleted with the grant: keyless now
-        if (intent) return errc::busy;
+        if (old != 0) give_back(old);           // replaced, or deleted with the grant: keyless now
+        if (intent) return busy(seen, ex, id);  // the read was before our intent
         remember(names_.grant_key(ex), owner, *rev, id);
         return grant{fencing_token(static_cast<std::uint64_t>(*rev)),
                      etcd_ttl_capped(applied_s, ttl)};
@@ -412,12 +421,29 @@ class etcd_rw {
       }
       const std::optional<etcd_rw_kv>& held = ex ? seen.writer : seen.mine;
       if (held && held->lease == id) return ours(owner, ttl, ex, *held, applied_s);
-      if (seen.intent && seen.intent->lease == id) return errc::busy;  // our intent, repeated
+      if (seen.intent && seen.intent->lease == id) return busy(seen, ex);  // our intent, again
       act = etcd_rw_judge(seen, owner, ex);
       if (act == etcd_rw_act::again) return again(owner, ttl, ex, *held, id);
       if (act == etcd_rw_act::busy) break;
     }
     give_back(id);
+    return busy(seen, ex);
+  }
+
+  // [locked] Busy, after the read `s`: notes what keeps mode `ex` out, for this thread's wait
+  // (with `intent`, the lease of the intent this ask put since that read).
+  std::error_code busy(const etcd_rw_seen& s, bool ex, std::int64_t intent = 0) {
+    if (s.revision <= 0) return errc::busy;
+    etcd_rw_blockers b;
+    b.revision = s.revision;
+    if (s.writer) b.leases.push_back(s.writer->lease);
+    if (ex) {
+      b.leases.insert(b.leases.end(), s.reader_leases.begin(), s.reader_leases.end());
+      b.intent_lease = intent != 0 ? intent : s.intent ? s.intent->lease : 0;
+    } else if (s.intent) {
+      b.leases.push_back(s.intent->lease);
+    }
+    sightings_.note(names_.prefix, ex, std::move(b));
     return errc::busy;
   }
 
@@ -463,9 +489,10 @@ class etcd_rw {
     remembered_.put(link().options().remembered_grants, k, owner, token, lease);
   }
 
-  etcd_rw_names names_;         // the current call's names; guarded by the link's lock
-  etcd_remembered remembered_;  // grant key -> owner, token, lease; guarded likewise
-  std::string body_;            // scratch, guarded likewise
+  etcd_rw_names names_;          // the current call's names; guarded by the link's lock
+  etcd_remembered remembered_;   // grant key -> owner, token, lease; guarded likewise
+  etcd_rw_sightings sightings_;  // each thread's last busy answer; guarded likewise
+  std::string body_;             // scratch, guarded likewise
 };
 
 }  // namespace detail

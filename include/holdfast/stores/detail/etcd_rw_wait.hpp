@@ -5,11 +5,12 @@
 //
 // A read-write key's grants are the keys of one range P (detail/etcd_rw.hpp: P + "w" the writer,
 // P + "r/..." the readers, P + "i" a writer's intent), each bound to its own lease, so a release
-// (lease/revoke) and an expiry (etcd revoking the lease) both delete a key of P. The wait reads P
-// (one kv/range), and if something keeps the mode out (a shared waiter: the writer or an intent;
-// an exclusive one: the writer or any reader), watches P for deletions (/v3/watch with a range
-// end, filter NOPUT; detail/etcd_watch.hpp) from the revision after that read, so nothing deleted
-// after the read is missed:
+// (lease/revoke) and an expiry (etcd revoking the lease) both delete a key of P. The wait starts
+// from the read of this thread's last busy answer in the same mode (etcd_rw_sightings; else it
+// reads P, one kv/range), and if something keeps the mode out (a shared waiter: the writer or an
+// intent; an exclusive one: the writer or any reader), watches P for deletions (/v3/watch with a
+// range end, filter NOPUT; detail/etcd_watch.hpp) from the revision after that read, so nothing
+// deleted after the read (a release just after the busy answer included) is missed:
 //
 //   the watch ends as          | the waiter
 //   ---------------------------+-----------------------------------------------------------
@@ -28,7 +29,8 @@
 // hang). An exclusive waiter with an intent in P wakes at the latest after half the intent's
 // time left, so that its next ask renews the intent before it lapses (writers first, RW4).
 //
-// Requests per wait: one kv/range and up to five lease/timetolive, then one kv/range per
+// Requests per wait: up to five lease/timetolive (and a kv/range without a busy answer of this
+// thread to start from), then one kv/range per
 // deletion seen (plus the timetolives if still blocked); none while asleep. Every waiter of the
 // key wakes on any deletion in P (a reader's release may free the key for a writer, a writer's
 // for every reader); those still kept out read once and sleep again.
@@ -40,7 +42,11 @@
 #include <cstddef>
 #include <cstdint>
 #include <nlohmann/json.hpp>
+#include <optional>
 #include <string>
+#include <thread>
+#include <unordered_map>
+#include <utility>
 #include <vector>
 
 #include "holdfast/cancel.hpp"
@@ -63,6 +69,37 @@ struct etcd_rw_blockers {
   std::int64_t revision = 0;         // the read's
   std::vector<std::int64_t> leases;  // of the grants that keep the mode out, writer first
   std::int64_t intent_lease = 0;     // an exclusive waiter's view of the intent (0: none)
+};
+
+/// Each thread's last busy read-write answer on one store (the range, the mode, what kept it
+/// out, the read's revision), which its next wait starts from instead of reading the range.
+/// Guarded by the link's mutex.
+class etcd_rw_sightings {
+ public:
+  void note(const std::string& prefix, bool ex, etcd_rw_blockers b) {
+    if (seen_.size() >= 1024) seen_.clear();  // threads that never waited: forget them all
+    entry& e = seen_[std::this_thread::get_id()];
+    e.prefix = prefix;
+    e.ex = ex;
+    e.blockers = std::move(b);
+  }
+  /// This thread's sighting of range `prefix` in mode `ex`, taken (any other is dropped).
+  std::optional<etcd_rw_blockers> take(const std::string& prefix, bool ex) {
+    const auto it = seen_.find(std::this_thread::get_id());
+    if (it == seen_.end()) return std::nullopt;
+    std::optional<etcd_rw_blockers> out;
+    if (it->second.prefix == prefix && it->second.ex == ex) out = std::move(it->second.blockers);
+    seen_.erase(it);
+    return out;
+  }
+
+ private:
+  struct entry {
+    std::string prefix;
+    bool ex = false;
+    etcd_rw_blockers blockers;
+  };
+  std::unordered_map<std::thread::id, entry> seen_;
 };
 
 /// Reads range `n.prefix` (one kv/range; Names is etcd_rw.hpp's etcd_rw_names, which includes
@@ -134,13 +171,14 @@ inline result<std::chrono::milliseconds> etcd_rw_sleep_bound(etcd_link& link, st
 }
 
 /// The wait of etcd_store::wait_for_release_rw on the range of names `n` in mode `ex` (see the
-/// overview). Holds the link's lock for its requests, never while asleep. \returns success
+/// overview), from `first` (this thread's busy answer, if any) instead of a first read. Holds the
+/// link's lock for its requests, never while asleep. \returns success
 /// (woken, free, or `deadline` passed); errc::cancelled; the errors of a failed read or a refused
 /// watch (store_unavailable, timeout, protocol_error; text in the link's last error).
 template <class Names>
 result<void> etcd_rw_wait(etcd_link& link, const Names& n, bool ex,
                           std::chrono::steady_clock::time_point deadline,
-                          const cancel_token& cancel) {
+                          const cancel_token& cancel, std::optional<etcd_rw_blockers> first) {
   etcd_watch watch(cancel);  // a stop ends its wait (curl_multi_wakeup)
   std::string body;
   using end = etcd_watch::end;
@@ -149,7 +187,9 @@ result<void> etcd_rw_wait(etcd_link& link, const Names& n, bool ex,
     const auto start = std::chrono::steady_clock::now();  // before the read leaves
     if (start >= deadline) return {};
     auto guard = link.lock();
-    result<etcd_rw_blockers> b = etcd_rw_read_blockers(link, body, n, ex);
+    result<etcd_rw_blockers> b = first ? result<etcd_rw_blockers>(std::move(*first))
+                                       : etcd_rw_read_blockers(link, body, n, ex);
+    first.reset();
     if (!b && drops > 0) b = etcd_rw_read_blockers(link, body, n, ex);  // the next member
     if (!b) return b.error();
     if (b->leases.empty()) return {};  // nothing keeps the mode out
