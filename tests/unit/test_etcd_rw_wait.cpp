@@ -8,7 +8,8 @@
 // stream is cut (closed) or muted (open, silent: a lost notification) through a proxy
 // (tests/support/cut_proxy.hpp) still gets the key by the holder's expiry; free keys, past
 // deadlines and bad arguments return at once. Every holder's TTL (5 s) is far above the bound a
-// wake-up is held to (500 ms), so a waiter that slept to an expiry, or backed off, fails. ~14 s.
+// wake-up is held to (500 ms), so a waiter that slept to an expiry, or backed off, fails. ~14 s;
+// the first case, tagged [concurrency], also runs under TSan.
 #include <catch2/catch.hpp>
 
 #include <atomic>
@@ -79,7 +80,7 @@ int port_of(const etcd_options& o) {
 }  // namespace
 
 TEST_CASE("etcd_store wait_for_release_rw: a waiting writer wakes at the last reader's release",
-          "[etcd][read_write][wait]") {
+          "[etcd][read_write][wait][concurrency]") {
   std::optional<etcd_options> o = shared();
   if (!o) return;
   etcd_store holders(*o);
