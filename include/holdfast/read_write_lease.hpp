@@ -38,10 +38,10 @@
 // at most one TTL. Readers already holding keep renewing: a reader that never lets go delays the
 // writer, as a writer that never lets go delays readers.
 //
-// Waiting. On a store with wait_for_release_rw (Redis, PostgreSQL), acquire_read() and
+// Waiting. On a store with wait_for_release_rw (Redis, PostgreSQL, etcd), acquire_read() and
 // acquire_write() sleep in the store between asks, woken by any read-write release of the key or
 // at the expiry of what keeps their mode out (a writer waits at most half its intent's time
-// left); on the others (memory_store, etcd_store) they back off (acquire_options::backoff).
+// left); on the others (memory_store) they back off (acquire_options::backoff).
 //
 // No upgrade in place. A reader asking to write is busy (RW3). Two readers that may each upgrade
 // either wait for each other forever (each waits for the other reader to leave) or, if the store

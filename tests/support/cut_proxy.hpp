@@ -55,12 +55,18 @@ class cut_proxy {
   void arm(std::size_t min_bytes) { armed_ = min_bytes; }
   /// How many replies were lost so far.
   [[nodiscard]] int cuts() const { return cuts_.load(); }
+  /// From now on drops what the server sends on the newest connection (its client's side stays
+  /// open and hears nothing: a stream whose notifications are lost without the stream ending).
+  void mute_newest() { mute_ = true; }
+  /// Closes every connection open now, both sides (a dropped stream).
+  void cut_all() { cut_all_ = true; }
 
  private:
   struct pair {
     int client = -1;
     int server = -1;
     std::chrono::steady_clock::time_point close_server_at{};  // set once cut
+    bool muted = false;                                       // the server's data dropped
   };
 
   int connect_server() const {
@@ -99,6 +105,10 @@ class cut_proxy {
       }
       ::poll(fds.data(), fds.size(), 20);
       const auto now = std::chrono::steady_clock::now();
+      if (mute_.exchange(false) && !pairs_.empty()) pairs_.back().muted = true;
+      if (cut_all_.exchange(false)) {
+        for (pair& p : pairs_) close_pair(p);
+      }
       for (std::size_t i = 0; i < pairs_.size(); ++i) {
         pair& p = pairs_[i];
         const pollfd& c = fds[1 + 2 * i];
@@ -123,7 +133,9 @@ class cut_proxy {
           p.close_server_at = now + std::chrono::milliseconds(200);
           continue;
         }
-        if (s.revents != 0 && !pump(p.server, p.client)) close_pair(p);
+        if (p.client >= 0 && s.revents != 0 && !pump(p.server, p.muted ? -1 : p.client)) {
+          close_pair(p);
+        }
       }
       std::vector<pair> live;
       for (const pair& p : pairs_) {
@@ -153,6 +165,8 @@ class cut_proxy {
   std::vector<pair> pairs_;  // the proxy thread's only
   std::atomic<std::size_t> armed_{0};
   std::atomic<int> cuts_{0};
+  std::atomic<bool> mute_{false};
+  std::atomic<bool> cut_all_{false};
   std::atomic<bool> stop_{false};
   std::thread thread_;
 };

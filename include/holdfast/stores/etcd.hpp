@@ -83,6 +83,8 @@
 // (/v3/watch, a connection of its own) the deletion of the entry ahead, or of the key once first.
 // A release or an expiry wakes the first waiter only; its grant deletes its entry, waking the
 // next. Notifications are hints: a lost stream re-reads; the holder's time left bounds a sleep.
+// A blocked read-write ask (wait_for_release_rw, detail/etcd_rw_wait.hpp) watches the key's
+// rw/ range for the deletion of what keeps its mode out, bounded likewise.
 //
 // Never an implicit lease: every grant has its own lease with the caller's TTL (etcd's own lock
 // service once made a 60 s lease for callers that passed none: locks vanished unrenewed).
@@ -100,7 +102,8 @@
 // (etcd_options, etcd_max_token) and etcd_fence.hpp (etcd_fence, etcd_write). Internals:
 // detail/etcd_link.hpp (transport, failover, auth, errors), detail/etcd_json.hpp (answers),
 // detail/etcd_encoding.hpp (base64, SHA-256, key names), detail/etcd_calls.hpp (requests),
-// detail/etcd_{watch,queue}.hpp (waiting), detail/etcd_{multi,rw}.hpp (multi-key, read-write).
+// detail/etcd_{watch,queue,rw_wait}.hpp (waiting), detail/etcd_{multi,rw}.hpp (multi-key,
+// read-write).
 #ifndef HOLDFAST_STORES_ETCD_HPP
 #define HOLDFAST_STORES_ETCD_HPP
 
@@ -140,7 +143,8 @@ HOLDFAST_ABI_NAMESPACE_BEGIN
 
 /// A LeaseStore in etcd, over its v3 JSON gateway (see the file overview for the requests, the
 /// TTL rounding, durability, restores and failure behaviour). Models LeaseStore with inspect(),
-/// raise_token_floor(), wait_for_release(), watch_release() and read-write grants (etcd_rw.hpp).
+/// raise_token_floor(), wait_for_release(), watch_release() and read-write grants with their
+/// wait (etcd_rw.hpp: try_acquire_rw, renew_rw, release_rw, wait_for_release_rw).
 ///
 /// Tokens are etcd revisions: every new grant of any key carries a token greater than every
 /// token etcd issued before (until a snapshot restore rewinds them), in 1 .. 2^63-1.

@@ -59,8 +59,8 @@
 // ask wins. Any exclusive grant deletes the intent in its transaction (and then revokes the
 // intent's lease: nothing keyless is left). One intent per key: a second writer is busy without
 // one. A writer that vanishes keeps new readers out for at most the TTL it asked (etcd's
-// rounding up to whole seconds, at least 2 s, included). Nothing wakes a waiter:
-// read_write_lease backs off.
+// rounding up to whole seconds, at least 2 s, included). A waiter watches the range for the
+// deletion of what keeps it out (wait_for_release_rw, detail/etcd_rw_wait.hpp).
 //
 // Lost replies: every lease an ask granted and nobody was told of is revoked at once (with the
 // key or intent a lost transaction may have put), or at the store's next attempt
@@ -80,7 +80,9 @@
 #include <string_view>
 #include <system_error>
 #include <utility>
+#include <vector>
 
+#include "holdfast/cancel.hpp"
 #include "holdfast/detail/config.hpp"
 #include "holdfast/error.hpp"
 #include "holdfast/fencing_token.hpp"
@@ -90,6 +92,7 @@
 #include "holdfast/stores/detail/etcd_encoding.hpp"
 #include "holdfast/stores/detail/etcd_json.hpp"
 #include "holdfast/stores/detail/etcd_link.hpp"
+#include "holdfast/stores/detail/etcd_rw_wait.hpp"
 #include "holdfast/stores/etcd_options.hpp"
 
 namespace holdfast {
@@ -110,6 +113,7 @@ struct etcd_rw_seen {
   std::optional<etcd_rw_kv> intent;
   std::optional<etcd_rw_kv> mine;  // the asking owner's reader key
   std::size_t readers = 0;
+  std::vector<std::int64_t> reader_leases;  // of the first four readers (a wait's bound)
 };
 
 /// The verdict on an ask (memory_store's table): a new grant, the owner's live grant again, an
@@ -183,6 +187,7 @@ inline bool etcd_rw_read(const nlohmann::json& range, std::int64_t revision, con
     } else if (k.size() == n.reader.size() &&
                k.compare(0, n.prefix.size() + 2, n.reader, 0, n.prefix.size() + 2) == 0) {
       ++out.readers;
+      if (out.reader_leases.size() < 4) out.reader_leases.push_back(x.lease);
       if (k == n.reader) {
         if (x.value != owner) return false;  // a reader key names its owner's hash
         out.mine = std::move(x);
@@ -339,6 +344,38 @@ class etcd_rw {
     return {};
   }
 
+  /// Blocks until `key`'s read-write lock may be free for `mode`, without polling (store.hpp's
+  /// wait_for_release_rw; read_write_view offers it as wait_for_release, so acquire_read() and
+  /// acquire_write() use it): reads the key's range (a writer or an intent keeps readers out; a
+  /// writer or a reader keeps writers out) and watches it (/v3/watch, a connection of its own)
+  /// from the revision after that read, for the deletion of a grant or the intent (a release or
+  /// an expiry). Returns when one was deleted and nothing keeps `mode` out any more, when a
+  /// blocking grant can have expired (the greatest lease/timetolive of up to four of them; an
+  /// exclusive waiter at the latest after half the intent's time left, so its next ask renews
+  /// it), at `deadline`, or when `cancel` is stopped; at once if nothing keeps `mode` out or
+  /// `deadline` has passed. A dropped stream or a compacted revision reads the range again: a
+  /// lost notification costs latency, never a sleep past the blocking grants' expiry
+  /// (detail/etcd_rw_wait.hpp). Thread-safety: as wait_for_release (any number of waiters, each
+  /// on its own watch; the store's connection is held for the reads, never while asleep).
+  /// \returns success (woken for any reason above); errc::cancelled once `cancel` was stopped;
+  ///   errc::invalid_argument for an empty key or a bad mode; store_unavailable, timeout,
+  ///   protocol_error if a read fails or the watch is refused (the caller backs off).
+  result<void> wait_for_release_rw(std::string_view key, lease_mode mode,
+                                   const std::chrono::steady_clock::time_point& deadline,
+                                   const cancel_token& cancel = {}) {
+    if (key.empty()) return errc::invalid_argument;
+    if (std::error_code ec = check_lease_mode(mode)) return ec;
+    etcd_rw_names n;  // the wait's own: names_ is guarded by the lock the wait lets go of
+    n.set(link().options().key_prefix, key, {});
+    const bool ex = mode == lease_mode::exclusive;
+    std::optional<etcd_rw_blockers> first;  // this thread's busy answer
+    {
+      auto guard = link().lock();
+      first = sightings_.take(n.prefix, ex);
+    }
+    return etcd_rw_wait(link(), n, ex, deadline, cancel, std::move(first));
+  }
+
  protected:
   etcd_rw() = default;
   ~etcd_rw() = default;
@@ -372,8 +409,8 @@ class etcd_rw {
       const std::optional<std::int64_t> rev = etcd_revision(*r);
       if (!json_bool(*r, "succeeded", succeeded) || !rev) return bad_shape(id);
       if (succeeded) {
-        if (old != 0) give_back(old);  // replaced, or deleted with the grant: keyless now
-        if (intent) return errc::busy;
+        if (old != 0) give_back(old);           // replaced, or deleted with the grant: keyless now
+        if (intent) return busy(seen, ex, id);  // the read was before our intent
         remember(names_.grant_key(ex), owner, *rev, id);
         return grant{fencing_token(static_cast<std::uint64_t>(*rev)),
                      etcd_ttl_capped(applied_s, ttl)};
@@ -384,12 +421,29 @@ class etcd_rw {
       }
       const std::optional<etcd_rw_kv>& held = ex ? seen.writer : seen.mine;
       if (held && held->lease == id) return ours(owner, ttl, ex, *held, applied_s);
-      if (seen.intent && seen.intent->lease == id) return errc::busy;  // our intent, repeated
+      if (seen.intent && seen.intent->lease == id) return busy(seen, ex);  // our intent, again
       act = etcd_rw_judge(seen, owner, ex);
       if (act == etcd_rw_act::again) return again(owner, ttl, ex, *held, id);
       if (act == etcd_rw_act::busy) break;
     }
     give_back(id);
+    return busy(seen, ex);
+  }
+
+  // [locked] Busy, after the read `s`: notes what keeps mode `ex` out, for this thread's wait
+  // (with `intent`, the lease of the intent this ask put since that read).
+  std::error_code busy(const etcd_rw_seen& s, bool ex, std::int64_t intent = 0) {
+    if (s.revision <= 0) return errc::busy;
+    etcd_rw_blockers b;
+    b.revision = s.revision;
+    if (s.writer) b.leases.push_back(s.writer->lease);
+    if (ex) {
+      b.leases.insert(b.leases.end(), s.reader_leases.begin(), s.reader_leases.end());
+      b.intent_lease = intent != 0 ? intent : s.intent ? s.intent->lease : 0;
+    } else if (s.intent) {
+      b.leases.push_back(s.intent->lease);
+    }
+    sightings_.note(names_.prefix, ex, std::move(b));
     return errc::busy;
   }
 
@@ -435,9 +489,10 @@ class etcd_rw {
     remembered_.put(link().options().remembered_grants, k, owner, token, lease);
   }
 
-  etcd_rw_names names_;         // the current call's names; guarded by the link's lock
-  etcd_remembered remembered_;  // grant key -> owner, token, lease; guarded likewise
-  std::string body_;            // scratch, guarded likewise
+  etcd_rw_names names_;          // the current call's names; guarded by the link's lock
+  etcd_remembered remembered_;   // grant key -> owner, token, lease; guarded likewise
+  etcd_rw_sightings sightings_;  // each thread's last busy answer; guarded likewise
+  std::string body_;             // scratch, guarded likewise
 };
 
 }  // namespace detail

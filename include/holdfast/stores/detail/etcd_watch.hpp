@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: MIT
-// holdfast/stores/detail/etcd_watch.hpp - etcd_watch: one watch of one key over the v3 JSON
-// gateway's /v3/watch stream, for etcd_store's wait_for_release and watch_release; and
+// holdfast/stores/detail/etcd_watch.hpp - etcd_watch: one watch of one key (or one range: a
+// read-write key's grants, etcd_rw_wait.hpp) over the v3 JSON gateway's /v3/watch stream, for
+// etcd_store's wait_for_release, watch_release and wait_for_release_rw; and
 // etcd_sightings, each thread's last busy answer (the revision it saw, the holder's lease), which
 // a wait starts from. Not for users (stores/etcd.hpp is the public header).
 //
@@ -99,11 +100,13 @@ class etcd_watch {
   etcd_watch& operator=(const etcd_watch&) = delete;
   ~etcd_watch() { close(); }
 
-  /// Starts the watch of `key` (raw etcd key bytes) for deletions from `from_revision` on, on
-  /// `endpoint`, sending `auth_token` if not empty. Connects without blocking; wait() drives it.
-  /// Returns false (with why()) if libcurl cannot be set up.
+  /// Starts the watch of `key` (raw etcd key bytes; with `range_end`, every key in [key,
+  /// range_end)) for deletions from `from_revision` on, on `endpoint`, sending `auth_token` if not
+  /// empty. Connects without blocking; wait() drives it. Returns false (with why()) if libcurl
+  /// cannot be set up.
   bool open(const etcd_options& o, const std::string& endpoint, const std::string& auth_token,
-            const std::string& key, std::int64_t from_revision) {
+            const std::string& key, std::int64_t from_revision,
+            const std::string* range_end = nullptr) {
     close();
     if (!curl_ready()) return failed("etcd: curl_global_init failed");
     easy_.reset(curl_easy_init());
@@ -113,6 +116,10 @@ class etcd_watch {
     }
     body_.assign(R"({"create_request":{"key":")");
     base64_append(key, body_);
+    if (range_end != nullptr) {
+      body_ += R"(","range_end":")";
+      base64_append(*range_end, body_);
+    }
     body_ +=
         R"(","start_revision":")" + std::to_string(from_revision) + R"(","filters":["NOPUT"]}})";
     url_ = endpoint + o.api_path + "/watch";
