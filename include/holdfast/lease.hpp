@@ -336,7 +336,8 @@ class lease {
   template <class S, class C>
   friend result<lease<S, C>> detail::acquire_once(S&, std::string_view, std::chrono::milliseconds,
                                                   const acquire_options<C>&, const std::string&,
-                                                  bool, bool*);
+                                                  bool, bool*,
+                                                  const std::chrono::steady_clock::time_point*);
   friend struct detail::lease_access;
 
   lease(Store& store, Clock clock, std::string key, std::string owner, grant g,

@@ -26,6 +26,7 @@
 #include "holdfast/observer.hpp"
 #include "holdfast/result.hpp"
 #include "holdfast/store.hpp"
+#include "holdfast/store_deadline.hpp"
 #include "holdfast/stores/detail/give_back.hpp"
 
 namespace holdfast {
@@ -57,20 +58,35 @@ void note_failure(const Store& store, const acquire_options<Clock>& opts, std::e
   opts.report->last_store_message = note != nullptr ? note : ec.message();
 }
 
-template <class Store, class Clock>
-result<lease<Store, Clock>> acquire_once(Store& store, std::string_view key,
-                                         std::chrono::milliseconds ttl,
-                                         const acquire_options<Clock>& opts,
-                                         const std::string& owner, bool queue_if_busy = false,
-                                         bool* unsure = nullptr) {
-  const typename Clock::time_point start = opts.clock.now();  // before the request leaves
-  result<grant> g = [&] {
-    if constexpr (has_try_acquire_queued_v<Store>) {
-      if (queue_if_busy) return store.try_acquire_queued(key, owner, ttl);
+// One store call for acquire_once: queued (try_acquire_queued) or not, bounded by `deadline`
+// (if given) where the store offers the deadline capability (store_deadline.hpp).
+template <class Store>
+result<grant> ask_store(Store& store, std::string_view key, std::string_view owner,
+                        std::chrono::milliseconds ttl, bool queue_if_busy,
+                        const std::chrono::steady_clock::time_point* deadline) {
+  if constexpr (has_try_acquire_queued_v<Store>) {
+    if (queue_if_busy) {
+      if constexpr (has_try_acquire_queued_until_v<Store>) {
+        if (deadline != nullptr) {
+          return store.try_acquire_queued_until(
+              key, owner, ttl, store_call_deadline(std::chrono::steady_clock::now(), *deadline));
+        }
+      }
+      return store.try_acquire_queued(key, owner, ttl);
     }
-    (void)queue_if_busy;
-    return store.try_acquire(key, owner, ttl);
-  }();
+  }
+  (void)queue_if_busy;
+  if (deadline != nullptr) return store_try_acquire_until(store, key, owner, ttl, *deadline);
+  return store.try_acquire(key, owner, ttl);
+}
+
+template <class Store, class Clock>
+result<lease<Store, Clock>> acquire_once(
+    Store& store, std::string_view key, std::chrono::milliseconds ttl,
+    const acquire_options<Clock>& opts, const std::string& owner, bool queue_if_busy = false,
+    bool* unsure = nullptr, const std::chrono::steady_clock::time_point* deadline = nullptr) {
+  const typename Clock::time_point start = opts.clock.now();  // before the request leaves
+  result<grant> g = ask_store(store, key, owner, ttl, queue_if_busy, deadline);
   if (opts.report != nullptr) ++opts.report->attempts;
   if (!g) {
     // The store's error may hide a grant (a lost reply): the caller should go back for it.
@@ -123,16 +139,17 @@ lease_event outcome_event(lease_event_kind kind, std::string_view key, std::stri
 // acquire_once() told to opts.observer as an acquire_attempt (attempt `n`, 1-based). Only an
 // observed attempt reads the clock around the store call.
 template <class Store, class Clock>
-result<lease<Store, Clock>> attempt(Store& store, std::string_view key,
-                                    std::chrono::milliseconds ttl,
-                                    const acquire_options<Clock>& opts, const std::string& owner,
-                                    std::uint32_t n, bool queue_if_busy = false,
-                                    bool* unsure = nullptr) {
+result<lease<Store, Clock>> attempt(
+    Store& store, std::string_view key, std::chrono::milliseconds ttl,
+    const acquire_options<Clock>& opts, const std::string& owner, std::uint32_t n,
+    bool queue_if_busy = false, bool* unsure = nullptr,
+    const std::chrono::steady_clock::time_point* deadline = nullptr) {
   if (opts.observer == nullptr) {
-    return acquire_once(store, key, ttl, opts, owner, queue_if_busy, unsure);
+    return acquire_once(store, key, ttl, opts, owner, queue_if_busy, unsure, deadline);
   }
   const typename Clock::time_point t0 = opts.clock.now();
-  result<lease<Store, Clock>> l = acquire_once(store, key, ttl, opts, owner, queue_if_busy, unsure);
+  result<lease<Store, Clock>> l =
+      acquire_once(store, key, ttl, opts, owner, queue_if_busy, unsure, deadline);
   lease_event e = outcome_event(lease_event_kind::acquire_attempt, key, owner, l);
   e.store_latency = elapsed_ns(t0, opts.clock.now());
   e.attempt = n;
@@ -273,9 +290,13 @@ class forward_budget {
 
   forward_budget(duration budget, time_point start) : budget_(budget), last_(start) {}
   // Whether budget is left at `t` (forward clock time only); changes nothing.
-  [[nodiscard]] bool left_at(time_point t) const {
-    if (!(last_ < t)) return spent_ < budget_;
-    return saturating_sub(t, last_) < budget_ - spent_;
+  [[nodiscard]] bool left_at(time_point t) const { return remaining_at(t) > duration::zero(); }
+  // The budget left at `t` (forward clock time only; zero once spent); changes nothing.
+  [[nodiscard]] duration remaining_at(time_point t) const {
+    const duration left = budget_ - spent_;
+    if (!(last_ < t)) return left;
+    const duration step = saturating_sub(t, last_);
+    return step < left ? left - step : duration::zero();
   }
   // Counts the forward movement up to `now` and returns the budget left (zero once spent).
   duration advance(time_point now) {
@@ -293,17 +314,26 @@ class forward_budget {
   time_point last_;
 };
 
-// One attempt of acquire()'s loop, the `made`-th, reported to the observer when Observed.
+// The instant on steady_clock at which `left` of a budget counted on Clock runs out: now + left
+// (a budget on another clock, a manual one included, taken as a duration from now).
+template <class Clock>
+std::chrono::steady_clock::time_point steady_deadline(typename Clock::duration left) {
+  return saturating_add(std::chrono::steady_clock::now(), left);
+}
+
+// One attempt of acquire()'s loop, the `made`-th, reported to the observer when Observed; the
+// store call bounded by `deadline` where the store can (store_deadline.hpp).
 template <bool Observed, class Store, class Clock>
 result<lease<Store, Clock>> loop_attempt(Store& store, std::string_view key,
                                          const acquire_request& req,
                                          const acquire_options<Clock>& opts, std::uint32_t made,
-                                         bool queue, bool* unsure) {
+                                         bool queue, bool* unsure,
+                                         std::chrono::steady_clock::time_point deadline) {
   if constexpr (Observed) {
-    return attempt(store, key, req.ttl, opts, req.owner, made, queue, unsure);
+    return attempt(store, key, req.ttl, opts, req.owner, made, queue, unsure, &deadline);
   } else {
     (void)made;
-    return acquire_once(store, key, req.ttl, opts, req.owner, queue, unsure);
+    return acquire_once(store, key, req.ttl, opts, req.owner, queue, unsure, &deadline);
   }
 }
 
@@ -359,11 +389,14 @@ result<lease<Store, Clock>> acquire_retrying(Store& store, std::string_view key,
     // Where the store can, an attempt that finds the key busy also joins its wait queue, so the
     // wait below costs no request of its own. Not before a backoff round (one in eight, below).
     // The last attempt (deadline reached, attempts used up) queues nothing: nobody would wait.
+    const clock_duration remaining = budget.remaining_at(clock.now());
     const bool queue = can_wait_for_release_v<Store, Clock> && has_try_acquire_queued_v<Store> &&
                        (fruitless_waits + 1) % 8 != 0 && !delays.exhausted(made) &&
-                       budget.left_at(clock.now());
+                       remaining > clock_duration::zero();
     bool unsure = false;  // the attempt's error may hide a grant (a lost reply)
-    result_type l = loop_attempt<Observed>(store, key, *req, opts, made, queue, &unsure);
+    // The store call ends by the budget's end (at least store_call_floor), where the store can.
+    result_type l = loop_attempt<Observed>(store, key, *req, opts, made, queue, &unsure,
+                                           steady_deadline<Clock>(remaining));
     // A place an earlier attempt took unheard (its reply lost) is left too, once an attempt that
     // did not queue gets the key: else the next release hands off to nobody (O2).
     if (l) leave_place(store, key, in_queue);
