@@ -161,7 +161,7 @@ class redis_store : public detail::link_client<detail::redis_link>,
   result<grant> try_acquire_until(std::string_view key, std::string_view owner,
                                   std::chrono::milliseconds ttl,
                                   const std::chrono::steady_clock::time_point& deadline) {
-    const detail::redis_call_bound bound(deadline);
+    const detail::call_bound bound(deadline);
     return try_acquire(key, owner, ttl);
   }
 
@@ -391,7 +391,7 @@ class redis_store : public detail::link_client<detail::redis_link>,
   result<grant> try_acquire_queued_until(std::string_view key, std::string_view owner,
                                          std::chrono::milliseconds ttl,
                                          const std::chrono::steady_clock::time_point& deadline) {
-    const detail::redis_call_bound bound(deadline);
+    const detail::call_bound bound(deadline);
     return try_acquire_queued(key, owner, ttl);
   }
 

@@ -141,7 +141,7 @@ class redis_connection {
   /// connection: the number of replicas that acknowledged every write of this connection so far.
   result<long long> wait_for_replicas() {
     const std::string n = std::to_string(opts_.wait_replicas);
-    std::optional<redis_call_bound> reply_by;  // under a deadline: the socket outlasts WAIT
+    std::optional<call_bound> reply_by;  // under a deadline: the socket outlasts WAIT
     const std::string t = std::to_string(redis_wait_timeout(opts_.wait_timeout, reply_by).count());
     result<redis_reply_ptr> r = command({"WAIT", n, t});
     if (!r) return r.error();
@@ -300,7 +300,7 @@ class redis_connection {
   // also bounds the setup round trip (commands after it get command_timeout).
   std::error_code open(context_ptr& c, const std::string& host, int port,
                        const std::string& unix_socket) {
-    const struct timeval ctv = to_timeval(redis_capped(opts_.connect_timeout));
+    const struct timeval ctv = to_timeval(capped_by_call(opts_.connect_timeout));
     c.reset(unix_socket.empty() ? redisConnectWithTimeout(host.c_str(), port, ctv)
                                 : redisConnectUnixWithTimeout(unix_socket.c_str(), ctv));
     if (!c) return fail(errc::store_unavailable, "redis: cannot allocate a connection context");

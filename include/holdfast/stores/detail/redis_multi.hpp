@@ -68,7 +68,7 @@ inline std::error_code check_redis_multi(const redis_multi_request& q, const cha
 }
 
 /// [link locked] With wait_replicas > 0, after an acquire or renew that granted: WAITs for the
-/// replicas (by the call's deadline at the latest: redis_capped). A grant fewer of them
+/// replicas (by the call's deadline at the latest: capped_by_call). A grant fewer of them
 /// acknowledged in time is not reported: acquired ones (the `count` keys of `keys`, their tokens
 /// in `granted`) are given back (released, each bounded by store_call_floor past a deadline that
 /// WAIT used up), a renewed one keeps the validity of its last acknowledged grant on the holder's
@@ -86,10 +86,7 @@ inline std::error_code redis_acknowledge(redis_link& link, redis_requests& rq,
   if (why.empty()) return {};
   const redis_options& o = link.options();
   // WAIT may have used a call's deadline up: the releases get store_call_floor of their own.
-  std::optional<redis_call_bound> bound;
-  if (redis_call_until() != std::chrono::steady_clock::time_point::max()) {
-    bound.emplace(std::chrono::steady_clock::now() + store_call_floor);
-  }
+  const call_floor own_time;
   std::string failed;
   for (std::size_t i = 0; acquired && i < count; ++i) {
     const store_request back{store_op::release, keys[i], owner, granted[i].token, {}, {}};

@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: MIT
 // holdfast/stores/detail/redis_setup.hpp - what redis_connection's connect handshake needs
 // besides the connection: the hiredis context's deleter, timeouts as timevals (capped by the
-// deadline of the call running on the thread: redis_call_bound), and the code and text of a failed
+// deadline of the call running on the thread: call_bound), and the code and text of a failed
 // setup command (AUTH, SELECT, CLIENT SETNAME, SCRIPT LOAD), naming the option it comes from.
 // Part of stores/redis.hpp; not for users.
 #ifndef HOLDFAST_STORES_DETAIL_REDIS_SETUP_HPP
@@ -19,6 +19,7 @@
 #include "holdfast/detail/config.hpp"
 #include "holdfast/error.hpp"
 #include "holdfast/store_deadline.hpp"
+#include "holdfast/stores/detail/call_bound.hpp"
 #include "holdfast/stores/detail/redis_resp.hpp"
 #include "holdfast/stores/redis_options.hpp"
 
@@ -26,51 +27,14 @@ namespace holdfast {
 HOLDFAST_ABI_NAMESPACE_BEGIN
 namespace detail {
 
-/// The deadline of the blocking store call running on this thread (time_point::max(): none).
-/// Thread-local: a call runs on its caller's thread, under the connection's lock, so it reaches
-/// the connection without a parameter through every layer, and other threads' calls on the same
-/// store keep their own.
-inline std::chrono::steady_clock::time_point& redis_call_until() noexcept {
-  static thread_local std::chrono::steady_clock::time_point until =
-      std::chrono::steady_clock::time_point::max();
-  return until;
-}
-
-/// Bounds the calls this thread makes in a scope by `until` (redis_store::try_acquire_until;
-/// store_deadline.hpp, D1): redis_capped() caps WAIT's timeout, the socket's and connect's by it.
-class redis_call_bound {
- public:
-  explicit redis_call_bound(std::chrono::steady_clock::time_point until) noexcept
-      : saved_(redis_call_until()) {
-    redis_call_until() = until;
-  }
-  ~redis_call_bound() { redis_call_until() = saved_; }
-  redis_call_bound(const redis_call_bound&) = delete;
-  redis_call_bound& operator=(const redis_call_bound&) = delete;
-
- private:
-  std::chrono::steady_clock::time_point saved_;
-};
-
-/// `limit` (ms), capped by the time left until redis_call_until(), rounded up to whole ms and at
-/// least 1 ms (WAIT 0 and a zero socket timeout would mean "wait forever").
-inline std::chrono::milliseconds redis_capped(std::chrono::milliseconds limit) noexcept {
-  const std::chrono::steady_clock::time_point until = redis_call_until();
-  if (until == std::chrono::steady_clock::time_point::max()) return limit;
-  const std::chrono::steady_clock::time_point now = std::chrono::steady_clock::now();
-  if (!(now < until)) return std::chrono::milliseconds(1);
-  const auto left = std::chrono::ceil<std::chrono::milliseconds>(until - now);
-  return left < limit ? left : limit;
-}
-
-/// WAIT's timeout (ms) for `wait_timeout` under a call's deadline: capped by it (redis_capped);
+/// WAIT's timeout (ms) for `wait_timeout` under a call's deadline: capped by it (capped_by_call);
 /// `reply_by` is then set so that the socket waits store_call_floor longer than WAIT does for its
 /// answer (the answer comes when WAIT's own timeout ends). Without a deadline, `wait_timeout`
 /// and the socket's command_timeout as they are.
 inline std::chrono::milliseconds redis_wait_timeout(std::chrono::milliseconds wait_timeout,
-                                                    std::optional<redis_call_bound>& reply_by) {
-  if (redis_call_until() == std::chrono::steady_clock::time_point::max()) return wait_timeout;
-  const std::chrono::milliseconds wait = redis_capped(wait_timeout);
+                                                    std::optional<call_bound>& reply_by) {
+  if (call_until() == std::chrono::steady_clock::time_point::max()) return wait_timeout;
+  const std::chrono::milliseconds wait = capped_by_call(wait_timeout);
   reply_by.emplace(std::chrono::steady_clock::now() + wait + store_call_floor);
   return wait;
 }
@@ -86,7 +50,7 @@ inline struct timeval to_timeval(std::chrono::milliseconds ms) noexcept {
   return tv;
 }
 
-/// Under a call's deadline (redis_call_bound), caps the socket timeouts of `ctx` by it for one
+/// Under a call's deadline (call_bound), caps the socket timeouts of `ctx` by it for one
 /// command, and puts `command_timeout` back after (if the context is still there: a timeout drops
 /// it, as any transport failure does).
 class redis_socket_bound {
@@ -94,7 +58,7 @@ class redis_socket_bound {
   redis_socket_bound(const std::unique_ptr<redisContext, redis_context_deleter>& ctx,
                      std::chrono::milliseconds command_timeout)
       : ctx_(ctx), command_timeout_(command_timeout) {
-    const std::chrono::milliseconds bound = redis_capped(command_timeout);
+    const std::chrono::milliseconds bound = capped_by_call(command_timeout);
     capped_ = ctx_ && bound < command_timeout;
     if (capped_) (void)redisSetTimeout(ctx_.get(), to_timeval(bound));
   }
