@@ -34,11 +34,18 @@
 // script and then WAITs for replicas. An etcd or ZooKeeper request that timed out may still be
 // applied by the leader. Only the store sees the answer that arrives late.
 //
-// Stores that offer it: postgres_store (the client deadline cancels the statement through a
-// second session, reads the outcome and releases a grant it made: detail/postgres_deadline.hpp)
-// and redis_store (WAIT's timeout and the socket's capped by the deadline). A store without it
-// keeps today's behaviour: each call is bounded by the store's own command timeout only, and a
-// blocking call may overrun its deadline by that much.
+// Stores that offer it: postgres_store (the statement still running at the deadline is
+// cancelled through a second session, its outcome read and a grant it made released: D2 at
+// pg_settle_bound, detail/postgres_link.hpp), redis_store (WAIT's timeout, the socket's and
+// connect's capped by the deadline; a grant WAIT found short is released) and etcd_store
+// (libcurl's timeouts capped; the lease of a grant that may have applied is revoked): the last
+// two through detail/call_bound.hpp. Not offered: zookeeper_store (the synchronous C client has no
+// per-call timeout: a call ends when the client declares the connection lost, within
+// session_timeout; its lost-reply give-back is its own) and quorum_store (each round is already
+// bounded by its per-member wait, member_timeout, 50 ms by default, and grants arriving after it
+// are given back by the quorum: quorum.hpp). A store without it keeps today's behaviour: each
+// call is bounded by the store's own timeout only, and a blocking call may overrun its deadline
+// by that much.
 //
 // acquire() (lease/detail/acquire.hpp) calls store_try_acquire_until() with the instant its budget
 // ends on steady_clock (a budget counted on another clock is converted as a duration from now),

@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "holdfast/lease.hpp"
+#include "holdfast/semaphore.hpp"
 #include "holdfast/store_deadline.hpp"
 #include "holdfast/stores/memory.hpp"
 
@@ -127,6 +128,25 @@ TEST_CASE("store_deadline: the give-back after a doubtful last answer is bounded
   auto rec = s.inner.inspect("k");
   REQUIRE(rec);
   CHECK_FALSE(rec->has_value());
+}
+
+// Expected: semaphore::acquire() with a 3 s budget over two busy slots hands every slot's call the
+// budget left (the first ~3 s, never more); plain try_acquire is never called.
+TEST_CASE("store_deadline: semaphore::acquire() bounds every slot's call by its deadline",
+          "[store_deadline]") {
+  deadline_store s;
+  holdfast::self_advancing_clock clock;
+  holdfast::semaphore_options<holdfast::self_advancing_clock> so;
+  so.acquire.clock = clock;
+  so.renew = false;
+  holdfast::semaphore<deadline_store, holdfast::self_advancing_clock> pool(s, "pool", 2, 10s, so);
+  auto p = pool.acquire(3s);
+  REQUIRE_FALSE(p);
+  CHECK(p.error() == errc::timeout);
+  REQUIRE(s.given.size() >= 2);
+  CHECK(s.plain == 0);
+  CHECK(near(s.given.front(), 3s));
+  for (const auto& d : s.given) CHECK(d <= s.given.front());
 }
 
 // Expected: a store without the capability is asked with plain try_acquire, as before.

@@ -160,19 +160,19 @@ result<lease<Store, Clock>> attempt(
 // One try as try_acquire() makes it: an attempt, and when its error may hide a grant (a lost
 // reply), one more with the same owner, which returns that very grant (store.hpp, T1) instead of
 // leaving it held, unheard, for its TTL. `unsure` (if given) tells whether the last answer may
-// still hide one. Attempts are numbered from `n` for an observer.
+// still hide one. Attempts are numbered from `n` for an observer. `deadline` (if given) bounds
+// each store call where the store can (store_deadline.hpp).
 template <class Store, class Clock>
-result<lease<Store, Clock>> attempt_asking_again(Store& store, std::string_view key,
-                                                 std::chrono::milliseconds ttl,
-                                                 const acquire_options<Clock>& opts,
-                                                 const std::string& owner, std::uint32_t n,
-                                                 bool* unsure = nullptr,
-                                                 std::uint32_t* attempts = nullptr) {
+result<lease<Store, Clock>> attempt_asking_again(
+    Store& store, std::string_view key, std::chrono::milliseconds ttl,
+    const acquire_options<Clock>& opts, const std::string& owner, std::uint32_t n,
+    bool* unsure = nullptr, std::uint32_t* attempts = nullptr,
+    const std::chrono::steady_clock::time_point* deadline = nullptr) {
   bool maybe = false;
-  result<lease<Store, Clock>> l = attempt(store, key, ttl, opts, owner, n, false, &maybe);
+  result<lease<Store, Clock>> l = attempt(store, key, ttl, opts, owner, n, false, &maybe, deadline);
   std::uint32_t made = 1;
   if (maybe) {
-    l = attempt(store, key, ttl, opts, owner, n + 1, false, &maybe);
+    l = attempt(store, key, ttl, opts, owner, n + 1, false, &maybe, deadline);
     ++made;
   }
   if (unsure != nullptr) *unsure = maybe;
@@ -337,6 +337,17 @@ result<lease<Store, Clock>> loop_attempt(Store& store, std::string_view key,
   }
 }
 
+// Whether acquire()'s next attempt also joins the store's wait queue where the store can, so that
+// the wait after a busy answer costs no request of its own: not before a backoff round (one in
+// eight), and not for the last attempt (deadline reached, attempts used up): nobody would wait.
+template <class Store, class Clock>
+bool queue_attempt(std::uint32_t fruitless_waits, const backoff& delays, std::uint32_t made,
+                   typename Clock::duration remaining) {
+  return can_wait_for_release_v<Store, Clock> && has_try_acquire_queued_v<Store> &&
+         (fruitless_waits + 1) % 8 != 0 && !delays.exhausted(made) &&
+         remaining > Clock::duration::zero();
+}
+
 // Takes out the place an attempt took in `store`'s wait queue (`in_queue`), where the store can.
 template <class Store>
 void leave_place(Store& store, std::string_view key, bool in_queue) {
@@ -386,13 +397,8 @@ result<lease<Store, Clock>> acquire_retrying(Store& store, std::string_view key,
   };
   for (;; ++made) {
     if (cancel.stop_requested()) return leave(errc::cancelled);
-    // Where the store can, an attempt that finds the key busy also joins its wait queue, so the
-    // wait below costs no request of its own. Not before a backoff round (one in eight, below).
-    // The last attempt (deadline reached, attempts used up) queues nothing: nobody would wait.
     const clock_duration remaining = budget.remaining_at(clock.now());
-    const bool queue = can_wait_for_release_v<Store, Clock> && has_try_acquire_queued_v<Store> &&
-                       (fruitless_waits + 1) % 8 != 0 && !delays.exhausted(made) &&
-                       remaining > clock_duration::zero();
+    const bool queue = queue_attempt<Store, Clock>(fruitless_waits, delays, made, remaining);
     bool unsure = false;  // the attempt's error may hide a grant (a lost reply)
     // The store call ends by the budget's end (at least store_call_floor), where the store can.
     result_type l = loop_attempt<Observed>(store, key, *req, opts, made, queue, &unsure,
