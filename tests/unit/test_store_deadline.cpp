@@ -13,6 +13,7 @@
 #include "holdfast/lease.hpp"
 #include "holdfast/semaphore.hpp"
 #include "holdfast/store_deadline.hpp"
+#include "holdfast/stores/checked.hpp"
 #include "holdfast/stores/memory.hpp"
 
 namespace test_store_deadline {
@@ -147,6 +148,23 @@ TEST_CASE("store_deadline: semaphore::acquire() bounds every slot's call by its 
   CHECK(s.plain == 0);
   CHECK(near(s.given.front(), 3s));
   for (const auto& d : s.given) CHECK(d <= s.given.front());
+}
+
+// Expected: checked_store offers the capability iff the store it wraps does, and forwards the
+// deadline (a blocking call keeps it through the wrapper) with its grants still checked.
+TEST_CASE("store_deadline: checked_store forwards try_acquire_until", "[store_deadline]") {
+  STATIC_REQUIRE(holdfast::has_try_acquire_until_v<holdfast::checked_store<deadline_store>>);
+  STATIC_REQUIRE_FALSE(
+      holdfast::has_try_acquire_until_v<holdfast::checked_store<holdfast::memory_store<>>>);
+  deadline_store inner;
+  inner.answer = {};
+  holdfast::checked_store<deadline_store> s(inner);
+  auto g = holdfast::store_try_acquire_until(s, "k", "me", 10s, steady_clock::now() + 1s);
+  REQUIRE(g);
+  REQUIRE(inner.given.size() == 1);
+  CHECK(near(inner.given[0], 1s));
+  CHECK(inner.plain == 0);
+  CHECK(s.try_acquire_until("", "me", 10s, steady_clock::now()).error() == errc::invalid_argument);
 }
 
 // Expected: a store without the capability is asked with plain try_acquire, as before.
