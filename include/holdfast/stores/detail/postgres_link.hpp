@@ -412,6 +412,7 @@ class pg_link {
     return signalled;
   }
   std::error_code timed_out() {
+    cut_short_ = false;  // not settled: its outcome was not read (a cancel may have been sent)
     // The statement may still run on the server (a grant may be made that nobody is told about:
     // it expires). The session's state is unknown, so it is dropped rather than reused.
     conn_.reset();

@@ -34,6 +34,7 @@
 #include "holdfast/fencing_token.hpp"
 #include "holdfast/result.hpp"
 #include "holdfast/store.hpp"
+#include "holdfast/stores/detail/call_bound.hpp"
 #include "holdfast/stores/detail/redis_link.hpp"
 #include "holdfast/stores/detail/redis_requests.hpp"
 #include "holdfast/stores/detail/redis_resp.hpp"
@@ -203,6 +204,7 @@ inline result<long long> redis_enqueue(redis_link& link, redis_requests& request
 inline void redis_dequeue(redis_link& link, redis_requests& requests, std::string_view key,
                           const std::string& entry) {
   auto guard = link.lock_quiet();  // a failed call's cleanup: keeps that call's text
+  const call_floor own_time;       // past a call's deadline (call_bound): store_call_floor for it
   const std::string_view keys[] = {requests.queue_key(link.options(), key)};
   const std::string_view args[] = {entry};
   (void)link.eval(redis_script::unwait, keys, 1, args, 1);
