@@ -233,12 +233,11 @@ class semaphore : public detail::lease_recipe<Store, Clock, semaphore_options<Cl
     // g++ 12 -O2 warns maybe-uninitialized on one here, a false positive that -Werror makes fatal.)
     std::uint32_t only = permits_;
     for (std::uint32_t made = 1;; ++made) {
-      // Every store call of the pass ends by the deadline, where the store can (store_deadline).
-      const auto left = detail::saturating_sub(deadline, clock.now());
-      const std::chrono::steady_clock::time_point until = detail::saturating_add(
-          std::chrono::steady_clock::now(), left > left.zero() ? left : left.zero());
-      result<permit> p = only < permits_ ? pass(o, only, unsure, 1, &until)
-                                         : pass(o, start, unsure, permits_, &until);
+      const std::optional<std::chrono::steady_clock::time_point> until =
+          pass_deadline(clock, deadline);
+      const std::chrono::steady_clock::time_point* bound = until ? &*until : nullptr;
+      result<permit> p = only < permits_ ? pass(o, only, unsure, 1, bound)
+                                         : pass(o, start, unsure, permits_, bound);
       only = permits_;
       if (p) return p;
       // errc::cancelled too (not transient)
@@ -386,6 +385,21 @@ class semaphore : public detail::lease_recipe<Store, Clock, semaphore_options<Cl
     }
     if (failure) return failure;
     return errc::busy;
+  }
+
+  // The instant on steady_clock at which `deadline` on `clock` comes, where the store can bound
+  // its calls by it (store_deadline.hpp); else none, and the clock is not read (the simulator
+  // schedules at every read).
+  static std::optional<std::chrono::steady_clock::time_point> pass_deadline(Clock& clock,
+                                                                            time_point deadline) {
+    if constexpr (has_try_acquire_until_v<Store>) {
+      const auto left = detail::saturating_sub(deadline, clock.now());
+      return detail::saturating_add(std::chrono::steady_clock::now(),
+                                    left > left.zero() ? left : left.zero());
+    } else {
+      (void)clock, (void)deadline;
+      return std::nullopt;
+    }
   }
 
   static void forget(std::vector<std::uint32_t>& unsure, std::uint32_t slot) {

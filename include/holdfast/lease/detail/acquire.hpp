@@ -322,30 +322,55 @@ std::chrono::steady_clock::time_point steady_deadline(typename Clock::duration l
 }
 
 // One attempt of acquire()'s loop, the `made`-th, reported to the observer when Observed; the
-// store call bounded by `deadline` where the store can (store_deadline.hpp).
-template <bool Observed, class Store, class Clock>
+// store call bounded by the budget `left()` gives where the store can (store_deadline.hpp; the
+// clock is not read for a store that cannot).
+template <bool Observed, class Store, class Clock, class Left>
 result<lease<Store, Clock>> loop_attempt(Store& store, std::string_view key,
                                          const acquire_request& req,
                                          const acquire_options<Clock>& opts, std::uint32_t made,
-                                         bool queue, bool* unsure,
-                                         std::chrono::steady_clock::time_point deadline) {
+                                         bool queue, bool* unsure, const Left& left) {
+  std::optional<std::chrono::steady_clock::time_point> deadline;
+  if constexpr (has_try_acquire_until_v<Store> || has_try_acquire_queued_until_v<Store>) {
+    deadline = steady_deadline<Clock>(left());
+  } else {
+    (void)left;
+  }
+  const std::chrono::steady_clock::time_point* until = deadline ? &*deadline : nullptr;
   if constexpr (Observed) {
-    return attempt(store, key, req.ttl, opts, req.owner, made, queue, unsure, &deadline);
+    return attempt(store, key, req.ttl, opts, req.owner, made, queue, unsure, until);
   } else {
     (void)made;
-    return acquire_once(store, key, req.ttl, opts, req.owner, queue, unsure, &deadline);
+    return acquire_once(store, key, req.ttl, opts, req.owner, queue, unsure, until);
   }
 }
+
+// The budget left now, read from the clock at most once and only when asked: the simulator
+// schedules at every clock read, so a store that has no use for it changes no schedule.
+template <class Clock>
+class budget_left {
+ public:
+  budget_left(const forward_budget<Clock>& budget, Clock& clock) : budget_(budget), clock_(clock) {}
+  typename Clock::duration operator()() const {
+    if (!left_) left_ = budget_.remaining_at(clock_.now());
+    return *left_;
+  }
+
+ private:
+  const forward_budget<Clock>& budget_;
+  Clock& clock_;
+  mutable std::optional<typename Clock::duration> left_;
+};
 
 // Whether acquire()'s next attempt also joins the store's wait queue where the store can, so that
 // the wait after a busy answer costs no request of its own: not before a backoff round (one in
 // eight), and not for the last attempt (deadline reached, attempts used up): nobody would wait.
-template <class Store, class Clock>
+// `left()` gives the budget left (read last: only when the rest holds).
+template <class Store, class Clock, class Left>
 bool queue_attempt(std::uint32_t fruitless_waits, const backoff& delays, std::uint32_t made,
-                   typename Clock::duration remaining) {
+                   const Left& left) {
   return can_wait_for_release_v<Store, Clock> && has_try_acquire_queued_v<Store> &&
          (fruitless_waits + 1) % 8 != 0 && !delays.exhausted(made) &&
-         remaining > Clock::duration::zero();
+         left() > Clock::duration::zero();
 }
 
 // Takes out the place an attempt took in `store`'s wait queue (`in_queue`), where the store can.
@@ -397,12 +422,11 @@ result<lease<Store, Clock>> acquire_retrying(Store& store, std::string_view key,
   };
   for (;; ++made) {
     if (cancel.stop_requested()) return leave(errc::cancelled);
-    const clock_duration remaining = budget.remaining_at(clock.now());
-    const bool queue = queue_attempt<Store, Clock>(fruitless_waits, delays, made, remaining);
+    const budget_left<Clock> before(budget, clock);  // read only if used
+    const bool queue = queue_attempt<Store, Clock>(fruitless_waits, delays, made, before);
     bool unsure = false;  // the attempt's error may hide a grant (a lost reply)
     // The store call ends by the budget's end (at least store_call_floor), where the store can.
-    result_type l = loop_attempt<Observed>(store, key, *req, opts, made, queue, &unsure,
-                                           steady_deadline<Clock>(remaining));
+    result_type l = loop_attempt<Observed>(store, key, *req, opts, made, queue, &unsure, before);
     // A place an earlier attempt took unheard (its reply lost) is left too, once an attempt that
     // did not queue gets the key: else the next release hands off to nobody (O2).
     if (l) leave_place(store, key, in_queue);
