@@ -47,6 +47,7 @@
 #include "holdfast/send_receive.hpp"
 #include "holdfast/step_point.hpp"
 #include "holdfast/store.hpp"
+#include "holdfast/store_deadline.hpp"
 #include "holdfast/stores/cas.hpp"
 #include "holdfast/stores/checked.hpp"
 #include "holdfast/stores/memory.hpp"

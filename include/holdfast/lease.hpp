@@ -336,7 +336,9 @@ class lease {
   template <class S, class C>
   friend result<lease<S, C>> detail::acquire_once(S&, std::string_view, detail::asked_ttl,
                                                   const acquire_options<C>&, const std::string&,
-                                                  bool, bool*, std::string*);
+                                                  bool, bool*,
+                                                  const std::chrono::steady_clock::time_point*,
+                                                  std::string*);
   friend struct detail::lease_access;
 
   // `span` is trusted_span(g.ttl, validity), which the caller has (an acquire's input check
@@ -450,7 +452,7 @@ auto try_acquire(Store& store, std::string_view key, std::chrono::duration<Rep, 
   // The request's owner id is moved into the lease (no second copy of it), and every return is
   // of a temporary, so the lease is built in the caller's result, not moved there.
   return detail::attempt_asking_again(store, key, detail::asked_ttl(req->ttl, req->span), opts,
-                                      req->owner, 1, nullptr, nullptr, &req->owner);
+                                      req->owner, 1, nullptr, nullptr, nullptr, &req->owner);
 }
 
 /// Acquires `key`, retrying contention (busy) and transient store errors with exponential backoff

@@ -233,8 +233,11 @@ class semaphore : public detail::lease_recipe<Store, Clock, semaphore_options<Cl
     // g++ 12 -O2 warns maybe-uninitialized on one here, a false positive that -Werror makes fatal.)
     std::uint32_t only = permits_;
     for (std::uint32_t made = 1;; ++made) {
-      result<permit> p =
-          only < permits_ ? pass(o, only, unsure, 1) : pass(o, start, unsure, permits_);
+      const std::optional<std::chrono::steady_clock::time_point> until =
+          pass_deadline(clock, deadline);
+      const std::chrono::steady_clock::time_point* bound = until ? &*until : nullptr;
+      result<permit> p = only < permits_ ? pass(o, only, unsure, 1, bound)
+                                         : pass(o, start, unsure, permits_, bound);
       only = permits_;
       if (p) return p;
       // errc::cancelled too (not transient)
@@ -341,9 +344,11 @@ class semaphore : public detail::lease_recipe<Store, Clock, semaphore_options<Cl
   // them to this owner: asking again returns that grant), then `count` others from `start`; the
   // first grant wins and every other unsure slot is given back. Busy slots are skipped; a failing
   // slot is remembered (reported if no slot is granted) and added to `unsure`, since its call
-  // may have applied; a non-transient error ends the pass at once.
+  // may have applied; a non-transient error ends the pass at once. `until` (if given) bounds
+  // each store call where the store can (store_deadline.hpp).
   result<permit> pass(const acquire_options<Clock>& o, std::uint32_t start,
-                      std::vector<std::uint32_t>& unsure, std::uint32_t count) {
+                      std::vector<std::uint32_t>& unsure, std::uint32_t count,
+                      const std::chrono::steady_clock::time_point* until = nullptr) {
     std::error_code failure{};
     const std::vector<std::uint32_t> first = unsure;  // (no allocation while nothing failed)
     for (std::size_t k = 0; k < first.size() + count; ++k) {
@@ -357,7 +362,7 @@ class semaphore : public detail::lease_recipe<Store, Clock, semaphore_options<Cl
       }
       bool maybe = false;  // the slot's last answer may hide a grant (two lost replies)
       result<permit> p = detail::attempt_asking_again(this->store_, slot_key(slot), this->ttl_, o,
-                                                      o.owner, 1, &maybe);
+                                                      o.owner, 1, &maybe, nullptr, until);
       if (p && o.cancel.stop_requested()) {
         (void)p->release();  // the stop came while the grant was on its way: hold nothing
         return errc::cancelled;
@@ -380,6 +385,21 @@ class semaphore : public detail::lease_recipe<Store, Clock, semaphore_options<Cl
     }
     if (failure) return failure;
     return errc::busy;
+  }
+
+  // The instant on steady_clock at which `deadline` on `clock` comes, where the store can bound
+  // its calls by it (store_deadline.hpp); else none, and the clock is not read (the simulator
+  // schedules at every read).
+  static std::optional<std::chrono::steady_clock::time_point> pass_deadline(Clock& clock,
+                                                                            time_point deadline) {
+    if constexpr (has_try_acquire_until_v<Store>) {
+      const auto left = detail::saturating_sub(deadline, clock.now());
+      return detail::saturating_add(std::chrono::steady_clock::now(),
+                                    left > left.zero() ? left : left.zero());
+    } else {
+      (void)clock, (void)deadline;
+      return std::nullopt;
+    }
   }
 
   static void forget(std::vector<std::uint32_t>& unsure, std::uint32_t slot) {

@@ -24,6 +24,8 @@
 //   release_rw(key, owner, token, mode)          | ok | not_holder | error
 //   session_expired(key, owner, token) (optional)| true iff that lease ended with the store's
 //                                                | session (store_session_expired)
+//   try_acquire_until(key, owner, ttl, deadline) | as try_acquire, answered by the deadline
+//                                     (optional) | (store_deadline.hpp, D1-D2)
 //
 // with key and owner as std::string_view (binary-safe: any bytes, including NUL), ttl as
 // std::chrono::milliseconds and token as fencing_token, returning result<grant>, result<grant>,
@@ -71,6 +73,15 @@
 // try_acquire_queued) takes that place out again for a caller that will not wait after all (its
 // budget ran out during the round trip), passing on a hand-off a release already chose it for:
 // a caller that leaves a queue leaves it (Redisson #1104's kind).
+//
+// Deadlines (optional; store_deadline.hpp): a blocking call returns by its deadline, so no store
+// call it makes may run past it. try_acquire_until(key, owner, ttl, deadline) (and
+// try_acquire_queued_until) is try_acquire bounded by a steady_clock deadline (at least
+// store_call_floor from the call) plus a bound the store documents (D1), and a grant that may
+// have been made after the deadline cut the call short is given back before it answers (D2: an
+// operation that fails leaves nothing of the caller's behind, even when the store applies it
+// late, as PostgreSQL does when a synchronous standby's wait is cancelled). acquire() and its
+// give-back use it where present; without it each call is bounded by the store's own timeout.
 //
 // Cancellable waits (optional, with the waits above): `wait_for_release(key, deadline, cancel)`
 // and `watch_release(key, deadline, cancel)`, with cancel a `const cancel_token&` (cancel.hpp),

@@ -267,12 +267,64 @@ TEST_CASE("postgres standby: a release waits for no synchronous standby; a grant
   auto waited = on_primary.try_acquire("other", "C", 30s);
   INFO(on_primary.last_error_message());
   REQUIRE_FALSE(waited);  // the grant waited for the standby, and command_timeout cancelled it
+  // It had committed locally: the store gave it back rather than leave it to C's TTL.
+  CHECK(waited.error() == errc::grant_not_durable);
+  auto left = on_primary.inspect("other");
+  REQUIRE(left);
+  CHECK_FALSE(left->has_value());
   const auto t0 = std::chrono::steady_clock::now();
   auto released = on_primary.release("k", "A", a_token);
   const auto took = std::chrono::steady_clock::now() - t0;
   INFO(on_primary.last_error_message());
   CHECK(released);
   CHECK(took < o.command_timeout);  // it did not wait out command_timeout for the standby
+}
+
+// ~5 s (two servers, a base backup, the standby stopped and started). With the synchronous
+// standby stopped, every grant's commit waits for it. Expected: a blocking acquire with a 2 s
+// budget (command_timeout 10 s, so only the deadline can bound it) returns errc::timeout by
+// 2 s + 2 x pg_settle_bound (cancel and outcome, then the release: store_deadline.hpp, D1) +
+// 100 ms of slack for the loaded machine, its last store error grant_not_durable: the insert,
+// committed locally when the cancel ended its wait, was given back, so the key is free at once
+// and stays free once the standby is back (the cancelled commit does not come back as A's
+// grant); B then acquires it at once. Before the fix the call took command_timeout and A's grant
+// appeared when the standby returned.
+TEST_CASE("postgres standby: with the synchronous standby stopped, acquire keeps its deadline",
+          "[postgres][failover][deadline]") {
+  pair_of_servers pg = start_pair({"synchronous_standby_names=*", "synchronous_commit=on"});
+  if (!pg.primary) return;
+  postgres_options o = options_for(*pg.primary);
+  o.command_timeout = 10s;
+  postgres_store s(o);
+  wait_streaming(s);
+  REQUIRE(hf_test::wait_until(
+      [&] { return static_cast<bool>(s.try_acquire("warm-up", "w", 30s)); }, 10s));
+  pg.standby->stop();
+  holdfast::acquire_report rep;
+  holdfast::acquire_options<> ao;
+  ao.report = &rep;
+  ao.owner = "A";
+  const auto t0 = std::chrono::steady_clock::now();
+  auto l = holdfast::acquire(s, "k", 30s, 2s, ao);
+  const auto took = std::chrono::steady_clock::now() - t0;
+  INFO(rep.last_store_message);
+  REQUIRE_FALSE(l);
+  CHECK(l.error() == errc::timeout);
+  CHECK(took < 2s + 2 * holdfast::detail::pg_settle_bound + 100ms);
+  CHECK(rep.last_store_error == errc::grant_not_durable);
+  auto now_free = s.inspect("k");
+  REQUIRE(now_free);
+  CHECK_FALSE(now_free->has_value());
+  // The standby returns: nothing of A's comes back with it; B is granted at once.
+  REQUIRE(pg.standby->start());
+  wait_streaming(s);
+  auto b = s.try_acquire("k", "B", 30s);
+  INFO(s.last_error_message());
+  REQUIRE(b);
+  auto rec = s.inspect("k");
+  REQUIRE(rec);
+  REQUIRE(rec->has_value());
+  CHECK((*rec)->owner == "B");
 }
 
 // ~3 s (two servers, a base backup). A store and a fence pointed at the standby (hot standby,

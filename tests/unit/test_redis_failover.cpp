@@ -387,6 +387,49 @@ TEST_CASE("redis failover: wait_replicas reports only acknowledged grants; other
   CHECK(rep.last_store_error == errc::grant_not_durable);
 }
 
+// ~2.5 s. wait_replicas = 1 with wait_timeout 10 s, so that only the caller's deadline can bound
+// the WAIT (store_deadline.hpp, D1). Expected, with the replica frozen (SIGSTOP): a blocking
+// acquire with a 2 s budget returns errc::timeout by 2 s + 2 x store_call_floor (a last attempt
+// made at the deadline gets the floor, and so does the release of a grant WAIT found short) +
+// 100 ms of slack for the loaded machine; its last store error is grant_not_durable and the
+// primary holds nothing of A's (given back, D2). Once the replica is back, B gets the key at once.
+// Before the fix, WAIT ran its 10 s.
+TEST_CASE("redis failover: wait_replicas under a deadline returns by it and leaves nothing",
+          "[redis][failover][deadline]") {
+  auto p = own();
+  if (!p) return;
+  auto r = replica_of(*p);
+  if (!r) return;
+  redis_options o = at(p->port());
+  o.wait_replicas = 1;
+  o.wait_timeout = 10s;
+  o.command_timeout = 15s;
+  redis_store s(o);
+  REQUIRE(
+      hf_test::wait_until([&] { return static_cast<bool>(s.try_acquire("w", "w", 10s)); }, 10s));
+  r->pause();
+  holdfast::acquire_report rep;
+  holdfast::acquire_options<> ao;
+  ao.report = &rep;
+  ao.owner = "A";
+  const auto t0 = std::chrono::steady_clock::now();
+  auto l = holdfast::acquire(s, "k", 30s, 2s, ao);
+  const auto took = std::chrono::steady_clock::now() - t0;
+  const bool held = redis_cmd(p->port(), {"EXISTS", "{holdfast}:lease:k"})->integer != 0;
+  r->resume();
+  INFO(rep.last_store_message);
+  REQUIRE_FALSE(l);
+  CHECK(l.error() == errc::timeout);
+  CHECK(took < 2s + 2 * holdfast::store_call_floor + 100ms);
+  CHECK(rep.last_store_error == errc::grant_not_durable);
+  CHECK_FALSE(held);  // given back
+  REQUIRE(hf_test::wait_until([&] { return static_cast<bool>(s.try_acquire("w2", "w", 10s)); },
+                              10s));  // the replica acknowledges again
+  auto b = s.try_acquire("k", "B", 10s);
+  INFO(s.last_error_message());
+  CHECK(b);
+}
+
 // ~4 s (Sentinel's failover). redis_store follows Sentinel: asks it for the primary and checks
 // ROLE at every (re)connect. The primary is killed (-9); until the sentinels promote the replica
 // (down after 1 s, then their election) every call is an error, never a grant. Expected: a grant

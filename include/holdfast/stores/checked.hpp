@@ -52,6 +52,7 @@
 #include "holdfast/fencing_token.hpp"
 #include "holdfast/result.hpp"
 #include "holdfast/store.hpp"
+#include "holdfast/store_deadline.hpp"
 
 namespace holdfast {
 HOLDFAST_ABI_NAMESPACE_BEGIN
@@ -83,13 +84,18 @@ class checked_store {
   result<grant> try_acquire(std::string_view key, std::string_view owner,
                             std::chrono::milliseconds ttl) {
     if (std::error_code ec = check_acquire_args(key, owner, ttl)) return ec;
-    result<grant> g = inner_.try_acquire(key, owner, ttl);
-    if (!g) return g;
-    if (!well_formed(*g, ttl) || !admit(key, owner, g->token)) {
-      if (g->token.is_issuable()) (void)inner_.release(key, owner, g->token);
-      return errc::protocol_error;
-    }
-    return g;
+    return checked(key, owner, ttl, inner_.try_acquire(key, owner, ttl));
+  }
+
+  /// The wrapped store's try_acquire_until() (store_deadline.hpp), checked as try_acquire();
+  /// offered iff the wrapped store offers it, so a blocking call keeps its deadline through the
+  /// wrapper. \returns as try_acquire().
+  template <class S = Store, class = std::enable_if_t<has_try_acquire_until_v<S>>>
+  result<grant> try_acquire_until(std::string_view key, std::string_view owner,
+                                  std::chrono::milliseconds ttl,
+                                  const std::chrono::steady_clock::time_point& deadline) {
+    if (std::error_code ec = check_acquire_args(key, owner, ttl)) return ec;
+    return checked(key, owner, ttl, inner_.try_acquire_until(key, owner, ttl, deadline));
   }
 
   /// The wrapped store's renew(), checked. \returns its grant; errc::protocol_error if it carries
@@ -144,6 +150,17 @@ class checked_store {
   [[nodiscard]] Store& inner() noexcept { return inner_; }
 
  private:
+  // An acquire's answer `g`, checked: a grant that breaks the contract is released back and
+  // reported as protocol_error; errors pass through.
+  result<grant> checked(std::string_view key, std::string_view owner, std::chrono::milliseconds ttl,
+                        result<grant> g) {
+    if (!g) return g;
+    if (!well_formed(*g, ttl) || !admit(key, owner, g->token)) {
+      if (g->token.is_issuable()) (void)inner_.release(key, owner, g->token);
+      return errc::protocol_error;
+    }
+    return g;
+  }
   struct seen {
     fencing_token token;
     std::string owner;

@@ -88,6 +88,8 @@
 //
 // Never an implicit lease: every grant has its own lease with the caller's TTL (etcd's own lock
 // service once made a 60 s lease for callers that passed none: locks vanished unrenewed).
+// try_acquire_until (store_deadline.hpp): libcurl's timeouts capped by the deadline; an unheard
+// grant's lease is revoked before it answers, or at the next attempt.
 //
 // Failures (T4): a member that is down, frozen, slow, without a leader, or answering something
 // that is not the gateway's JSON is an error, never a grant: store_unavailable, timeout or
@@ -125,6 +127,7 @@
 #include "holdfast/fencing_token.hpp"
 #include "holdfast/result.hpp"
 #include "holdfast/store.hpp"
+#include "holdfast/stores/detail/call_bound.hpp"
 #include "holdfast/stores/detail/etcd_calls.hpp"
 #include "holdfast/stores/detail/etcd_deployment.hpp"
 #include "holdfast/stores/detail/etcd_encoding.hpp"
@@ -162,8 +165,7 @@ class etcd_store : public detail::link_client<detail::etcd_link>,
  public:
   // options(), last_error_message() (the latest call's failure): detail::link_client.
 
-  /// Makes a store for the cluster in `opts`; connects on first use. Never throws on its own
-  /// (allocation aside).
+  /// Makes a store for the cluster in `opts`; connects on first use. Throws only bad_alloc.
   explicit etcd_store(etcd_options opts = {}) : link_client(std::in_place, std::move(opts)) {}
 
   etcd_store(const etcd_store&) = delete;
@@ -190,6 +192,21 @@ class etcd_store : public detail::link_client<detail::etcd_link>,
                                std::string_view owner, std::chrono::milliseconds ttl,
                                grant* grants) {
     return detail::etcd_multi::acquire_all(*this, keys, count, owner, ttl, grants);
+  }
+
+  /// try_acquire (_queued) answered by `deadline` (see the overview; the revoke of an unheard
+  /// grant gets store_call_floor of its own). \returns as try_acquire (_queued).
+  result<grant> try_acquire_until(std::string_view key, std::string_view owner,
+                                  std::chrono::milliseconds ttl,
+                                  const std::chrono::steady_clock::time_point& deadline) {
+    const detail::call_bound bound(deadline);
+    return acquire_as(key, owner, ttl, false);
+  }
+  result<grant> try_acquire_queued_until(std::string_view key, std::string_view owner,
+                                         std::chrono::milliseconds ttl,
+                                         const std::chrono::steady_clock::time_point& deadline) {
+    const detail::call_bound bound(deadline);
+    return acquire_as(key, owner, ttl, true);
   }
 
   /// try_acquire that, when `key` is busy, also queues the calling thread for its next
@@ -280,7 +297,7 @@ class etcd_store : public detail::link_client<detail::etcd_link>,
     return detail::read_etcd_deployment(link_);
   }
 
-  /// Returns etcd's current revision: every token issued so far is at most this. One round trip.
+  /// Returns etcd's current revision (every token issued so far is at most this): one round trip.
   /// \returns store_unavailable, timeout, protocol_error.
   result<fencing_token> revision() {
     auto guard = link_.lock();
@@ -299,22 +316,7 @@ class etcd_store : public detail::link_client<detail::etcd_link>,
   result<void> raise_token_floor(fencing_token floor, std::uint64_t max_steps = 100000) {
     if (!floor.is_issuable() || floor > etcd_max_token) return errc::invalid_argument;
     auto guard = link_.lock();
-    result<fencing_token> now = current_revision();
-    if (!now) return now.error();
-    if (*now >= floor) return {};
-    if (floor.value() - now->value() > max_steps) {
-      return link_.fail(errc::invalid_argument,
-                        "etcd: raise_token_floor: " + std::to_string(floor.value() - now->value()) +
-                            " revisions to skip is more than max_steps");
-    }
-    const std::string k =
-        link_.options().key_prefix + std::string(detail::etcd_hashed_marker) + "floor";
-    if (std::error_code ec =
-            detail::etcd_raise_floor(link_, body_, k, static_cast<std::int64_t>(now->value()),
-                                     static_cast<std::int64_t>(floor.value()), orphans_)) {
-      return ec;
-    }
-    return {};
+    return detail::etcd_raise_token_floor(link_, body_, orphans_, floor.value(), max_steps);
   }
 
   /// Takes the calling thread's place in a wait queue (taken by try_acquire_queued) out again,

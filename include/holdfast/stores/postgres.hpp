@@ -44,6 +44,18 @@
 // (an operator's `date -s`, NTP stepping instead of slewing) moves every expiry with it. Run the
 // database host with a slewing time daemon. TTLs are sent as durations, never as client instants.
 //
+// Deadlines (store_deadline.hpp): try_acquire_until bounds the acquire by the caller's deadline.
+// An acquire still running at its bound (the deadline or command_timeout) is not abandoned, since
+// PostgreSQL may apply it after the client gave up: with a synchronous standby that does not
+// answer, the commit waits for it after committing locally, and the transaction becomes visible
+// when the wait ends (a cancel: "canceling wait for synchronous replication ... the transaction
+// has already committed locally"; or the standby's return), a grant nobody was told of. So the
+// store cancels the statement through a second session (pg_cancel_backend), reads its outcome,
+// and releases a grant it made (the release commits with synchronous_commit = local, so it
+// succeeds while the standby is away), then answers grant_not_durable; each step within
+// pg_settle_bound (250 ms). A call thus ends by its bound + 2 x 250 ms at worst, a few ms on a live
+// server. Only where the server answers neither (stopped, unreachable) is the connection
+// dropped with errc::timeout, and a grant then left lasts at most its TTL.
 // Connection: libpq conninfo string or URI; connect and command timeouts enforced by holdfast on a
 // non-blocking connection (poll), plus statement_timeout on the server. Authentication, TLS
 // (sslmode=...), host lists and target_session_attrs are whatever libpq and the conninfo give.
@@ -87,6 +99,7 @@
 #include "holdfast/stores/detail/postgres_multi.hpp"
 #include "holdfast/stores/detail/postgres_shared.hpp"
 #include "holdfast/stores/detail/postgres_sql.hpp"
+#include "holdfast/stores/detail/postgres_statements.hpp"
 #include "holdfast/stores/postgres_fence.hpp"
 #include "holdfast/stores/postgres_options.hpp"
 
@@ -113,7 +126,7 @@ class postgres_store : public detail::link_client<detail::pg_link>, public detai
 
   /// Makes a store for the database in `opts`; connects on first use. Never throws (but bad_alloc).
   explicit postgres_store(const postgres_options& opts = {})
-      : link_client(std::in_place, opts, setup_sql(opts), statements(opts)),
+      : link_client(std::in_place, opts, setup_sql(opts), detail::pg_store_statements(opts)),
         pg_shared(link_, opts),
         multi_(opts) {}
 
@@ -143,26 +156,29 @@ class postgres_store : public detail::link_client<detail::pg_link>, public detai
   ///   errc::invalid_argument for an empty key/owner or ttl not in (0, max_ttl];
   ///   errc::token_exhausted if the sequence is at 2^63-1; errc::store_unavailable or
   ///   errc::timeout if the database is unreachable, not serving or too slow (no grant is
-  ///   reported; one may have been made and simply expires); errc::protocol_error for a result
-  ///   of the wrong shape or an unexpected SQL error.
+  ///   reported; a statement still running at command_timeout is settled as try_acquire_until
+  ///   settles it, and where the server does not answer one may remain until its TTL);
+  ///   errc::grant_not_durable if the grant was made after command_timeout and given back;
+  ///   errc::protocol_error for a result of the wrong shape or an unexpected SQL error.
   result<grant> try_acquire(std::string_view key, std::string_view owner,
                             std::chrono::milliseconds ttl) {
-    if (std::error_code ec = check_acquire_args(key, owner, ttl)) return refused(ec);
-    auto guard = link_.lock();
-    ttl_text_ = std::to_string(ttl.count());
-    const char* values[] = {key.data(), owner.data(), ttl_text_.c_str()};
-    const int lengths[] = {length(key), length(owner), 0};
-    const int formats[] = {1, 1, 0};
-    if (lengths[0] < 0 || lengths[1] < 0) return too_large();
-    result<detail::pg_result_ptr> r = link_.exec(stmt_acquire, 3, values, lengths, formats);
-    if (!r) return r.error();
-    const PGresult* res = r->get();
-    if (PQntuples(res) == 0 && PQnfields(res) == 1) return errc::busy;
-    if (PQntuples(res) == 1 && PQnfields(res) == 1) {
-      const std::optional<std::int64_t> t = detail::pg_int8(res, 0);
-      if (t && *t > 0) return grant{fencing_token(static_cast<std::uint64_t>(*t)), ttl};
-    }
-    return link_.fail(errc::protocol_error, "postgres: acquire: unexpected result shape");
+    return acquire_until(key, owner, ttl, std::chrono::steady_clock::time_point::max());
+  }
+
+  /// try_acquire, answered by `deadline` (store_deadline.hpp, D1-D2): the statement is bounded by
+  /// the earlier of `deadline` and command_timeout; one still running then (most often a commit
+  /// waiting for a synchronous standby that does not answer) is cancelled through a second
+  /// session and its outcome read, and a grant it made is released (synchronous_commit = local:
+  /// the release waits for no standby), each step within pg_settle_bound (250 ms; a round trip or
+  /// two on a live server). try_acquire does the same at command_timeout.
+  /// \returns as try_acquire; errc::grant_not_durable if the grant was made only after the bound
+  ///   and was given back (nothing is held); errc::timeout if the statement was cancelled before
+  ///   it applied, or if the server did not answer the cancel or the release in time (then a
+  ///   grant may remain until its TTL: callers give back as after a lost reply).
+  result<grant> try_acquire_until(std::string_view key, std::string_view owner,
+                                  std::chrono::milliseconds ttl,
+                                  const std::chrono::steady_clock::time_point& deadline) {
+    return acquire_until(key, owner, ttl, deadline);
   }
 
   /// Grants all of `keys[0..count)` to `owner` for `ttl` (ms) in one transaction, or none
@@ -353,6 +369,61 @@ class postgres_store : public detail::link_client<detail::pg_link>, public detai
   }
 
  private:
+  // try_acquire and try_acquire_until (see there): one statement, settled at its bound.
+  result<grant> acquire_until(std::string_view key, std::string_view owner,
+                              std::chrono::milliseconds ttl,
+                              std::chrono::steady_clock::time_point until) {
+    if (std::error_code ec = check_acquire_args(key, owner, ttl)) return refused(ec);
+    auto guard = link_.lock();
+    ttl_text_ = std::to_string(ttl.count());
+    const char* values[] = {key.data(), owner.data(), ttl_text_.c_str()};
+    const int lengths[] = {length(key), length(owner), 0};
+    const int formats[] = {1, 1, 0};
+    if (lengths[0] < 0 || lengths[1] < 0) return too_large();
+    result<detail::pg_result_ptr> r =
+        link_.exec(stmt_acquire, 3, values, lengths, formats, until, true);
+    if (!r && link_.cut_short() && r.error() == errc::timeout) {
+      return link_.fail(errc::timeout,
+                        "postgres: acquire: cancelled at its deadline before it applied "
+                        "(nothing was granted); " +
+                            link_.last_error());
+    }
+    if (!r) return r.error();
+    const PGresult* res = r->get();
+    if (PQntuples(res) == 0 && PQnfields(res) == 1) return errc::busy;
+    if (PQntuples(res) == 1 && PQnfields(res) == 1) {
+      const std::optional<std::int64_t> t = detail::pg_int8(res, 0);
+      if (t && *t > 0) {
+        const fencing_token token(static_cast<std::uint64_t>(*t));
+        if (link_.cut_short()) return give_back_late(key, owner, token);
+        return grant{token, ttl};
+      }
+    }
+    return link_.fail(errc::protocol_error, "postgres: acquire: unexpected result shape");
+  }
+
+  // [link locked] An acquire made `token` only after its bound (the cancel ended its wait for a
+  // synchronous standby; the transaction had committed locally): the caller is told it failed,
+  // so the grant is released now, within pg_settle_bound (store_deadline.hpp, D2).
+  result<grant> give_back_late(std::string_view key, std::string_view owner, fencing_token token) {
+    token_text_ = std::to_string(token.value());
+    const char* values[] = {key.data(), owner.data(), token_text_.c_str()};
+    const int lengths[] = {length(key), length(owner), 0};
+    const int formats[] = {1, 1, 0};
+    result<detail::pg_result_ptr> r =
+        link_.exec(stmt_release, 3, values, lengths, formats,
+                   std::chrono::steady_clock::now() + detail::pg_settle_bound);
+    const std::string late =
+        "postgres: acquire: the grant (token " + token_text_ +
+        ") was made after the call's deadline (a commit waiting for a synchronous standby, "
+        "cancelled: it committed locally)";
+    if (r && PQntuples(r->get()) <= 1) {
+      return link_.fail(errc::grant_not_durable, late + "; it was given back");
+    }
+    return link_.fail(errc::timeout, late + "; giving it back failed (" + link_.last_error() +
+                                         "): it lasts until its TTL");
+  }
+
   // wait_for_release and watch_release (see there); `known` none: whoever holds the key.
   result<void> wait_released(std::string_view key, std::chrono::steady_clock::time_point deadline,
                              const cancel_token& cancel, fencing_token known) {
@@ -419,79 +490,6 @@ class postgres_store : public detail::link_client<detail::pg_link>, public detai
         detail::pg_qualified(o.schema, detail::pg_sequence_name(o));
     if (t && s) out.push_back(detail::postgres_life_sql(*t, *s));  // detail/postgres_deployment
     return out;
-  }
-
-  static std::vector<detail::pg_link::statement> statements(const postgres_options& o) {
-    using detail::pg_bytea_oid;
-    using detail::pg_int8_oid;
-    const std::string t = detail::pg_qualified(o.schema, o.table).value_or("\"invalid\"");
-    const std::string s =
-        detail::pg_qualified(o.schema, detail::pg_sequence_name(o)).value_or("\"invalid\"");
-    const std::string next = "nextval(" + detail::pg_literal(s) + "::regclass)";
-    // "now" is read once, when the proposed row is built; EXCLUDED.expires_at - ttl gives it back
-    // inside ON CONFLICT. A statement that waited for the row lock judges expiry by that earlier
-    // instant: it may answer busy a little longer, never grant early.
-    // A grant is held while clock_timestamp() < read + ttl + 1 us: the clock reads in whole
-    // microseconds (rounded down), so the tick already elapsed at the read counts against the
-    // grant and the lease lasts at least its TTL in real time (store.hpp, T2).
-    const std::string hold = "($3 * interval '1 millisecond' + interval '1 microsecond')";
-    const std::string now = "(EXCLUDED.expires_at - " + hold + ")";
-    const std::string live_same_owner = "(l.owner = EXCLUDED.owner AND l.expires_at > " + now + ")";
-    return {
-        {"holdfast_acquire",
-         "INSERT INTO " + t +
-             " AS l (key_hash, key, owner, token, expires_at) VALUES (sha256($1), $1, $2, " + next +
-             ", clock_timestamp() + " + hold +
-             ") ON CONFLICT (key_hash) DO "
-             "UPDATE "
-             "SET owner = EXCLUDED.owner, token = CASE WHEN " +
-             live_same_owner + " THEN l.token ELSE " + next + " END, expires_at = CASE WHEN " +
-             live_same_owner +
-             " THEN GREATEST(l.expires_at, EXCLUDED.expires_at) ELSE EXCLUDED.expires_at END "
-             "WHERE l.expires_at <= " +
-             now + " OR l.owner = EXCLUDED.owner RETURNING token",
-         {pg_bytea_oid, pg_bytea_oid, pg_int8_oid}},
-        {"holdfast_renew",
-         "UPDATE " + t +
-             " SET expires_at = clock_timestamp() + $4 * interval '1 millisecond' + "
-             "interval '1 microsecond' "
-             "WHERE key_hash = sha256($1) AND owner = $2 AND token = $3 "
-             "AND expires_at > clock_timestamp() RETURNING token",
-         {pg_bytea_oid, pg_bytea_oid, pg_int8_oid, pg_int8_oid}},
-        // A release lost in a failover only keeps the key held until its expiry, so its commit
-        // waits for no standby (synchronous_commit = local for this transaction, never raised).
-        {"holdfast_release",
-         "WITH c AS MATERIALIZED (SELECT set_config('synchronous_commit', CASE WHEN "
-         "current_setting('synchronous_commit') = 'off' THEN 'off' ELSE 'local' END, true)), "
-         "r AS (UPDATE " +
-             t +
-             " SET owner = ''::bytea, expires_at = '-infinity' "
-             "WHERE key_hash = sha256($1) AND owner = $2 AND token = $3 "
-             "RETURNING token, key_hash) "
-             "SELECT r.token FROM c, r CROSS JOIN LATERAL (SELECT pg_notify(" +
-             detail::pg_literal(detail::pg_channel_name(o)) + ", encode(r.key_hash, 'hex'))) AS n",
-         {pg_bytea_oid, pg_bytea_oid, pg_int8_oid}},
-        {"holdfast_inspect",
-         "WITH n AS MATERIALIZED (SELECT clock_timestamp() AS now) "
-         "SELECT owner, token, GREATEST(0, floor(EXTRACT(EPOCH FROM (expires_at - n.now)) * 1000))"
-         "::int8 FROM " +
-             t + ", n WHERE key_hash = sha256($1) AND expires_at > n.now",
-         {pg_bytea_oid}},
-        {"holdfast_last_token",
-         "SELECT CASE WHEN is_called THEN last_value ELSE 0 END::int8 FROM " + s,
-         {}},
-        {"holdfast_wait",
-         "SELECT encode(sha256($1), 'hex'), l.left_ms, l.token FROM (SELECT 1) AS one LEFT JOIN "
-         "(SELECT GREATEST(0, ceil(EXTRACT(EPOCH FROM (expires_at - clock_timestamp())) * "
-         "1000))::int8 AS left_ms, token FROM " +
-             t + " WHERE key_hash = sha256($1) AND expires_at > clock_timestamp()) AS l ON true",
-         {pg_bytea_oid}},
-        {"holdfast_purge",
-         "WITH d AS (DELETE FROM " + t +
-             " WHERE expires_at < clock_timestamp() - $1 * interval '1 millisecond' RETURNING 1) "
-             "SELECT count(*)::int8 FROM d",
-         {pg_int8_oid}},
-    };
   }
 
   detail::pg_multi multi_;  // try_acquire_all's SQL and scratch

@@ -30,9 +30,11 @@
 // on it not happening: the fences admit by (token, owner) and refuse an equal token from another
 // owner (token_reissued). Two things make it rarer and recover from it:
 //   - wait_replicas (redis_options): a grant is reported only once that many replicas
-//     acknowledged it (WAIT, one more round trip); one not acknowledged within wait_timeout is
-//     given back and reported as grant_not_durable. With Sentinel, which promotes the most
-//     advanced replica, a failover then keeps every grant reported.
+//     acknowledged it (WAIT, one more round trip); one not acknowledged within wait_timeout (or
+//     the deadline of try_acquire_until: store_deadline.hpp) is given back and reported as
+//     grant_not_durable (timeout, an error that may hide a grant, if the release failed). With
+//     Sentinel, which promotes the most advanced replica, a failover then keeps every grant
+//     reported.
 //   - Lives: every connect reads the server's life, "<run_id>/<master_replid>" (new on a restart
 //     or a promotion); a grant by a life other than the one recorded beside the counter
 //     (redis_options::life_key()) first raises the counter by 2^32 in the same script, so its
@@ -149,6 +151,18 @@ class redis_store : public detail::link_client<detail::redis_link>,
   result<grant> try_acquire(std::string_view key, std::string_view owner,
                             std::chrono::milliseconds ttl) {
     return run({store_op::try_acquire, key, owner, {}, {}, ttl}).granted;
+  }
+
+  /// try_acquire, answered by `deadline` (store_deadline.hpp, D1-D2): the connect, the script's
+  /// round trip and WAIT (wait_timeout) are each capped by the time left, so a shortfall shows
+  /// by the deadline and its grant is given back (grant_not_durable), the release bounded by
+  /// store_call_floor. A script whose reply did not come by the deadline drops the connection:
+  /// errc::timeout, which may hide a grant (the caller gives back, T1). \returns as try_acquire.
+  result<grant> try_acquire_until(std::string_view key, std::string_view owner,
+                                  std::chrono::milliseconds ttl,
+                                  const std::chrono::steady_clock::time_point& deadline) {
+    const detail::call_bound bound(deadline);
+    return try_acquire(key, owner, ttl);
   }
 
   /// Extends the lease on `key` to `ttl` (ms) from now iff `owner` holds it with `token` and it
@@ -373,6 +387,14 @@ class redis_store : public detail::link_client<detail::redis_link>,
     return granted;
   }
 
+  /// try_acquire_queued, answered by `deadline` as try_acquire_until is (store_deadline.hpp).
+  result<grant> try_acquire_queued_until(std::string_view key, std::string_view owner,
+                                         std::chrono::milliseconds ttl,
+                                         const std::chrono::steady_clock::time_point& deadline) {
+    const detail::call_bound bound(deadline);
+    return try_acquire_queued(key, owner, ttl);
+  }
+
   /// Takes the calling thread's place in a wait queue (taken by try_acquire_queued) out again,
   /// for a caller that will not wait after all (store.hpp's leave_queue capability): one request
   /// if it holds a place, none otherwise. If a release already chose it, that hand-off goes to
@@ -490,33 +512,7 @@ class redis_store : public detail::link_client<detail::redis_link>,
                              const std::chrono::steady_clock::time_point& deadline,
                              const cancel_token& cancel = {}, fencing_token known = {}) {
     if (key.empty()) return refused(errc::invalid_argument);
-    detail::redis_waiting& w = *wait_;
-    cancel_token::waker stop;  // before any lock: the wake-up takes w.mu
-    w.wake_on_stop(stop, cancel);
-    std::uint64_t base;
-    {
-      std::lock_guard<std::mutex> lk(w.mu);
-      if (!w.reading) {
-        if (std::error_code ec = w.subscribe()) return ec;
-      }
-      auto& entry = w.watched[std::string(key)];
-      base = entry.first;
-      ++entry.second;
-    }
-    const auto start = std::chrono::steady_clock::now();  // before the request leaves
-    result<std::optional<lease_record>> held = inspect(key);
-    std::unique_lock<std::mutex> lk(w.mu);
-    auto it = w.watched.find(key);
-    if (held && *held && (known.is_none() || (*held)->token == known)) {  // else: gone already
-      auto wake = start + (*held)->remaining + std::chrono::milliseconds(1);
-      if (deadline < wake) wake = deadline;
-      (void)w.sleep_on(lk, wake,
-                       [&] { return it->second.first != base || cancel.stop_requested(); });
-    }
-    if (--it->second.second == 0) w.watched.erase(it);
-    if (!held) return held.error();
-    if (cancel.stop_requested()) return errc::cancelled;
-    return {};
+    return detail::redis_watch_release(*this, *wait_, key, deadline, cancel, known);
   }
 
   /// Waits for a release of any of `keys` (store.hpp's wait_for_release_any; semaphore.hpp): one
@@ -560,9 +556,10 @@ class redis_store : public detail::link_client<detail::redis_link>,
   void acknowledge(store_op op, std::string_view key, std::string_view owner,
                    result<grant>& granted) {
     if (!granted || (op != store_op::try_acquire && op != store_op::renew)) return;
-    if (!detail::redis_acknowledge(link_, requests_, wait_->broadcast, op == store_op::try_acquire,
-                                   &key, 1, owner, &*granted)) {
-      granted = errc::grant_not_durable;
+    if (std::error_code ec =
+            detail::redis_acknowledge(link_, requests_, wait_->broadcast,
+                                      op == store_op::try_acquire, &key, 1, owner, &*granted)) {
+      granted = ec;
     }
   }
 

@@ -26,6 +26,7 @@
 #include "holdfast/observer.hpp"
 #include "holdfast/result.hpp"
 #include "holdfast/store.hpp"
+#include "holdfast/store_deadline.hpp"
 #include "holdfast/stores/detail/give_back.hpp"
 #include "holdfast/validity.hpp"
 
@@ -58,6 +59,28 @@ void note_failure(const Store& store, const acquire_options<Clock>& opts, std::e
   opts.report->last_store_message = note != nullptr ? note : ec.message();
 }
 
+// One store call for acquire_once: queued (try_acquire_queued) or not, bounded by `deadline`
+// (if given) where the store offers the deadline capability (store_deadline.hpp).
+template <class Store>
+result<grant> ask_store(Store& store, std::string_view key, std::string_view owner,
+                        std::chrono::milliseconds ttl, bool queue_if_busy,
+                        const std::chrono::steady_clock::time_point* deadline) {
+  if constexpr (has_try_acquire_queued_v<Store>) {
+    if (queue_if_busy) {
+      if constexpr (has_try_acquire_queued_until_v<Store>) {
+        if (deadline != nullptr) {
+          return store.try_acquire_queued_until(
+              key, owner, ttl, store_call_deadline(std::chrono::steady_clock::now(), *deadline));
+        }
+      }
+      return store.try_acquire_queued(key, owner, ttl);
+    }
+  }
+  (void)queue_if_busy;
+  if (deadline != nullptr) return store_try_acquire_until(store, key, owner, ttl, *deadline);
+  return store.try_acquire(key, owner, ttl);
+}
+
 // A lease TTL as an attempt asks for it: whole milliseconds, and its trusted_span() under the
 // acquire's validity options where the input check already computed it (prepare_acquire's
 // acquire_request::span), so that the lease granted that TTL does not compute it again. From a
@@ -76,25 +99,19 @@ struct asked_ttl {
   std::chrono::nanoseconds span{-1};
 };
 
-// One store call turned into a lease handle, as `owner`. `take_owner`, if given, holds that same
-// id in a string the caller no longer needs once the store granted (the grant's answer is then
-// final: unsure is false): it is moved into the lease instead of copied, one allocation fewer.
-// Before a grant (busy, an error, a malformed grant) it is left as it was, so the caller can ask
-// again with it.
+// One store call turned into a lease handle, as `owner`. `deadline` (if given) bounds the store
+// call where the store can (ask_store). `take_owner`, if given, holds that same id in a string
+// the caller no longer needs once the store granted (the grant's answer is then final: unsure is
+// false): it is moved into the lease instead of copied, one allocation fewer. Before a grant
+// (busy, an error, a malformed grant) it is left as it was, so the caller can ask again with it.
 template <class Store, class Clock>
-result<lease<Store, Clock>> acquire_once(Store& store, std::string_view key, asked_ttl ttl,
-                                         const acquire_options<Clock>& opts,
-                                         const std::string& owner, bool queue_if_busy = false,
-                                         bool* unsure = nullptr,
-                                         std::string* take_owner = nullptr) {
+result<lease<Store, Clock>> acquire_once(
+    Store& store, std::string_view key, asked_ttl ttl, const acquire_options<Clock>& opts,
+    const std::string& owner, bool queue_if_busy = false, bool* unsure = nullptr,
+    const std::chrono::steady_clock::time_point* deadline = nullptr,
+    std::string* take_owner = nullptr) {
   const typename Clock::time_point start = opts.clock.now();  // before the request leaves
-  result<grant> g = [&] {
-    if constexpr (has_try_acquire_queued_v<Store>) {
-      if (queue_if_busy) return store.try_acquire_queued(key, owner, ttl.ms);
-    }
-    (void)queue_if_busy;
-    return store.try_acquire(key, owner, ttl.ms);
-  }();
+  result<grant> g = ask_store(store, key, owner, ttl.ms, queue_if_busy, deadline);
   if (opts.report != nullptr) ++opts.report->attempts;
   if (!g) {
     // The store's error may hide a grant (a lost reply): the caller should go back for it.
@@ -155,12 +172,15 @@ template <class Store, class Clock>
 result<lease<Store, Clock>> attempt(Store& store, std::string_view key, asked_ttl ttl,
                                     const acquire_options<Clock>& opts, const std::string& owner,
                                     std::uint32_t n, bool queue_if_busy = false,
-                                    bool* unsure = nullptr, std::string* take_owner = nullptr) {
+                                    bool* unsure = nullptr,
+                                    const std::chrono::steady_clock::time_point* deadline = nullptr,
+                                    std::string* take_owner = nullptr) {
   if (opts.observer == nullptr) {
-    return acquire_once(store, key, ttl, opts, owner, queue_if_busy, unsure, take_owner);
+    return acquire_once(store, key, ttl, opts, owner, queue_if_busy, unsure, deadline, take_owner);
   }
   const typename Clock::time_point t0 = opts.clock.now();
-  result<lease<Store, Clock>> l = acquire_once(store, key, ttl, opts, owner, queue_if_busy, unsure);
+  result<lease<Store, Clock>> l =
+      acquire_once(store, key, ttl, opts, owner, queue_if_busy, unsure, deadline);
   lease_event e = outcome_event(lease_event_kind::acquire_attempt, key, owner, l);
   e.store_latency = elapsed_ns(t0, opts.clock.now());
   e.attempt = n;
@@ -171,21 +191,22 @@ result<lease<Store, Clock>> attempt(Store& store, std::string_view key, asked_tt
 // One try as try_acquire() makes it: an attempt, and when its error may hide a grant (a lost
 // reply), one more with the same owner, which returns that very grant (store.hpp, T1) instead of
 // leaving it held, unheard, for its TTL. `unsure` (if given) tells whether the last answer may
-// still hide one. Attempts are numbered from `n` for an observer. `take_owner` as for attempt():
-// moved into the lease, if one is made.
+// still hide one. Attempts are numbered from `n` for an observer. `deadline` (if given) bounds
+// each store call where the store can (store_deadline.hpp). `take_owner` as for attempt(): moved
+// into the lease, if one is made.
 template <class Store, class Clock>
-result<lease<Store, Clock>> attempt_asking_again(Store& store, std::string_view key, asked_ttl ttl,
-                                                 const acquire_options<Clock>& opts,
-                                                 const std::string& owner, std::uint32_t n,
-                                                 bool* unsure = nullptr,
-                                                 std::uint32_t* attempts = nullptr,
-                                                 std::string* take_owner = nullptr) {
+result<lease<Store, Clock>> attempt_asking_again(
+    Store& store, std::string_view key, asked_ttl ttl, const acquire_options<Clock>& opts,
+    const std::string& owner, std::uint32_t n, bool* unsure = nullptr,
+    std::uint32_t* attempts = nullptr,
+    const std::chrono::steady_clock::time_point* deadline = nullptr,
+    std::string* take_owner = nullptr) {
   bool maybe = false;
   result<lease<Store, Clock>> l =
-      attempt(store, key, ttl, opts, owner, n, false, &maybe, take_owner);
+      attempt(store, key, ttl, opts, owner, n, false, &maybe, deadline, take_owner);
   std::uint32_t made = 1;
   if (maybe) {
-    l = attempt(store, key, ttl, opts, owner, n + 1, false, &maybe, take_owner);
+    l = attempt(store, key, ttl, opts, owner, n + 1, false, &maybe, deadline, take_owner);
     ++made;
   }
   if (unsure != nullptr) *unsure = maybe;
@@ -304,9 +325,13 @@ class forward_budget {
 
   forward_budget(duration budget, time_point start) : budget_(budget), last_(start) {}
   // Whether budget is left at `t` (forward clock time only); changes nothing.
-  [[nodiscard]] bool left_at(time_point t) const {
-    if (!(last_ < t)) return spent_ < budget_;
-    return saturating_sub(t, last_) < budget_ - spent_;
+  [[nodiscard]] bool left_at(time_point t) const { return remaining_at(t) > duration::zero(); }
+  // The budget left at `t` (forward clock time only; zero once spent); changes nothing.
+  [[nodiscard]] duration remaining_at(time_point t) const {
+    const duration left = budget_ - spent_;
+    if (!(last_ < t)) return left;
+    const duration step = saturating_sub(t, last_);
+    return step < left ? left - step : duration::zero();
   }
   // Counts the forward movement up to `now` and returns the budget left (zero once spent).
   duration advance(time_point now) {
@@ -324,18 +349,65 @@ class forward_budget {
   time_point last_;
 };
 
-// One attempt of acquire()'s loop, the `made`-th, reported to the observer when Observed.
-template <bool Observed, class Store, class Clock>
+// The instant on steady_clock at which `left` of a budget counted on Clock runs out: now + left
+// (a budget on another clock, a manual one included, taken as a duration from now).
+template <class Clock>
+std::chrono::steady_clock::time_point steady_deadline(typename Clock::duration left) {
+  return saturating_add(std::chrono::steady_clock::now(), left);
+}
+
+// One attempt of acquire()'s loop, the `made`-th, reported to the observer when Observed; the
+// store call bounded by the budget `left()` gives where the store can (store_deadline.hpp; the
+// clock is not read for a store that cannot).
+template <bool Observed, class Store, class Clock, class Left>
 result<lease<Store, Clock>> loop_attempt(Store& store, std::string_view key,
                                          const acquire_request& req,
                                          const acquire_options<Clock>& opts, std::uint32_t made,
-                                         bool queue, bool* unsure) {
+                                         bool queue, bool* unsure, const Left& left) {
+  std::optional<std::chrono::steady_clock::time_point> deadline;
+  if constexpr (has_try_acquire_until_v<Store> || has_try_acquire_queued_until_v<Store>) {
+    deadline = steady_deadline<Clock>(left());
+  } else {
+    (void)left;
+  }
+  const std::chrono::steady_clock::time_point* until = deadline ? &*deadline : nullptr;
   if constexpr (Observed) {
-    return attempt(store, key, asked_ttl(req.ttl, req.span), opts, req.owner, made, queue, unsure);
+    return attempt(store, key, asked_ttl(req.ttl, req.span), opts, req.owner, made, queue, unsure,
+                   until);
   } else {
     (void)made;
-    return acquire_once(store, key, asked_ttl(req.ttl, req.span), opts, req.owner, queue, unsure);
+    return acquire_once(store, key, asked_ttl(req.ttl, req.span), opts, req.owner, queue, unsure,
+                        until);
   }
+}
+
+// The budget left now, read from the clock at most once and only when asked: the simulator
+// schedules at every clock read, so a store that has no use for it changes no schedule.
+template <class Clock>
+class budget_left {
+ public:
+  budget_left(const forward_budget<Clock>& budget, Clock& clock) : budget_(budget), clock_(clock) {}
+  typename Clock::duration operator()() const {
+    if (!left_) left_ = budget_.remaining_at(clock_.now());
+    return *left_;
+  }
+
+ private:
+  const forward_budget<Clock>& budget_;
+  Clock& clock_;
+  mutable std::optional<typename Clock::duration> left_;
+};
+
+// Whether acquire()'s next attempt also joins the store's wait queue where the store can, so that
+// the wait after a busy answer costs no request of its own: not before a backoff round (one in
+// eight), and not for the last attempt (deadline reached, attempts used up): nobody would wait.
+// `left()` gives the budget left (read last: only when the rest holds).
+template <class Store, class Clock, class Left>
+bool queue_attempt(std::uint32_t fruitless_waits, const backoff& delays, std::uint32_t made,
+                   const Left& left) {
+  return can_wait_for_release_v<Store, Clock> && has_try_acquire_queued_v<Store> &&
+         (fruitless_waits + 1) % 8 != 0 && !delays.exhausted(made) &&
+         left() > Clock::duration::zero();
 }
 
 // Takes out the place an attempt took in `store`'s wait queue (`in_queue`), where the store can.
@@ -387,14 +459,11 @@ result<lease<Store, Clock>> acquire_retrying(Store& store, std::string_view key,
   };
   for (;; ++made) {
     if (cancel.stop_requested()) return leave(errc::cancelled);
-    // Where the store can, an attempt that finds the key busy also joins its wait queue, so the
-    // wait below costs no request of its own. Not before a backoff round (one in eight, below).
-    // The last attempt (deadline reached, attempts used up) queues nothing: nobody would wait.
-    const bool queue = can_wait_for_release_v<Store, Clock> && has_try_acquire_queued_v<Store> &&
-                       (fruitless_waits + 1) % 8 != 0 && !delays.exhausted(made) &&
-                       budget.left_at(clock.now());
+    const budget_left<Clock> before(budget, clock);  // read only if used
+    const bool queue = queue_attempt<Store, Clock>(fruitless_waits, delays, made, before);
     bool unsure = false;  // the attempt's error may hide a grant (a lost reply)
-    result_type l = loop_attempt<Observed>(store, key, *req, opts, made, queue, &unsure);
+    // The store call ends by the budget's end (at least store_call_floor), where the store can.
+    result_type l = loop_attempt<Observed>(store, key, *req, opts, made, queue, &unsure, before);
     // A place an earlier attempt took unheard (its reply lost) is left too, once an attempt that
     // did not queue gets the key: else the next release hands off to nobody (O2).
     if (l) leave_place(store, key, in_queue);

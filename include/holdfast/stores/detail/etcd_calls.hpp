@@ -24,6 +24,7 @@
 #include "holdfast/detail/random.hpp"
 #include "holdfast/error.hpp"
 #include "holdfast/result.hpp"
+#include "holdfast/stores/detail/call_bound.hpp"
 #include "holdfast/stores/detail/etcd_encoding.hpp"
 #include "holdfast/stores/detail/etcd_json.hpp"
 #include "holdfast/stores/detail/etcd_link.hpp"
@@ -127,6 +128,7 @@ class etcd_orphans {
  public:
   /// Revokes lease `id`; if that fails, keeps it for settle(). Keeps the link's last error.
   void give_back(etcd_link& link, std::string& body, std::int64_t id) {
+    const call_floor own_time;  // past a call's deadline (call_bound): store_call_floor for it
     const std::string why = link.last_error();
     if (etcd_revoke(link, body, id, nullptr)) keep(id);
     link.fail(errc::store_unavailable, why);  // the caller reports its own failure
@@ -285,6 +287,28 @@ inline std::error_code etcd_raise_floor(etcd_link& link, std::string& body, cons
   bool found = false;
   if (std::error_code ec = etcd_revoke(link, body, id, &found)) {
     orphans.give_back(link, body, id);
+    return ec;
+  }
+  return {};
+}
+
+/// etcd_store::raise_token_floor (see there) for an issuable `floor`, the link locked: the
+/// current revision, then etcd_raise_floor's writes of the floor key if it is below `floor`.
+inline result<void> etcd_raise_token_floor(etcd_link& link, std::string& body,
+                                           etcd_orphans& orphans, std::uint64_t floor,
+                                           std::uint64_t max_steps) {
+  result<std::int64_t> now = etcd_current_revision(link, body, link.options().key_prefix);
+  if (!now) return now.error();
+  const auto at = static_cast<std::uint64_t>(*now);
+  if (at >= floor) return {};
+  if (floor - at > max_steps) {
+    return link.fail(errc::invalid_argument,
+                     "etcd: raise_token_floor: " + std::to_string(floor - at) +
+                         " revisions to skip is more than max_steps");
+  }
+  const std::string k = link.options().key_prefix + std::string(etcd_hashed_marker) + "floor";
+  if (std::error_code ec =
+          etcd_raise_floor(link, body, k, *now, static_cast<std::int64_t>(floor), orphans)) {
     return ec;
   }
   return {};

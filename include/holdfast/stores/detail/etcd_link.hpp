@@ -11,6 +11,7 @@
 #include <curl/curl.h>
 
 #include <algorithm>
+#include <chrono>
 #include <cstddef>
 #include <cstdint>
 #include <functional>
@@ -26,6 +27,7 @@
 #include "holdfast/detail/config.hpp"
 #include "holdfast/error.hpp"
 #include "holdfast/result.hpp"
+#include "holdfast/stores/detail/call_bound.hpp"
 #include "holdfast/stores/detail/etcd_json.hpp"
 #include "holdfast/stores/etcd_options.hpp"
 
@@ -277,6 +279,16 @@ class etcd_link {
     return error_answer(*err, status, expected, failure, auth_rejected);
   }
 
+  // The request's connect and total timeouts: connect_timeout and command_timeout, each capped
+  // by the deadline of the call running on this thread (detail/call_bound.hpp).
+  void set_timeouts(CURL* c) const {
+    const auto ms = [](std::chrono::milliseconds d) {
+      return static_cast<long>(
+          std::min<std::int64_t>(capped_by_call(d).count(), std::numeric_limits<long>::max()));
+    };
+    curl_easy_setopt(c, CURLOPT_CONNECTTIMEOUT_MS, ms(opts_.connect_timeout));
+    curl_easy_setopt(c, CURLOPT_TIMEOUT_MS, ms(opts_.command_timeout));
+  }
   // POSTs `body` to api_path + `path` on the current endpoint, trying the next one at once while
   // the connection is refused (nothing was sent). Sets `status` to the HTTP status on success.
   std::error_code perform(std::string_view path, const std::string& body, long& status) {
@@ -291,6 +303,7 @@ class etcd_link {
       curl_easy_setopt(c, CURLOPT_URL, url_.c_str());
       curl_easy_setopt(c, CURLOPT_POSTFIELDS, body.data());
       curl_easy_setopt(c, CURLOPT_POSTFIELDSIZE_LARGE, static_cast<curl_off_t>(body.size()));
+      set_timeouts(c);
       const CURLcode rc = curl_easy_perform(c);
       if (rc == CURLE_OK) break;
       std::string what = "etcd: " + url_ + ": ";
@@ -407,12 +420,6 @@ class etcd_link {
 #else
     curl_easy_setopt(h, CURLOPT_PROTOCOLS, static_cast<long>(CURLPROTO_HTTP | CURLPROTO_HTTPS));
 #endif
-    curl_easy_setopt(h, CURLOPT_CONNECTTIMEOUT_MS,
-                     static_cast<long>(std::min<std::int64_t>(opts_.connect_timeout.count(),
-                                                              std::numeric_limits<long>::max())));
-    curl_easy_setopt(h, CURLOPT_TIMEOUT_MS,
-                     static_cast<long>(std::min<std::int64_t>(opts_.command_timeout.count(),
-                                                              std::numeric_limits<long>::max())));
     if (!opts_.ca_file.empty()) curl_easy_setopt(h, CURLOPT_CAINFO, opts_.ca_file.c_str());
     if (!opts_.cert_file.empty()) {
       curl_easy_setopt(h, CURLOPT_SSLCERT, opts_.cert_file.c_str());

@@ -20,6 +20,7 @@
 #include "holdfast/fencing_token.hpp"
 #include "holdfast/result.hpp"
 #include "holdfast/store.hpp"
+#include "holdfast/store_deadline.hpp"
 
 namespace holdfast {
 HOLDFAST_ABI_NAMESPACE_BEGIN
@@ -38,16 +39,22 @@ inline bool may_hide_grant(const std::error_code& ec) noexcept {
 /// asks again with the same owner and `ttl` (ms; <= 0 asks for 1 ms), and releases the grant
 /// unless its token is `keep` (the grant the caller reports; none: keep nothing). One to three
 /// store calls (the re-ask once more when its own answer may hide a grant); best effort: a store
-/// that still fails is left to free the key at its TTL.
+/// that still fails is left to free the key at its TTL. Each re-ask is bounded by
+/// store_call_floor where the store offers the deadline capability (store_deadline.hpp: such a
+/// store settles a re-ask the bound cut short itself), so a give-back after a blocking call's
+/// deadline adds at most that much, plus the store's settling bound, to the call.
 /// \returns the token that was given back, or none. Exceptions from the store propagate.
 template <class Store>
 fencing_token give_back(Store& store, std::string_view key, std::string_view owner,
                         std::chrono::milliseconds ttl, fencing_token keep = {}) {
   if (ttl <= std::chrono::milliseconds::zero()) ttl = std::chrono::milliseconds(1);
-  result<grant> g = store.try_acquire(key, owner, ttl);
+  const auto ask = [&] {
+    return store_try_acquire_until(store, key, owner, ttl, std::chrono::steady_clock::now());
+  };
+  result<grant> g = ask();
   // The re-ask can itself make a grant (the store held nothing of the owner's) whose reply is
   // lost: ask once more, which returns that grant, so the give-back leaves nothing either.
-  if (!g && may_hide_grant(g.error())) g = store.try_acquire(key, owner, ttl);
+  if (!g && may_hide_grant(g.error())) g = ask();
   if (!g || !g->token.is_issuable()) return {};
   if (keep.is_issuable() && g->token == keep) return {};
   (void)store.release(key, owner, g->token);

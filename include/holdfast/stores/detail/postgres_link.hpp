@@ -136,6 +136,12 @@ inline int pg_wait(int fd, short events, std::chrono::steady_clock::time_point d
 
 inline void pg_ignore_notice(void*, const char*) {}
 
+/// How long postgres_store waits, after a statement's deadline, to settle it (store_deadline.hpp,
+/// D2): for the cancel through a second session and the statement's outcome, and again for the
+/// release of a grant it made. On a live server both take a round trip or two (ms); the bound is
+/// reached only when the server stopped answering.
+inline constexpr std::chrono::milliseconds pg_settle_bound{250};
+
 /// One libpq connection driven in non-blocking mode with deadlines: connects lazily, prepares the
 /// given statements on every (re)connect, drops the connection on any failure that leaves its
 /// state in doubt, and keeps the last failure's text. Not thread-safe: the owner holds lock().
@@ -225,17 +231,32 @@ class pg_link {
   }
 
   /// Runs prepared statement `index` with binary-or-text parameters; results in binary format.
-  result<pg_result_ptr> exec(std::size_t index, int n, const char* const* values,
-                             const int* lengths, const int* formats) {
+  /// Bounded by command_timeout and by `until` if that comes first. With `settle`, a statement
+  /// still running at that bound is not abandoned: it is cancelled through a second session
+  /// (pg_cancel_backend) and its outcome read for up to pg_settle_bound more (a commit that waits
+  /// for a synchronous standby ends, committed locally, and returns its rows); cut_short() then
+  /// says so. Without an outcome by then the connection is dropped: errc::timeout.
+  result<pg_result_ptr> exec(
+      std::size_t index, int n, const char* const* values, const int* lengths, const int* formats,
+      std::chrono::steady_clock::time_point until = std::chrono::steady_clock::time_point::max(),
+      bool settle = false) {
+    cut_short_ = false;
     if (std::error_code ec = ensure_connected()) return ec;
-    const auto deadline = std::chrono::steady_clock::now() + opts_.command_timeout;
+    auto deadline = std::chrono::steady_clock::now() + opts_.command_timeout;
+    if (until < deadline) deadline = until;
     const std::string& name = prepared_[index].name;
-    return run(
+    settle_ = settle;
+    result<pg_result_ptr> r = run(
         [&](PGconn* pc) {
           return PQsendQueryPrepared(pc, name.c_str(), n, values, lengths, formats, 1);
         },
         deadline, false);
+    settle_ = false;
+    return r;
   }
+  /// Whether the last exec() reached its bound and settled the statement (cancelled it and read
+  /// its outcome): rows it returned were applied after the bound, an error means nothing was.
+  [[nodiscard]] bool cut_short() const noexcept { return cut_short_; }
 
   /// Sends with `send`, then reads every result until the deadline. Returns the last result, or
   /// the error of the first failed one (classified; `user_statement` as for classify_pg_error).
@@ -257,6 +278,11 @@ class pg_link {
     for (;;) {
       while (PQisBusy(c)) {
         const int w = pg_wait(PQsocket(c), POLLIN, deadline);
+        if (w == 0 && settle_ && !cut_short_ && cancel_running(c)) {
+          cut_short_ = true;  // cancelled: read what it did, for pg_settle_bound more
+          deadline = std::chrono::steady_clock::now() + pg_settle_bound;
+          continue;
+        }
         if (w == 0) return timed_out();
         if (w < 0 || !PQconsumeInput(c)) return broken("postgres: ");
       }
@@ -352,7 +378,41 @@ class pg_link {
     conn_.reset();
     return fail(errc::store_unavailable, std::move(msg));
   }
+  // Asks the server, through a second session (connected for this, bounded by pg_settle_bound,
+  // closed after), to cancel the statement running on `c`. A live server answers at once; its
+  // backend then ends the statement (an error, nothing applied) or, in a commit waiting for a
+  // synchronous standby, stops waiting and returns the rows of a transaction that committed
+  // locally. PQcancel is not used: it blocks without a bound on a server that stopped answering.
+  // \returns true iff the server signalled the backend.
+  bool cancel_running(PGconn* c) {
+    if (!canceller_) {
+      postgres_options o = opts_;
+      o.connect_timeout = pg_settle_bound;
+      o.command_timeout = pg_settle_bound;
+      canceller_ = std::make_unique<pg_link>(std::move(o), std::vector<std::string>{},
+                                             std::vector<statement>{});
+    }
+    pg_link& k = *canceller_;
+    const std::string kept = last_error_;
+    bool signalled = false;
+    if (!k.ensure_connected()) {
+      const std::string pid = std::to_string(PQbackendPID(c));
+      const char* values[] = {pid.c_str()};
+      result<pg_result_ptr> r = k.run(
+          [&](PGconn* pc) {
+            return PQsendQueryParams(pc, "SELECT pg_cancel_backend($1::int)", 1, nullptr, values,
+                                     nullptr, nullptr, 0);
+          },
+          std::chrono::steady_clock::now() + pg_settle_bound, false);
+      signalled = r && PQntuples(r->get()) == 1 && PQgetisnull(r->get(), 0, 0) == 0 &&
+                  std::strcmp(PQgetvalue(r->get(), 0, 0), "t") == 0;
+    }
+    k.disconnect();  // no idle session kept for a rare event
+    last_error_ = kept;
+    return signalled;
+  }
   std::error_code timed_out() {
+    cut_short_ = false;  // not settled: its outcome was not read (a cancel may have been sent)
     // The statement may still run on the server (a grant may be made that nobody is told about:
     // it expires). The session's state is unknown, so it is dropped rather than reused.
     conn_.reset();
@@ -363,7 +423,10 @@ class pg_link {
   std::vector<std::string> setup_;
   std::vector<statement> prepared_;
   pg_conn_ptr conn_;
-  mutable std::string last_error_;  // the most recent call's failure (cleared by lock())
+  bool settle_ = false;                 // the statement in run() is settled at its deadline (exec)
+  bool cut_short_ = false;              // the last exec() settled its statement
+  std::unique_ptr<pg_link> canceller_;  // the second session of cancel_running(), made on need
+  mutable std::string last_error_;      // the most recent call's failure (cleared by lock())
   mutable std::mutex mutex_;
 };
 

@@ -27,21 +27,13 @@
 #include "holdfast/detail/config.hpp"
 #include "holdfast/stores/detail/postgres_link.hpp"
 #include "holdfast/stores/detail/postgres_sql.hpp"
+#include "holdfast/stores/detail/postgres_statements.hpp"  // pg_channel_name
 #include "holdfast/stores/detail/wake_pipe.hpp"
 #include "holdfast/stores/postgres_options.hpp"
 
 namespace holdfast {
 HOLDFAST_ABI_NAMESPACE_BEGIN
 namespace detail {
-
-/// The notification channel of a table: "<schema>.<table>.released" (or without the schema), at
-/// most 63 bytes (PostgreSQL truncates identifiers there; a LISTEN of the longer name would miss).
-inline std::string pg_channel_name(const postgres_options& o) {
-  std::string c = o.schema.empty() ? o.table : o.schema + "." + o.table;
-  c += ".released";
-  if (c.size() > 63) c.resize(63);
-  return c;
-}
 
 /// The listening session and the waiters' shared state (see the overview).
 struct pg_listening {

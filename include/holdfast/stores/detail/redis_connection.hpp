@@ -137,11 +137,12 @@ class redis_connection {
   /// if INFO was refused).
   [[nodiscard]] const std::string& life() const noexcept { return report_.life; }
 
-  /// Sends WAIT `wait_replicas` `wait_timeout` on the open connection: the number of replicas
-  /// that acknowledged every write of this connection so far.
+  /// Sends WAIT `wait_replicas` `wait_timeout` (capped by a call's deadline) on the open
+  /// connection: the number of replicas that acknowledged every write of this connection so far.
   result<long long> wait_for_replicas() {
     const std::string n = std::to_string(opts_.wait_replicas);
-    const std::string t = std::to_string(opts_.wait_timeout.count());
+    std::optional<call_bound> reply_by;  // under a deadline: the socket outlasts WAIT
+    const std::string t = std::to_string(redis_wait_timeout(opts_.wait_timeout, reply_by).count());
     result<redis_reply_ptr> r = command({"WAIT", n, t});
     if (!r) return r.error();
     if ((*r)->type != REDIS_REPLY_INTEGER)
@@ -299,7 +300,7 @@ class redis_connection {
   // also bounds the setup round trip (commands after it get command_timeout).
   std::error_code open(context_ptr& c, const std::string& host, int port,
                        const std::string& unix_socket) {
-    const struct timeval ctv = to_timeval(opts_.connect_timeout);
+    const struct timeval ctv = to_timeval(capped_by_call(opts_.connect_timeout));
     c.reset(unix_socket.empty() ? redisConnectWithTimeout(host.c_str(), port, ctv)
                                 : redisConnectUnixWithTimeout(unix_socket.c_str(), ctv));
     if (!c) return fail(errc::store_unavailable, "redis: cannot allocate a connection context");
@@ -541,6 +542,7 @@ class redis_connection {
     if (len < 0 || cmd == nullptr) {
       return fail(errc::store_unavailable, "redis: cannot format a command (out of memory)");
     }
+    const redis_socket_bound bound(ctx_, opts_.command_timeout);  // by a call's deadline
     const std::error_code sent = send_all(ctx_.get(), cmd, static_cast<std::size_t>(len));
     redisFreeCommand(cmd);
     if (sent) return sent;

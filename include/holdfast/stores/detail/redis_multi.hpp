@@ -29,6 +29,7 @@
 #include "holdfast/result.hpp"
 #include "holdfast/send_receive.hpp"
 #include "holdfast/store.hpp"
+#include "holdfast/store_deadline.hpp"
 #include "holdfast/stores/detail/redis_link.hpp"
 #include "holdfast/stores/detail/redis_requests.hpp"
 #include "holdfast/stores/detail/redis_resp.hpp"
@@ -67,25 +68,38 @@ inline std::error_code check_redis_multi(const redis_multi_request& q, const cha
 }
 
 /// [link locked] With wait_replicas > 0, after an acquire or renew that granted: WAITs for the
-/// replicas. A grant fewer of them acknowledged in time is not reported: acquired ones (the
-/// `count` keys of `keys`, their tokens in `granted`) are given back (released; if that fails
-/// too, they expire), a renewed one keeps the validity of its last acknowledged grant on the
-/// holder's side; through Sentinel a shortfall also drops the connection (the primary may be
-/// failing over, so the next call asks the sentinels again). \returns true iff the grant stands;
-///   else the link's error is set to grant_not_durable (the caller reports that).
-inline bool redis_acknowledge(redis_link& link, redis_requests& rq, std::string_view broadcast,
-                              bool acquired, const std::string_view* keys, std::size_t count,
-                              std::string_view owner, const grant* granted) {
+/// replicas (by the call's deadline at the latest: capped_by_call). A grant fewer of them
+/// acknowledged in time is not reported: acquired ones (the `count` keys of `keys`, their tokens
+/// in `granted`) are given back (released, each bounded by store_call_floor past a deadline that
+/// WAIT used up), a renewed one keeps the validity of its last acknowledged grant on the holder's
+/// side; through Sentinel a shortfall also drops the connection (the primary may be failing
+/// over, so the next call asks the sentinels again). \returns a zero code iff the grant stands;
+///   grant_not_durable when every grant was given back (nothing held); errc::timeout when a
+///   release failed, so that the caller, told of an error that may hide a grant
+///   (may_hide_grant), gives it back itself later (store_deadline.hpp, D2); the link's text says
+///   which.
+inline std::error_code redis_acknowledge(redis_link& link, redis_requests& rq,
+                                         std::string_view broadcast, bool acquired,
+                                         const std::string_view* keys, std::size_t count,
+                                         std::string_view owner, const grant* granted) {
   const std::string why = link.replica_shortfall("", "the grant");
-  if (why.empty()) return true;
+  if (why.empty()) return {};
   const redis_options& o = link.options();
+  // WAIT may have used a call's deadline up: the releases get store_call_floor of their own.
+  const call_floor own_time;
+  std::string failed;
   for (std::size_t i = 0; acquired && i < count; ++i) {
     const store_request back{store_op::release, keys[i], owner, granted[i].token, {}, {}};
     const redis_call c = rq.prepare(o, broadcast, link.life(), back);
-    (void)link.eval(c.script, c.keys, c.nkeys, c.args, c.nargs);
+    const result<redis_reply_ptr> r = link.eval(c.script, c.keys, c.nkeys, c.args, c.nargs);
+    if (!r && failed.empty()) failed = link.last_error();
   }
-  (void)link.not_durable(why + "; it was given back");
-  return false;
+  if (!failed.empty()) {
+    (void)link.not_durable({});  // (through Sentinel: drops the connection)
+    return link.fail(errc::timeout, why + "; giving it back failed (" + failed +
+                                        "): it lasts until its TTL unless given back later");
+  }
+  return link.not_durable(why + (acquired ? "; it was given back" : ""));
 }
 
 // Reads the acquire_all script's reply: 0 busy, else `count` tokens in key order.
@@ -134,8 +148,9 @@ inline result<void> redis_acquire_all(redis_link& link, redis_requests& rq,
       link.eval(redis_script::acquire_all, keys.data(), keys.size(), args, 3);
   if (!r) return r.error();
   if (result<void> got = read_redis_acquire_all(link, r->get(), q); !got) return got;
-  if (!redis_acknowledge(link, rq, broadcast, true, q.keys, q.count, q.owner, q.grants)) {
-    return errc::grant_not_durable;
+  if (std::error_code ec =
+          redis_acknowledge(link, rq, broadcast, true, q.keys, q.count, q.owner, q.grants)) {
+    return ec;
   }
   return {};
 }

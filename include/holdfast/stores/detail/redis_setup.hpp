@@ -1,8 +1,9 @@
 // SPDX-License-Identifier: MIT
 // holdfast/stores/detail/redis_setup.hpp - what redis_connection's connect handshake needs
-// besides the connection: the hiredis context's deleter, timeouts as timevals, and the code and
-// text of a failed setup command (AUTH, SELECT, CLIENT SETNAME, SCRIPT LOAD), naming the option
-// it comes from. Part of stores/redis.hpp; not for users.
+// besides the connection: the hiredis context's deleter, timeouts as timevals (capped by the
+// deadline of the call running on the thread: call_bound), and the code and text of a failed
+// setup command (AUTH, SELECT, CLIENT SETNAME, SCRIPT LOAD), naming the option it comes from.
+// Part of stores/redis.hpp; not for users.
 #ifndef HOLDFAST_STORES_DETAIL_REDIS_SETUP_HPP
 #define HOLDFAST_STORES_DETAIL_REDIS_SETUP_HPP
 
@@ -10,11 +11,15 @@
 #include <sys/time.h>
 
 #include <chrono>
+#include <memory>
+#include <optional>
 #include <string>
 #include <utility>
 
 #include "holdfast/detail/config.hpp"
 #include "holdfast/error.hpp"
+#include "holdfast/store_deadline.hpp"
+#include "holdfast/stores/detail/call_bound.hpp"
 #include "holdfast/stores/detail/redis_resp.hpp"
 #include "holdfast/stores/redis_options.hpp"
 
@@ -22,15 +27,52 @@ namespace holdfast {
 HOLDFAST_ABI_NAMESPACE_BEGIN
 namespace detail {
 
+/// WAIT's timeout (ms) for `wait_timeout` under a call's deadline: capped by it (capped_by_call);
+/// `reply_by` is then set so that the socket waits store_call_floor longer than WAIT does for its
+/// answer (the answer comes when WAIT's own timeout ends). Without a deadline, `wait_timeout`
+/// and the socket's command_timeout as they are.
+inline std::chrono::milliseconds redis_wait_timeout(std::chrono::milliseconds wait_timeout,
+                                                    std::optional<call_bound>& reply_by) {
+  if (call_until() == std::chrono::steady_clock::time_point::max()) return wait_timeout;
+  const std::chrono::milliseconds wait = capped_by_call(wait_timeout);
+  reply_by.emplace(std::chrono::steady_clock::now() + wait + store_call_floor);
+  return wait;
+}
+
 struct redis_context_deleter {
   void operator()(redisContext* c) const noexcept { redisFree(c); }
 };
+
 inline struct timeval to_timeval(std::chrono::milliseconds ms) noexcept {
   struct timeval tv {};
   tv.tv_sec = static_cast<decltype(tv.tv_sec)>(ms.count() / 1000);
   tv.tv_usec = static_cast<decltype(tv.tv_usec)>((ms.count() % 1000) * 1000);
   return tv;
 }
+
+/// Under a call's deadline (call_bound), caps the socket timeouts of `ctx` by it for one
+/// command, and puts `command_timeout` back after (if the context is still there: a timeout drops
+/// it, as any transport failure does).
+class redis_socket_bound {
+ public:
+  redis_socket_bound(const std::unique_ptr<redisContext, redis_context_deleter>& ctx,
+                     std::chrono::milliseconds command_timeout)
+      : ctx_(ctx), command_timeout_(command_timeout) {
+    const std::chrono::milliseconds bound = capped_by_call(command_timeout);
+    capped_ = ctx_ && bound < command_timeout;
+    if (capped_) (void)redisSetTimeout(ctx_.get(), to_timeval(bound));
+  }
+  ~redis_socket_bound() {
+    if (capped_ && ctx_) (void)redisSetTimeout(ctx_.get(), to_timeval(command_timeout_));
+  }
+  redis_socket_bound(const redis_socket_bound&) = delete;
+  redis_socket_bound& operator=(const redis_socket_bound&) = delete;
+
+ private:
+  const std::unique_ptr<redisContext, redis_context_deleter>& ctx_;
+  std::chrono::milliseconds command_timeout_;
+  bool capped_ = false;
+};
 
 /// Which option a setup command comes from, so that its error names that option.
 enum class redis_setup_field { auth, database, client_name, script };

@@ -33,6 +33,8 @@
 #include "holdfast/error.hpp"
 #include "holdfast/fencing_token.hpp"
 #include "holdfast/result.hpp"
+#include "holdfast/store.hpp"
+#include "holdfast/stores/detail/call_bound.hpp"
 #include "holdfast/stores/detail/redis_link.hpp"
 #include "holdfast/stores/detail/redis_requests.hpp"
 #include "holdfast/stores/detail/redis_resp.hpp"
@@ -202,9 +204,44 @@ inline result<long long> redis_enqueue(redis_link& link, redis_requests& request
 inline void redis_dequeue(redis_link& link, redis_requests& requests, std::string_view key,
                           const std::string& entry) {
   auto guard = link.lock_quiet();  // a failed call's cleanup: keeps that call's text
+  const call_floor own_time;       // past a call's deadline (call_bound): store_call_floor for it
   const std::string_view keys[] = {requests.queue_key(link.options(), key)};
   const std::string_view args[] = {entry};
   (void)link.eval(redis_script::unwait, keys, 1, args, 1);
+}
+
+/// redis_store::watch_release (see there) for a non-empty `key`: files the watch in `w`, reads the
+/// holder with `store`'s inspect(), and sleeps until the key's release is announced, the holder's
+/// expiry, `deadline` or a stop of `cancel`.
+template <class Store>
+result<void> redis_watch_release(Store& store, redis_waiting& w, std::string_view key,
+                                 const std::chrono::steady_clock::time_point& deadline,
+                                 const cancel_token& cancel, fencing_token known) {
+  cancel_token::waker stop;  // before any lock: the wake-up takes w.mu
+  w.wake_on_stop(stop, cancel);
+  std::uint64_t base;
+  {
+    std::lock_guard<std::mutex> lk(w.mu);
+    if (!w.reading) {
+      if (std::error_code ec = w.subscribe()) return ec;
+    }
+    auto& entry = w.watched[std::string(key)];
+    base = entry.first;
+    ++entry.second;
+  }
+  const auto start = std::chrono::steady_clock::now();  // before the request leaves
+  result<std::optional<lease_record>> held = store.inspect(key);
+  std::unique_lock<std::mutex> lk(w.mu);
+  auto it = w.watched.find(key);
+  if (held && *held && (known.is_none() || (*held)->token == known)) {  // else: gone already
+    auto wake = start + (*held)->remaining + std::chrono::milliseconds(1);
+    if (deadline < wake) wake = deadline;
+    (void)w.sleep_on(lk, wake, [&] { return it->second.first != base || cancel.stop_requested(); });
+  }
+  if (--it->second.second == 0) w.watched.erase(it);
+  if (!held) return held.error();
+  if (cancel.stop_requested()) return errc::cancelled;
+  return {};
 }
 
 }  // namespace detail
