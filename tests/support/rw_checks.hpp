@@ -4,7 +4,8 @@
 // acquire at once (check_rw_release_wakes, against slow_polling()'s backoff of at least 2 s a
 // round), and wait_for_release_rw ends when what keeps the mode out expires, on a stop of its
 // token, and by half a waiting writer's intent's time left (RW4), refusing bad input
-// (check_rw_wait_ends). Every wait is bounded; real servers, so real time.
+// (check_rw_wait_ends); and sessions racing on one key never hold a writer beside anyone
+// (run_rw_race, also test_etcd_rw.cpp). Every wait is bounded; real servers, so real time.
 #ifndef HOLDFAST_TESTS_SUPPORT_RW_CHECKS_HPP
 #define HOLDFAST_TESTS_SUPPORT_RW_CHECKS_HPP
 
@@ -13,12 +14,14 @@
 #include <atomic>
 #include <chrono>
 #include <cstdint>
+#include <mutex>
 #include <string>
 #include <thread>
 #include <vector>
 
 #include "holdfast/backoff.hpp"
 #include "holdfast/cancel.hpp"
+#include "holdfast/fencing_token.hpp"
 #include "holdfast/read_write_lease.hpp"
 #include "real_servers.hpp"
 
@@ -158,6 +161,67 @@ void check_rw_wait_ends(Store& s, const std::string& free_key, const std::string
   CHECK(s.wait_for_release_rw(key2, ex, t0 + milliseconds(10000)));
   CHECK(clk::now() - t0 >= milliseconds(400));
   CHECK(clk::now() - t0 < milliseconds(1500));  // (the reader's 10 s without the cap)
+}
+
+/// What run_rw_race counted over all its threads.
+struct rw_race_tally {
+  int grants = 0;         ///< grants taken
+  int exclusive = 0;      ///< of which exclusive
+  int overlaps = 0;       ///< grants made while a writer held, or a writer's while anyone held
+  int errors = 0;         ///< asks that failed other than busy, and releases that failed
+  int stale_writers = 0;  ///< writers' tokens not above every earlier writer's (RW2)
+};
+
+/// Four threads, each with a store of its own (`make()`, one connection or session each), ask
+/// `rounds` times for key "race" (10 s), as owner "t<id>", exclusive on every third round and
+/// shared otherwise, mark themselves held between grant and release_rw, and count (under one
+/// mutex) any overlap the store let through.
+template <class MakeStore>
+rw_race_tally run_rw_race(MakeStore make, int rounds) {
+  constexpr holdfast::lease_mode sh = holdfast::lease_mode::shared;
+  constexpr holdfast::lease_mode ex = holdfast::lease_mode::exclusive;
+  std::mutex mu;
+  rw_race_tally n;
+  int readers = 0;
+  int writers = 0;
+  holdfast::fencing_token newest_writer;
+  const auto work = [&](int id) {
+    auto s = make();
+    const std::string me = "t" + std::to_string(id);
+    for (int i = 0; i < rounds; ++i) {
+      const holdfast::lease_mode m = (i + id) % 3 == 0 ? ex : sh;
+      auto g = s.try_acquire_rw("race", me, std::chrono::milliseconds(10000), m);
+      if (!g) {
+        std::lock_guard<std::mutex> lk(mu);
+        if (g.error() != holdfast::errc::busy) ++n.errors;
+        continue;
+      }
+      {
+        std::lock_guard<std::mutex> lk(mu);
+        ++n.grants;
+        if (m == ex ? (readers > 0 || writers > 0) : writers > 0) ++n.overlaps;
+        ++(m == ex ? writers : readers);
+        if (m == ex) {
+          ++n.exclusive;
+          if (g->token <= newest_writer) ++n.stale_writers;  // RW2: above every earlier token
+          newest_writer = g->token;
+        }
+      }
+      std::this_thread::yield();
+      {
+        std::lock_guard<std::mutex> lk(mu);
+        --(m == ex ? writers : readers);
+      }
+      if (!s.release_rw("race", me, g->token, m)) {
+        std::lock_guard<std::mutex> lk(mu);
+        ++n.errors;
+      }
+    }
+  };
+  std::vector<std::thread> threads;
+  for (int id = 0; id < 4; ++id) threads.emplace_back(work, id);
+  for (std::thread& th : threads) th.join();
+  return n;
 }
 
 }  // namespace hf_test

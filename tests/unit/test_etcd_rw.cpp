@@ -24,6 +24,7 @@
 #include "../support/etcd_faulty.hpp"
 #include "../support/etcd_servers.hpp"
 #include "../support/real_servers.hpp"
+#include "../support/rw_checks.hpp"
 #include "holdfast/read_write_lease.hpp"
 #include "holdfast/stores/etcd.hpp"
 #include "holdfast/testing/conformance_shared.hpp"
@@ -205,58 +206,14 @@ TEST_CASE("etcd_store read-write: sessions racing on one key never hold a writer
           "[etcd][read_write][threads]") {
   std::optional<etcd_options> o = shared();
   if (!o) return;
-  // Each thread its own store (connection); a holder marks itself here between its grant and its
+  // Each thread its own store (connection); a holder marks itself between its grant and its
   // release, so any overlap etcd let through shows as a writer beside another holder.
-  std::mutex mu;
-  int readers = 0;
-  int writers = 0;
-  int overlaps = 0;
-  int errors = 0;
-  int grants = 0;
-  int exclusive = 0;
-  fencing_token newest_writer;
-  int stale_writers = 0;
-  const auto work = [&](int id) {
-    etcd_store s(*o);
-    const std::string me = "t" + std::to_string(id);
-    for (int i = 0; i < 20; ++i) {
-      const lease_mode m = (i + id) % 3 == 0 ? ex : sh;
-      auto g = s.try_acquire_rw("race", me, 10s, m);
-      if (!g) {
-        std::lock_guard<std::mutex> lk(mu);
-        if (g.error() != errc::busy) ++errors;
-        continue;
-      }
-      {
-        std::lock_guard<std::mutex> lk(mu);
-        ++grants;
-        if (m == ex ? (readers > 0 || writers > 0) : writers > 0) ++overlaps;
-        ++(m == ex ? writers : readers);
-        if (m == ex) {
-          ++exclusive;
-          if (g->token <= newest_writer) ++stale_writers;  // RW2: above every earlier token
-          newest_writer = g->token;
-        }
-      }
-      std::this_thread::yield();
-      {
-        std::lock_guard<std::mutex> lk(mu);
-        --(m == ex ? writers : readers);
-      }
-      if (!s.release_rw("race", me, g->token, m)) {
-        std::lock_guard<std::mutex> lk(mu);
-        ++errors;
-      }
-    }
-  };
-  std::vector<std::thread> threads;
-  for (int id = 0; id < 4; ++id) threads.emplace_back(work, id);
-  for (std::thread& th : threads) th.join();
-  CHECK(overlaps == 0);
-  CHECK(errors == 0);
-  CHECK(stale_writers == 0);
-  CHECK(grants > 20);
-  CHECK(exclusive > 0);
+  const hf_test::rw_race_tally n = hf_test::run_rw_race([&] { return etcd_store(*o); }, 20);
+  CHECK(n.overlaps == 0);
+  CHECK(n.errors == 0);
+  CHECK(n.stale_writers == 0);
+  CHECK(n.grants > 20);
+  CHECK(n.exclusive > 0);
   faulty look(*o);
   CHECK(look.keys() <= 1);  // at most an intent a refused writer left, ending with its lease
 }

@@ -314,48 +314,12 @@ TEST_CASE("postgres_store read-write: sessions racing on one key never hold a wr
   std::optional<std::string> ci = hf_test::shared_pg();
   if (!ci) return;
   rw_tables& t = tables(*ci);
-  // Each thread its own session; a holder marks itself here between its grant and its release,
-  // so any overlap the store let through shows as a writer beside another holder.
-  std::mutex mu;
-  int readers = 0;
-  int writers = 0;
-  int overlaps = 0;
-  int errors = 0;
-  int grants = 0;
-  const auto work = [&](int id) {
-    postgres_store s(t.opts);
-    const std::string me = "t" + std::to_string(id);
-    for (int i = 0; i < 25; ++i) {
-      const lease_mode m = (i + id) % 3 == 0 ? ex : sh;
-      auto g = s.try_acquire_rw("race", me, milliseconds(10000), m);
-      if (!g) {
-        std::lock_guard<std::mutex> lk(mu);
-        if (g.error() != errc::busy) ++errors;
-        continue;
-      }
-      {
-        std::lock_guard<std::mutex> lk(mu);
-        ++grants;
-        if (m == ex ? (readers > 0 || writers > 0) : writers > 0) ++overlaps;
-        ++(m == ex ? writers : readers);
-      }
-      std::this_thread::yield();
-      {
-        std::lock_guard<std::mutex> lk(mu);
-        --(m == ex ? writers : readers);
-      }
-      if (!s.release_rw("race", me, g->token, m)) {
-        std::lock_guard<std::mutex> lk(mu);
-        ++errors;
-      }
-    }
-  };
-  std::vector<std::thread> threads;
-  for (int id = 0; id < 4; ++id) threads.emplace_back(work, id);
-  for (std::thread& th : threads) th.join();
-  CHECK(overlaps == 0);
-  CHECK(errors == 0);
-  CHECK(grants > 20);
+  // Each thread its own session; a holder marks itself between its grant and its release, so
+  // any overlap the store let through shows as a writer beside another holder.
+  const hf_test::rw_race_tally n = hf_test::run_rw_race([&] { return postgres_store(t.opts); }, 25);
+  CHECK(n.overlaps == 0);
+  CHECK(n.errors == 0);
+  CHECK(n.grants > 20);
 }
 
 TEST_CASE("postgres_store read-write: apart from plain leases, one sequence for both",
