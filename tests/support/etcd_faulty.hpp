@@ -4,7 +4,8 @@
 // server under a key prefix of the test's own; and etcd_faulty, an etcd_store with faults injected
 // into its link (detail::etcd_link::fault: a lost reply, a request not sent) that also counts what
 // etcd holds of this store's own (the leases it asked for, the keys under its prefix), so a test
-// can check that a failed call left nothing behind. Test scratch only; not thread-safe.
+// can check that a failed call left nothing behind; and second_life(), a store's endpoints
+// that lead to a second cluster whose revision is behind. Test scratch only; not thread-safe.
 #ifndef HOLDFAST_TESTS_SUPPORT_ETCD_FAULTY_HPP
 #define HOLDFAST_TESTS_SUPPORT_ETCD_FAULTY_HPP
 
@@ -97,6 +98,33 @@ struct etcd_faulty : holdfast::etcd_store {
   std::map<std::string, int> seen_;
   std::set<std::int64_t> asked_;
 };
+
+/// Where a test of a store that moves to a cluster whose revision went back (a restore, as far
+/// as a test can fake one) starts from; second_life() makes it.
+struct etcd_second_life {
+  holdfast::etcd_options two;        ///< the shared etcd, then a member of the other cluster
+  holdfast::etcd_options on_second;  ///< that member alone (to read its revision)
+  holdfast::fencing_token low;       ///< the other cluster's revision, read before the test
+};
+
+/// `o` with two endpoints, the shared etcd's first and then the first member of the other
+/// cluster .ci/servers starts (HOLDFAST_ETCD_CLUSTER_ENDPOINTS: another cluster ID, a revision far
+/// behind), that member alone, and its revision now; nullopt when the variable is unset.
+inline std::optional<etcd_second_life> second_life(const holdfast::etcd_options& o) {
+  std::optional<std::string> other = env("HOLDFAST_ETCD_CLUSTER_ENDPOINTS");
+  if (!other) return std::nullopt;
+  const std::string second = split_commas(*other).front();
+  etcd_second_life out;
+  out.two = o;
+  out.two.endpoints = {o.endpoints.front(), second};
+  out.on_second = o;
+  out.on_second.endpoints = {second};
+  holdfast::etcd_store behind(out.on_second);
+  auto low = behind.revision();
+  REQUIRE(low);
+  out.low = *low;
+  return out;
+}
 
 }  // namespace hf_test
 

@@ -327,20 +327,12 @@ TEST_CASE("etcd_store read-write: a cluster whose revision went back is raised f
           "[etcd][read_write][lives]") {
   std::optional<etcd_options> o = shared();
   if (!o) return;
-  std::optional<std::string> other = hf_test::env("HOLDFAST_ETCD_CLUSTER_ENDPOINTS");
-  if (!other) return;
-  const std::string second = hf_test::split_commas(*other).front();
-  etcd_options two = *o;
-  two.endpoints = {o->endpoints.front(), second};
-  etcd_options on_second = *o;
-  on_second.endpoints = {second};
-  etcd_store behind(on_second);
-  auto low = behind.revision();
-  REQUIRE(low);
-  faulty a(two);
+  const std::optional<hf_test::etcd_second_life> lives = hf_test::second_life(*o);
+  if (!lives) return;
+  faulty a(lives->two);
   // First: ahead by at least 2500 revisions, so that the raise on the second (one write per
   // revision) outlasts the 2 s lease the ask there takes first: the grant needs a fresh lease.
-  REQUIRE(a.raise_token_floor(fencing_token(low->value() + 2500)));
+  REQUIRE(a.raise_token_floor(fencing_token(lives->low.value() + 2500)));
   auto g1 = a.try_acquire_rw("k", "A", 30s, ex);
   REQUIRE(g1);
   REQUIRE(a.release_rw("k", "A", g1->token, ex));
@@ -356,6 +348,7 @@ TEST_CASE("etcd_store read-write: a cluster whose revision went back is raised f
   INFO(a.last_error_message());
   REQUIRE(g2);
   CHECK(g2->token > g1->token);  // raised before drawing
+  etcd_store behind(lives->on_second);
   auto rev = behind.revision();
   REQUIRE(rev);
   CHECK(rev->value() >= g2->token.value());  // the second cluster granted it
