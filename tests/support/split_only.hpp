@@ -4,18 +4,21 @@
 // wait_reply(), which polls a store's descriptor until its request in flight is complete, and
 // split_only<Store>, a LeaseStore whose every operation goes through the store's
 // send/progress/receive (send_receive.hpp), so that the kit's contract checks exercise the split
-// path. Test scratch only; not thread-safe (one request in flight per store, as the capability).
+// path; and gather_replies(), several stores' replies taken as they come. Test scratch only; not
+// thread-safe (one request in flight per store, as the capability).
 #ifndef HOLDFAST_TESTS_SUPPORT_SPLIT_ONLY_HPP
 #define HOLDFAST_TESTS_SUPPORT_SPLIT_ONLY_HPP
 
 #include <poll.h>
 
 #include <chrono>
+#include <cstddef>
 #include <functional>
 #include <optional>
 #include <string_view>
 #include <system_error>
 #include <utility>
+#include <vector>
 
 #include "holdfast/error.hpp"
 #include "holdfast/send_receive.hpp"
@@ -96,6 +99,43 @@ class split_only {
   Store s_;
   readier on_decline_;
 };
+
+/// What gather_replies() took: each store's reply (nullopt where none came) and how many are
+/// missing.
+struct gathered {
+  std::vector<std::optional<holdfast::store_reply>> replies;
+  std::size_t left = 0;
+};
+
+/// Waits (poll over every descriptor at once, 50 ms at a time, at most `bound`) for the reply of
+/// each store in `stores` (pointer-likes to stores with one request in flight each), taking each
+/// as it comes and the last store first when several are ready, so the order differs from the
+/// sending order. The replies are in the stores' order.
+template <class Stores>
+gathered gather_replies(Stores& stores, std::chrono::milliseconds bound) {
+  gathered out;
+  out.replies.resize(stores.size());
+  out.left = stores.size();
+  const auto end = std::chrono::steady_clock::now() + bound;
+  while (out.left > 0 && std::chrono::steady_clock::now() < end) {
+    std::vector<struct pollfd> fds;
+    for (std::size_t i = stores.size(); i-- > 0;) {
+      if (out.replies[i]) continue;
+      if (stores[i]->progress()) {
+        out.replies[i] = stores[i]->receive();
+        --out.left;
+        continue;
+      }
+      const holdfast::io_interest want = stores[i]->interest();
+      struct pollfd p {};
+      p.fd = want.fd;
+      p.events = static_cast<short>((want.read ? POLLIN : 0) | (want.write ? POLLOUT : 0));
+      fds.push_back(p);
+    }
+    if (!fds.empty()) (void)::poll(fds.data(), fds.size(), 50);
+  }
+  return out;
+}
 
 }  // namespace hf_test
 

@@ -152,26 +152,8 @@ TEST_CASE("redis_cluster_store send/receive: every primary in flight from one th
       CHECK(stores[i]->send({store_op::inspect, keys[i], {}, {}, {}, milliseconds(0)}) ==
             holdfast::send_would_block());  // one in flight per store
     }
-    std::vector<std::optional<store_reply>> replies(3);
-    std::size_t left = 3;
-    const auto end = std::chrono::steady_clock::now() + std::chrono::seconds(5);
-    while (left > 0 && std::chrono::steady_clock::now() < end) {
-      std::vector<struct pollfd> fds;
-      for (std::size_t i = 3; i-- > 0;) {  // last store first: another order than sending's
-        if (replies[i]) continue;
-        if (stores[i]->progress()) {
-          replies[i] = stores[i]->receive();
-          --left;
-          continue;
-        }
-        const io_interest want = stores[i]->interest();
-        struct pollfd p {};
-        p.fd = want.fd;
-        p.events = static_cast<short>((want.read ? POLLIN : 0) | (want.write ? POLLOUT : 0));
-        fds.push_back(p);
-      }
-      if (!fds.empty()) (void)::poll(fds.data(), fds.size(), 50);
-    }
+    // Replies as they come, the last store first: another order than sending's.
+    const auto [replies, left] = hf_test::gather_replies(stores, std::chrono::seconds(5));
     REQUIRE(left == 0);
     for (std::size_t i = 0; i < 3; ++i) {
       REQUIRE(replies[i]->granted);

@@ -126,28 +126,7 @@ TEST_CASE("redis_store send/receive: many requests in flight from one thread, an
     }
     // Poll all sockets at once and take replies as they come (last store first when several
     // are ready, so the order differs from the sending order).
-    std::vector<std::optional<store_reply>> replies(n);
-    std::size_t left = n;
-    const auto end = std::chrono::steady_clock::now() + std::chrono::seconds(5);
-    while (left > 0 && std::chrono::steady_clock::now() < end) {
-      std::vector<struct pollfd> fds;
-      std::vector<std::size_t> who;
-      for (std::size_t i = n; i-- > 0;) {
-        if (replies[i]) continue;
-        if (stores[i]->progress()) {
-          replies[i] = stores[i]->receive();
-          --left;
-          continue;
-        }
-        const io_interest want = stores[i]->interest();
-        struct pollfd p {};
-        p.fd = want.fd;
-        p.events = static_cast<short>((want.read ? POLLIN : 0) | (want.write ? POLLOUT : 0));
-        fds.push_back(p);
-        who.push_back(i);
-      }
-      if (!fds.empty()) (void)::poll(fds.data(), fds.size(), 100);
-    }
+    const auto [replies, left] = hf_test::gather_replies(stores, std::chrono::seconds(5));
     REQUIRE(left == 0);
     std::vector<fencing_token> tokens;
     for (std::size_t i = 0; i < n; ++i) {
