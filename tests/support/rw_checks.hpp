@@ -5,7 +5,8 @@
 // round), and wait_for_release_rw ends when what keeps the mode out expires, on a stop of its
 // token, and by half a waiting writer's intent's time left (RW4), refusing bad input
 // (check_rw_wait_ends); and sessions racing on one key never hold a writer beside anyone
-// (run_rw_race, also test_etcd_rw.cpp). Every wait is bounded; real servers, so real time.
+// (run_rw_race, also test_etcd_rw.cpp); release_rw after a dropped connection reconnects once
+// (check_rw_release_after_drop). Every wait is bounded; real servers, so real time.
 #ifndef HOLDFAST_TESTS_SUPPORT_RW_CHECKS_HPP
 #define HOLDFAST_TESTS_SUPPORT_RW_CHECKS_HPP
 
@@ -222,6 +223,30 @@ rw_race_tally run_rw_race(MakeStore make, int rounds) {
   for (int id = 0; id < 4; ++id) threads.emplace_back(work, id);
   for (std::thread& th : threads) th.join();
   return n;
+}
+
+/// Checks release_rw and renew_rw after the server ended `s`'s idle connection or session
+/// (`drop()`: CLIENT KILL, pg_terminate_backend): a writer's release_rw of `key` reconnects once
+/// and succeeds, and `gone()` is then true (the record is gone); a reader of `key` gets it at
+/// once (not after the writer's 60 s TTL); after another drop, renew_rw is not sent again (it
+/// reports store_unavailable) and release_rw succeeds.
+template <class Store, class Drop, class Gone>
+void check_rw_release_after_drop(Store& s, const std::string& key, Drop drop, Gone gone) {
+  using std::chrono::milliseconds;
+  constexpr holdfast::lease_mode sh = holdfast::lease_mode::shared;
+  constexpr holdfast::lease_mode ex = holdfast::lease_mode::exclusive;
+  auto w = s.try_acquire_rw(key, "W", milliseconds(60000), ex);
+  REQUIRE(w);
+  drop();
+  CHECK(s.release_rw(key, "W", w->token, ex));
+  CHECK(gone());
+  auto r = s.try_acquire_rw(key, "R", milliseconds(60000), sh);
+  REQUIRE(r);  // at once, not after the writer's TTL
+  // Renew is not sent again: the first call after a drop reports the error.
+  drop();
+  CHECK(s.renew_rw(key, "R", r->token, milliseconds(60000), sh).error() ==
+        holdfast::errc::store_unavailable);
+  CHECK(s.release_rw(key, "R", r->token, sh));
 }
 
 }  // namespace hf_test

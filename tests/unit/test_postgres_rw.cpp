@@ -379,18 +379,8 @@ TEST_CASE("postgres_store read-write: release after the session was terminated r
         },
         milliseconds(5000)));
   };
-  auto w = s.try_acquire_rw("idle", "W", milliseconds(60000), ex);
-  REQUIRE(w);
-  terminate();
-  CHECK(s.release_rw("idle", "W", w->token, ex));
-  CHECK(killer.exec(t.rows("idle")) == "0");
-  auto r = s.try_acquire_rw("idle", "R", milliseconds(60000), sh);
-  REQUIRE(r);  // at once, not after the writer's TTL
-  // Renew is not sent again: the first call after the session ended reports the error.
-  terminate();
-  CHECK(s.renew_rw("idle", "R", r->token, milliseconds(60000), sh).error() ==
-        errc::store_unavailable);
-  CHECK(s.release_rw("idle", "R", r->token, sh));
+  hf_test::check_rw_release_after_drop(s, "idle", terminate,
+                                       [&] { return killer.exec(t.rows("idle")) == "0"; });
 }
 
 TEST_CASE("postgres_store purge_expired: idle read-write keys go, live and recent ones stay",

@@ -261,18 +261,7 @@ TEST_CASE("redis_store read-write: release after the connection was dropped reco
     const std::string id = text.substr(begin + 3, text.find(' ', begin) - begin - 3);
     REQUIRE(adm.cmd({"CLIENT", "KILL", "ID", id})->integer == 1);
   };
-  auto w = s.try_acquire_rw("gone", "W", milliseconds(60000), ex);
-  REQUIRE(w);
-  drop_mine();
-  CHECK(s.release_rw("gone", "W", w->token, ex));
-  CHECK_FALSE(adm.exists("gone"));
-  auto r = s.try_acquire_rw("gone", "R", milliseconds(60000), sh);
-  REQUIRE(r);  // at once, not after the writer's TTL
-  // Renew is not sent again: the first call after a drop reports the error.
-  drop_mine();
-  CHECK(s.renew_rw("gone", "R", r->token, milliseconds(60000), sh).error() ==
-        errc::store_unavailable);
-  CHECK(s.release_rw("gone", "R", r->token, sh));
+  hf_test::check_rw_release_after_drop(s, "gone", drop_mine, [&] { return !adm.exists("gone"); });
   CHECK_FALSE(adm.exists("gone"));
 }
 
