@@ -48,22 +48,11 @@ using seeds = std::vector<holdfast::redis_endpoint>;
 
 /// The shared cluster of .ci/servers, else the executable's own; empty only outside CI.
 seeds serving() {
-  seeds shared = hf_test::redis_cluster_seeds_from_env();
-  if (!shared.empty()) return shared;
-  hf_test::redis_cluster* c = hf_test::own_redis_cluster();
-  return c == nullptr ? seeds{} : c->seeds();
+  return hf_test::serving_redis_cluster();
 }
 
 redis_cluster_options options_for(const seeds& nodes, const std::string& name = "sr") {
-  redis_cluster_options o;
-  o.nodes = nodes;
-  const std::string tag = name + "-" + hf_test::random_tag();
-  o.node.key_prefix = "hf-" + tag + ":lease:";
-  o.node.counter_key = "hf-" + tag + ":token:";
-  o.node.wait_prefix = "hf-" + tag + ":wait:";
-  o.node.connect_timeout = milliseconds(1000);
-  o.node.command_timeout = milliseconds(1000);
-  return o;
+  return hf_test::redis_cluster_test_options(nodes, name + "-" + hf_test::random_tag());
 }
 
 using hf_test::wait_reply;
