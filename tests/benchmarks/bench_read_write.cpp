@@ -18,20 +18,16 @@
 #include "holdfast/lease.hpp"
 #include "holdfast/read_write_lease.hpp"
 #include "holdfast/stores/memory.hpp"
+#include "read_write_pairs.hpp"
 
 namespace {
 
+using holdfast_bench::given_owner;
 using holdfast_bench::run_paired;
 using holdfast_bench::sample_owner;
 using holdfast_bench::with_min_max;
 
 constexpr std::chrono::milliseconds kTtl{10'000};
-
-holdfast::acquire_options<> given_owner() {
-  holdfast::acquire_options<> o;
-  o.owner = sample_owner();
-  return o;
-}
 
 struct plain_lease {
   holdfast::memory_store<>* store;

@@ -27,14 +27,13 @@
 #include <string>
 
 #include "bench_common.hpp"
-#include "holdfast/lease.hpp"
-#include "holdfast/read_write_lease.hpp"
 #include "holdfast/stores/etcd.hpp"
+#include "read_write_pairs.hpp"
 
 namespace {
 
-using holdfast_bench::run_paired;
-using holdfast_bench::sample_owner;
+using holdfast_bench::run_rw_lease_vs_lease;
+using holdfast_bench::run_shared_grant_vs_grant;
 using holdfast_bench::with_min_max;
 
 constexpr std::chrono::milliseconds kTtl{10'000};
@@ -54,12 +53,6 @@ std::optional<holdfast::etcd_options> bench_options() {
   return o;
 }
 
-holdfast::acquire_options<> given_owner() {
-  holdfast::acquire_options<> o;
-  o.owner = sample_owner();
-  return o;
-}
-
 // Options for one benchmark's store, or nullopt after SkipWithError.
 std::optional<holdfast::etcd_options> options_or_skip(benchmark::State& state) {
   std::optional<holdfast::etcd_options> o = bench_options();
@@ -73,25 +66,7 @@ void BM_etcd_rw_lease(benchmark::State& state) {
   if (!o) return;
   holdfast::etcd_store etcd(*o);
   if (!etcd.revision()) return state.SkipWithError("cannot reach etcd");
-  holdfast::etcd_store* store = &etcd;
-  holdfast::read_write_lease<holdfast::etcd_store> doc(*store, "doc", given_owner());
-  const holdfast::acquire_options<> plain = given_owner();
-  run_paired(
-      state, "vs lease try_acquire + release",
-      [&] {
-        if constexpr (Write) {
-          auto w = doc.try_acquire_write(kTtl);
-          if (!w || !w->release()) state.SkipWithError("write lease failed");
-        } else {
-          auto r = doc.try_acquire_read(kTtl);
-          if (!r || !r->release()) state.SkipWithError("read lease failed");
-        }
-      },
-      [&] {
-        auto l = holdfast::try_acquire(*store, "plain", kTtl, plain);
-        if (!l || !l->release()) state.SkipWithError("plain lease failed");
-      },
-      16);
+  run_rw_lease_vs_lease<Write>(state, etcd, kTtl);
 }
 void BM_etcd_read_lease(benchmark::State& state) {
   BM_etcd_rw_lease<false>(state);
@@ -107,20 +82,7 @@ void BM_etcd_store_shared_grant(benchmark::State& state) {
   if (!o) return;
   holdfast::etcd_store etcd(*o);
   if (!etcd.revision()) return state.SkipWithError("cannot reach etcd");
-  holdfast::etcd_store* store = &etcd;
-  const std::string& owner = sample_owner();
-  constexpr auto sh = holdfast::lease_mode::shared;
-  run_paired(
-      state, "vs store try_acquire + release",
-      [&] {
-        auto g = store->try_acquire_rw("doc", owner, kTtl, sh);
-        if (!g || !store->release_rw("doc", owner, g->token, sh)) state.SkipWithError("failed");
-      },
-      [&] {
-        auto g = store->try_acquire("plain", owner, kTtl);
-        if (!g || !store->release("plain", owner, g->token)) state.SkipWithError("failed");
-      },
-      16);
+  run_shared_grant_vs_grant(state, etcd, "doc", kTtl);
 }
 BENCHMARK(BM_etcd_store_shared_grant)->Apply(with_min_max);
 
@@ -132,23 +94,11 @@ void BM_etcd_store_shared_join(benchmark::State& state) {
   if (!o) return;
   holdfast::etcd_store etcd(*o);
   if (!etcd.revision()) return state.SkipWithError("cannot reach etcd");
-  holdfast::etcd_store* store = &etcd;
-  const std::string& owner = sample_owner();
   constexpr auto sh = holdfast::lease_mode::shared;
-  auto other = store->try_acquire_rw("joined", "another reader", std::chrono::minutes(5), sh);
+  auto other = etcd.try_acquire_rw("joined", "another reader", std::chrono::minutes(5), sh);
   if (!other) return state.SkipWithError("cannot take the other reader's grant");
-  run_paired(
-      state, "vs store try_acquire + release",
-      [&] {
-        auto g = store->try_acquire_rw("joined", owner, kTtl, sh);
-        if (!g || !store->release_rw("joined", owner, g->token, sh)) state.SkipWithError("failed");
-      },
-      [&] {
-        auto g = store->try_acquire("plain", owner, kTtl);
-        if (!g || !store->release("plain", owner, g->token)) state.SkipWithError("failed");
-      },
-      16);
-  (void)store->release_rw("joined", "another reader", other->token, sh);
+  run_shared_grant_vs_grant(state, etcd, "joined", kTtl);
+  (void)etcd.release_rw("joined", "another reader", other->token, sh);
 }
 BENCHMARK(BM_etcd_store_shared_join)->Apply(with_min_max);
 

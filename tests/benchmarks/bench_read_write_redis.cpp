@@ -22,14 +22,13 @@
 #include <string>
 
 #include "bench_common.hpp"
-#include "holdfast/lease.hpp"
-#include "holdfast/read_write_lease.hpp"
 #include "holdfast/stores/redis.hpp"
+#include "read_write_pairs.hpp"
 
 namespace {
 
-using holdfast_bench::run_paired;
-using holdfast_bench::sample_owner;
+using holdfast_bench::run_rw_lease_vs_lease;
+using holdfast_bench::run_shared_grant_vs_grant;
 using holdfast_bench::with_min_max;
 
 constexpr std::chrono::milliseconds kTtl{10'000};
@@ -47,12 +46,6 @@ std::optional<holdfast::redis_options> bench_options() {
   return o;
 }
 
-holdfast::acquire_options<> given_owner() {
-  holdfast::acquire_options<> o;
-  o.owner = sample_owner();
-  return o;
-}
-
 // Options for one benchmark's store, or nullopt after SkipWithError.
 std::optional<holdfast::redis_options> options_or_skip(benchmark::State& state) {
   std::optional<holdfast::redis_options> o = bench_options();
@@ -66,25 +59,7 @@ void BM_redis_rw_lease(benchmark::State& state) {
   if (!o) return;
   holdfast::redis_store redis(*o);
   if (!redis.connect()) return state.SkipWithError("cannot reach Redis");
-  holdfast::redis_store* store = &redis;
-  holdfast::read_write_lease<holdfast::redis_store> doc(*store, "doc", given_owner());
-  const holdfast::acquire_options<> plain = given_owner();
-  run_paired(
-      state, "vs lease try_acquire + release",
-      [&] {
-        if constexpr (Write) {
-          auto w = doc.try_acquire_write(kTtl);
-          if (!w || !w->release()) state.SkipWithError("write lease failed");
-        } else {
-          auto r = doc.try_acquire_read(kTtl);
-          if (!r || !r->release()) state.SkipWithError("read lease failed");
-        }
-      },
-      [&] {
-        auto l = holdfast::try_acquire(*store, "plain", kTtl, plain);
-        if (!l || !l->release()) state.SkipWithError("plain lease failed");
-      },
-      16);
+  run_rw_lease_vs_lease<Write>(state, redis, kTtl);
 }
 void BM_redis_read_lease(benchmark::State& state) {
   BM_redis_rw_lease<false>(state);
@@ -100,20 +75,7 @@ void BM_redis_store_shared_grant(benchmark::State& state) {
   if (!o) return;
   holdfast::redis_store redis(*o);
   if (!redis.connect()) return state.SkipWithError("cannot reach Redis");
-  holdfast::redis_store* store = &redis;
-  const std::string& owner = sample_owner();
-  constexpr auto sh = holdfast::lease_mode::shared;
-  run_paired(
-      state, "vs store try_acquire + release",
-      [&] {
-        auto g = store->try_acquire_rw("doc", owner, kTtl, sh);
-        if (!g || !store->release_rw("doc", owner, g->token, sh)) state.SkipWithError("failed");
-      },
-      [&] {
-        auto g = store->try_acquire("plain", owner, kTtl);
-        if (!g || !store->release("plain", owner, g->token)) state.SkipWithError("failed");
-      },
-      16);
+  run_shared_grant_vs_grant(state, redis, "doc", kTtl);
 }
 BENCHMARK(BM_redis_store_shared_grant)->Apply(with_min_max);
 

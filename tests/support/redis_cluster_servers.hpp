@@ -6,7 +6,8 @@
 // store's back (CLUSTER SLOTS/NODES/SETSLOT, MIGRATE, CLUSTER FAILOVER). Binaries:
 // HOLDFAST_REDIS_SERVER and HOLDFAST_REDIS_CLI (default: on PATH or /usr/bin). Also the seeds of
 // the shared cluster .ci/servers starts (HOLDFAST_REDIS_CLUSTER_SEEDS), for the tests that only
-// need a serving cluster.
+// need a serving cluster (serving_redis_cluster), and options for a test's keys there
+// (redis_cluster_test_options).
 #ifndef HOLDFAST_TESTS_SUPPORT_REDIS_CLUSTER_SERVERS_HPP
 #define HOLDFAST_TESTS_SUPPORT_REDIS_CLUSTER_SERVERS_HPP
 
@@ -20,6 +21,7 @@
 #include <string>
 #include <vector>
 
+#include "holdfast/stores/redis_cluster_options.hpp"
 #include "holdfast/stores/redis_options.hpp"
 #include "real_servers.hpp"
 
@@ -81,6 +83,21 @@ inline std::vector<holdfast::redis_endpoint> redis_cluster_seeds_from_env() {
     }
   }
   return out;
+}
+
+/// Options for the cluster of `nodes`, every key under the prefix "hf-" + `tag` (lease, token and
+/// wait keys apart: pass a random tag so that runs never meet), connect and command timeouts of
+/// 1 s.
+inline holdfast::redis_cluster_options redis_cluster_test_options(
+    const std::vector<holdfast::redis_endpoint>& nodes, const std::string& tag) {
+  holdfast::redis_cluster_options o;
+  o.nodes = nodes;
+  o.node.key_prefix = "hf-" + tag + ":lease:";
+  o.node.counter_key = "hf-" + tag + ":token:";
+  o.node.wait_prefix = "hf-" + tag + ":wait:";
+  o.node.connect_timeout = std::chrono::milliseconds(1000);
+  o.node.command_timeout = std::chrono::milliseconds(1000);
+  return o;
 }
 
 /// The address ("host:port") of the primary serving `slot`, by the CLUSTER NODES of the node at
@@ -376,6 +393,16 @@ inline int redis_cluster_other_primary(redis_cluster& c, int other) {
     }
   }
   return -1;
+}
+
+/// The nodes of a serving cluster, for the cases that neither move slots nor stop nodes: the
+/// shared cluster of .ci/servers (HOLDFAST_REDIS_CLUSTER_SEEDS) if set, else the executable's own
+/// (own_redis_cluster). Empty (after a loud skip) only outside CI.
+inline std::vector<holdfast::redis_endpoint> serving_redis_cluster() {
+  std::vector<holdfast::redis_endpoint> shared = redis_cluster_seeds_from_env();
+  if (!shared.empty()) return shared;
+  redis_cluster* c = own_redis_cluster();
+  return c == nullptr ? std::vector<holdfast::redis_endpoint>{} : c->seeds();
 }
 
 }  // namespace hf_test

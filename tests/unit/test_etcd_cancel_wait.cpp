@@ -10,6 +10,7 @@
 #include <string>
 
 #include "../support/cancel_wait_checks.hpp"
+#include "../support/etcd_faulty.hpp"
 #include "../support/etcd_servers.hpp"
 #include "../support/real_servers.hpp"
 #include "holdfast/stores/etcd.hpp"
@@ -24,16 +25,7 @@ using holdfast::etcd_store;
 namespace {
 
 std::optional<etcd_options> server() {
-  std::optional<std::string> e = hf_test::env("HOLDFAST_ETCD_ENDPOINTS");
-  if (!e) {
-    if (hf_test::in_ci()) FAIL("HOLDFAST_ETCD_ENDPOINTS is unset (.ci/servers sets it)");
-    hf_test::loud_skip("no etcd: HOLDFAST_ETCD_ENDPOINTS is unset");
-    return std::nullopt;
-  }
-  etcd_options o;
-  o.endpoints = hf_test::split_commas(*e);
-  o.key_prefix = "hf-cancel/" + hf_test::random_tag() + "/";
-  return o;
+  return hf_test::shared_etcd("hf-cancel");
 }
 
 }  // namespace

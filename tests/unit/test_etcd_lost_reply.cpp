@@ -18,6 +18,7 @@
 #include <string_view>
 #include <utility>
 
+#include "../support/etcd_faulty.hpp"
 #include "../support/etcd_servers.hpp"
 #include "../support/real_servers.hpp"
 #include "holdfast/lease.hpp"
@@ -37,52 +38,12 @@ using namespace std::chrono_literals;
 namespace {
 
 std::optional<etcd_options> shared() {
-  std::optional<std::string> e = hf_test::env("HOLDFAST_ETCD_ENDPOINTS");
-  if (!e) {
-    if (hf_test::in_ci()) FAIL("HOLDFAST_ETCD_ENDPOINTS is unset (.ci/servers sets it)");
-    hf_test::loud_skip("no etcd: HOLDFAST_ETCD_ENDPOINTS is unset");
-    return std::nullopt;
-  }
-  etcd_options o;
-  o.endpoints = hf_test::split_commas(*e);
-  o.key_prefix = "hf-lost/" + hf_test::random_tag() + "/";
-  return o;
+  return hf_test::shared_etcd("hf-lost");
 }
 
-/// etcd_store with faults in its link, and a look at what etcd holds of this store's own.
-struct faulty : etcd_store {
-  explicit faulty(const etcd_options& o) : etcd_store(o) {
-    link_.fault = [this](std::string_view p, std::string_view body) {
-      if (p == "/lease/grant") {  // the store picks its lease IDs: note each one it asked for
-        const auto j = nlohmann::json::parse(body, nullptr, false);
-        if (j.is_object() && j.contains("ID") && j["ID"].is_string()) {
-          asked_.insert(std::stoll(j["ID"].get<std::string>()));
-        }
-      }
-      const auto it = plan_.find(std::string(p));
-      if (it == plan_.end()) return etcd_fault::none;
-      return ++seen_[it->first] == it->second.second ? it->second.first : etcd_fault::none;
-    };
-  }
-  /// `f` for the `nth` request (1-based) to `path` from now on (added to earlier ones).
-  void inject(const std::string& path, etcd_fault f, int nth = 1) {
-    plan_[path] = {f, nth};
-    seen_[path] = 0;
-  }
-  void clear() { plan_.clear(); }
-  /// The leases etcd has now (lease/leases) that this store asked for: other tests share the
-  /// server and take leases meanwhile (ci-run12 counted theirs).
-  std::set<std::int64_t> leases() {
-    auto guard = link_.lock();
-    auto r = link_.post("/lease/leases", "{}");
-    REQUIRE(r);
-    std::set<std::int64_t> out;
-    for (const auto& l : r->value("leases", nlohmann::json::array())) {
-      const std::int64_t id = std::stoll(l.value("ID", std::string("0")));
-      if (asked_.count(id) != 0) out.insert(id);
-    }
-    return out;
-  }
+/// etcd_faulty (tests/support/etcd_faulty.hpp), and the floor raised by hand.
+struct faulty : hf_test::etcd_faulty {
+  using etcd_faulty::etcd_faulty;
   /// detail::etcd_raise_floor to `floor`, its floor key bound to a lease of `lease_s` seconds.
   std::error_code raise_floor(std::int64_t floor, std::int64_t lease_s) {
     auto guard = link_.lock();
@@ -93,24 +54,6 @@ struct faulty : etcd_store {
     const std::string k =
         link_.options().key_prefix + std::string(holdfast::detail::etcd_hashed_marker) + "floor";
     return holdfast::detail::etcd_raise_floor(link_, body, k, *now, floor, orphans, lease_s);
-  }
-  std::map<std::string, std::pair<etcd_fault, int>> plan_;
-  std::map<std::string, int> seen_;
-  std::set<std::int64_t> asked_;
-  /// How many keys live under key_prefix + `sub`.
-  long long keys(const std::string& sub = "") {
-    auto guard = link_.lock();
-    const std::string from = link_.options().key_prefix + sub;
-    std::string to = from;
-    to.back() = static_cast<char>(to.back() + 1);
-    std::string body = R"({"key":")";
-    holdfast::detail::base64_append(from, body);
-    body += R"(","range_end":")";
-    holdfast::detail::base64_append(to, body);
-    body += R"(","count_only":true})";
-    auto r = link_.post("/kv/range", body);
-    REQUIRE(r);
-    return std::stoll(r->value("count", std::string("0")));
   }
 };
 
@@ -277,20 +220,12 @@ TEST_CASE("etcd lives: a cluster whose revision went back is raised past this st
           "[etcd][lives]") {
   std::optional<etcd_options> o = shared();
   if (!o) return;
-  std::optional<std::string> other = hf_test::env("HOLDFAST_ETCD_CLUSTER_ENDPOINTS");
-  if (!other) return;
-  const std::string second = hf_test::split_commas(*other).front();
-  etcd_options two = *o;
-  two.endpoints = {o->endpoints.front(), second};
-  etcd_options on_second = *o;
-  on_second.endpoints = {second};
-  etcd_store behind(on_second);
-  auto low = behind.revision();
-  REQUIRE(low);
-  faulty a(two);
+  const std::optional<hf_test::etcd_second_life> lives = hf_test::second_life(*o);
+  if (!lives) return;
+  faulty a(lives->two);
   // First: ahead by at least 2500 revisions, so that the raise on the second (one write per
   // revision) outlasts the 2 s lease the attempt there takes first: the grant needs a fresh one.
-  REQUIRE(a.raise_token_floor(holdfast::fencing_token(low->value() + 2500)));
+  REQUIRE(a.raise_token_floor(holdfast::fencing_token(lives->low.value() + 2500)));
   auto g1 = a.try_acquire("k", "A", 30s);
   REQUIRE(g1);
   REQUIRE(a.release("k", "A", g1->token));
@@ -301,6 +236,7 @@ TEST_CASE("etcd lives: a cluster whose revision went back is raised past this st
   INFO(a.last_error_message());
   REQUIRE(g2);
   CHECK(g2->token > g1->token);  // raised before drawing: a fence that admitted g1 admits g2
+  etcd_store behind(lives->on_second);
   auto rev = behind.revision();
   REQUIRE(rev);
   CHECK(rev->value() >= g2->token.value());  // it was the second cluster that granted

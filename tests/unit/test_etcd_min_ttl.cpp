@@ -10,6 +10,7 @@
 #include <optional>
 #include <string>
 
+#include "../support/etcd_faulty.hpp"
 #include "../support/etcd_servers.hpp"
 #include "../support/min_ttl_checks.hpp"
 #include "../support/real_servers.hpp"
@@ -29,16 +30,7 @@ using holdfast::errc;
 using clk = std::chrono::steady_clock;
 
 std::optional<holdfast::etcd_options> server() {
-  std::optional<std::string> e = hf_test::env("HOLDFAST_ETCD_ENDPOINTS");
-  if (!e) {
-    if (hf_test::in_ci()) FAIL("HOLDFAST_ETCD_ENDPOINTS is unset (.ci/servers sets it)");
-    hf_test::loud_skip("no etcd: HOLDFAST_ETCD_ENDPOINTS is unset");
-    return std::nullopt;
-  }
-  holdfast::etcd_options o;
-  o.endpoints = hf_test::split_commas(*e);
-  o.key_prefix = "hf-min-ttl/" + hf_test::random_tag() + "/";
-  return o;
+  return hf_test::shared_etcd("hf-min-ttl");
 }
 
 }  // namespace

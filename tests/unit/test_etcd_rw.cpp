@@ -21,8 +21,10 @@
 #include <utility>
 #include <vector>
 
+#include "../support/etcd_faulty.hpp"
 #include "../support/etcd_servers.hpp"
 #include "../support/real_servers.hpp"
+#include "../support/rw_checks.hpp"
 #include "holdfast/read_write_lease.hpp"
 #include "holdfast/stores/etcd.hpp"
 #include "holdfast/testing/conformance_shared.hpp"
@@ -43,65 +45,12 @@ constexpr lease_mode ex = lease_mode::exclusive;
 namespace {
 
 std::optional<etcd_options> shared() {
-  std::optional<std::string> e = hf_test::env("HOLDFAST_ETCD_ENDPOINTS");
-  if (!e) {
-    if (hf_test::in_ci()) FAIL("HOLDFAST_ETCD_ENDPOINTS is unset (.ci/servers sets it)");
-    hf_test::loud_skip("no etcd: HOLDFAST_ETCD_ENDPOINTS is unset");
-    return std::nullopt;
-  }
-  etcd_options o;
-  o.endpoints = hf_test::split_commas(*e);
-  o.key_prefix = "hf-rw/" + hf_test::random_tag() + "/";
-  return o;
+  return hf_test::shared_etcd("hf-rw");
 }
 
-/// etcd_store with faults in its link, and a look at what etcd holds of this store's own.
-struct faulty : etcd_store {
-  explicit faulty(const etcd_options& o) : etcd_store(o) {
-    link_.fault = [this](std::string_view p, std::string_view body) {
-      if (p == "/lease/grant") {  // the store picks its lease IDs: note each one it asked for
-        const auto j = nlohmann::json::parse(body, nullptr, false);
-        if (j.is_object() && j.contains("ID") && j["ID"].is_string()) {
-          asked_.insert(std::stoll(j["ID"].get<std::string>()));
-        }
-      }
-      const auto it = plan_.find(std::string(p));
-      if (it == plan_.end()) return etcd_fault::none;
-      return ++seen_[it->first] == it->second.second ? it->second.first : etcd_fault::none;
-    };
-  }
-  /// `f` for the `nth` request (1-based) to `path` from now on (added to earlier ones).
-  void inject(const std::string& path, etcd_fault f, int nth = 1) {
-    plan_[path] = {f, nth};
-    seen_[path] = 0;
-  }
-  void clear() { plan_.clear(); }
-  /// How many leases etcd has now that this store asked for.
-  std::size_t leases() {
-    auto guard = link_.lock();
-    auto r = link_.post("/lease/leases", "{}");
-    REQUIRE(r);
-    std::size_t n = 0;
-    for (const auto& l : r->value("leases", nlohmann::json::array())) {
-      n += asked_.count(std::stoll(l.value("ID", std::string("0"))));
-    }
-    return n;
-  }
-  /// How many keys live under key_prefix (plain, queue and read-write alike).
-  long long keys() {
-    auto guard = link_.lock();
-    const std::string from = link_.options().key_prefix;
-    std::string to = from;
-    to.back() = static_cast<char>(to.back() + 1);
-    std::string body = R"({"key":")";
-    holdfast::detail::base64_append(from, body);
-    body += R"(","range_end":")";
-    holdfast::detail::base64_append(to, body);
-    body += R"(","count_only":true})";
-    auto r = link_.post("/kv/range", body);
-    REQUIRE(r);
-    return std::stoll(r->value("count", std::string("0")));
-  }
+/// etcd_faulty (tests/support/etcd_faulty.hpp), and read-write keys written by hand.
+struct faulty : hf_test::etcd_faulty {
+  using etcd_faulty::etcd_faulty;
   /// Puts `value` at the read-write key `sub` ("w", "i", "r/<hex>") of `key`, with no lease.
   void put_raw(std::string_view key, const std::string& sub, const std::string& value) {
     auto guard = link_.lock();
@@ -114,9 +63,6 @@ struct faulty : etcd_store {
     body += R"("})";
     REQUIRE(link_.post("/kv/put", body));
   }
-  std::map<std::string, std::pair<etcd_fault, int>> plan_;
-  std::map<std::string, int> seen_;
-  std::set<std::int64_t> asked_;
 };
 
 // Polls `ask` every 50 ms until it grants or `bound` passes (a real server: a bounded wait).
@@ -142,8 +88,8 @@ TEST_CASE("etcd_store meets the kit's read-write contract", "[etcd][read_write][
   INFO("violations:\n" << rep.summary() << "\nlast error: " << s.last_error_message());
   CHECK(rep.ok());
   CHECK(rep.contract_checks > 20);
-  CHECK(s.keys() == 0);    // every grant released, every intent ended with a grant
-  CHECK(s.leases() == 0);  // and every lease revoked (busy asks' and replaced intents' too)
+  CHECK(s.keys() == 0);           // every grant released, every intent ended with a grant
+  CHECK(s.leases().size() == 0);  // and every lease revoked (busy asks' and replaced intents' too)
 }
 
 // Expected: a grant reports min(asked, applied): etcd rounds the TTL up to whole seconds, at
@@ -183,7 +129,7 @@ TEST_CASE("etcd_store read-write: a lost reply leaves nothing behind",
         a.inject(path, etcd_fault::lost_reply);
         CHECK(a.try_acquire_rw("k", "A", 30s, m).error() == errc::timeout);
         a.clear();
-        CHECK(a.leases() == 0);
+        CHECK(a.leases().size() == 0);
         CHECK(a.keys() == 0);
         auto w = b.try_acquire_rw("k", "B", 30s, ex);  // nothing of A's keeps B out
         REQUIRE(w);
@@ -201,22 +147,22 @@ TEST_CASE("etcd_store read-write: a lost reply leaves nothing behind",
     a.inject("/kv/txn", etcd_fault::lost_reply, 2);  // the first reads, the second records
     CHECK(a.try_acquire_rw("k", "W", 30s, ex).error() == errc::timeout);
     a.clear();
-    CHECK(a.leases() == 0);
+    CHECK(a.leases().size() == 0);
     CHECK(a.keys() == 1);                          // the reader's key alone: no intent
     auto n = b.try_acquire_rw("k", "N", 30s, sh);  // so a new reader comes in
     REQUIRE(n);
     REQUIRE(b.release_rw("k", "N", n->token, sh));
     CHECK(a.try_acquire_rw("k", "W", 30s, ex).error() == errc::busy);  // records the intent
     CHECK(a.keys() == 2);
-    CHECK(a.leases() == 1);  // the intent's
+    CHECK(a.leases().size() == 1);  // the intent's
     CHECK(b.try_acquire_rw("k", "N", 30s, sh).error() == errc::busy);
     CHECK(a.try_acquire_rw("k", "W", 30s, ex).error() == errc::busy);  // re-bound: one lease
-    CHECK(a.leases() == 1);
+    CHECK(a.leases().size() == 1);
     REQUIRE(b.release_rw("k", "R", r->token, sh));
     a.inject("/kv/txn", etcd_fault::lost_reply, 2);  // the grant that deletes the intent
     CHECK(a.try_acquire_rw("k", "W", 30s, ex).error() == errc::timeout);
     a.clear();
-    CHECK(a.leases() == 0);
+    CHECK(a.leases().size() == 0);
     CHECK(a.keys() == 0);
     auto w = a.try_acquire_rw("k", "W", 30s, ex);
     REQUIRE(w);
@@ -228,7 +174,7 @@ TEST_CASE("etcd_store read-write: a lost reply leaves nothing behind",
     a.inject("/lease/keepalive", etcd_fault::lost_reply);
     CHECK(a.try_acquire_rw("k", "A", 30s, sh).error() == errc::timeout);
     a.clear();
-    CHECK(a.leases() == 1);  // the grant's own, kept: it was live before the call
+    CHECK(a.leases().size() == 1);  // the grant's own, kept: it was live before the call
     CHECK(a.keys() == 1);
     a.inject("/lease/keepalive", etcd_fault::lost_reply);
     CHECK(a.renew_rw("k", "A", g->token, 30s, sh).error() == errc::timeout);
@@ -240,7 +186,7 @@ TEST_CASE("etcd_store read-write: a lost reply leaves nothing behind",
     CHECK(a.release_rw("k", "A", g->token, sh).error() == errc::timeout);
     a.clear();
     CHECK(a.release_rw("k", "A", g->token, sh).error() == errc::not_holder);  // it applied
-    CHECK(a.leases() == 0);
+    CHECK(a.leases().size() == 0);
     CHECK(a.keys() == 0);
   }
   SECTION("a busy ask whose give-back is lost: revoked by the next attempt") {
@@ -249,9 +195,9 @@ TEST_CASE("etcd_store read-write: a lost reply leaves nothing behind",
     a.inject("/lease/revoke", etcd_fault::unsent);
     CHECK(a.try_acquire_rw("k", "A", 30s, sh).error() == errc::busy);
     a.clear();
-    CHECK(a.leases() == 1);  // left for now
+    CHECK(a.leases().size() == 1);  // left for now
     CHECK(a.try_acquire_rw("k", "A", 30s, sh).error() == errc::busy);
-    CHECK(a.leases() == 0);  // the next attempt revoked it first
+    CHECK(a.leases().size() == 0);  // the next attempt revoked it first
     REQUIRE(b.release_rw("k", "B", w->token, ex));
   }
 }
@@ -260,58 +206,14 @@ TEST_CASE("etcd_store read-write: sessions racing on one key never hold a writer
           "[etcd][read_write][threads]") {
   std::optional<etcd_options> o = shared();
   if (!o) return;
-  // Each thread its own store (connection); a holder marks itself here between its grant and its
+  // Each thread its own store (connection); a holder marks itself between its grant and its
   // release, so any overlap etcd let through shows as a writer beside another holder.
-  std::mutex mu;
-  int readers = 0;
-  int writers = 0;
-  int overlaps = 0;
-  int errors = 0;
-  int grants = 0;
-  int exclusive = 0;
-  fencing_token newest_writer;
-  int stale_writers = 0;
-  const auto work = [&](int id) {
-    etcd_store s(*o);
-    const std::string me = "t" + std::to_string(id);
-    for (int i = 0; i < 20; ++i) {
-      const lease_mode m = (i + id) % 3 == 0 ? ex : sh;
-      auto g = s.try_acquire_rw("race", me, 10s, m);
-      if (!g) {
-        std::lock_guard<std::mutex> lk(mu);
-        if (g.error() != errc::busy) ++errors;
-        continue;
-      }
-      {
-        std::lock_guard<std::mutex> lk(mu);
-        ++grants;
-        if (m == ex ? (readers > 0 || writers > 0) : writers > 0) ++overlaps;
-        ++(m == ex ? writers : readers);
-        if (m == ex) {
-          ++exclusive;
-          if (g->token <= newest_writer) ++stale_writers;  // RW2: above every earlier token
-          newest_writer = g->token;
-        }
-      }
-      std::this_thread::yield();
-      {
-        std::lock_guard<std::mutex> lk(mu);
-        --(m == ex ? writers : readers);
-      }
-      if (!s.release_rw("race", me, g->token, m)) {
-        std::lock_guard<std::mutex> lk(mu);
-        ++errors;
-      }
-    }
-  };
-  std::vector<std::thread> threads;
-  for (int id = 0; id < 4; ++id) threads.emplace_back(work, id);
-  for (std::thread& th : threads) th.join();
-  CHECK(overlaps == 0);
-  CHECK(errors == 0);
-  CHECK(stale_writers == 0);
-  CHECK(grants > 20);
-  CHECK(exclusive > 0);
+  const hf_test::rw_race_tally n = hf_test::run_rw_race([&] { return etcd_store(*o); }, 20);
+  CHECK(n.overlaps == 0);
+  CHECK(n.errors == 0);
+  CHECK(n.stale_writers == 0);
+  CHECK(n.grants > 20);
+  CHECK(n.exclusive > 0);
   faulty look(*o);
   CHECK(look.keys() <= 1);  // at most an intent a refused writer left, ending with its lease
 }
@@ -397,7 +299,7 @@ TEST_CASE("etcd_store read-write: apart from plain leases, one revision for both
   REQUIRE(lw->release());
   REQUIRE(s.release("m", "X", plain2->token));
   CHECK(s.keys() == 0);
-  CHECK(s.leases() == 0);
+  CHECK(s.leases().size() == 0);
 }
 
 TEST_CASE("etcd_store read-write: a key holdfast did not write is protocol_error",
@@ -413,9 +315,9 @@ TEST_CASE("etcd_store read-write: a key holdfast did not write is protocol_error
   auto r = s.try_acquire_rw("g", "R", 10s, sh);
   REQUIRE(r);
   CHECK(s.try_acquire_rw("g", "A", 10s, ex).error() == errc::protocol_error);
-  CHECK(s.leases() == 1);  // the reader's: the asks' leases went back
+  CHECK(s.leases().size() == 1);  // the reader's: the asks' leases went back
   REQUIRE(s.release_rw("g", "R", r->token, sh));
-  CHECK(s.leases() == 0);
+  CHECK(s.leases().size() == 0);
 }
 
 // As test_etcd_lost_reply's "etcd lives": the store's second endpoint is a member of another
@@ -425,20 +327,12 @@ TEST_CASE("etcd_store read-write: a cluster whose revision went back is raised f
           "[etcd][read_write][lives]") {
   std::optional<etcd_options> o = shared();
   if (!o) return;
-  std::optional<std::string> other = hf_test::env("HOLDFAST_ETCD_CLUSTER_ENDPOINTS");
-  if (!other) return;
-  const std::string second = hf_test::split_commas(*other).front();
-  etcd_options two = *o;
-  two.endpoints = {o->endpoints.front(), second};
-  etcd_options on_second = *o;
-  on_second.endpoints = {second};
-  etcd_store behind(on_second);
-  auto low = behind.revision();
-  REQUIRE(low);
-  faulty a(two);
+  const std::optional<hf_test::etcd_second_life> lives = hf_test::second_life(*o);
+  if (!lives) return;
+  faulty a(lives->two);
   // First: ahead by at least 2500 revisions, so that the raise on the second (one write per
   // revision) outlasts the 2 s lease the ask there takes first: the grant needs a fresh lease.
-  REQUIRE(a.raise_token_floor(fencing_token(low->value() + 2500)));
+  REQUIRE(a.raise_token_floor(fencing_token(lives->low.value() + 2500)));
   auto g1 = a.try_acquire_rw("k", "A", 30s, ex);
   REQUIRE(g1);
   REQUIRE(a.release_rw("k", "A", g1->token, ex));
@@ -454,6 +348,7 @@ TEST_CASE("etcd_store read-write: a cluster whose revision went back is raised f
   INFO(a.last_error_message());
   REQUIRE(g2);
   CHECK(g2->token > g1->token);  // raised before drawing
+  etcd_store behind(lives->on_second);
   auto rev = behind.revision();
   REQUIRE(rev);
   CHECK(rev->value() >= g2->token.value());  // the second cluster granted it

@@ -21,6 +21,7 @@
 #include <thread>
 
 #include "../support/cut_proxy.hpp"
+#include "../support/etcd_faulty.hpp"
 #include "../support/etcd_servers.hpp"
 #include "../support/real_servers.hpp"
 #include "holdfast/read_write_lease.hpp"
@@ -44,16 +45,7 @@ static_assert(holdfast::can_wait_for_release_v<holdfast::read_write_view<etcd_st
 namespace {
 
 std::optional<etcd_options> shared() {
-  std::optional<std::string> e = hf_test::env("HOLDFAST_ETCD_ENDPOINTS");
-  if (!e) {
-    if (hf_test::in_ci()) FAIL("HOLDFAST_ETCD_ENDPOINTS is unset (.ci/servers sets it)");
-    hf_test::loud_skip("no etcd: HOLDFAST_ETCD_ENDPOINTS is unset");
-    return std::nullopt;
-  }
-  etcd_options o;
-  o.endpoints = hf_test::split_commas(*e);
-  o.key_prefix = "hf-rw-wait/" + hf_test::random_tag() + "/";
-  return o;
+  return hf_test::shared_etcd("hf-rw-wait");
 }
 
 /// etcd_store that counts the requests it sends (the watch's stream is not one of them).

@@ -35,6 +35,7 @@
 #include <vector>
 
 #include "../support/failover_load.hpp"
+#include "../support/failover_load_redis.hpp"
 #include "../support/real_servers.hpp"
 #include "../support/redis_servers.hpp"
 #include "holdfast/lease.hpp"
@@ -203,26 +204,6 @@ bool start(deployment& d) {
   return true;
 }
 
-/// The fence's log, in admission order.
-std::vector<fl::admitted> fence_log(int port, const std::string& log_key) {
-  std::vector<fl::admitted> out;
-  auto r = try_cmd(port, {"LRANGE", log_key, "0", "-1"});
-  REQUIRE(r);
-  REQUIRE(r->type == REDIS_REPLY_ARRAY);
-  for (std::size_t i = 0; i < r->elements; ++i) {
-    std::istringstream in(std::string(r->element[i]->str, r->element[i]->len));
-    fl::admitted a;
-    in >> a.token >> a.owner;
-    out.push_back(a);
-  }
-  return out;
-}
-
-/// The token of the fence log's newest entry (0: none).
-std::uint64_t newest_logged(int port, const std::string& log_key) {
-  return std::strtoull(str_of(port, {"LINDEX", log_key, "-1"}).c_str(), nullptr, 10);
-}
-
 /// Runs the workload over `d`, calls fault(d) once the fence admitted some writes, and checks
 /// the run (see the file's comment). The odd workers ask wait_replicas = `durable`: 1 where the
 /// old primary dies, 2 (every replica) where it can serve on after the promotion (a replica not
@@ -255,10 +236,10 @@ void run_load(const std::string& name, deployment& d, const std::function<void(d
     const fl::ns fault_at = fl::now_ns();
     fault(d);
     const bool live = hf_test::wait_until(
-        [&] { return newest_logged(d.fence_port, log_key) > fl::life_gap; }, 30s);
+        [&] { return fl::redis_newest_logged(d.fence_port, log_key) > fl::life_gap; }, 30s);
     std::this_thread::sleep_for(live ? 1000ms : 0ms);  // load after the recovery
     w.stop();
-    const std::vector<fl::admitted> log = fence_log(d.fence_port, log_key);
+    const std::vector<fl::admitted> log = fl::redis_fence_log(d.fence_port, log_key);
     const fl::records r = w.read();
     const fl::verdict v = fl::check(log, r, fault_at);
     const double seconds =
@@ -287,17 +268,7 @@ TEST_CASE("failover load redis worker", "[.][failover-load]") {
   o.connect_timeout = 300ms;
   o.command_timeout = 1000ms;
   redis_store store(o);
-  redis_options fo;
-  fo.port = static_cast<int>(s->num("fence_port"));
-  holdfast::redis_fence fence(fo);
-  const std::string fence_key = s->get("fence_key"), log_key = s->get("log_key");
-  fl::run_worker(
-      store,
-      [&](fencing_token t, std::string_view owner, const std::string& tag) {
-        const std::string entry = std::to_string(t.value()) + " " + std::string(owner) + " " + tag;
-        return fence.execute(fence_key, t, owner, {"RPUSH", log_key, entry});
-      },
-      *s);
+  fl::run_redis_fenced_worker(store, *s);
 }
 
 TEST_CASE("failover load redis: kill -9 of the primary under fenced load",

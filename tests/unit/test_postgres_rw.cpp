@@ -23,6 +23,7 @@
 #include "../support/cut_proxy.hpp"
 #include "../support/postgres_admin.hpp"
 #include "../support/real_servers.hpp"
+#include "../support/rw_checks.hpp"
 #include "holdfast/backoff.hpp"
 #include "holdfast/cancel.hpp"
 #include "holdfast/read_write_lease.hpp"
@@ -93,21 +94,6 @@ int port_of(const std::string& conninfo) {
   }
   PQconninfoFree(opts);
   return port;
-}
-
-// acquire options whose backoff sleeps at least 2 s at each of its first three delays (a seed
-// picked so, full jitter notwithstanding): an acquire that wakes sooner was woken by the store.
-holdfast::acquire_options<> slow_polling() {
-  holdfast::acquire_options<> o;
-  o.backoff.initial = std::chrono::seconds(5);
-  o.backoff.max_delay = std::chrono::seconds(5);
-  for (std::uint64_t seed = 1;; ++seed) {
-    o.backoff.seed = seed;
-    holdfast::backoff b(o.backoff);
-    bool slow = true;
-    for (int i = 0; i < 3; ++i) slow = slow && b.next_delay() >= std::chrono::seconds(2);
-    if (slow) return o;
-  }
 }
 
 }  // namespace
@@ -328,48 +314,12 @@ TEST_CASE("postgres_store read-write: sessions racing on one key never hold a wr
   std::optional<std::string> ci = hf_test::shared_pg();
   if (!ci) return;
   rw_tables& t = tables(*ci);
-  // Each thread its own session; a holder marks itself here between its grant and its release,
-  // so any overlap the store let through shows as a writer beside another holder.
-  std::mutex mu;
-  int readers = 0;
-  int writers = 0;
-  int overlaps = 0;
-  int errors = 0;
-  int grants = 0;
-  const auto work = [&](int id) {
-    postgres_store s(t.opts);
-    const std::string me = "t" + std::to_string(id);
-    for (int i = 0; i < 25; ++i) {
-      const lease_mode m = (i + id) % 3 == 0 ? ex : sh;
-      auto g = s.try_acquire_rw("race", me, milliseconds(10000), m);
-      if (!g) {
-        std::lock_guard<std::mutex> lk(mu);
-        if (g.error() != errc::busy) ++errors;
-        continue;
-      }
-      {
-        std::lock_guard<std::mutex> lk(mu);
-        ++grants;
-        if (m == ex ? (readers > 0 || writers > 0) : writers > 0) ++overlaps;
-        ++(m == ex ? writers : readers);
-      }
-      std::this_thread::yield();
-      {
-        std::lock_guard<std::mutex> lk(mu);
-        --(m == ex ? writers : readers);
-      }
-      if (!s.release_rw("race", me, g->token, m)) {
-        std::lock_guard<std::mutex> lk(mu);
-        ++errors;
-      }
-    }
-  };
-  std::vector<std::thread> threads;
-  for (int id = 0; id < 4; ++id) threads.emplace_back(work, id);
-  for (std::thread& th : threads) th.join();
-  CHECK(overlaps == 0);
-  CHECK(errors == 0);
-  CHECK(grants > 20);
+  // Each thread its own session; a holder marks itself between its grant and its release, so
+  // any overlap the store let through shows as a writer beside another holder.
+  const hf_test::rw_race_tally n = hf_test::run_rw_race([&] { return postgres_store(t.opts); }, 25);
+  CHECK(n.overlaps == 0);
+  CHECK(n.errors == 0);
+  CHECK(n.grants > 20);
 }
 
 TEST_CASE("postgres_store read-write: apart from plain leases, one sequence for both",
@@ -429,18 +379,8 @@ TEST_CASE("postgres_store read-write: release after the session was terminated r
         },
         milliseconds(5000)));
   };
-  auto w = s.try_acquire_rw("idle", "W", milliseconds(60000), ex);
-  REQUIRE(w);
-  terminate();
-  CHECK(s.release_rw("idle", "W", w->token, ex));
-  CHECK(killer.exec(t.rows("idle")) == "0");
-  auto r = s.try_acquire_rw("idle", "R", milliseconds(60000), sh);
-  REQUIRE(r);  // at once, not after the writer's TTL
-  // Renew is not sent again: the first call after the session ended reports the error.
-  terminate();
-  CHECK(s.renew_rw("idle", "R", r->token, milliseconds(60000), sh).error() ==
-        errc::store_unavailable);
-  CHECK(s.release_rw("idle", "R", r->token, sh));
+  hf_test::check_rw_release_after_drop(s, "idle", terminate,
+                                       [&] { return killer.exec(t.rows("idle")) == "0"; });
 }
 
 TEST_CASE("postgres_store purge_expired: idle read-write keys go, live and recent ones stay",
@@ -540,102 +480,24 @@ TEST_CASE("postgres_store read-write: a release wakes the waiters at once",
   static_assert(holdfast::can_wait_for_release_rw_v<postgres_store>);
   std::optional<std::string> ci = hf_test::shared_pg();
   if (!ci) return;
-  using clk = std::chrono::steady_clock;
   rw_tables& t = tables(*ci);
   postgres_store holder(t.opts);
   postgres_store waiter(t.opts);
   hf_test::admin adm(*ci);
-  holdfast::read_write_lease<postgres_store> doc(waiter, "wdoc", slow_polling());
-  auto r = holder.try_acquire_rw("wdoc", "R", milliseconds(30000), sh);
-  REQUIRE(r);
-  std::atomic<long long> after_ms{-1};
-  std::atomic<clk::rep> released_at{0};
-  std::thread writer([&] {
-    auto w = doc.acquire_write(milliseconds(30000), milliseconds(20000));
-    if (w && released_at.load() != 0) {
-      after_ms = std::chrono::duration_cast<milliseconds>(
-                     clk::now() - clk::time_point(clk::duration(released_at.load())))
-                     .count();
-    }
-  });
-  // Bounded: until the writer's first ask recorded its intent, then a moment to fall asleep.
   const std::string intent =
       "SELECT count(*) FROM " + t.rw() + " WHERE key_hash = sha256('wdoc'::bytea) AND mode = 'i'";
-  REQUIRE(hf_test::wait_until([&] { return adm.exec(intent) == "1"; }, milliseconds(5000)));
-  std::this_thread::sleep_for(milliseconds(50));
-  released_at = clk::now().time_since_epoch().count();
-  REQUIRE(holder.release_rw("wdoc", "R", r->token, sh));
-  writer.join();
-  INFO("writer took " << after_ms.load() << " ms after the release");
-  REQUIRE(after_ms.load() >= 0);
-  CHECK(after_ms.load() < 1500);  // the backoff would have slept at least 2000
-
-  auto w = holder.try_acquire_rw("wdoc2", "W", milliseconds(30000), ex);
-  REQUIRE(w);
-  holdfast::read_write_lease<postgres_store> doc2(waiter, "wdoc2", slow_polling());
-  std::atomic<int> woken{0};
-  std::atomic<bool> released{false};
-  std::vector<std::thread> readers;
-  for (int i = 0; i < 2; ++i) {
-    readers.emplace_back([&] {
-      auto rl = doc2.acquire_read(milliseconds(30000), milliseconds(20000));
-      if (rl && released.load()) ++woken;
-    });
-  }
-  std::this_thread::sleep_for(milliseconds(200));  // both asked (busy) and fell asleep
-  const auto t0 = clk::now();
-  released = true;
-  REQUIRE(holder.release_rw("wdoc2", "W", w->token, ex));
-  for (std::thread& th : readers) th.join();
-  CHECK(woken.load() == 2);
-  CHECK(clk::now() - t0 < milliseconds(1500));  // (the backoff: at least 2 s)
+  hf_test::check_rw_release_wakes(
+      holder, waiter, "wdoc", "wdoc2", [&] { return adm.exec(intent) == "1"; }, milliseconds(200));
 }
 
 TEST_CASE("postgres_store read-write: a waiter never sleeps past what keeps it out",
           "[postgres][read_write][wait]") {
   std::optional<std::string> ci = hf_test::shared_pg();
   if (!ci) return;
-  using clk = std::chrono::steady_clock;
   rw_tables& t = tables(*ci);
   postgres_store s(t.opts);
-  auto t0 = clk::now();
-  CHECK(s.wait_for_release_rw("wfree", ex, t0 + milliseconds(10000)));  // nothing: at once
-  CHECK(clk::now() - t0 < milliseconds(1000));
-  // A reader of 1 s nobody releases: a writer's wait ends at its expiry (the server's clock),
-  // not at the deadline; a reader's ends at once (readers share).
-  auto r = s.try_acquire_rw("wk", "R", milliseconds(1000), sh);
-  REQUIRE(r);
-  t0 = clk::now();
-  CHECK(s.wait_for_release_rw("wk", sh, t0 + milliseconds(10000)));
-  CHECK(clk::now() - t0 < milliseconds(700));
-  CHECK(s.wait_for_release_rw("wk", ex, t0 + milliseconds(10000)));
-  CHECK(clk::now() - t0 >= milliseconds(800));  // (not woken early: nothing was released)
-  CHECK(clk::now() - t0 < milliseconds(3000));
-  // The wait is a hint (it may end up to a one-way trip before the expiry): ask until granted.
-  REQUIRE(hf_test::wait_until(
-      [&] { return s.try_acquire_rw("wk", "W", milliseconds(10000), ex).has_value(); },
-      milliseconds(2000)));
-  holdfast::cancel_source stop;
-  std::thread canceller([&] {
-    std::this_thread::sleep_for(milliseconds(100));
-    stop.request_stop();
-  });
-  t0 = clk::now();
-  CHECK(s.wait_for_release_rw("wk", sh, t0 + milliseconds(10000), stop.token()).error() ==
-        errc::cancelled);
-  canceller.join();
-  CHECK(clk::now() - t0 < milliseconds(2000));
-  CHECK(s.wait_for_release_rw("", sh, t0).error() == errc::invalid_argument);
-  CHECK(s.wait_for_release_rw("wk", static_cast<lease_mode>(9), t0).error() ==
-        errc::invalid_argument);
-  // A writer waiting on a reader wakes by half its intent's time left (RW4): reader 10 s,
-  // intent 1 s.
-  REQUIRE(s.try_acquire_rw("wk2", "R", milliseconds(10000), sh));
-  CHECK(s.try_acquire_rw("wk2", "W", milliseconds(1000), ex).error() == errc::busy);
-  t0 = clk::now();
-  CHECK(s.wait_for_release_rw("wk2", ex, t0 + milliseconds(10000)));
-  CHECK(clk::now() - t0 >= milliseconds(400));
-  CHECK(clk::now() - t0 < milliseconds(1500));  // (the reader's 10 s without the cap)
+  // (no check that a 100 ms deadline bounds the wait, unlike the Redis suite's)
+  hf_test::check_rw_wait_ends(s, "wfree", "wk", "wk2", false);
 }
 
 TEST_CASE("postgres_store read-write: without its table, misconfigured; plain leases still work",

@@ -57,23 +57,12 @@ using seeds = std::vector<holdfast::redis_endpoint>;
 /// shared cluster of .ci/servers (HOLDFAST_REDIS_CLUSTER_SEEDS) if set, else the file's own. Empty
 /// (after a loud skip) only outside CI.
 seeds serving() {
-  seeds shared = hf_test::redis_cluster_seeds_from_env();
-  if (!shared.empty()) return shared;
-  hf_test::redis_cluster* c = cluster();
-  return c == nullptr ? seeds{} : c->seeds();
+  return hf_test::serving_redis_cluster();
 }
 
 /// Options for the cluster of `nodes`, every key under a prefix of its own (runs never meet).
 redis_cluster_options options_for(const seeds& nodes) {
-  redis_cluster_options o;
-  o.nodes = nodes;
-  const std::string tag = hf_test::random_tag();
-  o.node.key_prefix = "hf-" + tag + ":lease:";
-  o.node.counter_key = "hf-" + tag + ":token:";
-  o.node.wait_prefix = "hf-" + tag + ":wait:";
-  o.node.connect_timeout = milliseconds(1000);
-  o.node.command_timeout = milliseconds(1000);
-  return o;
+  return hf_test::redis_cluster_test_options(nodes, hf_test::random_tag());
 }
 
 redis_cluster_options options_for(hf_test::redis_cluster& c) {

@@ -34,6 +34,7 @@
 #include <vector>
 
 #include "../support/failover_load.hpp"
+#include "../support/failover_load_redis.hpp"
 #include "../support/real_servers.hpp"
 #include "../support/redis_cluster_servers.hpp"
 #include "../support/redis_servers.hpp"
@@ -51,25 +52,6 @@ namespace {
 
 constexpr int ttl_ms = 1000;
 constexpr char worker_test[] = "cluster migration load worker";
-
-std::vector<fl::admitted> fence_log(int port, const std::string& log_key) {
-  std::vector<fl::admitted> out;
-  auto r = hf_test::redis_try_command(port, {"LRANGE", log_key, "0", "-1"}, 2s);
-  REQUIRE(r);
-  REQUIRE(r->type == REDIS_REPLY_ARRAY);
-  for (std::size_t i = 0; i < r->elements; ++i) {
-    std::istringstream in(std::string(r->element[i]->str, r->element[i]->len));
-    fl::admitted a;
-    in >> a.token >> a.owner;
-    out.push_back(a);
-  }
-  return out;
-}
-
-/// The token of the newest write the fence admitted (0 if none).
-std::uint64_t newest_logged(int port, const std::string& log_key) {
-  return std::strtoull(hf_test::redis_cmd(port, {"LINDEX", log_key, "-1"}).c_str(), nullptr, 10);
-}
 
 /// The workers that were told of a grant after `since` (ns, steady clock).
 std::set<int> granted_after(const fl::records& r, fl::ns since) {
@@ -95,17 +77,7 @@ TEST_CASE("cluster migration load worker", "[.][failover-load]") {
   o.node.connect_timeout = 300ms;
   o.node.command_timeout = 1000ms;
   holdfast::redis_cluster_store store(o);
-  holdfast::redis_options fo;
-  fo.port = static_cast<int>(s->num("fence_port"));
-  holdfast::redis_fence fence(fo);
-  const std::string fence_key = s->get("fence_key"), log_key = s->get("log_key");
-  fl::run_worker(
-      store,
-      [&](fencing_token t, std::string_view owner, const std::string& w) {
-        const std::string entry = std::to_string(t.value()) + " " + std::string(owner) + " " + w;
-        return fence.execute(fence_key, t, owner, {"RPUSH", log_key, entry});
-      },
-      *s);
+  fl::run_redis_fenced_worker(store, *s);
 }
 
 TEST_CASE("redis_cluster_store: a slot migrated under a multi-process fenced workload",
@@ -158,7 +130,7 @@ TEST_CASE("redis_cluster_store: a slot migrated under a multi-process fenced wor
         15s);
     if (!warm) FAIL("no writes admitted before the migration\n" << w.output());
     const fl::ns fault_at = fl::now_ns();
-    const std::uint64_t before = newest_logged(fence_port, log_key);
+    const std::uint64_t before = fl::redis_newest_logged(fence_port, log_key);
     // One key per batch, 150 ms apart: the record, the counter and its life record leave one by
     // one, so for a while the slot is split between the two primaries.
     const bool moved = c.migrate_slot(slot, static_cast<std::size_t>(from), to, 1,
@@ -166,12 +138,12 @@ TEST_CASE("redis_cluster_store: a slot migrated under a multi-process fenced wor
     const fl::ns moved_at = fl::now_ns();
     INFO(c.why());
     REQUIRE(moved);
-    const bool live =
-        hf_test::wait_until([&] { return newest_logged(fence_port, log_key) > fl::life_gap; }, 15s);
+    const bool live = hf_test::wait_until(
+        [&] { return fl::redis_newest_logged(fence_port, log_key) > fl::life_gap; }, 15s);
     const bool everyone =
         hf_test::wait_until([&] { return granted_after(w.read(), moved_at).size() == 4; }, 15s);
     w.stop();
-    const std::vector<fl::admitted> log = fence_log(fence_port, log_key);
+    const std::vector<fl::admitted> log = fl::redis_fence_log(fence_port, log_key);
     const fl::records r = w.read();
     const fl::verdict v = fl::check(log, r, fault_at);
     const double seconds =

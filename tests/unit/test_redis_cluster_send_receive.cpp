@@ -19,6 +19,7 @@
 
 #include "../support/real_servers.hpp"
 #include "../support/redis_cluster_servers.hpp"
+#include "../support/split_only.hpp"
 #include "holdfast/lease.hpp"
 #include "holdfast/quorum.hpp"
 #include "holdfast/send_receive.hpp"
@@ -47,84 +48,25 @@ using seeds = std::vector<holdfast::redis_endpoint>;
 
 /// The shared cluster of .ci/servers, else the executable's own; empty only outside CI.
 seeds serving() {
-  seeds shared = hf_test::redis_cluster_seeds_from_env();
-  if (!shared.empty()) return shared;
-  hf_test::redis_cluster* c = hf_test::own_redis_cluster();
-  return c == nullptr ? seeds{} : c->seeds();
+  return hf_test::serving_redis_cluster();
 }
 
 redis_cluster_options options_for(const seeds& nodes, const std::string& name = "sr") {
-  redis_cluster_options o;
-  o.nodes = nodes;
-  const std::string tag = name + "-" + hf_test::random_tag();
-  o.node.key_prefix = "hf-" + tag + ":lease:";
-  o.node.counter_key = "hf-" + tag + ":token:";
-  o.node.wait_prefix = "hf-" + tag + ":wait:";
-  o.node.connect_timeout = milliseconds(1000);
-  o.node.command_timeout = milliseconds(1000);
-  return o;
+  return hf_test::redis_cluster_test_options(nodes, name + "-" + hf_test::random_tag());
 }
 
-/// Waits (poll) until `s`'s request in flight is complete, at most `bound`; true if it is.
-bool wait_reply(redis_cluster_store& s, milliseconds bound) {
-  const auto end = std::chrono::steady_clock::now() + bound;
-  while (!s.progress()) {
-    const io_interest want = s.interest();
-    if (want.fd < 0) return true;
-    struct pollfd p {};
-    p.fd = want.fd;
-    p.events = static_cast<short>((want.read ? POLLIN : 0) | (want.write ? POLLOUT : 0));
-    if (std::chrono::steady_clock::now() >= end) return false;
-    (void)::poll(&p, 1, 10);
-  }
-  return true;
-}
+using hf_test::wait_reply;
 
 /// A LeaseStore whose every operation goes through send/progress/receive; a declined send is
 /// followed by a blocking inspect of the key (it reads the map and connects the key's primary)
 /// and sent again, so the contract checks exercise the split path.
-class split_only {
- public:
-  explicit split_only(redis_cluster_options o) : s_(std::move(o)) {}
-
-  holdfast::result<holdfast::grant> try_acquire(std::string_view k, std::string_view o,
-                                                milliseconds ttl) {
-    return run({store_op::try_acquire, k, o, {}, {}, ttl}).granted;
-  }
-  holdfast::result<holdfast::grant> renew(std::string_view k, std::string_view o, fencing_token t,
-                                          milliseconds ttl) {
-    return run({store_op::renew, k, o, t, {}, ttl}).granted;
-  }
-  holdfast::result<void> release(std::string_view k, std::string_view o, fencing_token t) {
-    return run({store_op::release, k, o, t, {}, milliseconds(0)}).done;
-  }
-  holdfast::result<std::optional<holdfast::lease_record>> inspect(std::string_view k) {
-    return run({store_op::inspect, k, {}, {}, {}, milliseconds(0)}).record;
-  }
-  redis_cluster_store& store() { return s_; }
-  int sent = 0, declined = 0;
-
- private:
-  store_reply run(const store_request& r) {
-    std::error_code ec = s_.send(r);
-    if (ec == holdfast::send_would_block()) {
-      ++declined;
-      (void)s_.connect();
-      if (!r.key.empty()) (void)s_.inspect(r.key);
-      ec = s_.send(r);
-    }
-    if (ec) {
-      store_reply out;
-      out.granted = errc::store_unavailable;
-      out.done = errc::store_unavailable;
-      out.record = errc::store_unavailable;
-      return out;
-    }
-    ++sent;
-    (void)wait_reply(s_, milliseconds(5000));
-    return s_.receive();
-  }
-  redis_cluster_store s_;
+struct split_only : hf_test::split_only<redis_cluster_store> {
+  explicit split_only(redis_cluster_options o)
+      : hf_test::split_only<redis_cluster_store>(
+            std::move(o), [](redis_cluster_store& s, const store_request& r) {
+              (void)s.connect();
+              if (!r.key.empty()) (void)s.inspect(r.key);
+            }) {}
 };
 
 /// Sends `q` (which must be accepted), waits for and returns its reply.
@@ -199,26 +141,8 @@ TEST_CASE("redis_cluster_store send/receive: every primary in flight from one th
       CHECK(stores[i]->send({store_op::inspect, keys[i], {}, {}, {}, milliseconds(0)}) ==
             holdfast::send_would_block());  // one in flight per store
     }
-    std::vector<std::optional<store_reply>> replies(3);
-    std::size_t left = 3;
-    const auto end = std::chrono::steady_clock::now() + std::chrono::seconds(5);
-    while (left > 0 && std::chrono::steady_clock::now() < end) {
-      std::vector<struct pollfd> fds;
-      for (std::size_t i = 3; i-- > 0;) {  // last store first: another order than sending's
-        if (replies[i]) continue;
-        if (stores[i]->progress()) {
-          replies[i] = stores[i]->receive();
-          --left;
-          continue;
-        }
-        const io_interest want = stores[i]->interest();
-        struct pollfd p {};
-        p.fd = want.fd;
-        p.events = static_cast<short>((want.read ? POLLIN : 0) | (want.write ? POLLOUT : 0));
-        fds.push_back(p);
-      }
-      if (!fds.empty()) (void)::poll(fds.data(), fds.size(), 50);
-    }
+    // Replies as they come, the last store first: another order than sending's.
+    const auto [replies, left] = hf_test::gather_replies(stores, std::chrono::seconds(5));
     REQUIRE(left == 0);
     for (std::size_t i = 0; i < 3; ++i) {
       REQUIRE(replies[i]->granted);

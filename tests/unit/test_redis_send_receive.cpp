@@ -19,6 +19,7 @@
 
 #include "../support/real_servers.hpp"
 #include "../support/redis_servers.hpp"
+#include "../support/split_only.hpp"
 #include "holdfast/send_receive.hpp"
 #include "holdfast/stores/memory.hpp"
 #include "holdfast/stores/redis.hpp"
@@ -61,64 +62,11 @@ std::unique_ptr<hf_test::redis_server> own_redis() {
   return s;
 }
 
-/// Waits (poll) until `s`'s request in flight is complete, at most `bound`; true if it is.
-bool wait_reply(redis_store& s, milliseconds bound) {
-  const auto end = std::chrono::steady_clock::now() + bound;
-  while (!s.progress()) {
-    const io_interest want = s.interest();
-    if (want.fd < 0) return true;
-    struct pollfd p {};
-    p.fd = want.fd;
-    p.events = static_cast<short>((want.read ? POLLIN : 0) | (want.write ? POLLOUT : 0));
-    if (std::chrono::steady_clock::now() >= end) return false;
-    (void)::poll(&p, 1, 10);
-  }
-  return true;
-}
+using hf_test::wait_reply;
 
 /// A LeaseStore whose every operation goes through redis_store's send/progress/receive (the
 /// blocking operations only connect), so the contract checks exercise the split path.
-class split_only {
- public:
-  explicit split_only(redis_options o) : s_(std::move(o)) {}
-
-  holdfast::result<holdfast::grant> try_acquire(std::string_view k, std::string_view o,
-                                                milliseconds ttl) {
-    return run({store_op::try_acquire, k, o, {}, {}, ttl}).granted;
-  }
-  holdfast::result<holdfast::grant> renew(std::string_view k, std::string_view o, fencing_token t,
-                                          milliseconds ttl) {
-    return run({store_op::renew, k, o, t, {}, ttl}).granted;
-  }
-  holdfast::result<void> release(std::string_view k, std::string_view o, fencing_token t) {
-    return run({store_op::release, k, o, t, {}, milliseconds(0)}).done;
-  }
-  holdfast::result<std::optional<holdfast::lease_record>> inspect(std::string_view k) {
-    return run({store_op::inspect, k, {}, {}, {}, milliseconds(0)}).record;
-  }
-  redis_store& store() { return s_; }
-  int sent = 0;
-
- private:
-  store_reply run(const store_request& r) {
-    std::error_code ec = s_.send(r);
-    if (ec == holdfast::send_would_block()) {
-      (void)s_.connect();  // a failure shows as the next send declining again
-      ec = s_.send(r);
-    }
-    if (ec) {
-      store_reply out;
-      out.granted = errc::store_unavailable;
-      out.done = errc::store_unavailable;
-      out.record = errc::store_unavailable;
-      return out;
-    }
-    ++sent;
-    (void)wait_reply(s_, milliseconds(5000));
-    return s_.receive();
-  }
-  redis_store s_;
-};
+using split_only = hf_test::split_only<redis_store>;
 
 }  // namespace
 
@@ -178,28 +126,7 @@ TEST_CASE("redis_store send/receive: many requests in flight from one thread, an
     }
     // Poll all sockets at once and take replies as they come (last store first when several
     // are ready, so the order differs from the sending order).
-    std::vector<std::optional<store_reply>> replies(n);
-    std::size_t left = n;
-    const auto end = std::chrono::steady_clock::now() + std::chrono::seconds(5);
-    while (left > 0 && std::chrono::steady_clock::now() < end) {
-      std::vector<struct pollfd> fds;
-      std::vector<std::size_t> who;
-      for (std::size_t i = n; i-- > 0;) {
-        if (replies[i]) continue;
-        if (stores[i]->progress()) {
-          replies[i] = stores[i]->receive();
-          --left;
-          continue;
-        }
-        const io_interest want = stores[i]->interest();
-        struct pollfd p {};
-        p.fd = want.fd;
-        p.events = static_cast<short>((want.read ? POLLIN : 0) | (want.write ? POLLOUT : 0));
-        fds.push_back(p);
-        who.push_back(i);
-      }
-      if (!fds.empty()) (void)::poll(fds.data(), fds.size(), 100);
-    }
+    const auto [replies, left] = hf_test::gather_replies(stores, std::chrono::seconds(5));
     REQUIRE(left == 0);
     std::vector<fencing_token> tokens;
     for (std::size_t i = 0; i < n; ++i) {

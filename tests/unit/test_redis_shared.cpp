@@ -17,6 +17,7 @@
 
 #include "../support/cut_proxy.hpp"
 #include "../support/real_servers.hpp"
+#include "../support/rw_checks.hpp"
 #include "holdfast/backoff.hpp"
 #include "holdfast/cancel.hpp"
 #include "holdfast/read_write_lease.hpp"
@@ -92,21 +93,6 @@ class admin {
   redis_options o_;
   redisContext* ctx_ = nullptr;
 };
-
-// acquire options whose backoff sleeps at least 2 s at each of its first three delays (a seed
-// picked so, full jitter notwithstanding): an acquire that wakes sooner was woken by the store.
-holdfast::acquire_options<> slow_polling() {
-  holdfast::acquire_options<> o;
-  o.backoff.initial = std::chrono::seconds(5);
-  o.backoff.max_delay = std::chrono::seconds(5);
-  for (std::uint64_t seed = 1;; ++seed) {
-    o.backoff.seed = seed;
-    holdfast::backoff b(o.backoff);
-    bool slow = true;
-    for (int i = 0; i < 3; ++i) slow = slow && b.next_delay() >= std::chrono::seconds(2);
-    if (slow) return o;
-  }
-}
 
 std::string token_of(const std::string& field_value) {
   return field_value.substr(0, field_value.find(' '));
@@ -275,18 +261,7 @@ TEST_CASE("redis_store read-write: release after the connection was dropped reco
     const std::string id = text.substr(begin + 3, text.find(' ', begin) - begin - 3);
     REQUIRE(adm.cmd({"CLIENT", "KILL", "ID", id})->integer == 1);
   };
-  auto w = s.try_acquire_rw("gone", "W", milliseconds(60000), ex);
-  REQUIRE(w);
-  drop_mine();
-  CHECK(s.release_rw("gone", "W", w->token, ex));
-  CHECK_FALSE(adm.exists("gone"));
-  auto r = s.try_acquire_rw("gone", "R", milliseconds(60000), sh);
-  REQUIRE(r);  // at once, not after the writer's TTL
-  // Renew is not sent again: the first call after a drop reports the error.
-  drop_mine();
-  CHECK(s.renew_rw("gone", "R", r->token, milliseconds(60000), sh).error() ==
-        errc::store_unavailable);
-  CHECK(s.release_rw("gone", "R", r->token, sh));
+  hf_test::check_rw_release_after_drop(s, "gone", drop_mine, [&] { return !adm.exists("gone"); });
   CHECK_FALSE(adm.exists("gone"));
 }
 
@@ -344,105 +319,20 @@ TEST_CASE("redis_store read-write: a release wakes the waiters at once",
           holdfast::read_write_view<redis_store, lease_mode::exclusive>, holdfast::steady_clock>);
   std::optional<redis_options> o = shared_redis();
   if (!o) return;
-  using clk = std::chrono::steady_clock;
   redis_store holder(*o);
   redis_store waiter(*o);
   admin adm(*o);
-  holdfast::read_write_lease<redis_store> doc(waiter, "doc", slow_polling());
-  auto r = holder.try_acquire_rw("doc", "R", milliseconds(30000), sh);
-  REQUIRE(r);
-  std::atomic<long long> after_ms{-1};
-  std::atomic<clk::rep> released_at{0};
-  std::thread writer([&] {
-    auto w = doc.acquire_write(milliseconds(30000), milliseconds(20000));
-    if (w && released_at.load() != 0) {
-      after_ms = std::chrono::duration_cast<milliseconds>(
-                     clk::now() - clk::time_point(clk::duration(released_at.load())))
-                     .count();
-    }
-  });
-  // Bounded: until the writer's first ask recorded its intent, then a moment to fall asleep.
-  REQUIRE(hf_test::wait_until([&] { return !adm.field("doc", "i").empty(); }, milliseconds(5000)));
-  std::this_thread::sleep_for(milliseconds(50));
-  released_at = clk::now().time_since_epoch().count();
-  REQUIRE(holder.release_rw("doc", "R", r->token, sh));
-  writer.join();
-  INFO("writer took " << after_ms.load() << " ms after the release");
-  REQUIRE(after_ms.load() >= 0);
-  CHECK(after_ms.load() < 1500);  // the backoff would have slept at least 2000
-
-  // A writer holds; two readers wait; its release wakes both.
-  auto w = holder.try_acquire_rw("doc2", "W", milliseconds(30000), ex);
-  REQUIRE(w);
-  holdfast::read_write_lease<redis_store> doc2(waiter, "doc2", slow_polling());
-  std::atomic<int> woken{0};
-  std::atomic<bool> released{false};
-  std::vector<std::thread> readers;
-  for (int i = 0; i < 2; ++i) {
-    readers.emplace_back([&] {
-      auto rl = doc2.acquire_read(milliseconds(30000), milliseconds(20000));
-      if (rl && released.load()) ++woken;
-    });
-  }
-  std::this_thread::sleep_for(milliseconds(150));  // both asked (busy) and fell asleep
-  const auto t0 = clk::now();
-  released = true;
-  REQUIRE(holder.release_rw("doc2", "W", w->token, ex));
-  for (std::thread& t : readers) t.join();
-  CHECK(woken.load() == 2);
-  CHECK(clk::now() - t0 < milliseconds(1500));  // (the backoff: at least 2 s)
+  hf_test::check_rw_release_wakes(
+      holder, waiter, "doc", "doc2", [&] { return !adm.field("doc", "i").empty(); },
+      milliseconds(150));
 }
 
 TEST_CASE("redis_store read-write: a waiter never sleeps past what keeps it out",
           "[redis][read_write][wait]") {
   std::optional<redis_options> o = shared_redis();
   if (!o) return;
-  using clk = std::chrono::steady_clock;
   redis_store s(*o);
-  // Nothing keeps the mode out: at once.
-  auto t0 = clk::now();
-  CHECK(s.wait_for_release_rw("free", ex, t0 + milliseconds(10000)));
-  CHECK(clk::now() - t0 < milliseconds(1000));
-  // A reader of 1 s that nobody releases: a writer's wait ends at its expiry (by the server's
-  // clock), not at the deadline; a reader's wait ends at once (readers share).
-  auto r = s.try_acquire_rw("k", "R", milliseconds(1000), sh);
-  REQUIRE(r);
-  t0 = clk::now();
-  CHECK(s.wait_for_release_rw("k", sh, t0 + milliseconds(10000)));
-  CHECK(clk::now() - t0 < milliseconds(700));
-  CHECK(s.wait_for_release_rw("k", ex, t0 + milliseconds(10000)));
-  CHECK(clk::now() - t0 >= milliseconds(800));  // (not woken early: nothing was released)
-  CHECK(clk::now() - t0 < milliseconds(3000));
-  // The wait is a hint (it may end up to a one-way trip before the expiry): ask until granted.
-  REQUIRE(hf_test::wait_until(
-      [&] { return s.try_acquire_rw("k", "W", milliseconds(10000), ex).has_value(); },
-      milliseconds(2000)));
-  // The deadline bounds it; a stop of the token ends it with cancelled; bad input is refused.
-  t0 = clk::now();
-  CHECK(s.wait_for_release_rw("k", sh, t0 + milliseconds(100)));
-  CHECK(clk::now() - t0 < milliseconds(2000));
-  holdfast::cancel_source stop;
-  std::thread canceller([&] {
-    std::this_thread::sleep_for(milliseconds(100));
-    stop.request_stop();
-  });
-  t0 = clk::now();
-  CHECK(s.wait_for_release_rw("k", sh, t0 + milliseconds(10000), stop.token()).error() ==
-        errc::cancelled);
-  canceller.join();
-  CHECK(clk::now() - t0 < milliseconds(2000));
-  CHECK(s.wait_for_release_rw("", sh, t0).error() == errc::invalid_argument);
-  CHECK(s.wait_for_release_rw("k", static_cast<lease_mode>(9), t0).error() ==
-        errc::invalid_argument);
-  // A writer waiting on a reader wakes by half its intent's time left, to ask again before the
-  // intent lapses (RW4): here the reader holds 10 s, the writer's intent 1 s.
-  auto r2 = s.try_acquire_rw("k2", "R", milliseconds(10000), sh);
-  REQUIRE(r2);
-  CHECK(s.try_acquire_rw("k2", "W", milliseconds(1000), ex).error() == errc::busy);  // intent
-  t0 = clk::now();
-  CHECK(s.wait_for_release_rw("k2", ex, t0 + milliseconds(10000)));
-  CHECK(clk::now() - t0 >= milliseconds(400));
-  CHECK(clk::now() - t0 < milliseconds(1500));  // (the reader's 10 s without the cap)
+  hf_test::check_rw_wait_ends(s, "free", "k", "k2", true);
 }
 
 TEST_CASE("redis_store read-write: read_write_lease over Redis", "[redis][read_write]") {
