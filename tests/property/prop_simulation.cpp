@@ -131,36 +131,55 @@ TEST_CASE("simulation: rapidcheck catches every mutant within its default case c
 }
 
 TEST_CASE("simulation: a failing schedule shrinks to a short timeline", "[testing/property]") {
-  // Found by rapidcheck (noShrink tape), shrunk by shrink_failure: the same invariant, fewer
-  // events, a timeline of a handful of lines.
-  for (mutant m : {mutant::no_fence, mutant::token_after_grant, mutant::validity_from_reply}) {
-    run_options o;
-    o.mutation = m;
-    rc::detail::TestParams params = rc::detail::configuration().testParams;
-    params.disableShrinking = true;
-    std::string before;
-    shrink_result shrunk;
-    const auto result = rc::detail::checkTestable(
-        [&] {
-          const decision_tape tape = *gen_decision_tape();
-          byte_source src = tape.source();
-          const run_result r = run_schedule(src, o);
-          if (r.result.ok()) return;
-          before = r.result.report();
-          shrunk = shrink_failure(tape.bytes, o);
-          RC_FAIL(shrunk.run.result.report());
-        },
-        rc::detail::TestMetadata{}, params);
-    INFO("mutant " << to_string(m) << "\nbefore shrinking:\n"
-                   << before << "after:\n"
+  // Found by rapidcheck (noShrink tape), shrunk by shrink_failure: the same invariant, a local
+  // minimum of the shrinker's steps, a replayable history. The seeds are fixed: how short the
+  // timeline comes out depends on the tape (shrink_failure minimises bytes, not lines; a no_fence
+  // schedule ends at 6 to 13 lines), so a bound with a random seed failed about 2% of runs
+  // (seeds 1, 8, 45, 84, 253: 11 to 13 lines; 620: 86 events, the run budget spent). Each
+  // expected length is written down: a change in the shrinker or the simulator that changes one
+  // shows here, and the table is updated on purpose.
+  struct expected {
+    std::uint64_t seed;    // rapidcheck's seed (RC_PARAMS="seed=...")
+    std::size_t lines[3];  // timeline lines for no_fence, token_after_grant, validity_from_reply
+  };
+  const expected table[] = {{1, {11, 3, 3}},   {2, {6, 3, 3}},   {3, {8, 3, 3}},
+                            {8, {11, 3, 4}},   {45, {11, 3, 3}}, {84, {11, 3, 3}},
+                            {253, {13, 3, 3}}, {620, {9, 5, 3}}};
+  const mutant mutants[] = {mutant::no_fence, mutant::token_after_grant,
+                            mutant::validity_from_reply};
+  for (const expected& e : table) {
+    for (std::size_t k = 0; k < 3; ++k) {
+      run_options o;
+      o.mutation = mutants[k];
+      rc::detail::TestParams params = rc::detail::configuration().testParams;
+      params.disableShrinking = true;
+      params.seed = e.seed;
+      std::string before;
+      shrink_result shrunk;
+      const auto result = rc::detail::checkTestable(
+          [&] {
+            const decision_tape tape = *gen_decision_tape();
+            byte_source src = tape.source();
+            const run_result r = run_schedule(src, o);
+            if (r.result.ok()) return;
+            before = r.result.report();
+            shrunk = shrink_failure(tape.bytes, o);
+            RC_FAIL(shrunk.run.result.report());
+          },
+          rc::detail::TestMetadata{}, params);
+      INFO("seed " << e.seed << ", mutant " << to_string(mutants[k]) << "\nbefore shrinking:\n"
+                   << before << "after (" << shrunk.runs << " runs):\n"
                    << shrunk.run.result.report());
-    REQUIRE_FALSE(result.template is<rc::detail::SuccessResult>());
-    REQUIRE(is_expected_violation(m, shrunk.run.result.violated));
-    REQUIRE(lines(shrunk.run.result.timeline) <= 10);
-    REQUIRE(shrunk.run.log.events.size() <= 80);
-    // Replaying the shrunk bytes gives the same minimal history.
-    byte_source again(shrunk.bytes.data(), shrunk.bytes.size());
-    REQUIRE(to_string(run_schedule(again, o).log) == to_string(shrunk.run.log));
+      REQUIRE_FALSE(result.template is<rc::detail::SuccessResult>());
+      REQUIRE(is_expected_violation(mutants[k], shrunk.run.result.violated));
+      CHECK(lines(shrunk.run.result.timeline) == e.lines[k]);
+      // Replaying the shrunk bytes gives the same minimal history.
+      byte_source again(shrunk.bytes.data(), shrunk.bytes.size());
+      REQUIRE(to_string(run_schedule(again, o).log) == to_string(shrunk.run.log));
+      // A local minimum unless the budget of runs was spent (seeds 45 and 620 for no_fence):
+      // shrinking the result again finds nothing smaller.
+      if (shrunk.runs < 4000) CHECK(shrink_failure(shrunk.bytes, o).bytes == shrunk.bytes);
+    }
   }
 }
 
