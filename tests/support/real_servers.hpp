@@ -22,6 +22,7 @@
 #include <netinet/in.h>
 #include <pwd.h>
 #include <signal.h>
+#include <sys/file.h>
 #include <sys/prctl.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
@@ -31,6 +32,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <cerrno>
 #include <chrono>
 #include <cstdint>
 #include <cstdio>
@@ -108,8 +110,30 @@ inline bool port_is_free(int port) {
   return ok;
 }
 
+// Reserves `port` for this process's lifetime among the test processes of this machine: an
+// exclusive flock on /tmp/holdfast-ports/<port>, whose descriptor stays open until the process
+// ends (the kernel then drops the lock, so a crashed test leaves nothing held). Why: ctest runs
+// several suites at once, each starting servers of its own, and a port is free only until its
+// server binds it, and again while that server is down for a restart. Seen in CI: a ZooKeeper
+// member killed -9 could not restart because another suite's server had meanwhile been given one
+// of its ports (a member's ports are fixed in every member's configuration). False if another
+// process holds it, or if the lock cannot be taken at all.
+inline bool reserve_port(int port) {
+  static const bool dir = ::mkdir("/tmp/holdfast-ports", 01777) == 0 || errno == EEXIST;
+  if (!dir) return false;
+  const std::string path = "/tmp/holdfast-ports/" + std::to_string(port);
+  const int fd = ::open(path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0666);
+  if (fd < 0) return false;
+  if (::flock(fd, LOCK_EX | LOCK_NB) != 0) {
+    ::close(fd);
+    return false;
+  }
+  return true;  // fd stays open, and locked, until this process ends
+}
+
 /// A TCP port on 127.0.0.1 that nothing holds now, below the ephemeral range (so no client's
-/// outgoing connection takes it while its server is down for a restart), or 0.
+/// outgoing connection takes it while its server is down for a restart), and that no other test
+/// process of this machine was given (reserve_port), or 0.
 inline int free_port() {
   const int high = ephemeral_port_floor();
   const int low = high > 12000 ? high - 10000 : 1024;
@@ -117,7 +141,7 @@ inline int free_port() {
   std::uniform_int_distribution<int> pick(low, high - 1);
   for (int i = 0; i < 256 && high > low; ++i) {
     const int port = pick(gen);
-    if (port_is_free(port)) return port;
+    if (port_is_free(port) && reserve_port(port)) return port;
   }
   return 0;
 }

@@ -131,7 +131,12 @@ TEST_CASE("zookeeper_store on an ensemble: the leader killed -9 under a holder",
   REQUIRE(fence.admit(f, g2->token, "B"));
   CHECK(fence.admit(f, g1->token, "A").error() == errc::stale_token);
   // The killed member comes back and rejoins as a follower.
-  REQUIRE(e->member(static_cast<std::size_t>(leader)).start());
+  {
+    auto& back = e->member(static_cast<std::size_t>(leader));
+    const bool started = back.start();
+    INFO(back.why());
+    REQUIRE(started);
+  }
   CHECK(hf_test::wait_until([&] { return e->serving() == 3; }, 60000ms));
   // B's grant is its own again (the same token while it lived: nobody renewed it meanwhile, so
   // its store may have ended it by its TTL and grants a newer one), and A sees it.
@@ -184,7 +189,11 @@ TEST_CASE("zookeeper_store on an ensemble: every member killed -9 and started ag
   REQUIRE(fence.admit(f, g1->token, "A"));
   const auto down = std::chrono::steady_clock::now();
   for (std::size_t i = 0; i < 3; ++i) e->member(i).kill9();
-  for (std::size_t i = 0; i < 3; ++i) REQUIRE(e->member(i).start());
+  for (std::size_t i = 0; i < 3; ++i) {
+    const bool started = e->member(i).start();
+    INFO(e->member(i).why());
+    REQUIRE(started);
+  }
   REQUIRE(hf_test::wait_until([&] { return e->serving() == 3; }, 60000ms));
   const auto outage = std::chrono::duration_cast<std::chrono::milliseconds>(
       std::chrono::steady_clock::now() - down);
