@@ -349,18 +349,8 @@ class redis_cluster_store {
     if (!mapped_) {
       if (std::error_code ec = refresh(nullptr)) return ec;
     }
-    deployment_report all;
-    std::vector<bool> seen(nodes_.size(), false);
-    for (const std::int32_t i : slots_) {
-      if (i < 0 || seen[static_cast<std::size_t>(i)]) continue;
-      seen[static_cast<std::size_t>(i)] = true;
-      node& n = *nodes_[static_cast<std::size_t>(i)];
-      if (std::error_code ec = n.conn.ensure_connected()) return note(&n, ec);
-      const deployment_report& r = n.conn.report();
-      for (const std::string& risk : r.risks) all.risks.push_back(n.where + ": " + risk);
-      all.facts += (all.facts.empty() ? "" : " | ") + r.facts;
-    }
-    return all;
+    return detail::redis_cluster_deployment(  // (detail/redis_cluster_multi.hpp)
+        nodes_, slots_, [this](node* n, std::error_code ec) { return note(n, ec); });
   }
 
   /// The slot (0 .. 16383) of lease `key`: the slot of its record, counter and life record.
