@@ -220,6 +220,61 @@ TEST_CASE("redis_cluster_store: keys spread over every primary, one script each"
   CHECK(d->can_lose_grants());  // no AOF, replicas without wait_replicas
 }
 
+// Issue #22 (leave nothing behind): the key's primary drops the store's idle connection (CLIENT
+// KILL here; a server timeout or restart alike). The release that finds it dead never reached the
+// server, so it is sent once more, as redis_store's: it succeeds and the key is free at once, not
+// at the end of its TTL; so is a lease's destructor. Renew is not resent: it reports the drop.
+TEST_CASE("redis_cluster_store: a release after its primary dropped the idle connection is resent",
+          "[redis][cluster]") {
+  const seeds nodes = serving();
+  if (nodes.empty()) return;
+  redis_cluster_options o = options_for(nodes);
+  o.node.client_name = "hf-crel-" + hf_test::random_tag();
+  redis_cluster_store s(o);
+  redis_cluster_store other(o);
+  const std::string k = "idle-drop";
+  // Kills the store's connections on the primary of k (by client name: the cluster may be shared).
+  const auto drop = [&] {
+    const int port = primary_port(nodes, redis_cluster_store::slot_of(k));
+    const std::string list = hf_test::redis_cmd(port, {"CLIENT", "LIST"});
+    int killed = 0;
+    for (std::size_t at = list.find(" name=" + o.node.client_name + " "); at != std::string::npos;
+         at = list.find(" name=" + o.node.client_name + " ", at + 1)) {
+      const std::size_t line =
+          list.rfind('\n', at) == std::string::npos ? 0 : list.rfind('\n', at) + 1;
+      const std::string id = list.substr(line + 3, list.find(' ', line) - line - 3);
+      killed += hf_test::redis_cmd(port, {"CLIENT", "KILL", "ID", id}) == "1" ? 1 : 0;
+    }
+    REQUIRE(killed >= 1);
+  };
+  const auto is_free = [&] {
+    auto seen = s.inspect(k);
+    REQUIRE(seen);
+    return !seen->has_value();
+  };
+  auto g = s.try_acquire(k, "me", milliseconds(60000));
+  REQUIRE(g);
+  drop();
+  CHECK(s.release(k, "me", g->token));
+  CHECK(is_free());
+  auto theirs = other.try_acquire(k, "you", milliseconds(60000));
+  REQUIRE(theirs);
+  CHECK(other.release(k, "you", theirs->token));
+  {
+    holdfast::acquire_options<> ao;
+    auto l = holdfast::try_acquire(s, k, milliseconds(60000), ao);
+    REQUIRE(l);
+    drop();
+  }
+  CHECK(is_free());
+  auto h = s.try_acquire(k, "me", milliseconds(60000));
+  REQUIRE(h);
+  drop();
+  CHECK(s.renew(k, "me", h->token, milliseconds(60000)).error() == errc::store_unavailable);
+  CHECK(s.release(k, "me", h->token));
+  CHECK(is_free());
+}
+
 TEST_CASE("redis_cluster_store: a slot migrated under fenced holders keeps tokens increasing",
           "[redis][cluster][faults]") {
   hf_test::redis_cluster* c = cluster();

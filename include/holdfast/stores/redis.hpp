@@ -196,14 +196,9 @@ class redis_store : public detail::link_client<detail::redis_link>,
     if (std::error_code ec = detail::check_redis_request(q)) return refused(ec);
     auto guard = link_.lock();
     const detail::redis_call call = prepare(q);
-    const bool reused = link_.connected();
-    result<detail::redis_reply_ptr> r = eval(call);
-    if (!r && r.error() == errc::store_unavailable && reused && !link_.connected()) {
-      // The connection, open since an earlier call, failed under this one (most often dropped
-      // while idle: the request never got through). A holder's last call: send it once more
-      // rather than leave the key to its TTL; if the first did land, this answers not_holder.
-      r = eval(call);
-    }
+    // A holder's last call: sent once more after an idle drop (detail/redis_link.hpp).
+    result<detail::redis_reply_ptr> r =
+        detail::redis_send_last_call(link_, [&] { return eval(call); });
     return detail::read_redis_release(link_, std::move(r));
   }
 

@@ -36,8 +36,9 @@
 // it once to the named node, after ASKING, without changing the map; TRYAGAIN (a migration in
 // progress) sends it again every 10 ms until command_timeout has passed since the call began,
 // then reports store_unavailable. All three mean the script did not run, so resending is safe;
-// no other failure is ever resent (a script that may have run is never retried, as in
-// redis_store).
+// so does a release's failure on a connection dropped while idle, sent once more as redis_store's
+// (detail/redis_link.hpp); no other failure is ever resent (a script that may have run is never
+// retried, as in redis_store).
 //
 // Waiting (wait_for_release, watch_release): sharded pub/sub on a channel in the key's slot
 // (detail/redis_cluster_waiting.hpp); the release script SPUBLISHes to it. try_acquire_all: one
@@ -77,6 +78,7 @@
 #include "holdfast/stores/detail/redis_cluster_split.hpp"
 #include "holdfast/stores/detail/redis_cluster_waiting.hpp"
 #include "holdfast/stores/detail/redis_connection.hpp"
+#include "holdfast/stores/detail/redis_link.hpp"
 #include "holdfast/stores/detail/redis_requests.hpp"
 #include "holdfast/stores/detail/redis_resp.hpp"
 #include "holdfast/stores/detail/redis_scripts.hpp"
@@ -144,7 +146,8 @@ class redis_cluster_store {
     return acknowledge(*served, g, owner, false);
   }
 
-  /// Deletes the lease on `key` iff `owner` holds it with `token`, in one script.
+  /// Deletes the lease on `key` iff `owner` holds it with `token`, in one script; sent once more
+  /// if the primary's connection (open since an earlier call) had dropped, as redis_store::release.
   /// \returns success; errc::not_holder; errc::invalid_argument; transport errors as try_acquire.
   result<void> release(std::string_view key, std::string_view owner, fencing_token token) {
     if (std::error_code ec = check_release_args(key, owner, token)) return ec;
@@ -349,18 +352,8 @@ class redis_cluster_store {
     if (!mapped_) {
       if (std::error_code ec = refresh(nullptr)) return ec;
     }
-    deployment_report all;
-    std::vector<bool> seen(nodes_.size(), false);
-    for (const std::int32_t i : slots_) {
-      if (i < 0 || seen[static_cast<std::size_t>(i)]) continue;
-      seen[static_cast<std::size_t>(i)] = true;
-      node& n = *nodes_[static_cast<std::size_t>(i)];
-      if (std::error_code ec = n.conn.ensure_connected()) return note(&n, ec);
-      const deployment_report& r = n.conn.report();
-      for (const std::string& risk : r.risks) all.risks.push_back(n.where + ": " + risk);
-      all.facts += (all.facts.empty() ? "" : " | ") + r.facts;
-    }
-    return all;
+    return detail::redis_cluster_deployment(  // (detail/redis_cluster_multi.hpp)
+        nodes_, slots_, [this](node* n, std::error_code ec) { return note(n, ec); });
   }
 
   /// The slot (0 .. 16383) of lease `key`: the slot of its record, counter and life record.
@@ -442,7 +435,9 @@ class redis_cluster_store {
     bool asking = false;
     bool moved = false;
     for (;;) {
-      result<detail::redis_reply_ptr> r = send_to(*n, asking, script, keys, nkeys, args, nargs);
+      auto once = [&] { return send_to(*n, asking, script, keys, nkeys, args, nargs); };
+      result<detail::redis_reply_ptr> r =
+          last_call_ ? detail::redis_send_last_call(n->conn, once) : once();
       if (r) {
         served = n;
         return r;
@@ -490,8 +485,10 @@ class redis_cluster_store {
     const std::string_view keys[] = {lease_};
     channel_.assign(opts_.node.wait_prefix).append(lease_, opts_.node.key_prefix.size());
     std::string_view args[] = {owner, t, channel_};
+    last_call_ = true;
     result<detail::redis_reply_ptr> r =
         route(detail::redis_cluster_release_script(), keys, 1, args, 3, served);
+    last_call_ = false;
     if (!r) return r.error();
     result<void> done = detail::read_redis_release(served->conn, std::move(r));
     if (!done) return note(served, done.error());
@@ -584,6 +581,7 @@ class redis_cluster_store {
   std::string lease_, counter_, life_, channel_;
   std::size_t slot_ = 0;
   int life_arg_ = -1;
+  bool last_call_ = false;  // a release: sent once more after an idle drop (route)
   // The split request in flight (detail/redis_cluster_split.hpp), guarded by mu_.
   mutable std::condition_variable idle_;  // signalled when it was received
   bool in_flight_ = false;

@@ -1,9 +1,9 @@
 // SPDX-License-Identifier: MIT
 // holdfast/stores/detail/redis_cluster_multi.hpp - the parts of redis_cluster_store's multi-key
 // and multi-slot calls that need no routing: the try_acquire_all reply read, the error text for
-// keys in two slots, the slot map read from CLUSTER SLOTS, and raise_token_floor's pipelined pass
-// over every slot's counter (one EVALSHA per slot, written in batches per primary, replies read in
-// order). Part of stores/redis_cluster.hpp; not for users.
+// keys in two slots, the slot map read from CLUSTER SLOTS, raise_token_floor's pipelined pass over
+// every slot's counter (one EVALSHA per slot, written in batches per primary, replies read in
+// order) and the deployment of every primary. Part of stores/redis_cluster.hpp; not for users.
 #ifndef HOLDFAST_STORES_DETAIL_REDIS_CLUSTER_MULTI_HPP
 #define HOLDFAST_STORES_DETAIL_REDIS_CLUSTER_MULTI_HPP
 
@@ -19,6 +19,7 @@
 #include <system_error>
 #include <vector>
 
+#include "holdfast/deployment.hpp"
 #include "holdfast/detail/config.hpp"
 #include "holdfast/error.hpp"
 #include "holdfast/fencing_token.hpp"
@@ -146,6 +147,27 @@ std::vector<std::size_t> redis_raise_all(std::size_t nodes,
     }
   }
   return left;
+}
+
+/// redis_cluster_store::deployment: the report of every primary serving slots (`slots` indexes
+/// `nodes`, -1 unserved), each connected first and read once, risks prefixed by its address
+/// (`where`), facts joined by " | ", life empty. `note(node*, code)` records a failure and returns
+/// the code. \returns the report; the first failure (store_unavailable, timeout) as noted.
+template <class Nodes, class Note>
+result<deployment_report> redis_cluster_deployment(
+    Nodes& nodes, const std::array<std::int32_t, redis_cluster_slots>& slots, Note&& note) {
+  deployment_report all;
+  std::vector<bool> seen(nodes.size(), false);
+  for (const std::int32_t i : slots) {
+    if (i < 0 || seen[static_cast<std::size_t>(i)]) continue;
+    seen[static_cast<std::size_t>(i)] = true;
+    auto& n = *nodes[static_cast<std::size_t>(i)];
+    if (std::error_code ec = n.conn.ensure_connected()) return note(&n, ec);
+    const deployment_report& r = n.conn.report();
+    for (const std::string& risk : r.risks) all.risks.push_back(n.where + ": " + risk);
+    all.facts += (all.facts.empty() ? "" : " | ") + r.facts;
+  }
+  return all;
 }
 
 }  // namespace detail

@@ -245,6 +245,23 @@ class redis_link : public redis_connection {
   std::chrono::steady_clock::time_point deadline_{};
 };
 
+/// A holder's last call (a release) on `c`: runs `send` (one request on `c`, connecting first if
+/// it is not connected) and, iff it failed with store_unavailable on a connection that was open
+/// before it (since an earlier call) and is closed after it, runs `send` once more. That failure
+/// is the connection dropped while idle (a server timeout, a restart, CLIENT KILL): the request
+/// never got through, so rather than leave the key to its TTL it is sent again; if the first did
+/// land after all, the second finds nothing to release and answers not_holder. Nothing else is
+/// resent (after a timeout the request may have run). Thread-safety: as `c`'s calls. The rule of
+/// redis_store::release, release_rw (redis_shared.hpp) and redis_cluster_store::release.
+/// \returns what the last `send` returned.
+template <class Send>
+result<redis_reply_ptr> redis_send_last_call(const redis_connection& c, Send&& send) {
+  const bool reused = c.connected();
+  result<redis_reply_ptr> r = send();
+  if (!r && r.error() == errc::store_unavailable && reused && !c.connected()) r = send();
+  return r;
+}
+
 }  // namespace detail
 HOLDFAST_ABI_NAMESPACE_END
 }  // namespace holdfast

@@ -318,15 +318,10 @@ class redis_shared {
     const std::string tok = std::to_string(token.value());
     const std::string_view keys[] = {name_};
     const std::string_view args[] = {owner, tok, mode_text(mode), waiting().broadcast};
-    const bool reused = link().connected();
-    result<redis_reply_ptr> r = link().eval(redis_rw_script::release(), keys, 1, args, 4);
-    if (!r && r.error() == errc::store_unavailable && reused && !link().connected()) {
-      // As redis_store::release: the connection, open since an earlier call, failed under this
-      // one (most often dropped while idle: the request never got through). A holder's last
-      // call: send it once more rather than leave the grant to its TTL (a writer's keeps every
-      // reader out); if the first did land, this answers not_holder.
-      r = link().eval(redis_rw_script::release(), keys, 1, args, 4);
-    }
+    // A holder's last call: sent once more after an idle drop (redis_link.hpp), rather than
+    // leave the grant to its TTL (a writer's keeps every reader out).
+    result<redis_reply_ptr> r = redis_send_last_call(
+        link(), [&] { return link().eval(redis_rw_script::release(), keys, 1, args, 4); });
     result<long long> n = answer(std::move(r));
     if (!n) return n.error();
     if (*n == 0) return errc::not_holder;
