@@ -131,7 +131,7 @@ inline std::array<unsigned char, 32> sha256(std::string_view in) {
   std::size_t n = in.size();
   for (; n >= 64; n -= 64, p += 64) block(p);
   unsigned char tail[128] = {};
-  std::memcpy(tail, p, n);
+  if (n > 0) std::memcpy(tail, p, n);  // p is null for an empty std::string_view{}
   tail[n] = 0x80;
   const std::size_t len = n < 56 ? 64 : 128;
   const std::uint64_t message_bits = static_cast<std::uint64_t>(in.size()) * 8;
