@@ -32,12 +32,13 @@
 //              recorder reports each grant with the validity left of it on the recorder's clock
 //              (ttl*(1-drift) - margin - elapsed), places a grant where the quorum reported it
 //              and a renewal or release where it was sent: "live by the recorder's clock" never
-//              outlasts the members' own leases. A release the quorum could not confirm, but
-//              after which fewer than W members could still release the lease, is recorded as
-//              applied (the client still sees its error), as sim_store records a store operation
-//              whose reply was lost. "Could release" is what the member's store would do with the
-//              token the quorum sends it: a record of the owner under that token, live OR EXPIRED
-//              (memory_store releases an expired record nobody took over).
+//              outlasts the members' own leases. A release the quorum could not confirm is
+//              recorded as applied (the client still sees its error; sim_store does so for a lost
+//              reply) if after it fewer than W members could release the lease (a record of the
+//              owner under the token the quorum sends, live OR EXPIRED: memory_store releases an
+//              expired record nobody took over), or if it shortened how long W members keep the
+//              key from others (a crash or a 1 ms give-back cut it short); then a second release
+//              of it is recorded as not applied.
 //
 // run_quorum_schedule(src, options) is the entry; the seeded search (tests/unit/
 // test_quorum_sim.cpp), rapidcheck (tests/property/prop_quorum.cpp) and libFuzzer
@@ -50,6 +51,7 @@
 #include <chrono>
 #include <cstddef>
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <memory>
 #include <optional>
@@ -132,8 +134,18 @@ class quorum_member_store : public memory_store<sim_clock> {
   /// memory_store::try_acquire, remembering the record it made.
   result<grant> try_acquire(std::string_view key, std::string_view owner,
                             std::chrono::milliseconds ttl) {
+    const sim_clock::time_point t = clock().now();
     result<grant> g = base::try_acquire(key, owner, ttl);
-    if (g) carried_[std::string(key)] = {std::string(owner), g->token};  // replaces any record
+    if (g) carried_[std::string(key)] = {std::string(owner), g->token, t + g->ttl};  // replaces
+    return g;
+  }
+
+  /// memory_store::renew, remembering the record's new expiry.
+  result<grant> renew(std::string_view key, std::string_view owner, fencing_token token,
+                      std::chrono::milliseconds ttl) {
+    const sim_clock::time_point t = clock().now();
+    result<grant> g = base::renew(key, owner, token, ttl);
+    if (g) carried_[std::string(key)].until = t + g->ttl;
     return g;
   }
 
@@ -141,7 +153,7 @@ class quorum_member_store : public memory_store<sim_clock> {
   result<void> raise_token(std::string_view key, std::string_view owner, fencing_token token,
                            fencing_token to) {
     result<void> r = base::raise_token(key, owner, token, to);
-    if (r) carried_[std::string(key)].second = to;
+    if (r) carried_[std::string(key)].token = to;
     return r;
   }
 
@@ -152,16 +164,34 @@ class quorum_member_store : public memory_store<sim_clock> {
     return r;
   }
 
-  /// True iff a record of `owner` on `key` with `token` may still be here, live or expired. (An
-  /// expired record the store swept away still counts: an over-count, rare, never an under-count.)
+  /// How long from `from` (this member's clock) `owner`'s record of `key` with `token` keeps the
+  /// key from anyone else: its expiry's lower bound (the clock before the grant or renewal, plus
+  /// the TTL) minus `from`; zero or less if it ends by then or is not here.
+  [[nodiscard]] sim_clock::duration held_for(std::string_view key, std::string_view owner,
+                                             fencing_token token,
+                                             sim_clock::time_point from) const {
+    const auto it = carried_.find(std::string(key));
+    if (it == carried_.end() || it->second.owner != owner || it->second.token != token) {
+      return sim_clock::duration::zero();
+    }
+    return it->second.until - from;
+  }
+
+  /// True iff a record of `owner` on `key` with `token` may still be here, live or expired (one
+  /// the store swept away counts: an over-count, rare, never an under-count).
   [[nodiscard]] bool carries(std::string_view key, std::string_view owner,
                              fencing_token token) const {
     const auto it = carried_.find(std::string(key));
-    return it != carried_.end() && it->second.first == owner && it->second.second == token;
+    return it != carried_.end() && it->second.owner == owner && it->second.token == token;
   }
 
  private:
-  std::map<std::string, std::pair<std::string, fencing_token>> carried_;  // key -> newest record
+  struct record {
+    std::string owner;
+    fencing_token token;
+    sim_clock::time_point until;  // the expiry's lower bound, on this member's clock
+  };
+  std::map<std::string, record> carried_;  // key -> newest record
 };
 
 /// A quorum member on the simulated network (sim_store.hpp's fault stages).
@@ -300,23 +330,38 @@ class quorum_front {
       event = sim_.log().events.size() - 1;  // linearized() just placed this call's event
     }
     member_quorum& q = current();
-    const std::size_t before = carrying(key, owner, token);
+    const std::size_t carried = carrying(key, owner, token);
+    std::vector<sim_clock::time_point> from;  // each member's clock when the release was sent
+    for (quorum_sim_member* m : members_) from.push_back(m->clock().now());
+    const sim_clock::duration held = quorum_holds_for(key, owner, token, q.quorum(), from);
     result<void> r = q.release(key, owner, token);
     // The quorum could not confirm it (a reply lost, the client died half-way), yet of the W
     // members that could release the lease when it was sent, fewer can now: it did take effect.
-    if (!r && before >= q.quorum() && carrying(key, owner, token) < q.quorum()) {
-      applied_releases_.push_back(event);
+    if (!r && carried >= q.quorum() && carrying(key, owner, token) < q.quorum()) {
+      applied_releases_.push_back({event, false});
+    } else if (!r && held > sim_clock::duration::zero() &&
+               quorum_holds_for(key, owner, token, q.quorum(), from) < held) {
+      // It shortened how long W members keep the key from others: it took effect, though
+      // expired records may still take a second release (amend() records it as not applied).
+      applied_releases_.push_back({event, true});
     }
     if (r || r.error() == errc::not_holder) naive_.erase(lease_id(key, owner));  // as the quorum
     return r;
   }
 
   // Marks the releases that took effect although the quorum reported an error as applied (the
-  // client still saw the error), as sim_store does for a store whose reply was lost.
+  // client still saw the error), as sim_store does for a lost reply. After one that shortened the
+  // hold (release()), a later release of the lease (before a new grant of it) only freed expired
+  // records: it is recorded as not applied (the client still sees what it saw).
   void amend(history& h) const {
-    for (std::size_t i : applied_releases_) {
-      if (i < h.events.size() && h.events[i].kind == event_kind::store_release) {
-        h.events[i].outcome = 0;
+    for (const auto& a : applied_releases_) {
+      if (a.first < h.events.size() && h.events[a.first].kind == event_kind::store_release) {
+        h.events[a.first].outcome = 0;
+      }
+    }
+    for (const auto& a : applied_releases_) {
+      if (a.second && a.first < h.events.size() && h.events[a.first].outcome == 0) {
+        unapply_later(h, a.first);
       }
     }
   }
@@ -340,18 +385,49 @@ class quorum_front {
     }
   };
 
+  // Records the later releases of release i's lease (same recorder, key, owner and token, up to
+  // a new grant of it) as not applied: the lease had already ended at release i.
+  static void unapply_later(history& h, std::size_t i) {
+    const event e = h.events[i];
+    for (std::size_t j = i + 1; j < h.events.size(); ++j) {
+      event& x = h.events[j];
+      if (x.node != e.node || x.key != e.key || x.owner != e.owner || x.token != e.token) continue;
+      if (x.kind == event_kind::store_acquire && x.outcome == 0) return;
+      if (x.kind == event_kind::store_release && x.outcome == 0) x.outcome = not_applied;
+    }
+  }
+
+  // The token the quorum sends member i for `owner`'s lease on `key` under quorum token `token`.
+  fencing_token sent_token(std::string_view key, std::string_view owner, fencing_token token,
+                           std::size_t i) const {
+    const auto naive = naive_.find(lease_id(key, owner));
+    if (naive == naive_.end() || naive->second.first != token) return token;
+    const auto it = naive->second.second.find(i);
+    return it == naive->second.second.end() ? fencing_token{} : it->second;
+  }
+
+  // How long from `from` (one reading per member) W members keep `owner`'s lease on `key` from
+  // others: the W-th longest of the members' holds (zero or less: it is over).
+  sim_clock::duration quorum_holds_for(std::string_view key, std::string_view owner,
+                                       fencing_token token, std::size_t w,
+                                       const std::vector<sim_clock::time_point>& from) const {
+    std::vector<sim_clock::duration> holds;
+    for (std::size_t i = 0; i < members_.size(); ++i) {
+      const fencing_token sent = sent_token(key, owner, token, i);
+      holds.push_back(sent.is_issuable() ? members_[i]->inner().held_for(key, owner, sent, from[i])
+                                         : sim_clock::duration::zero());
+    }
+    std::sort(holds.begin(), holds.end(), std::greater<>());
+    return w == 0 || w > holds.size() ? sim_clock::duration::zero() : holds[w - 1];
+  }
+
   // How many members would release `owner`'s lease on `key` with quorum token `token` now: those
   // still carrying the record, live or expired, under the token the quorum sends them (an
   // observer's look, outside the simulated network).
   std::size_t carrying(std::string_view key, std::string_view owner, fencing_token token) const {
-    const auto naive = naive_.find(lease_id(key, owner));
     std::size_t n = 0;
     for (std::size_t i = 0; i < members_.size(); ++i) {
-      fencing_token sent = token;
-      if (naive != naive_.end() && naive->second.first == token) {
-        const auto it = naive->second.second.find(i);
-        sent = it == naive->second.second.end() ? fencing_token{} : it->second;
-      }
+      const fencing_token sent = sent_token(key, owner, token, i);
       n += sent.is_issuable() && members_[i]->inner().carries(key, owner, sent) ? 1 : 0;
     }
     return n;
@@ -384,8 +460,10 @@ class quorum_front {
   run_options o_;
   sim_store<quorum_front>* recorder_ = nullptr;
   std::map<node_id, std::unique_ptr<member_quorum>> quorums_;
-  std::vector<std::size_t> applied_releases_;  // history indices
-  member_answers answers_;                     // naive_max only
+  // History indices of releases to record as applied, each with whether it shortened the hold
+  // (release()), so that later releases of the lease are recorded as not applied.
+  std::vector<std::pair<std::size_t, bool>> applied_releases_;
+  member_answers answers_;  // naive_max only
   // naive_max only: (key, owner) -> (quorum token, member -> that member's token).
   std::map<lease_id_t, std::pair<fencing_token, std::map<std::size_t, fencing_token>>> naive_;
 };
