@@ -297,8 +297,8 @@ TEST_CASE("postgres standby: with the synchronous standby stopped, acquire keeps
   o.command_timeout = 10s;
   postgres_store s(o);
   wait_streaming(s);
-  REQUIRE(hf_test::wait_until(
-      [&] { return static_cast<bool>(s.try_acquire("warm-up", "w", 30s)); }, 10s));
+  REQUIRE(hf_test::wait_until([&] { return static_cast<bool>(s.try_acquire("warm-up", "w", 30s)); },
+                              10s));
   pg.standby->stop();
   holdfast::acquire_report rep;
   holdfast::acquire_options<> ao;
