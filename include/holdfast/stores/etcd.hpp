@@ -586,7 +586,6 @@ class etcd_store : public detail::link_client<detail::etcd_link>,
     remembered_.put(link_.options().remembered_grants, k, owner, token, l);
   }
   void forget(const std::string& k) { remembered_.erase(k); }
-
   detail::etcd_remembered remembered_;  // guarded by the link's mutex
   detail::etcd_sightings sightings_;    // guarded by the link's mutex
   detail::etcd_tickets tickets_;        // guarded by the link's mutex
