@@ -71,7 +71,8 @@ struct memory_store_options {
 
 /// An in-process LeaseStore over a hash map, with expiry judged by `Clock` (steady_clock by
 /// default; manual_clock or a simulator clock in tests). Models LeaseStore with inspect(),
-/// and the read-write capability (has_read_write_v).
+/// and the read-write capability (has_read_write_v); on steady_clock also the waits without
+/// polling (wait_for_release, wait_for_release_any, watch_release, wait_for_release_rw).
 ///
 /// Time (store.hpp, T2): a grant of `ttl` made when the clock read `now` is held while the clock
 /// reads less than now + ttl + clock_tick(clock) (the tick is read once, at construction), so it
