@@ -28,8 +28,10 @@
 //
 //   release of   | wakes
 //   -------------+--------------------------------------------------------------------------
-//   a writer     | every waiter of the key (free for a writer; for readers unless an intent)
-//   a reader     | the key's waiting writers once no live reader is left; never a reader (a
+//   a writer     | every waiting reader of the key (free for them unless an intent lives) and
+//                | its first waiting writer (one writer can get in: a hand-off, FIFO, as the
+//                | plain wait's; a woken writer that is cancelled passes it on)
+//   a reader     | the first waiting writer once no live reader is left; never a reader (a
 //                | reader's release lets no reader in: only a writer or an intent keeps one out)
 #ifndef HOLDFAST_STORES_DETAIL_MEMORY_SHARED_HPP
 #define HOLDFAST_STORES_DETAIL_MEMORY_SHARED_HPP
@@ -121,7 +123,8 @@ class memory_shared {
 
   /// Ends `owner`'s `mode` grant of `key` carrying `token` (expired or not: no one else was given
   /// that token), and wakes the waiters it may let in (wait_for_release_rw: a writer's release
-  /// wakes every waiter of the key, a reader's the waiting writers once no live reader is left).
+  /// wakes every waiting reader of the key and its first waiting writer, a reader's release the
+  /// first waiting writer once no live reader is left).
   /// \returns success; errc::not_holder if there is no such grant; errc::invalid_argument for
   /// bad arguments. Reads the clock only for a reader's release while a writer waits for the key.
   result<void> release_rw(std::string_view key, std::string_view owner, fencing_token token,
@@ -145,7 +148,7 @@ class memory_shared {
     if (rec.readers.empty() && rec.writer.token.is_none() && rec.intent_owner.empty()) {
       rw_.erase(it);
     }
-    if (wake) rw_waiters_.wake(key, lease_mode::exclusive, mode == lease_mode::exclusive);
+    if (wake) rw_waiters_.wake(key, mode == lease_mode::exclusive);
     return {};
   }
 
@@ -167,8 +170,10 @@ class memory_shared {
   /// variable until the instant wait_until_rw(key, mode) reads (the latest expiry, by the store's
   /// clock, of what keeps `mode` out; for a writer at most half the live intent's time left, so
   /// that its next ask renews the intent, RW4), until a read-write release of the key that may
-  /// let `mode` in wakes it (see release_rw), until `deadline`, or until `cancel` is stopped (the
-  /// stop wakes it from the cancelling thread). Returns at once if nothing keeps `mode` out now
+  /// let `mode` in wakes it (see release_rw: every waiting reader, one waiting writer per
+  /// release, in the order they came), until `deadline`, or until `cancel` is stopped (the stop
+  /// wakes it from the cancelling thread; a woken writer that is cancelled passes the wake-up
+  /// on to the next waiting writer). Returns at once if nothing keeps `mode` out now
   /// or the deadline has passed. Waking says nothing about the key: the store stays the judge,
   /// and a woken writer may find another writer first. Offered only when Clock is steady_clock,
   /// the one clock a condition variable can wait on (as wait_for_release). Thread-safety: may be
@@ -197,8 +202,9 @@ class memory_shared {
     rw_waiters_.join(key, mode, &w);
     w.cv.wait_until(lock, *until, [&w] { return w.woken || w.cancelled; });
     rw_waiters_.leave(key, &w);
-    if (w.cancelled) return errc::cancelled;
-    return {};
+    if (!w.cancelled) return {};
+    if (w.woken && mode == lease_mode::exclusive) rw_waiters_.wake(key, false);  // pass it on
+    return errc::cancelled;
   }
 
   /// Returns the instant, by the store's clock, until which a wait_for_release_rw(key, mode)

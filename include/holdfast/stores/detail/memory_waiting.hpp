@@ -5,9 +5,9 @@
 // thread waiting for any of several keys holds one place in each of their queues; the first
 // release of any of them wakes it, a later one skips it (it is leaving) and wakes the next
 // waiter, so no release is spent on a thread that already woke. memory_rw_waiters: the waiters of
-// wait_for_release_rw, per read-write key and mode; a release wakes every waiter of the modes it
-// may let in (readers share, so no hand-off to one). Every member is called with the store's
-// mutex held. Part of stores/memory.hpp; not for users.
+// wait_for_release_rw, per read-write key and mode; a release wakes every waiting reader it may
+// let in (readers share) and the first waiting writer (a hand-off, as above). Every member is
+// called with the store's mutex held. Part of stores/memory.hpp; not for users.
 #ifndef HOLDFAST_STORES_DETAIL_MEMORY_WAITING_HPP
 #define HOLDFAST_STORES_DETAIL_MEMORY_WAITING_HPP
 
@@ -161,12 +161,19 @@ class memory_rw_waiters {
     });
   }
 
-  /// Wakes every sleeping waiter of `key` in `mode` (both modes if `both`).
-  void wake(std::string_view key, lease_mode mode, bool both) noexcept {
+  /// Wakes the first sleeping writer of `key` (in the order they came), and every sleeping
+  /// reader if `readers`: readers share, so a release that lets readers in lets them all in, but
+  /// one writer at a time (the others would find the key taken and sleep again).
+  void wake(std::string_view key, bool readers) noexcept {
     auto it = keys_.find(key);
     if (it == keys_.end()) return;
+    bool writer = false;
     for (const place& p : it->second) {
-      if ((both || p.mode == mode) && !p.w->woken) wake(p);
+      if (p.w->woken || p.w->cancelled) continue;
+      if (p.mode == lease_mode::shared ? readers : !writer) {
+        writer = writer || p.mode == lease_mode::exclusive;
+        wake(p);
+      }
     }
   }
 
