@@ -38,10 +38,11 @@
 // at most one TTL. Readers already holding keep renewing: a reader that never lets go delays the
 // writer, as a writer that never lets go delays readers.
 //
-// Waiting. On a store with wait_for_release_rw (Redis, PostgreSQL, etcd), acquire_read() and
-// acquire_write() sleep in the store between asks, woken by any read-write release of the key or
-// at the expiry of what keeps their mode out (a writer waits at most half its intent's time
-// left); on the others (memory_store) they back off (acquire_options::backoff).
+// Waiting. On a store with wait_for_release_rw (memory_store on steady_clock, Redis, PostgreSQL,
+// etcd), acquire_read() and acquire_write() sleep in the store between asks, woken by a
+// read-write release of the key or at the expiry of what keeps their mode out (a writer waits at
+// most half its intent's time left); on the others (memory_store on another clock, a user's
+// store without it) they back off (acquire_options::backoff).
 //
 // No upgrade in place. A reader asking to write is busy (RW3). Two readers that may each upgrade
 // either wait for each other forever (each waits for the other reader to leave) or, if the store
@@ -109,7 +110,8 @@ using wait_for_release_rw_call = decltype(std::declval<S&>().wait_for_release_rw
 /// True iff S offers the optional read-write wait (store.hpp): `result<void>
 /// wait_for_release_rw(std::string_view key, lease_mode mode, const
 /// std::chrono::steady_clock::time_point& deadline, const cancel_token& cancel)`, which
-/// read_write_view offers as its wait_for_release (redis_store and postgres_store have it).
+/// read_write_view offers as its wait_for_release (memory_store<steady_clock>, redis_store,
+/// postgres_store and etcd_store have it).
 template <class S>
 inline constexpr bool can_wait_for_release_rw_v =
     detail::is_detected_convertible<result<void>, detail::wait_for_release_rw_call, S>::value;

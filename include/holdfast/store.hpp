@@ -134,10 +134,11 @@
 // (lease_lost, not_holder). A mode outside the enum is invalid_argument (check_lease_mode).
 // memory_store, redis_store, postgres_store and etcd_store offer it (stores/detail/*_shared.hpp,
 // etcd_rw.hpp); has_read_write_v detects it.
-// wait_for_release_rw(key, mode, deadline, cancel) (optional, with it; Redis, PostgreSQL, etcd) is
-// wait_for_release for one mode: woken by a read-write release of the key, never sleeping past
-// the expiry of the grants (and, for a shared waiter, the intent) that keep `mode` out;
-// read_write_lease.hpp's views offer it as their wait_for_release (can_wait_for_release_rw_v).
+// wait_for_release_rw(key, mode, deadline, cancel) (optional, with it; memory_store on
+// steady_clock, Redis, PostgreSQL, etcd) is wait_for_release for one mode: woken by a read-write
+// release of the key, never sleeping past the expiry of the grants (and, for a shared waiter, the
+// intent) that keep `mode` out; read_write_lease.hpp's views offer it as their wait_for_release
+// (can_wait_for_release_rw_v).
 //
 // `testing/` holds the conformance kit that checks a store against all of this at run time.
 #ifndef HOLDFAST_STORE_HPP

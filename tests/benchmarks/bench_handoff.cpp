@@ -2,7 +2,11 @@
 // tests/benchmarks/bench_handoff.cpp - hand-off latency on memory_store: blocking acquire() that
 // waits in the store (wait_for_release: one waiter woken per release, FIFO) next to the polling
 // acquire it replaces (backoff 10 ms doubling to 1 s, full jitter), with 1 and with 16 waiters,
-// in one run. See handoff.hpp for the protocol and the counters; the figures are in README.md.
+// in one run. BM_handoff_memory_rw runs the same protocol between the writers of one read-write
+// key (read_write_view, exclusive: read_write_lease::acquire_write's store): waiting in
+// wait_for_release_rw (a writer's release wakes every waiting writer; one wins, the rest sleep
+// again) against polling, in the same run. See handoff.hpp for the protocol and the counters; the
+// figures are in README.md.
 #include <benchmark/benchmark.h>
 
 #include <atomic>
@@ -11,6 +15,7 @@
 
 #include "bench_common.hpp"
 #include "handoff.hpp"
+#include "holdfast/read_write_lease.hpp"
 #include "holdfast/stores/memory.hpp"
 
 namespace {
@@ -18,6 +23,7 @@ namespace {
 using holdfast_bench::counting;
 using holdfast_bench::polling;
 using memory = holdfast::memory_store<>;
+using writers = holdfast::read_write_view<memory, holdfast::lease_mode::exclusive>;
 
 template <bool Wait>
 void BM_handoff_memory(benchmark::State& state) {
@@ -50,6 +56,44 @@ BENCHMARK_TEMPLATE(BM_handoff_memory, true)
     ->Unit(benchmark::kMillisecond)
     ->Apply(holdfast_bench::with_min_max);
 BENCHMARK_TEMPLATE(BM_handoff_memory, false)
+    ->Args({1, 20})
+    ->Args({16, 20})
+    ->Iterations(1)
+    ->UseRealTime()
+    ->Unit(benchmark::kMillisecond)
+    ->Apply(holdfast_bench::with_min_max);
+
+template <bool Wait>
+void BM_handoff_memory_rw(benchmark::State& state) {
+  const int waiters = static_cast<int>(state.range(0));
+  const auto handoffs = static_cast<std::uint64_t>(state.range(1));
+  for (auto _ : state) {
+    memory store;
+    writers view(store);
+    std::atomic<std::uint64_t> requests{0};
+    counting<writers> counted{&view, &requests};
+    polling<counting<writers>> polled{&counted};
+    holdfast_bench::handoff_result r;
+    if constexpr (Wait) {
+      r = holdfast_bench::run_handoffs<counting<writers>*>(
+          [&](int) { return &counted; }, waiters, handoffs, std::chrono::microseconds(1000), "k");
+    } else {
+      r = holdfast_bench::run_handoffs<polling<counting<writers>>*>(
+          [&](int) { return &polled; }, waiters, handoffs, std::chrono::microseconds(1000), "k");
+    }
+    holdfast_bench::report_handoffs(state, r, requests.load());
+  }
+  state.SetLabel(Wait ? "wait_for_release_rw" : "polling (backoff)");
+}
+
+BENCHMARK_TEMPLATE(BM_handoff_memory_rw, true)
+    ->Args({1, 400})
+    ->Args({16, 400})
+    ->Iterations(1)
+    ->UseRealTime()
+    ->Unit(benchmark::kMillisecond)
+    ->Apply(holdfast_bench::with_min_max);
+BENCHMARK_TEMPLATE(BM_handoff_memory_rw, false)
     ->Args({1, 20})
     ->Args({16, 20})
     ->Iterations(1)

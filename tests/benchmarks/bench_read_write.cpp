@@ -2,11 +2,15 @@
 // tests/benchmarks/bench_read_write.cpp - read-write leases (read_write_lease.hpp) on memory_store,
 // against a plain lease acquired and released in the same run.
 //
-//   benchmark                  | compared with                         | target
-//   ---------------------------+---------------------------------------+---------------------------
-//   read_lease                 | lease try_acquire + release           | (info; one map lookup
-//   more) write_lease                | lease try_acquire + release           | (info)
-//   store_shared_grant         | store try_acquire + release           | (info)
+//   benchmark          | subject                           | baseline                    | goal
+//   -------------------+-----------------------------------+-----------------------------+-----
+//   read_lease         | read_write_lease try_acquire_read | lease try_acquire +         | info
+//                      | + release                         | release                     |
+//   write_lease        | try_acquire_write + release       | the same                    | info
+//   store_shared_grant | store try_acquire_rw + release_rw | store try_acquire + release | info
+//
+// A read-write hand-off (waiting in wait_for_release_rw against polling) is bench_handoff.cpp's
+// BM_handoff_memory_rw.
 //
 // A shared or exclusive grant lives in memory_shared's own map (std::map keyed by the key, a
 // vector of readers), the plain lease in memory_store's hash map: the ratio is the price of the

@@ -22,8 +22,10 @@
 // clock a condition variable can wait on): a waiter sleeps on its own condition variable in a FIFO
 // queue per key until the holder's expiry or its deadline. release() wakes the first waiter of
 // the key, and only that one, so a hand-off costs one wake-up however many wait; the others sleep
-// on (wait_for_release_any: one place per key, detail/memory_waiting.hpp). Nothing is kept, and
-// release() looks nothing up, while nobody waits.
+// on (wait_for_release_any: one place per key; the waits are detail/memory_waits.hpp, their
+// queues detail/memory_waiting.hpp). Nothing is kept, and release() looks nothing up, while nobody
+// waits. Read-write grants (try_acquire_rw, ...) and their wait (wait_for_release_rw, on the same
+// condition variables) are detail/memory_shared.hpp.
 //
 // Not durable: a new memory_store starts its counter afresh (or at a value you pass in, e.g. one
 // you persisted), so fences downstream must outlive the store or be reset with it.
@@ -32,10 +34,8 @@
 
 #include <algorithm>
 #include <chrono>
-#include <condition_variable>
 #include <cstddef>
 #include <cstdint>
-#include <deque>
 #include <mutex>
 #include <optional>
 #include <ratio>
@@ -47,7 +47,6 @@
 #include <utility>
 #include <vector>
 
-#include "holdfast/cancel.hpp"
 #include "holdfast/clock.hpp"
 #include "holdfast/detail/config.hpp"
 #include "holdfast/detail/saturating.hpp"
@@ -57,7 +56,7 @@
 #include "holdfast/result.hpp"
 #include "holdfast/store.hpp"
 #include "holdfast/stores/detail/memory_shared.hpp"
-#include "holdfast/stores/detail/memory_waiting.hpp"
+#include "holdfast/stores/detail/memory_waits.hpp"
 
 namespace holdfast {
 HOLDFAST_ABI_NAMESPACE_BEGIN
@@ -72,7 +71,8 @@ struct memory_store_options {
 
 /// An in-process LeaseStore over a hash map, with expiry judged by `Clock` (steady_clock by
 /// default; manual_clock or a simulator clock in tests). Models LeaseStore with inspect(),
-/// and the read-write capability (has_read_write_v).
+/// and the read-write capability (has_read_write_v); on steady_clock also the waits without
+/// polling (wait_for_release, wait_for_release_any, watch_release, wait_for_release_rw).
 ///
 /// Time (store.hpp, T2): a grant of `ttl` made when the clock read `now` is held while the clock
 /// reads less than now + ttl + clock_tick(clock) (the tick is read once, at construction), so it
@@ -86,8 +86,10 @@ struct memory_store_options {
 /// Thread-safety: every member function may be called concurrently. Exceptions: none of its own;
 /// one thrown by Clock::now() or by allocation propagates unchanged and leaves the store as it was.
 template <class Clock = steady_clock>
-class memory_store : public detail::memory_shared<memory_store<Clock>, Clock> {
+class memory_store : public detail::memory_waits<memory_store<Clock>, Clock>,
+                     public detail::memory_shared<memory_store<Clock>, Clock> {
   static_assert(is_ttl_clock_v<Clock>, "holdfast::memory_store<Clock>: Clock must model ttl_clock");
+  friend class detail::memory_waits<memory_store<Clock>, Clock>;   // waits for a release
   friend class detail::memory_shared<memory_store<Clock>, Clock>;  // read-write grants (RW1-4)
 
  public:
@@ -210,49 +212,8 @@ class memory_store : public detail::memory_shared<memory_store<Clock>, Clock> {
       return errc::not_holder;
     }
     recycle(it);
-    if (waiters_.places() != 0) waiters_.wake_first(key);
-    if (watching_ != 0) watch_cv_.notify_all();
+    this->released(key);  // wakes a waiter and the watchers (memory_waits.hpp)
     return {};
-  }
-
-  /// Blocks until `key` may be free: released (the first waiter of the key is woken), or its
-  /// holder's lease expired by the store's clock, or `deadline` passed, or `cancel` was stopped,
-  /// whichever comes first; returns at once if the key is free now. Waiters are woken one per
-  /// release, in the order they started waiting; a woken waiter should try_acquire at once (it may
-  /// still find the key taken by a newcomer). Waking says nothing about the key: the store stays
-  /// the judge. A stop wakes the waiter's condition variable from the cancelling thread; a
-  /// cancelled waiter leaves the queue and passes on a hand-off a release had chosen it for. The
-  /// store's wait_for_release capability and its cancellable form (store.hpp), used by blocking
-  /// acquire(); offered only when Clock is steady_clock. \returns success (woken, for any of the
-  ///   reasons above); errc::cancelled once `cancel` was stopped (at once if it already was);
-  ///   errc::invalid_argument for an empty key. Exceptions: std::bad_alloc may propagate.
-  template <class C = Clock, class = std::enable_if_t<std::is_same_v<C, steady_clock>>>
-  result<void> wait_for_release(std::string_view key, const time_point& deadline,
-                                const cancel_token& cancel = {}) {
-    if (key.empty()) return errc::invalid_argument;
-    result<std::size_t> r = wait_any(&key, 1, deadline, cancel);
-    if (!r) return r.error();
-    return {};
-  }
-
-  /// Blocks until any of `keys` may be free, as wait_for_release waits for one (store.hpp's
-  /// wait_for_release_any capability, used by semaphore::acquire()): the waiter holds a place in
-  /// the FIFO queue of every key, and the first release of any of them wakes it (a later one
-  /// skips it and wakes the next waiter of its key). Also ends at the earliest holder's expiry,
-  /// at `deadline`, or at a stop of `cancel`; returns at once if a key is free now. Offered only
-  /// when Clock is steady_clock. \returns the index of a key that may be free (released,
-  ///   expired, or free now: try it first), or keys.size() if `deadline` came first;
-  ///   errc::cancelled, errc::invalid_argument (no keys, or an empty one) as wait_for_release.
-  template <class C = Clock, class = std::enable_if_t<std::is_same_v<C, steady_clock>>>
-  result<std::size_t> wait_for_release_any(const std::vector<std::string>& keys,
-                                           const time_point& deadline,
-                                           const cancel_token& cancel = {}) {
-    std::vector<std::string_view> views(keys.begin(), keys.end());
-    for (const std::string_view k : views) {
-      if (k.empty()) return errc::invalid_argument;
-    }
-    if (views.empty()) return errc::invalid_argument;
-    return wait_any(views.data(), views.size(), deadline, cancel);
   }
 
   /// Raises the fencing token of `owner`'s live lease on `key` from `token` to `to`, and the
@@ -323,51 +284,6 @@ class memory_store : public detail::memory_shared<memory_store<Clock>, Clock> {
     return map_.size() - released_count_;
   }
 
-  /// Blocks until `key` may have changed hands, for observers (election::next_leader): until its
-  /// lease is released or taken over, or expires by the store's clock, or `deadline`, whichever
-  /// comes first, or until `cancel` is stopped (its wake-up wakes the watchers from the cancelling
-  /// thread); at once if the key is free now, or not held under `known` (when given: the holder
-  /// the caller read is gone; store.hpp's can_watch_known_holder_v). Unlike wait_for_release it
-  /// takes no place in the hand-off queue: every watcher wakes on every release. Offered only when
-  /// Clock is steady_clock. \returns success; errc::cancelled once `cancel` was stopped;
-  ///   errc::invalid_argument for an empty key.
-  template <class C = Clock, class = std::enable_if_t<std::is_same_v<C, steady_clock>>>
-  result<void> watch_release(std::string_view key, const time_point& deadline,
-                             const cancel_token& cancel = {}, fencing_token known = {}) {
-    if (key.empty()) return errc::invalid_argument;
-    cancel_token::waker guard;  // before the lock: see wait_for_release
-    if (cancel.stop_possible()) cancel.on_stop(guard, [this] { wake_cancelled(nullptr); });
-    std::unique_lock<std::mutex> lock(mutex_);
-    if (cancel.stop_requested()) return errc::cancelled;
-    const time_point now = clock_.now();
-    auto it = find(key);
-    if (it == map_.end() || !(now < it->second.expires_at)) return {};
-    const fencing_token token = known.is_none() ? it->second.token : known;
-    const time_point until = deadline < it->second.expires_at ? deadline : it->second.expires_at;
-    ++watching_;
-    watch_cv_.wait_until(lock, until, [&] {
-      if (cancel.stop_requested()) return true;
-      auto i = find(key);
-      return i == map_.end() || i->second.token != token;
-    });
-    --watching_;
-    if (cancel.stop_requested()) return errc::cancelled;
-    return {};
-  }
-
-  /// Returns how many threads are blocked in watch_release() now (for tests and metrics).
-  [[nodiscard]] std::size_t watching() const {
-    std::lock_guard<std::mutex> lock(mutex_);
-    return watching_;
-  }
-
-  /// Returns how many places the threads blocked in wait_for_release() (one each) and
-  /// wait_for_release_any() (one per key) hold in the wait queues now (for tests and metrics).
-  [[nodiscard]] std::size_t waiting() const {
-    std::lock_guard<std::mutex> lock(mutex_);
-    return waiters_.places();
-  }
-
   /// Returns a copy of the store's clock.
   [[nodiscard]] Clock clock() const {
     return clock_;
@@ -385,49 +301,6 @@ class memory_store : public detail::memory_shared<memory_store<Clock>, Clock> {
   };
   using map_type = detail::string_key_map<record>;
   using entry = typename map_type::value_type;
-
-  using waiter = detail::memory_wait_queues::waiter;
-
-  // The stop of a waiter's cancel_token (on the cancelling thread): wakes that waiter, or for
-  // nullptr the watchers (each checks its own token).
-  void wake_cancelled(waiter* w) {
-    std::lock_guard<std::mutex> lock(mutex_);
-    if (w == nullptr) return watch_cv_.notify_all();
-    w->cancelled = true;
-    w->cv.notify_all();
-  }
-
-  // The wait of wait_for_release(_any) for `n` keys (see there): the index of a key that may be
-  // free, n at the deadline, or errc::cancelled.
-  result<std::size_t> wait_any(const std::string_view* keys, std::size_t n,
-                               const time_point& deadline, const cancel_token& cancel) {
-    // Declared before the lock, so the stop's wake-up (which takes mutex_ on the cancelling
-    // thread, under the token's own lock) is unregistered only after mutex_ is released.
-    waiter w;
-    cancel_token::waker guard;
-    if (cancel.stop_possible()) cancel.on_stop(guard, [this, &w] { wake_cancelled(&w); });
-    std::unique_lock<std::mutex> lock(mutex_);
-    if (cancel.stop_requested()) return errc::cancelled;
-    const time_point now = clock_.now();
-    time_point until = deadline;
-    std::size_t soonest = n;  // the key whose holder's expiry ends the wait, if one does
-    for (std::size_t i = 0; i < n; ++i) {
-      auto it = find(keys[i]);
-      if (it == map_.end() || !(now < it->second.expires_at)) return i;
-      if (it->second.expires_at < until) {
-        until = it->second.expires_at;
-        soonest = i;
-      }
-    }
-    if (!(now < until)) return soonest;
-    const std::vector<std::string> names(keys, keys + n);
-    waiters_.join(names, &w);
-    w.cv.wait_until(lock, until, [&w] { return w.woken || w.cancelled; });
-    waiters_.leave(names, &w);  // expiry, deadline, a stop, or the queues of other keys
-    if (!w.cancelled) return w.woken ? w.by : soonest;
-    if (w.woken) waiters_.wake_first(names[w.by]);  // the hand-off goes on, not to nobody
-    return errc::cancelled;
-  }
 
   // Returns the reading from which a grant of `ttl` made at reading `now` may end: now + ttl +
   // the clock's tick, the TTL rounded *up* to the clock's duration (store_hold_until, store.hpp,
@@ -587,9 +460,6 @@ class memory_store : public detail::memory_shared<memory_store<Clock>, Clock> {
   std::size_t released_count_ = 0;
   std::size_t sweep_at_ = min_sweep;
   std::uint64_t last_token_ = 0;
-  detail::memory_wait_queues waiters_;  // wait_for_release(_any): per key, FIFO
-  std::condition_variable watch_cv_;    // watch_release sleeps here; every release wakes all
-  std::size_t watching_ = 0;
 };
 
 HOLDFAST_ABI_NAMESPACE_END

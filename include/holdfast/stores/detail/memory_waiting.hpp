@@ -4,8 +4,10 @@
 // each on its own condition variable, so that a release wakes one waiter and no one else. A
 // thread waiting for any of several keys holds one place in each of their queues; the first
 // release of any of them wakes it, a later one skips it (it is leaving) and wakes the next
-// waiter, so no release is spent on a thread that already woke. Every member is called with the
-// store's mutex held. Part of stores/memory.hpp; not for users.
+// waiter, so no release is spent on a thread that already woke. memory_rw_waiters: the waiters of
+// wait_for_release_rw, per read-write key and mode; a release wakes every waiting reader it may
+// let in (readers share) and the first waiting writer (a hand-off, as above). Every member is
+// called with the store's mutex held. Part of stores/memory.hpp; not for users.
 #ifndef HOLDFAST_STORES_DETAIL_MEMORY_WAITING_HPP
 #define HOLDFAST_STORES_DETAIL_MEMORY_WAITING_HPP
 
@@ -13,6 +15,8 @@
 #include <condition_variable>
 #include <cstddef>
 #include <deque>
+#include <functional>
+#include <map>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -21,6 +25,7 @@
 #include <vector>
 
 #include "holdfast/detail/config.hpp"
+#include "holdfast/store.hpp"
 
 namespace holdfast {
 HOLDFAST_ABI_NAMESPACE_BEGIN
@@ -98,6 +103,99 @@ class memory_wait_queues {
  private:
   using place = std::pair<waiter*, std::size_t>;  // a waiter and the number of this key in its wait
   std::unordered_map<std::string, std::deque<place>> queues_;
+  std::size_t places_ = 0;
+};
+
+class memory_rw_waiters {
+ public:
+  using waiter = memory_wait_queues::waiter;
+
+  /// Returns the waiters registered now: 0 lets release_rw() look nothing up.
+  [[nodiscard]] std::size_t places() const noexcept { return places_; }
+
+  /// Returns the waiters no release has woken and no stop has cancelled yet (for metrics).
+  [[nodiscard]] std::size_t asleep() const noexcept {
+    std::size_t n = 0;
+    for (const auto& k : keys_) {
+      for (const place& p : k.second) n += p.w->woken || p.w->cancelled ? 0 : 1;
+    }
+    return n;
+  }
+
+  /// Registers `w`, waiting for `key` in `mode`. Strongly exception-safe (an allocation failure
+  /// leaves nothing registered).
+  void join(std::string_view key, lease_mode mode, waiter* w) {
+    auto it = keys_.find(key);
+    if (it == keys_.end()) it = keys_.emplace(std::string(key), std::vector<place>{}).first;
+#if HOLDFAST_HAS_EXCEPTIONS
+    try {
+#endif
+      it->second.push_back(place{w, mode});
+#if HOLDFAST_HAS_EXCEPTIONS
+    } catch (...) {
+      if (it->second.empty()) keys_.erase(it);
+      throw;
+    }
+#endif
+    ++places_;
+  }
+
+  /// Takes `w` off `key`'s list.
+  void leave(std::string_view key, const waiter* w) noexcept {
+    auto it = keys_.find(key);
+    if (it == keys_.end()) return;
+    std::vector<place>& v = it->second;
+    auto at = std::find_if(v.begin(), v.end(), [w](const place& p) { return p.w == w; });
+    if (at == v.end()) return;
+    v.erase(at);
+    --places_;
+    if (v.empty()) keys_.erase(it);
+  }
+
+  /// Returns true iff a waiter of `key` in `mode` is still asleep.
+  [[nodiscard]] bool waits(std::string_view key, lease_mode mode) const noexcept {
+    auto it = keys_.find(key);
+    if (it == keys_.end()) return false;
+    return std::any_of(it->second.begin(), it->second.end(), [mode](const place& p) {
+      return p.mode == mode && !p.w->woken && !p.w->cancelled;
+    });
+  }
+
+  /// Wakes the first sleeping writer of `key` (in the order they came), and every sleeping
+  /// reader if `readers`: readers share, so a release that lets readers in lets them all in, but
+  /// one writer at a time (the others would find the key taken and sleep again).
+  void wake(std::string_view key, bool readers) noexcept {
+    auto it = keys_.find(key);
+    if (it == keys_.end()) return;
+    bool writer = false;
+    for (const place& p : it->second) {
+      if (p.w->woken || p.w->cancelled) continue;
+      if (p.mode == lease_mode::shared ? readers : !writer) {
+        writer = writer || p.mode == lease_mode::exclusive;
+        wake(p);
+      }
+    }
+  }
+
+  /// Wakes every sleeping waiter of every key.
+  void wake_all() noexcept {
+    for (const auto& k : keys_) {
+      for (const place& p : k.second) {
+        if (!p.w->woken) wake(p);
+      }
+    }
+  }
+
+ private:
+  struct place {
+    waiter* w;
+    lease_mode mode;
+  };
+  static void wake(const place& p) noexcept {
+    p.w->woken = true;
+    p.w->cv.notify_one();
+  }
+  std::map<std::string, std::vector<place>, std::less<>> keys_;
   std::size_t places_ = 0;
 };
 
