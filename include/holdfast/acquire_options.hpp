@@ -207,10 +207,10 @@ inline std::error_code refuse_acquire_input(std::error_code ec, acquire_report* 
 // What try_acquire() and acquire() send, once the caller's input has passed every check.
 struct acquire_request {
   std::chrono::milliseconds ttl;
-  std::string owner;
   // trusted_span(ttl, opts.validity), computed once by the check: a lease granted this TTL counts
   // its validity with it (lease/detail/acquire.hpp's asked_ttl) instead of computing it again.
   std::chrono::nanoseconds span;
+  std::string owner;
 };
 
 // The input checks both acquire functions share: check_acquire_input, then the owner (a fresh
@@ -232,7 +232,7 @@ result<acquire_request> prepare_acquire(std::string_view key,
   if (std::error_code ec = check_acquire_args(key, owner, *ms)) {
     return refuse_acquire_input(ec, opts.report, "the owner is empty");
   }
-  return acquire_request{*ms, std::move(owner), span};
+  return acquire_request{*ms, span, std::move(owner)};
 }
 
 }  // namespace detail

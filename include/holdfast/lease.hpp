@@ -108,8 +108,10 @@ struct lease_access {
   static lease<Store, Clock> from_grant(Store& store, const acquire_options<Clock>& opts,
                                         std::string key, std::string owner, grant g,
                                         typename Clock::time_point start) {
-    return lease<Store, Clock>(store, opts.clock, std::move(key), std::move(owner), g,
-                               opts.validity, start, trusted_span(g.ttl, opts.validity));
+    const auto until = lease_body<Store, Clock>::valid_until_for(
+        opts.clock, start, trusted_span(g.ttl, opts.validity));
+    return lease<Store, Clock>(lease_key{}, store, opts.clock, std::move(key), std::move(owner), g,
+                               opts.validity, start, until, start, loss_callback{}, nullptr);
   }
   template <class Store, class Clock>
   static void arm(lease<Store, Clock>& l, const acquire_options<Clock>& opts) {
@@ -160,6 +162,17 @@ class lease {
 
   lease(const lease&) = delete;
   lease& operator=(const lease&) = delete;
+
+  /// Not for users (its key is in holdfast::detail): a held lease on grant `g` of `key` to
+  /// `owner`, whose request left at `start` on the holder's clock; valid until `until`, the clock
+  /// last read at `seen`, armed with the on-loss callback `lost` and the observer `obs`.
+  lease(detail::lease_key, Store& store, Clock clock, std::string&& key, std::string&& owner,
+        grant g, validity_options validity, time_point start, time_point until, time_point seen,
+        const loss_callback& lost, lease_observer* obs)
+      : inline_(&store, std::move(clock), std::move(key), std::move(owner), g, validity, start,
+                until, seen, lost, obs) {}
+  /// Not for users: a lease with the state `body`.
+  lease(detail::lease_key, body_type&& body) : inline_(std::move(body)) {}
 
   /// Releases the key if this handle may still hold it, first noticing on its own clock whether
   /// the lease was lost (the on-loss callback then runs). Never throws: errors and exceptions from
@@ -217,7 +230,7 @@ class lease {
   /// clear it.
   [[nodiscard]] std::error_code last_error() const {
     detail::maybe_lock lock(data_mutex());
-    return b().last_error;
+    return b().last_error.error();
   }
 #if HOLDFAST_HAS_EXCEPTIONS
   /// Returns the exception behind the latest errc::caught_exception (null if none), so that it
@@ -333,20 +346,7 @@ class lease {
   }
 
  private:
-  template <class S, class C>
-  friend result<lease<S, C>> detail::acquire_once(S&, std::string_view, detail::asked_ttl,
-                                                  const acquire_options<C>&, const std::string&,
-                                                  bool, bool*,
-                                                  const std::chrono::steady_clock::time_point*,
-                                                  std::string*);
   friend struct detail::lease_access;
-
-  // `span` is trusted_span(g.ttl, validity), which the caller has (an acquire's input check
-  // computed it) or computes.
-  lease(Store& store, Clock clock, std::string&& key, std::string&& owner, grant g,
-        validity_options validity, time_point start, std::chrono::nanoseconds span)
-      : inline_(&store, std::move(clock), std::move(key), std::move(owner), g, validity, start,
-                span) {}
 
   const body_type& b() const noexcept {
     return shared_ ? shared_->body : inline_;

@@ -43,6 +43,11 @@ class [[nodiscard]] result {
   result(const T& value) : v_(std::in_place_index<0>, value) {}  // NOLINT: implicit by design
   /// Holds a value.
   result(T&& value) : v_(std::in_place_index<0>, std::move(value)) {}  // NOLINT
+  /// Holds a value constructed in place from `args` (T's constructor arguments), so that a T that
+  /// is costly to move (holdfast::lease) is built where the result keeps it, not moved there.
+  template <class... Args>
+  explicit result(std::in_place_t, Args&&... args)
+      : v_(std::in_place_index<0>, std::forward<Args>(args)...) {}
   /// Holds an error; `ec` must be non-zero.
   result(std::error_code ec) noexcept : v_(std::in_place_index<1>, ec) {  // NOLINT
     HOLDFAST_ASSERT(ec, "a holdfast::result error must be a non-zero error code");

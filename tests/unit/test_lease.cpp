@@ -308,6 +308,43 @@ TEST_CASE("validity is measured from before the request left, not from the reply
     CHECK(store.releases == 1);
     CHECK(store.inner.size() == 0);  // the grant was released, not left to expire
   }
+  SECTION("the reply's reading is judged one tick before, at and after valid_until") {
+    // The Redlock check after the reply, at its boundary: kept only while before valid_until.
+    for (const ns late : {-1ns, 0ns, 1ns}) {
+      CAPTURE(late.count());
+      store.on_acquire = [&](std::string_view k, std::string_view o, ms ttl) {
+        auto g = store.inner.try_acquire(k, o, ttl);
+        clock.set(tp(0s) + kSpan10s + late);
+        return g;
+      };
+      clock.set(tp(0s));
+      const int releases = store.releases;
+      {
+        auto l = holdfast::try_acquire(store, "orders", 10s, options(clock));
+        CHECK(static_cast<bool>(l) == (late < 0ns));
+        if (l) {
+          CHECK(l->state() == holdfast::lease_state::held);
+          CHECK(l->remaining() == 1ns);  // the reading after the reply is the lease's latest
+        } else {
+          CHECK(l.error() == errc::timeout);
+          CHECK(store.releases == releases + 1);
+        }
+      }
+      CHECK(store.inner.size() == 0);
+    }
+  }
+  SECTION("a clock that went backwards during the request refuses the grant") {
+    store.on_acquire = [&](std::string_view k, std::string_view o, ms ttl) {
+      auto g = store.inner.try_acquire(k, o, ttl);
+      clock.set(tp(0s) - 1ns);  // one tick before the reading taken as the request left
+      return g;
+    };
+    auto l = holdfast::try_acquire(store, "orders", 10s, options(clock));
+    REQUIRE_FALSE(l);
+    CHECK(l.error() == errc::timeout);
+    CHECK(store.releases == 1);
+    CHECK(store.inner.size() == 0);
+  }
   SECTION("renew also measures from before its request") {
     auto l = holdfast::try_acquire(store, "orders", 10s, options(clock));
     REQUIRE(l);

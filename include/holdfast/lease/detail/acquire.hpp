@@ -3,8 +3,9 @@
 // one store call turned into a lease handle (acquire_once), the observer's reports of each attempt
 // and of the outcome, and the blocking acquire's loop (acquire_retrying): backoff with full jitter,
 // or a wait in the store for a release where it offers one, against a timeout counted only while
-// the clock moves forwards. lease.hpp includes it before the lease class, whose private constructor
-// acquire_once (a friend) uses. Not for users.
+// the clock moves forwards. lease.hpp includes it before the lease class, whose constructors
+// acquire_once reaches with a lease_key (defined here), building the lease in place in its result.
+// Not for users.
 #ifndef HOLDFAST_LEASE_DETAIL_ACQUIRE_HPP
 #define HOLDFAST_LEASE_DETAIL_ACQUIRE_HPP
 
@@ -23,6 +24,7 @@
 #include "holdfast/detail/detect.hpp"
 #include "holdfast/detail/saturating.hpp"
 #include "holdfast/error.hpp"
+#include "holdfast/lease/detail/lease_shared.hpp"
 #include "holdfast/observer.hpp"
 #include "holdfast/result.hpp"
 #include "holdfast/store.hpp"
@@ -99,6 +101,37 @@ struct asked_ttl {
   std::chrono::nanoseconds span{-1};
 };
 
+// The pass to lease's constructors that the acquire machinery uses: a result can then build a
+// lease in place (result's in_place constructor) through a public constructor, which users, who
+// do not reach into detail, do not call.
+struct lease_key {
+  explicit lease_key() = default;
+};
+
+// acquire_once's way out for a grant that arrived too late (its reading `now` is not before the
+// validity the grant gives, or is before `start`): the lease is made unarmed, turns lost as
+// valid() would turn it, and is released (the destructor retries once if that fails); the
+// caller hears only errc::timeout. Apart from acquire_once, whose path for a grant kept stays
+// short.
+template <class Store, class Clock>
+result<lease<Store, Clock>> grant_too_late(Store& store, std::string_view key,
+                                           const acquire_options<Clock>& opts,
+                                           const std::string& owner, std::string* take_owner,
+                                           grant applied, typename Clock::time_point start,
+                                           typename Clock::time_point until,
+                                           typename Clock::time_point now) {
+  lease_body<Store, Clock> b(&store, opts.clock, std::string(key),
+                             take_owner != nullptr ? std::move(*take_owner) : std::string(owner),
+                             applied, opts.validity, start, until, start, loss_callback{}, nullptr);
+  (void)b.valid_at(now);
+  lease<Store, Clock> l(lease_key{}, std::move(b));
+  (void)l.release();
+  note_failure(store, opts, errc::timeout,
+               "the grant arrived after the validity it gives had passed: the round trip took "
+               "longer than the TTL leaves after drift and margin (a longer TTL is needed)");
+  return errc::timeout;
+}
+
 // One store call turned into a lease handle, as `owner`. `deadline` (if given) bounds the store
 // call where the store can (ask_store). `take_owner`, if given, holds that same id in a string
 // the caller no longer needs once the store granted (the grant's answer is then final: unsure is
@@ -129,23 +162,21 @@ result<lease<Store, Clock>> acquire_once(
   }
   grant applied = *g;
   if (applied.ttl > ttl.ms) applied.ttl = ttl.ms;  // never trust more than was asked for
-  lease<Store, Clock> l(store, opts.clock, std::string(key),
-                        take_owner != nullptr ? std::move(*take_owner) : std::string(owner),
-                        applied, opts.validity, start, ttl.span_of(applied.ttl, opts.validity));
+  using body = lease_body<Store, Clock>;
+  const typename Clock::time_point until =
+      body::valid_until_for(opts.clock, start, ttl.span_of(applied.ttl, opts.validity));
   // A reply that arrives after the validity it would give is worthless to the holder (Redlock's
-  // rule): hand the key back at once rather than hold a lease it must not use. No callback and no
-  // observer are set yet, so the caller hears of it only through the error, and the check is the
-  // body's own (valid() would prepare to report a loss to nobody).
-  if (!l.inline_.check_valid()) {
-    (void)l.release();
-    note_failure(store, opts, errc::timeout,
-                 "the grant arrived after the validity it gives had passed: the round trip took "
-                 "longer than the TTL leaves after drift and margin (a longer TTL is needed)");
-    return errc::timeout;
+  // rule): hand the key back at once rather than hold a lease it must not use. The lease's own
+  // check (valid_at) of a reading taken now, asked before the lease exists, so that a lease kept
+  // is built once, in the caller's result.
+  const typename Clock::time_point now = opts.clock.now();
+  if (!body::fresh_valid_at(start, until, now)) {
+    return grant_too_late(store, key, opts, owner, take_owner, applied, start, until, now);
   }
-  if (opts.on_lost) l.inline_.on_lost = opts.on_lost;
-  l.inline_.observer = opts.observer;
-  return l;
+  return result<lease<Store, Clock>>(
+      std::in_place, lease_key{}, store, opts.clock, std::string(key),
+      take_owner != nullptr ? std::move(*take_owner) : std::string(owner), applied, opts.validity,
+      start, until, now, opts.on_lost, opts.observer);
 }
 
 // An event about one acquire outcome: the lease's token, or the error.
@@ -202,8 +233,12 @@ result<lease<Store, Clock>> attempt_asking_again(
     const std::chrono::steady_clock::time_point* deadline = nullptr,
     std::string* take_owner = nullptr) {
   bool maybe = false;
+  // An unobserved first attempt is acquire_once itself (attempt() would only pass it on): one
+  // call layer fewer on the path of every try_acquire().
   result<lease<Store, Clock>> l =
-      attempt(store, key, ttl, opts, owner, n, false, &maybe, deadline, take_owner);
+      opts.observer == nullptr
+          ? acquire_once(store, key, ttl, opts, owner, false, &maybe, deadline, take_owner)
+          : attempt(store, key, ttl, opts, owner, n, false, &maybe, deadline, take_owner);
   std::uint32_t made = 1;
   if (maybe) {
     l = attempt(store, key, ttl, opts, owner, n + 1, false, &maybe, deadline, take_owner);

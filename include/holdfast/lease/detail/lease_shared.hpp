@@ -4,8 +4,8 @@
 // lease<Store, Clock> (lease.hpp) is a handle around a lease_body: inline while only its holder
 // uses it, moved into a lease_shared block (one allocation, two mutexes) once a keepalive shares
 // it. lease_shared is the keepalive_target the keepalive drives (detail/keepalive_port.hpp). The
-// public vocabulary of a lease's life (lease_state, loss_cause, loss_callback) is defined here so
-// that the body can use it; users reach it through lease.hpp, whose overview documents it.
+// public vocabulary of a lease's life (lease_state, loss_cause, loss_callback) is defined in
+// lease_state.hpp so that the body can use it; users reach it through lease.hpp.
 #ifndef HOLDFAST_LEASE_DETAIL_LEASE_SHARED_HPP
 #define HOLDFAST_LEASE_DETAIL_LEASE_SHARED_HPP
 
@@ -29,6 +29,7 @@
 #include "holdfast/fencing_token.hpp"
 #include "holdfast/lease/detail/batch_renew.hpp"
 #include "holdfast/lease/detail/keepalive_port.hpp"
+#include "holdfast/lease/detail/lease_state.hpp"
 #include "holdfast/observer.hpp"
 #include "holdfast/result.hpp"
 #include "holdfast/store.hpp"
@@ -36,65 +37,6 @@
 
 namespace holdfast {
 HOLDFAST_ABI_NAMESPACE_BEGIN
-
-/// Where a lease handle is in its life (see the table at the top of lease.hpp).
-enum class lease_state {
-  held,       ///< Granted and not known to be lost; valid() may still turn false at valid_until().
-  lost,       ///< Known lost: validity passed, renew refused, clock regressed, or a garbage reply.
-  released,   ///< Released (or moved-from); nothing left to do.
-  releasing,  ///< release() was called but has not succeeded; never renewed again; retry release().
-};
-
-/// Why a holder stopped holding: lease::loss() and the on-loss callback (which never see
-/// `resigned`: a released lease is not lost), and election's on_stopped_leading.
-enum class loss_cause : unsigned char {
-  none,             ///< Not lost.
-  validity_passed,  ///< The holder's clock passed valid_until() (seen by valid(), renew() or a
-                    ///< keepalive) before a renewal landed.
-  renew_refused,    ///< The store answered renew with lease_lost (expired or taken over).
-  not_holder,       ///< The store said this handle is not the holder (renew or release).
-  clock_regressed,  ///< The holder's clock went backwards, so elapsed time cannot be measured.
-  protocol_error,   ///< The store answered a renew with a malformed grant (other token, TTL <= 0).
-  resigned,         ///< The holder gave it up itself: election::resign(), or the election was
-                    ///< destroyed while leading. Election only.
-  session_expired,  ///< The store's session with its server expired, taking the lease with it
-                    ///< (ZooKeeper: the server heard nothing from the client for the session
-                    ///< timeout); seen by renew (lease_lost) or release (not_holder) through
-                    ///< store_session_expired() (store.hpp). Curator's ConnectionState.LOST.
-};
-
-/// Returns the loss_cause's name, e.g. "validity_passed".
-[[nodiscard]] constexpr const char* to_string(loss_cause c) noexcept {
-  switch (c) {
-    case loss_cause::none:
-      return "none";
-    case loss_cause::validity_passed:
-      return "validity_passed";
-    case loss_cause::renew_refused:
-      return "renew_refused";
-    case loss_cause::not_holder:
-      return "not_holder";
-    case loss_cause::clock_regressed:
-      return "clock_regressed";
-    case loss_cause::protocol_error:
-      return "protocol_error";
-    case loss_cause::resigned:
-      return "resigned";
-    case loss_cause::session_expired:
-      return "session_expired";
-  }
-  return "unknown";
-}
-
-/// The on-loss callback: called once with the cause when a lease turns lost (or when release()
-/// finds that the store no longer held it). It runs on the thread that noticed the loss: the
-/// holder's (in valid(), remaining(), renew(), release(), the destructor) or a keepalive's. It
-/// runs with no holdfast lock held, but concurrently with the holder's thread when a keepalive
-/// calls it: it must be thread-safe, should be quick (set a flag, cancel work), and must not use
-/// the lease handle itself (a handle is used by one thread at a time). An exception it throws
-/// propagates from valid()/renew()/release(); in a destructor or a keepalive it is caught and
-/// reported as errc::caught_exception on the lease.
-using loss_callback = std::function<void(loss_cause)>;
 
 namespace detail {
 
@@ -185,9 +127,13 @@ template <class Store, class Clock>
 struct lease_body {
   using time_point = typename Clock::time_point;
 
-  // `span` is trusted_span(g.ttl, v) (validity.hpp): the acquire's input check computed it.
+  // A held lease on grant `g`, whose request left at `start`: valid until `until`, which is
+  // valid_until_for(clock, start, trusted_span(g.ttl, v)) (the acquire's input check computed the
+  // span), with the clock last read at `seen` (start, or the reading acquire_once judged the
+  // grant by) and armed with the callback `lost` and the observer `obs`.
   lease_body(Store* s, Clock c, std::string&& k, std::string&& o, grant g, validity_options v,
-             time_point start, std::chrono::nanoseconds span)
+             time_point start, time_point until, time_point seen, const loss_callback& lost,
+             lease_observer* obs)
       : store(s),
         clock(std::move(c)),
         key(std::move(k)),
@@ -197,10 +143,27 @@ struct lease_body {
         validity(v),
         tick(clock_tick(clock)),
         acquired_at(start),
-        valid_until(detail::valid_until_of_span(start, span, tick)),
-        last_seen(start),
+        valid_until(until),
+        last_seen(seen),
         state(lease_state::held),
-        needs_release(true) {}
+        needs_release(true),
+        on_lost(lost),
+        observer(obs) {}
+
+  // The instant a lease on `clock` whose request left at `start` stops trusting itself, for a
+  // trusted span of `span` (validity.hpp): a tick of `clock` earlier than start + span.
+  static time_point valid_until_for(const Clock& clock, time_point start,
+                                    std::chrono::nanoseconds span) {
+    return detail::valid_until_of_span(start, span, clock_tick(clock));
+  }
+
+  // Whether valid_at(now) holds for a lease just made by the constructor above with `seen` =
+  // `start` (held, no reading after start): the reading did not go backwards, and it is before
+  // `until`. acquire_once asks this before it makes the lease, so that a grant it keeps is built
+  // once, in place, with `now` as its latest reading.
+  static bool fresh_valid_at(time_point start, time_point until, time_point now) noexcept {
+    return !(now < start) && now < until;
+  }
 
   // Not declared noexcept: a defaulted move is noexcept exactly when the members' moves are, and
   // the Clock is the user's type (a noexcept that did not hold would make these deleted).
@@ -234,9 +197,13 @@ struct lease_body {
   }
 
   // [data] Takes out what a loss has to report: the `lost` event for the observers (once) and the
-  // callback (once).
+  // callback (once). Inline, so that an operation on a lease not lost pays one test, no call.
   void collect(pending_loss& out) {
-    if (loss == loss_cause::none) return;
+    if (loss != loss_cause::none) collect_loss(out);
+  }
+
+  // [data] collect() of a lost lease.
+  void collect_loss(pending_loss& out) {
     out.observer = observer;
     if (out.observed() && !loss_observed) {
       loss_observed = true;
@@ -253,8 +220,10 @@ struct lease_body {
 
   // [data] Reads the clock, remembering the latest reading; a reading earlier than the latest one
   // means the clock went backwards, and a lease that cannot measure time must not trust itself.
-  time_point observe() {
-    const time_point now = clock.now();
+  time_point observe() { return observe_at(clock.now()); }
+
+  // [data] observe() of the reading `now`.
+  time_point observe_at(time_point now) noexcept {
     if (now < last_seen) {
       lose(loss_cause::clock_regressed);
     } else {
@@ -266,7 +235,12 @@ struct lease_body {
   // [data] valid() without the callback.
   bool check_valid() {
     if (state != lease_state::held) return false;
-    const time_point now = observe();
+    return valid_at(clock.now());
+  }
+
+  // [data] check_valid() of a held lease, judged by the reading `now`.
+  bool valid_at(time_point now) noexcept {
+    observe_at(now);
     if (state != lease_state::held) return false;
     if (!(now < valid_until)) {
       lose(loss_cause::validity_passed);
@@ -416,7 +390,9 @@ struct lease_body {
   bool needs_release;
   bool loss_reported = false;
   loss_cause loss = loss_cause::none;
-  std::error_code last_error{};
+  // The latest failure as a result<void> (success: none yet), not a std::error_code, whose default
+  // constructor calls std::system_category() out of line in every acquire.
+  result<void> last_error{};
   loss_callback on_lost{};
   lease_observer* observer = nullptr;  // acquire_options::observer (null: nobody listens)
   bool loss_observed = false;          // the `lost` event was reported
