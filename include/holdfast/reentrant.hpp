@@ -49,6 +49,7 @@
 #include "holdfast/clock.hpp"
 #include "holdfast/detail/config.hpp"
 #include "holdfast/detail/random.hpp"
+#include "holdfast/detail/unwind_guard.hpp"
 #include "holdfast/error.hpp"
 #include "holdfast/fencing_token.hpp"
 #include "holdfast/lease.hpp"
@@ -208,6 +209,9 @@ class reentrant_holder {
     if (!l) return l.error();
     const fencing_token t = l->token();
     auto ins = map_.emplace(std::string(key), entry{std::move(*l), 0, {}});
+    // An allocation that throws in add() would leave the lease held by an entry nobody entered:
+    // the entry goes, and its lease releases itself (detail/unwind_guard.hpp).
+    const detail::on_unwind undo([&] { map_.erase(ins.first); });
     add(ins.first->second, request_id);
     return t;
   }

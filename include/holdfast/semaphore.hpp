@@ -79,6 +79,7 @@
 #include "holdfast/detail/config.hpp"
 #include "holdfast/detail/random.hpp"
 #include "holdfast/detail/saturating.hpp"
+#include "holdfast/detail/unwind_guard.hpp"
 #include "holdfast/error.hpp"
 #include "holdfast/keepalive.hpp"
 #include "holdfast/lease.hpp"
@@ -185,6 +186,7 @@ class semaphore : public detail::lease_recipe<Store, Clock, semaphore_options<Cl
     if (this->config_error_) return this->config_error_;
     const acquire_options<Clock> o = attempt_options();
     std::vector<std::uint32_t> unsure;
+    const detail::on_unwind unwind([&] { give_back(o, unsure); });  // an exception: as a failure
     result<permit> p = pass(o, first_slot(o.owner), unsure, permits_);
     if (!p) give_back(o, unsure);
     return p;
@@ -225,6 +227,9 @@ class semaphore : public detail::lease_recipe<Store, Clock, semaphore_options<Cl
     // asked first by the next pass (the same owner gets its own grant back) and given back when
     // the acquire ends without them.
     std::vector<std::uint32_t> unsure;
+    // An exception between store calls (the clock's, a store call's) ends it as a failure does,
+    // best effort (detail/unwind_guard.hpp), and then reaches the caller unchanged.
+    const detail::on_unwind unwind([&] { give_back(o, unsure); });
     const auto fail = [&](std::error_code ec) -> result<permit> {
       give_back(o, unsure);
       return ec;
@@ -351,6 +356,12 @@ class semaphore : public detail::lease_recipe<Store, Clock, semaphore_options<Cl
                       const std::chrono::steady_clock::time_point* until = nullptr) {
     std::error_code failure{};
     const std::vector<std::uint32_t> first = unsure;  // (no allocation while nothing failed)
+    std::uint32_t asking = permits_;       // the slot whose store call is in hand (permits_: none)
+    const detail::on_unwind in_hand([&] {  // a call that threw may have granted: give it back too
+      if (asking < permits_ && std::find(unsure.begin(), unsure.end(), asking) == unsure.end()) {
+        unsure.push_back(asking);
+      }
+    });
     for (std::size_t k = 0; k < first.size() + count; ++k) {
       if (o.cancel.stop_requested()) return errc::cancelled;  // before each round trip
       std::uint32_t slot = 0;
@@ -361,8 +372,10 @@ class semaphore : public detail::lease_recipe<Store, Clock, semaphore_options<Cl
         if (std::find(first.begin(), first.end(), slot) != first.end()) continue;  // asked
       }
       bool maybe = false;  // the slot's last answer may hide a grant (two lost replies)
+      asking = slot;
       result<permit> p = detail::attempt_asking_again(this->store_, slot_key(slot), this->ttl_, o,
                                                       o.owner, 1, &maybe, nullptr, until);
+      asking = permits_;
       if (p && o.cancel.stop_requested()) {
         (void)p->release();  // the stop came while the grant was on its way: hold nothing
         return errc::cancelled;

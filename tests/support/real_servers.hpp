@@ -146,15 +146,6 @@ inline int free_port() {
   return 0;
 }
 
-/// Makes a fresh temporary directory (mode 0700) and returns its path, or "" on failure.
-inline std::string make_temp_dir(const char* tag) {
-  std::string tmpl = std::string("/tmp/holdfast-") + tag + "-XXXXXX";
-  std::vector<char> buf(tmpl.begin(), tmpl.end());
-  buf.push_back('\0');
-  if (::mkdtemp(buf.data()) == nullptr) return {};
-  return std::string(buf.data());
-}
-
 /// Removes a directory tree (best effort; test scratch only).
 inline void remove_tree(const std::string& path) {
   if (path.empty() || path.rfind("/tmp/holdfast-", 0) != 0) return;  // never anything else
@@ -174,6 +165,45 @@ inline void remove_tree(const std::string& path) {
     ::closedir(d);
   }
   ::rmdir(path.c_str());
+}
+
+/// Removes the directories /tmp/holdfast-<tag>-<pid>-XXXXXX (make_temp_dir's) whose process is
+/// gone: a test process that ended without its destructors (killed by a timeout, a sanitizer's
+/// _exit, a crash) left them, while its servers died with it (spawn: PR_SET_PDEATHSIG). A
+/// directory of a process still running (another suite's, at the same time) is never touched.
+inline void remove_orphan_dirs(const std::string& tag) {
+  const std::string prefix = "holdfast-" + tag + "-";
+  DIR* d = ::opendir("/tmp");
+  if (d == nullptr) return;
+  std::vector<std::string> orphans;
+  while (dirent* e = ::readdir(d)) {
+    const std::string name = e->d_name;
+    if (name.compare(0, prefix.size(), prefix) != 0) continue;
+    const std::string rest = name.substr(prefix.size());  // <pid>-XXXXXX
+    const std::size_t dash = rest.find('-');
+    if (dash == 0 || dash == std::string::npos || dash > 9 || rest.size() != dash + 7 ||
+        rest.find_first_not_of("0123456789") != dash) {
+      continue;  // another tag ("rcluster-cli" for "rcluster"), or an older name without a pid
+    }
+    const pid_t pid = static_cast<pid_t>(std::atol(rest.substr(0, dash).c_str()));
+    if (pid > 0 && ::kill(pid, 0) != 0 && errno == ESRCH) orphans.push_back("/tmp/" + name);
+  }
+  ::closedir(d);
+  for (const std::string& dir : orphans) remove_tree(dir);
+}
+
+/// Makes a fresh temporary directory (mode 0700), /tmp/holdfast-<tag>-<pid>-XXXXXX, and returns
+/// its path, or "" on failure. The owner removes it when its server stops for good (owned_server's
+/// destructor); those of a process that ended without that are removed here first
+/// (remove_orphan_dirs).
+inline std::string make_temp_dir(const char* tag) {
+  remove_orphan_dirs(tag);
+  std::string tmpl =
+      std::string("/tmp/holdfast-") + tag + "-" + std::to_string(::getpid()) + "-XXXXXX";
+  std::vector<char> buf(tmpl.begin(), tmpl.end());
+  buf.push_back('\0');
+  if (::mkdtemp(buf.data()) == nullptr) return {};
+  return std::string(buf.data());
 }
 
 inline bool is_executable(const std::string& path) {

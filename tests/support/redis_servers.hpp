@@ -11,6 +11,7 @@
 #include <chrono>
 #include <initializer_list>
 #include <optional>
+#include <sstream>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -92,6 +93,25 @@ inline holdfast::detail::redis_reply_ptr redis_try_command(
   void* r = redisCommandArgv(c, static_cast<int>(argv.size()), argv.data(), lens.data());
   redisFree(c);
   return holdfast::detail::redis_reply_ptr(static_cast<redisReply*>(r));
+}
+
+// Kills every connection named `name` (CLIENT SETNAME) on 127.0.0.1:`port`, as a server timeout
+// or restart drops an idle one: CLIENT LIST, then CLIENT KILL ID each (by name only: the server
+// may be shared). No AUTH, as redis_try_command. \returns how many it killed.
+inline int redis_kill_named(int port, const std::string& name) {
+  holdfast::detail::redis_reply_ptr list = redis_try_command(port, {"CLIENT", "LIST"});
+  if (!list || list->str == nullptr) return 0;
+  int killed = 0;
+  std::istringstream in(std::string(list->str, list->len));
+  for (std::string line; std::getline(in, line);) {
+    if (line.find(" name=" + name + " ") == std::string::npos || line.compare(0, 3, "id=") != 0) {
+      continue;
+    }
+    holdfast::detail::redis_reply_ptr k =
+        redis_try_command(port, {"CLIENT", "KILL", "ID", line.substr(3, line.find(' ') - 3)});
+    killed += k && k->type == REDIS_REPLY_INTEGER && k->integer == 1 ? 1 : 0;
+  }
+  return killed;
 }
 
 // The length of `key`'s wait queue (redis_store's hand-off queue).

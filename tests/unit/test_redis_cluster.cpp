@@ -14,10 +14,15 @@
 // The failover case runs last: it leaves the cluster serving (the old primary rejoins as a
 // replica).
 #include <hiredis/hiredis.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
 #include <catch2/catch.hpp>
 
 #include <atomic>
 #include <chrono>
+#include <fstream>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -115,6 +120,40 @@ std::size_t some_primary(hf_test::redis_cluster& c) {
 }
 
 }  // namespace
+
+// A test process that ends without its destructors (a ctest timeout's kill, a sanitizer's _exit)
+// left its cluster's /tmp/holdfast-rcluster-* directories behind for good (its servers died with
+// it). Expected: a cluster made later removes those of a process that is gone, and never one of a
+// running process; a cluster destroyed normally removes its own. Needs no server: a cluster's
+// directories are made when it is constructed, its nodes started only by start().
+TEST_CASE("redis_cluster (tests/support): no directory outlives its process", "[redis][cluster]") {
+  const pid_t child = ::fork();
+  REQUIRE(child >= 0);
+  if (child == 0) ::_exit(0);
+  REQUIRE(::waitpid(child, nullptr, 0) == child);  // reaped: its pid runs nothing now
+  const std::string dead = "/tmp/holdfast-rcluster-" + std::to_string(child) + "-gone01";
+  const std::string dead_cli = "/tmp/holdfast-rcluster-cli-" + std::to_string(child) + "-gone01";
+  const std::string live = "/tmp/holdfast-rcluster-" + std::to_string(::getpid()) + "-kept01";
+  for (const std::string& d : {dead, dead_cli, live}) {
+    REQUIRE(::mkdir(d.c_str(), 0700) == 0);
+    std::ofstream(d + "/nodes.conf") << "left behind\n";
+  }
+  const auto exists = [](const std::string& d) { return ::access(d.c_str(), F_OK) == 0; };
+  std::vector<std::string> made;
+  {
+    hf_test::redis_cluster c(3, 0);
+    for (std::size_t i = 0; i < c.size(); ++i) made.push_back(c.node(i).dir());
+    CHECK_FALSE(exists(dead));
+    CHECK_FALSE(exists(dead_cli));
+    CHECK(exists(live));
+    for (const std::string& d : made) CHECK(exists(d));
+  }
+  for (const std::string& d : made) CHECK_FALSE(exists(d));
+  CHECK(exists(live));
+  hf_test::remove_tree(live);
+  hf_test::remove_tree(dead);
+  hf_test::remove_tree(dead_cli);
+}
 
 TEST_CASE("redis_slots: CRC16 and slots as Redis computes them", "[redis][cluster]") {
   CHECK(holdfast::detail::redis_crc16("123456789") == 0x31C3);

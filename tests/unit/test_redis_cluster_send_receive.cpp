@@ -19,6 +19,7 @@
 
 #include "../support/real_servers.hpp"
 #include "../support/redis_cluster_servers.hpp"
+#include "../support/redis_servers.hpp"
 #include "../support/split_only.hpp"
 #include "holdfast/lease.hpp"
 #include "holdfast/quorum.hpp"
@@ -240,6 +241,60 @@ TEST_CASE("redis_cluster_store send/receive: MOVED and ASK in a received reply a
                           [] {}));
   const store_reply last = split(s, {store_op::release, k, "me", again.granted->token, {}, {}});
   CHECK(last.done);
+}
+
+// Leave nothing behind, on the split path: every primary drops the stores' idle connections
+// (CLIENT KILL here; a server timeout or restart alike). A release sent through send/receive then
+// never got through; receive() sends it once more through the blocking path, as release() does,
+// so the key is free at once, not at the end of its 60 s TTL; so is a quorum_store's release of
+// three cluster stores (its one-thread fan-out uses the split path). A renew is not resent.
+// Before the fix both releases answered store_unavailable and left the grants held.
+TEST_CASE("redis_cluster_store send/receive: a release after an idle drop is sent once more",
+          "[redis][cluster][send_receive][faults]") {
+  const seeds nodes = serving();
+  if (nodes.empty()) return;
+  const std::string tag = hf_test::random_tag();
+  const auto drop = [&](const std::string& name) {
+    int killed = 0;
+    for (const holdfast::redis_endpoint& e : nodes)
+      killed += hf_test::redis_kill_named(e.port, name);
+    return killed;
+  };
+  redis_cluster_options o = options_for(nodes, "idle");
+  o.node.client_name = "hf-csdrop-" + tag;
+  redis_cluster_store s(o);
+  const auto split = [](redis_cluster_store& st, const store_request& q) {
+    REQUIRE_FALSE(st.send(q));
+    REQUIRE(wait_reply(st, milliseconds(5000)));
+    return st.receive();
+  };
+  auto g = s.try_acquire("idle", "me", milliseconds(60000));
+  REQUIRE(g);
+  REQUIRE(drop(o.node.client_name) >= 1);
+  const store_reply released = split(s, {store_op::release, "idle", "me", g->token, {}, {}});
+  INFO(s.last_error_message());
+  CHECK(released.done);
+  CHECK_FALSE(s.inspect("idle")->has_value());
+  auto h = s.try_acquire("idle", "me", milliseconds(60000));
+  REQUIRE(h);
+  REQUIRE(drop(o.node.client_name) >= 1);
+  const store_reply renewed =
+      split(s, {store_op::renew, "idle", "me", h->token, {}, milliseconds(60000)});
+  CHECK(renewed.granted.error() == errc::store_unavailable);
+  CHECK(s.release("idle", "me", h->token));
+
+  redis_cluster_options qo[3] = {options_for(nodes, "qa"), options_for(nodes, "qb"),
+                                 options_for(nodes, "qc")};
+  for (auto& x : qo) x.node.client_name = "hf-cqdrop-" + tag;
+  redis_cluster_store a(qo[0]), b(qo[1]), c(qo[2]);
+  holdfast::quorum_store<redis_cluster_store> q({&a, &b, &c});
+  {
+    auto l = holdfast::try_acquire(q, "q-idle", std::chrono::seconds(60));
+    REQUIRE(l);
+    REQUIRE(drop(qo[0].node.client_name) >= 3);
+    CHECK(l->release());
+  }
+  for (redis_cluster_store* m : {&a, &b, &c}) CHECK_FALSE(m->inspect("q-idle")->has_value());
 }
 
 }  // namespace test_redis_cluster_send_receive

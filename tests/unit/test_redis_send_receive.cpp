@@ -20,6 +20,8 @@
 #include "../support/real_servers.hpp"
 #include "../support/redis_servers.hpp"
 #include "../support/split_only.hpp"
+#include "holdfast/lease.hpp"
+#include "holdfast/quorum.hpp"
 #include "holdfast/send_receive.hpp"
 #include "holdfast/stores/memory.hpp"
 #include "holdfast/stores/redis.hpp"
@@ -298,6 +300,57 @@ TEST_CASE(
   if (!g) g = s.try_acquire("killed", "me", milliseconds(10000));
   REQUIRE(g);
   CHECK(s.release("killed", "me", g->token));
+}
+
+// Leave nothing behind, on the split path: the server drops the store's idle connection (CLIENT
+// KILL here; a server timeout or restart alike). A release sent through send/receive then never
+// got through; receive() sends it once more, as release() does, so the key is free at once, not
+// at the end of its 60 s TTL. So is a quorum_store's release, whose one-thread fan-out sends it
+// through every member's split path. A renew is not resent: it reports the drop. Before the fix
+// both releases answered store_unavailable and left the grants held.
+TEST_CASE("redis_store send/receive: a release after an idle drop is sent once more",
+          "[redis][send_receive][faults]") {
+  std::optional<redis_options> base = shared_redis();
+  if (!base) return;
+  const std::string name = "hf-srdrop-" + hf_test::random_tag();
+  redis_options o = *base;
+  o.client_name = name;
+  redis_store s(o);
+  const auto split = [](redis_store& st, const store_request& q) {
+    REQUIRE_FALSE(st.send(q));
+    REQUIRE(wait_reply(st, milliseconds(5000)));
+    return st.receive();
+  };
+  auto g = s.try_acquire("idle", "me", milliseconds(60000));
+  REQUIRE(g);
+  REQUIRE(hf_test::redis_kill_named(o.port, name) == 1);
+  const store_reply released = split(s, {store_op::release, "idle", "me", g->token, {}, {}});
+  INFO(s.last_error_message());
+  CHECK(released.done);
+  CHECK_FALSE(s.inspect("idle")->has_value());
+  auto h = s.try_acquire("idle", "me", milliseconds(60000));
+  REQUIRE(h);
+  REQUIRE(hf_test::redis_kill_named(o.port, name) == 1);
+  const store_reply renewed =
+      split(s, {store_op::renew, "idle", "me", h->token, {}, milliseconds(60000)});
+  CHECK(renewed.granted.error() == errc::store_unavailable);
+  CHECK(s.release("idle", "me", h->token));
+
+  std::vector<std::unique_ptr<redis_store>> members;
+  for (int i = 0; i < 3; ++i) {
+    std::optional<redis_options> m = shared_redis();  // a key space of its own each
+    REQUIRE(m);
+    m->client_name = name + "-q";
+    members.push_back(std::make_unique<redis_store>(*m));
+  }
+  holdfast::quorum_store<redis_store> q({members[0].get(), members[1].get(), members[2].get()});
+  {
+    auto l = holdfast::try_acquire(q, "q-idle", std::chrono::seconds(60));
+    REQUIRE(l);
+    REQUIRE(hf_test::redis_kill_named(o.port, name + "-q") == 3);
+    CHECK(l->release());
+  }
+  for (auto& m : members) CHECK_FALSE(m->inspect("q-idle")->has_value());
 }
 
 }  // namespace test_redis_send_receive

@@ -186,7 +186,7 @@ class postgres_store : public detail::link_client<detail::pg_link>, public detai
   result<void> try_acquire_all(const std::string_view* keys, std::size_t count,
                                std::string_view owner, std::chrono::milliseconds ttl,
                                grant* grants) {
-    return multi_.acquire_all(link_, keys, count, owner, ttl, grants);
+    return multi_.acquire_all(link_, keys, count, owner, ttl, grants, stmt_release);
   }
 
   /// Moves the expiry of the lease on `key` to now + `ttl` (ms) iff `owner` holds it with `token`

@@ -279,7 +279,8 @@ class redis_store : public detail::link_client<detail::redis_link>,
     if (link_.in_flight() || !link_.connected()) return send_would_block();
     // Only what reading the reply needs: the request's key and owner may be gone by receive().
     pending_ = store_request{request.op, {}, {}, request.token, request.to, request.ttl};
-    if (link_.options().wait_replicas > 0) {  // a grant not acknowledged is given back
+    // By name: a grant WAIT finds short is given back; a release met by an idle drop is resent.
+    if (link_.options().wait_replicas > 0 || request.op == store_op::release) {
       pending_key_.assign(request.key.data(), request.key.size());
       pending_owner_.assign(request.owner.data(), request.owner.size());
     }
@@ -310,6 +311,7 @@ class redis_store : public detail::link_client<detail::redis_link>,
   /// store_reply), exactly as the blocking operation reports it; waits for it, if it is not in
   /// yet, until command_timeout has passed since send() (then errc::timeout and the connection
   /// is dropped). Frees the connection. No request in flight: every field is invalid_argument.
+  /// A release that met a connection dropped while idle is sent once more, as release() does.
   store_reply receive() {
     auto guard = link_.lock_raw();
     store_reply out;
@@ -319,7 +321,13 @@ class redis_store : public detail::link_client<detail::redis_link>,
       out.record = errc::invalid_argument;
       return out;
     }
-    detail::read_redis_reply(link_, pending_, link_.finish(), out);
+    result<detail::redis_reply_ptr> r = link_.finish();
+    if (detail::redis_split_resend_last_call(pending_.op, r, link_)) {
+      // A release on a connection dropped while idle never got through: sent once more, as
+      // release() does (detail/redis_link.hpp), rather than leave the grant to its TTL.
+      r = eval(prepare({store_op::release, pending_key_, pending_owner_, pending_.token, {}, {}}));
+    }
+    detail::read_redis_reply(link_, pending_, std::move(r), out);
     acknowledge(pending_.op, pending_key_, pending_owner_, out.granted);  // blocks for WAIT
     return out;
   }

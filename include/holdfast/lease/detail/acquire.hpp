@@ -23,6 +23,7 @@
 #include "holdfast/detail/config.hpp"
 #include "holdfast/detail/detect.hpp"
 #include "holdfast/detail/saturating.hpp"
+#include "holdfast/detail/unwind_guard.hpp"
 #include "holdfast/error.hpp"
 #include "holdfast/lease/detail/lease_shared.hpp"
 #include "holdfast/observer.hpp"
@@ -455,6 +456,43 @@ void leave_place(Store& store, std::string_view key, bool in_queue) {
   }
 }
 
+// What acquire()'s loop holds in the store between its calls. Every way out without a lease
+// (timeout, cancel, an error that is not contention) takes out a place an attempt took in the
+// store's wait queue, where the store can, so the next release hands the key to a waiter that is
+// still there (issue 22; Redisson #1104's kind), and gives back a grant the last attempt may have
+// made unheard (a lost reply): the same owner asks again and releases (detail/give_back.hpp). An
+// exception between store calls (the clock's, a store call's, an allocation's) does both on
+// unwinding, best effort (detail/unwind_guard.hpp), and then reaches the caller unchanged.
+template <class Store>
+struct loop_holdings {
+  Store& store;
+  std::string_view key;
+  const acquire_request& req;
+  bool in_queue = false;  // an attempt took a place in the key's wait queue
+  bool hidden = false;    // the last attempt may have made a grant unheard (a lost reply, a throw)
+  bool queuing = false;   // a queued attempt is in hand: if it throws, it may have taken a place
+
+  // An attempt is in hand (`queue`: it joins the wait queue if busy). Until it answers, a store
+  // call that throws may have granted, or queued.
+  void asking(bool queue) noexcept {
+    hidden = true;
+    queuing = queue;
+  }
+  // It answered; `unsure`: its error may hide a grant.
+  void answered(bool unsure) noexcept {
+    hidden = unsure;
+    queuing = false;
+  }
+  void leave_queue() { leave_place(store, key, std::exchange(in_queue, false) || queuing); }
+  void give_back_hidden() {
+    if (std::exchange(hidden, false)) (void)give_back(store, key, req.owner, req.ttl);
+  }
+  void settle() {  // on unwinding
+    leave_queue();
+    give_back_hidden();
+  }
+};
+
 // acquire()'s loop (see acquire()); Observed adds the reports: every attempt, then the outcome
 // with its wait.
 template <bool Observed, class Store, class Rep, class Period, class TRep, class TPeriod,
@@ -484,12 +522,10 @@ result<lease<Store, Clock>> acquire_retrying(Store& store, std::string_view key,
     return std::move(r);
   };
   const cancel_token& cancel = opts.cancel;
-  // Every way out without a lease (timeout, cancel, an error that is not contention) takes out a
-  // place an attempt took in the store's wait queue, where the store can, so the next release
-  // hands the key to a waiter that is still there (issue 22; Redisson #1104's kind).
-  bool in_queue = false;
+  loop_holdings<Store> held{store, key, *req};
+  const on_unwind unwind([&] { held.settle(); });  // an exception between store calls
   const auto leave = [&](std::error_code ec) -> result_type {
-    leave_place(store, key, in_queue);
+    held.leave_queue();
     return done(result_type(ec));
   };
   for (;; ++made) {
@@ -497,23 +533,23 @@ result<lease<Store, Clock>> acquire_retrying(Store& store, std::string_view key,
     const budget_left<Clock> before(budget, clock);  // read only if used
     const bool queue = queue_attempt<Store, Clock>(fruitless_waits, delays, made, before);
     bool unsure = false;  // the attempt's error may hide a grant (a lost reply)
+    held.asking(queue);
     // The store call ends by the budget's end (at least store_call_floor), where the store can.
     result_type l = loop_attempt<Observed>(store, key, *req, opts, made, queue, &unsure, before);
+    held.answered(unsure);
     // A place an earlier attempt took unheard (its reply lost) is left too, once an attempt that
     // did not queue gets the key: else the next release hands off to nobody (O2).
-    if (l) leave_place(store, key, in_queue);
+    if (l) held.leave_queue();
     if (l && cancel.stop_requested()) {
       // The stop came while the grant was on its way: give it back, hold nothing.
       (void)l->release();
       return done(result_type(errc::cancelled));
     }
     if (l) return done(std::move(l));
-    in_queue = in_queue || (queue && (l.error() == errc::busy || unsure));
+    held.in_queue = held.in_queue || (queue && (l.error() == errc::busy || unsure));
     if (!is_transient(l.error())) return leave(l.error());
-    // An acquire that ends without a lease gives back a grant its last attempt may have made
-    // unheard (a lost reply): the same owner asks again and releases (detail/give_back.hpp).
     const auto give_up = [&](std::error_code ec) -> result_type {
-      if (unsure) (void)give_back(store, key, req->owner, req->ttl);
+      held.give_back_hidden();
       return leave(ec);
     };
     if (delays.exhausted(made)) return give_up(l.error());

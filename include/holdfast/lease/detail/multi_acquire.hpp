@@ -25,6 +25,7 @@
 #include "holdfast/clock.hpp"
 #include "holdfast/detail/config.hpp"
 #include "holdfast/detail/saturating.hpp"
+#include "holdfast/detail/unwind_guard.hpp"
 #include "holdfast/error.hpp"
 #include "holdfast/lease.hpp"
 #include "holdfast/lease/detail/acquire.hpp"
@@ -147,8 +148,23 @@ result<std::vector<lease<Store, Clock>>> take_atomic(Store& store, const multi_r
   std::vector<lease<Store, Clock>> held;
   held.reserve(n);
   const typename Clock::time_point start = opts.clock.now();  // before the request leaves
+  // An exception before every grant is a lease (a throwing store call, which may have applied;
+  // an allocation) gives back the rest, best effort (unwind_guard.hpp); leases release themselves.
+  bool answered = false;
+  std::size_t next = 0;  // grants[next..n) are not leases yet
+  const on_unwind unwind([&] {
+    for (std::size_t i = next; i < n; ++i) {
+      if (!answered) {
+        (void)give_back(store, req.keys[i], req.owner, req.ttl);
+      } else if (grants[i].token.is_issuable()) {
+        (void)store.release(req.keys[i], req.owner, grants[i].token);
+      }
+    }
+  });
   result<void> r = store.try_acquire_all(views.data(), n, req.owner, req.ttl, grants.data());
+  answered = true;
   if (!r) {
+    next = n;
     if (may_have_applied(r.error())) {
       for (const std::string& key : req.keys) give_back(store, key, req.owner, req.ttl);
     }
@@ -159,12 +175,15 @@ result<std::vector<lease<Store, Clock>>> take_atomic(Store& store, const multi_r
     grant g = grants[i];
     if (!g.token.is_issuable() || g.ttl <= std::chrono::milliseconds::zero()) {
       malformed = true;
+      next = i + 1;
       if (g.token.is_issuable()) (void)store.release(req.keys[i], req.owner, g.token);
       continue;
     }
     if (g.ttl > req.ttl) g.ttl = req.ttl;  // never trust more than was asked for
     held.push_back(lease_access::from_grant(store, opts, req.keys[i], req.owner, g, start));
+    next = i + 1;
   }
+  next = n;
   if (malformed) return fail_all(store, held, {}, req, make_error_code(errc::protocol_error), ctl);
   result<std::vector<lease<Store, Clock>>> out = finish_all(store, held, req, errc::timeout, ctl);
   if (out) {

@@ -254,9 +254,23 @@ class pg_link {
     settle_ = false;
     return r;
   }
-  /// Whether the last exec() reached its bound and settled the statement (cancelled it and read
-  /// its outcome): rows it returned were applied after the bound, an error means nothing was.
+  /// Whether the last exec() (or run_settled()) reached its bound and settled the statement
+  /// (cancelled it and read its outcome): rows it returned were applied after the bound, an
+  /// error means nothing was.
   [[nodiscard]] bool cut_short() const noexcept { return cut_short_; }
+
+  /// run() with exec()'s settling, for statements that are not prepared (try_acquire_all's
+  /// COMMIT, the read-write acquire): one still running at `deadline` (a commit waiting for a
+  /// synchronous standby) is cancelled through a second session and its outcome read for up to
+  /// pg_settle_bound more; cut_short() then says so. Without an outcome: errc::timeout.
+  template <class Send>
+  result<pg_result_ptr> run_settled(Send send, std::chrono::steady_clock::time_point deadline) {
+    cut_short_ = false;
+    settle_ = true;
+    result<pg_result_ptr> r = run(std::move(send), deadline, false);
+    settle_ = false;
+    return r;
+  }
 
   /// Sends with `send`, then reads every result until the deadline. Returns the last result, or
   /// the error of the first failed one (classified; `user_statement` as for classify_pg_error).

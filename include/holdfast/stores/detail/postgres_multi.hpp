@@ -10,7 +10,11 @@
 //          |   RETURNING held by another and live                      (any true: busy)
 //   grant  | UPDATE T SET owner, token = CASE same owner and live THEN token ELSE nextval(S),
 //          |   expires_at ... FROM unnest($1) WITH ORDINALITY RETURNING ordinality, token
-//   COMMIT | (busy: ROLLBACK, which also drops the rows the lock step inserted)
+//   COMMIT | (busy: ROLLBACK, which also drops the rows the lock step inserted); settled at
+//          | command_timeout as try_acquire's statement: a commit still waiting for a
+//          | synchronous standby is cancelled through a second session, and grants it committed
+//          | locally are released (the release statement: synchronous_commit = local), so the
+//          | caller told of a failure holds nothing (grant_not_durable; store_deadline.hpp, D2)
 //
 // Deadlocks: every multi-key transaction locks its rows in one order (key_hash ascending, in the
 // one lock statement), and every other statement of the store locks one row, so no two holdfast
@@ -71,9 +75,11 @@ class pg_multi {
   }
 
   /// Grants every key of `keys[0..count)` to `owner` for `ttl` (ms) in one transaction, or none;
-  /// see postgres_store::try_acquire_all. [link not locked]
+  /// see postgres_store::try_acquire_all. `release` is the link's prepared release statement
+  /// (key, owner, token), for grants committed after the bound. [link not locked]
   result<void> acquire_all(pg_link& link, const std::string_view* keys, std::size_t count,
-                           std::string_view owner, std::chrono::milliseconds ttl, grant* grants) {
+                           std::string_view owner, std::chrono::milliseconds ttl, grant* grants,
+                           std::size_t release) {
     if (std::error_code ec = check(keys, count, owner, ttl)) return ec;
     auto guard = link.lock();
     if (!build_array(keys, count) || owner.size() >= (std::size_t{1} << 30)) {
@@ -103,7 +109,16 @@ class pg_multi {
     if (std::error_code ec = read_grants(link, granted->get(), count, ttl, grants)) {
       return abandon(link, ec);
     }
-    if (result<pg_result_ptr> c = simple(link, "COMMIT", deadline); !c) return c.error();
+    result<pg_result_ptr> c =
+        link.run_settled([](PGconn* pc) { return PQsendQuery(pc, "COMMIT"); }, deadline);
+    if (!c && link.cut_short() && c.error() == errc::timeout) {
+      return link.fail(errc::timeout,
+                       "postgres: try_acquire_all: COMMIT cancelled at its deadline before it "
+                       "applied (nothing was granted); " +
+                           link.last_error());
+    }
+    if (!c) return c.error();
+    if (link.cut_short()) return give_back_late(link, keys, count, owner, grants, release);
     return {};
   }
 
@@ -159,6 +174,31 @@ class pg_multi {
           return PQsendQueryParams(c, sql.c_str(), n, nullptr, values, lengths, formats, 1);
         },
         deadline, false);
+  }
+
+  // The COMMIT ended only when the cancel cut its wait for a synchronous standby (it had
+  // committed locally): the caller is told it failed, so every grant is released now, each
+  // within pg_settle_bound (store_deadline.hpp, D2, as postgres_store::give_back_late).
+  static std::error_code give_back_late(pg_link& link, const std::string_view* keys,
+                                        std::size_t count, std::string_view owner, grant* grants,
+                                        std::size_t release) {
+    std::size_t kept = 0;
+    for (std::size_t i = 0; i < count; ++i) {
+      const std::string token = std::to_string(grants[i].token.value());
+      const char* values[] = {keys[i].data(), owner.data(), token.c_str()};
+      const int lengths[] = {static_cast<int>(keys[i].size()), static_cast<int>(owner.size()), 0};
+      const int formats[] = {1, 1, 0};
+      result<pg_result_ptr> r = link.exec(release, 3, values, lengths, formats,
+                                          std::chrono::steady_clock::now() + pg_settle_bound);
+      if (!r || PQntuples(r->get()) > 1) ++kept;
+      grants[i] = grant{};
+    }
+    const std::string late =
+        "postgres: try_acquire_all: the grants were committed after command_timeout (a COMMIT "
+        "waiting for a synchronous standby, cancelled: it committed locally)";
+    if (kept == 0) return link.fail(errc::grant_not_durable, late + "; they were given back");
+    return link.fail(errc::timeout, late + "; giving " + std::to_string(kept) +
+                                        " back failed: they last until their TTL");
   }
 
   // A failure inside the transaction: the session is dropped (the server rolls back).

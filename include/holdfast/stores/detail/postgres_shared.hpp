@@ -117,7 +117,8 @@ class pg_shared {
   ///   (check_acquire_args, check_lease_mode, or a key and owner too large for one statement);
   ///   errc::token_exhausted if the sequence is at 2^63-1; errc::misconfigured if the read-write
   ///   table is missing (create_schema off: run schema_sql()); store_unavailable, timeout,
-  ///   protocol_error as postgres_store::try_acquire.
+  ///   protocol_error, and grant_not_durable (a grant made after command_timeout, settled and
+  ///   given back) as postgres_store::try_acquire.
   result<grant> try_acquire_rw(std::string_view key, std::string_view owner,
                                std::chrono::milliseconds ttl, lease_mode mode) {
     if (std::error_code ec = check_acquire_args(key, owner, ttl)) return rw_refused(ec);
@@ -132,8 +133,16 @@ class pg_shared {
     if (std::error_code ec = rw_link_->ensure_connected()) return ec;
     build_acquire(key, owner, ttl, mode);
     const auto deadline = std::chrono::steady_clock::now() + rw_link_->options().command_timeout;
+    // Settled at its bound, as postgres_store::try_acquire: a commit still waiting for a
+    // synchronous standby then is cancelled, and a grant it made is given back (below).
     result<pg_result_ptr> r =
-        rw_link_->run([&](PGconn* c) { return PQsendQuery(c, sql_.c_str()); }, deadline, false);
+        rw_link_->run_settled([&](PGconn* c) { return PQsendQuery(c, sql_.c_str()); }, deadline);
+    if (!r && rw_link_->cut_short() && r.error() == errc::timeout) {
+      return rw_link_->fail(errc::timeout,
+                            "postgres: try_acquire_rw: cancelled at its deadline before it "
+                            "applied (nothing was granted); " +
+                                rw_link_->last_error());
+    }
     if (!r) return r.error();
     const PGresult* res = r->get();
     if (PQntuples(res) == 1 && PQnfields(res) == 2 && PQgetlength(res, 0, 0) == 1) {
@@ -141,7 +150,9 @@ class pg_shared {
       if (verdict == 'b' || verdict == 'i') return errc::busy;
       const std::optional<std::int64_t> t = text_int8(res, 1);
       if ((verdict == 'g' || verdict == 'r') && t && *t > 0) {
-        return grant{fencing_token(static_cast<std::uint64_t>(*t)), ttl};
+        const fencing_token token(static_cast<std::uint64_t>(*t));
+        if (rw_link_->cut_short()) return give_back_late(key, owner, token, mode);
+        return grant{token, ttl};
       }
     }
     return rw_link_->fail(errc::protocol_error,
@@ -370,7 +381,8 @@ class pg_shared {
   // (int8), $5 mode (text).
   result<pg_result_ptr> own_row(const std::string& sql, std::string_view key,
                                 std::string_view owner, fencing_token token,
-                                std::chrono::milliseconds ttl, lease_mode mode) {
+                                std::chrono::milliseconds ttl, lease_mode mode,
+                                bool settling = false) {
     if (length(key) < 0 || length(owner) < 0) return too_large();
     if (std::error_code ec = rw_link_->ensure_connected()) return ec;
     token_text_ = std::to_string(token.value());
@@ -380,12 +392,32 @@ class pg_shared {
                             mode_text(mode)};
     const int lengths[] = {length(key), length(owner), 0, 0, 0};
     const int formats[] = {1, 1, 0, 0, 0};
-    const auto deadline = std::chrono::steady_clock::now() + rw_link_->options().command_timeout;
+    const auto deadline = std::chrono::steady_clock::now() +
+                          (settling ? pg_settle_bound : rw_link_->options().command_timeout);
     return rw_link_->run(
         [&](PGconn* c) {
           return PQsendQueryParams(c, sql.c_str(), 5, types, values, lengths, formats, 1);
         },
         deadline, false);
+  }
+
+  // [link locked] A read-write grant made only after command_timeout (the cancel ended its
+  // commit's wait for a synchronous standby; it had committed locally): the caller is told it
+  // failed, so it is released now (release_sql_ commits with synchronous_commit = local), within
+  // pg_settle_bound (store_deadline.hpp, D2, as postgres_store::give_back_late).
+  result<grant> give_back_late(std::string_view key, std::string_view owner, fencing_token token,
+                               lease_mode mode) {
+    result<pg_result_ptr> r =
+        own_row(release_sql_, key, owner, token, std::chrono::milliseconds(0), mode, true);
+    const std::string late = "postgres: try_acquire_rw: the grant (token " +
+                             std::to_string(token.value()) +
+                             ") was made after command_timeout (a commit waiting for a "
+                             "synchronous standby, cancelled: it committed locally)";
+    if (r && PQntuples(r->get()) <= 1) {
+      return rw_link_->fail(errc::grant_not_durable, late + "; it was given back");
+    }
+    return rw_link_->fail(errc::timeout, late + "; giving it back failed (" +
+                                             rw_link_->last_error() + "): it lasts until its TTL");
   }
 
   static const char* mode_text(lease_mode m) noexcept {

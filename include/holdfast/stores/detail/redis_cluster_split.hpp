@@ -17,7 +17,8 @@
 //             | after a grant when wait_replicas > 0; a MOVED, ASK or TRYAGAIN answer (the script
 //             | did not run) is followed by running the blocking operation from the start, as
 //             | its own call would have: the map is read again after MOVED, ASKING sent after
-//             | ASK, TRYAGAIN retried until command_timeout
+//             | ASK, TRYAGAIN retried until command_timeout; so is a release whose connection
+//             | was dropped while idle (redis_split_resend_last_call: it never got through)
 //
 // Part of stores/redis_cluster.hpp; not for users.
 #ifndef HOLDFAST_STORES_DETAIL_REDIS_CLUSTER_SPLIT_HPP
@@ -167,8 +168,11 @@ struct redis_cluster_split {
     } else {
       auto& n = *s.pending_node_;
       result<redis_reply_ptr> r = n.conn.finish();
-      resend = !r && redis_cluster_resendable(n.conn.last_error());
-      if (resend) {
+      // Sent again by the blocking path: a script that did not run (MOVED, ASK, TRYAGAIN), or
+      // a release on a connection dropped while idle (redis_split_resend_last_call).
+      const bool dropped = redis_split_resend_last_call(s.pending_.op, r, n.conn);
+      resend = !r && (dropped || redis_cluster_resendable(n.conn.last_error()));
+      if (resend && !dropped) {
         redis_redirect to;
         if (parse_redis_redirect(n.conn.last_error(), to) && !to.ask) s.mapped_ = false;
       } else {

@@ -262,6 +262,19 @@ result<redis_reply_ptr> redis_send_last_call(const redis_connection& c, Send&& s
   return r;
 }
 
+/// The same rule on the split path (send_receive.hpp), for redis_store's and
+/// redis_cluster_store's receive(): true iff the split request `op` is a holder's last call (a
+/// release: a lease's own, or a quorum's give-back of a member's grant) and it failed, as `r`
+/// says, with store_unavailable, leaving `c` closed. The split path sends only on an open
+/// connection (send() declines otherwise), so `c` was open before the request: the failure is
+/// the connection dropped while idle, the request never got through, and the caller sends it
+/// once more through its blocking path (which connects first and then sends once). A timeout
+/// or any other error is not resent.
+inline bool redis_split_resend_last_call(store_op op, const result<redis_reply_ptr>& r,
+                                         const redis_connection& c) {
+  return op == store_op::release && !r && r.error() == errc::store_unavailable && !c.connected();
+}
+
 }  // namespace detail
 HOLDFAST_ABI_NAMESPACE_END
 }  // namespace holdfast
