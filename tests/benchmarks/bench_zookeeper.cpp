@@ -5,13 +5,21 @@
 // ensemble; and the hand-off latency of blocking acquire() (wait_for_release: a watch on the
 // node ahead) with 1 and 16 waiters, next to the polling acquire it replaces.
 //
-//   variant    | requests | what it does
-//   -----------+----------+---------------------------------------------------------------------
-//   holdfast   | 3        | create (ephemeral sequential) and get_children (first in line?)
-//              |          | pipelined in one round trip, delete (by name: no exists first)
-//   bare       | 2        | create (ephemeral sequential), delete: the baseline the goal names
-//   bare_list  | 3        | create, get_children, delete: the least a queue lock can do (a lock
-//              |          | must learn its place among its siblings)
+//   variant         | requests | what it does
+//   ----------------+----------+----------------------------------------------------------------
+//   holdfast        | 3        | create (ephemeral sequential) and get_children (first in line?)
+//                   |          | pipelined in one round trip, delete (by name: no exists first)
+//   bare            | 2        | create (ephemeral sequential), delete: the baseline the goal
+//                   |          | names
+//   bare_list       | 3        | create, get_children, delete, one after the other
+//   bare_pipe       | 3        | holdfast's requests sent as holdfast sends them (create
+//                   |          | asynchronous, the list synchronous right behind it), without
+//                   |          | holdfast's own work: the floor of its protocol on this client
+//   bare_pipe_async | 3        | the same with an asynchronous list (its answer through the
+//                   |          | client's completion thread: how holdfast sent it before)
+//
+// A failed request ends the benchmark with "a request failed" and says on stderr which request
+// of which variant failed and why (the client's code, the store's last_error_message()).
 //
 // Servers: HOLDFAST_ZK_HOSTS (one server, as .ci/servers exports it) and
 // HOLDFAST_ZK_ENSEMBLE_HOSTS; with HOLDFAST_BENCH_OWN_SERVERS=1 an unset one makes the benchmark
@@ -23,8 +31,11 @@
 
 #include <atomic>
 #include <chrono>
+#include <condition_variable>
+#include <cstdio>
 #include <cstdlib>
 #include <memory>
+#include <mutex>
 #include <optional>
 #include <string>
 #include <vector>
@@ -82,17 +93,81 @@ class bare_client {
     std::string name;
     Stat st{};
     const std::string parent = link_.options().root + "/bare";
-    if (nodes_.create(parent, "n-", holdfast_bench::sample_owner(), name, st) != ZOK) return false;
+    int rc = nodes_.create(parent, "n-", holdfast_bench::sample_owner(), name, st);
+    if (rc != ZOK) return failed("create", rc);
     if (list) {  // the raw request: the store's children() refuses names it did not make
       String_vector v{};
-      if (zoo_get_children(link_.handle(), parent.c_str(), 0, &v) != ZOK) return false;
+      rc = zoo_get_children(link_.handle(), parent.c_str(), 0, &v);
+      if (rc != ZOK) return failed("get_children", rc);
       deallocate_String_vector(&v);
     }
-    return nodes_.remove(parent + "/" + name) == ZOK;
+    rc = nodes_.remove(parent + "/" + name);
+    return rc == ZOK || failed("delete", rc);
+  }
+  /// holdfast's three requests, sent as holdfast sends them (create and get_children pipelined,
+  /// then delete), without holdfast's own work: the floor of its protocol on this client. The
+  /// create is asynchronous (its answer reaches the caller through the client's completion
+  /// thread); the list synchronous if `sync_list` (its answer handed over by the I/O thread),
+  /// else asynchronous too (one thread hand-off more, as before 2026-12-07).
+  bool pipelined(bool sync_list) {
+    auto guard = link_.lock();
+    const std::string parent = link_.options().root + "/bare";
+    const std::string& owner = holdfast_bench::sample_owner();
+    answers a;
+    int rc = zoo_acreate2(link_.handle(), (parent + "/p-").c_str(), owner.data(),
+                          static_cast<int>(owner.size()), &ZOO_OPEN_ACL_UNSAFE,
+                          ZOO_EPHEMERAL_SEQUENTIAL, &answers::created, &a);
+    if (rc != ZOK) return failed("acreate2", rc);
+    if (sync_list) {
+      String_vector v{};
+      rc = zoo_get_children(link_.handle(), parent.c_str(), 0, &v);
+      if (rc == ZOK) deallocate_String_vector(&v);
+      a.done(rc);
+    } else {
+      rc = zoo_aget_children(link_.handle(), parent.c_str(), 0, &answers::listed, &a);
+      if (rc != ZOK) a.done(rc);
+    }
+    std::unique_lock<std::mutex> l(a.m);
+    a.cv.wait(l, [&] { return a.left == 0; });
+    if (a.create_rc != ZOK) return failed("create (pipelined)", a.create_rc);
+    if (a.list_rc != ZOK) return failed("get_children (pipelined)", a.list_rc);
+    rc = nodes_.remove(a.path);
+    return rc == ZOK || failed("delete", rc);
   }
   [[nodiscard]] bool ok() const { return ok_; }
 
  private:
+  // The answers of pipelined(), written by the client's threads.
+  struct answers {
+    std::mutex m;
+    std::condition_variable cv;
+    int left = 2;
+    int create_rc = ZOK;
+    int list_rc = ZOK;
+    std::string path;
+    void done(int list) {
+      std::lock_guard<std::mutex> g(m);
+      list_rc = list;
+      --left;
+      cv.notify_all();
+    }
+    static void created(int rc, const char* value, const Stat* /*st*/, const void* data) {
+      auto* a = static_cast<answers*>(const_cast<void*>(data));
+      std::lock_guard<std::mutex> g(a->m);
+      a->create_rc = rc;
+      if (rc == ZOK && value != nullptr) a->path = value;
+      --a->left;
+      a->cv.notify_all();
+    }
+    static void listed(int rc, const String_vector* /*v*/, const void* data) {
+      static_cast<answers*>(const_cast<void*>(data))->done(rc);
+    }
+  };
+  // Says on stderr which bare request failed and why (the benchmark's error names no request).
+  static bool failed(const char* op, int rc) {
+    std::fprintf(stderr, "bench_zookeeper: bare %s: %s\n", op, zerror(rc));
+    return false;
+  }
   holdfast::detail::zookeeper_link link_;
   holdfast::detail::zookeeper_nodes nodes_;
   bool ok_ = false;
@@ -111,7 +186,12 @@ void side_by_side(benchmark::State& state, bool ensemble) {
   const std::string& owner = holdfast_bench::sample_owner();
   auto holdfast_once = [&] {
     auto g = store.try_acquire("bench", owner, std::chrono::seconds(10));
-    return g && store.release("bench", owner, g->token);
+    auto r = g ? store.release("bench", owner, g->token) : holdfast::result<void>(g.error());
+    if (!r) {  // which call failed, and the store's text, for the benchmark's error
+      std::fprintf(stderr, "bench_zookeeper: holdfast %s: %s (%s)\n", g ? "release" : "try_acquire",
+                   r.error().message().c_str(), store.last_error_message().c_str());
+    }
+    return static_cast<bool>(r);
   };
   if (!bare.ok() || !holdfast_once() || !bare.once(false)) {
     state.SkipWithError("cannot reach ZooKeeper");
@@ -120,8 +200,10 @@ void side_by_side(benchmark::State& state, bool ensemble) {
   holdfast_bench::run_side_by_side(state,
                                    {{"holdfast", holdfast_once},
                                     {"bare", [&] { return bare.once(false); }},
-                                    {"bare_list", [&] { return bare.once(true); }}},
-                                   "hf/", "a request failed");
+                                    {"bare_list", [&] { return bare.once(true); }},
+                                    {"bare_pipe", [&] { return bare.pipelined(true); }},
+                                    {"bare_pipe_async", [&] { return bare.pipelined(false); }}},
+                                   "hf/", "a request failed (stderr says which)");
 }
 
 void BM_zookeeper_single_side_by_side(benchmark::State& state) {

@@ -259,6 +259,10 @@ class zookeeper_link {
                       " (expected host:port[,host:port...][/chroot])");
     }
     ++sessions_;
+    // The client resolves its host list again each time its I/O thread goes round its loop
+    // (before it sends any request: a getaddrinfo, and a netlink query of the machine's
+    // addresses, on every request's path). -1: only when it has lost its connection.
+    (void)zoo_set_servers_resolution_delay(zh_, -1);
     if (!opts_.digest.empty()) {
       const int rc = zoo_add_auth(zh_, "digest", opts_.digest.data(),
                                   static_cast<int>(opts_.digest.size()), nullptr, nullptr);

@@ -219,24 +219,18 @@ class zookeeper_nodes {
     return out;
   }
 
-  // The answers of create_listed_once, written by the client's completion thread.
+  // The create's answer in create_listed_once, written by the client's completion thread.
   struct listed {
     std::mutex m;
     std::condition_variable cv;
-    int left = 2;
+    bool answered = false;
     int create_rc = ZOK;
     std::string path;
     Stat stat{};
-    int list_rc = ZOK;
-    std::vector<std::string> names;
-    void done() {
-      std::lock_guard<std::mutex> g(m);
-      --left;
-      cv.notify_all();
-    }
   };
   static void on_created(int rc, const char* value, const Stat* st, const void* data) {
     auto* l = static_cast<listed*>(const_cast<void*>(data));
+    std::lock_guard<std::mutex> g(l->m);
     l->create_rc = rc;
     HOLDFAST_TRY {
       if (rc == ZOK && value != nullptr) l->path = value;
@@ -245,21 +239,13 @@ class zookeeper_nodes {
       l->create_rc = ZSYSTEMERROR;
     }
     if (rc == ZOK && st != nullptr) l->stat = *st;
-    l->done();
+    l->answered = true;
+    l->cv.notify_all();
   }
-  static void on_listed(int rc, const String_vector* v, const void* data) {
-    auto* l = static_cast<listed*>(const_cast<void*>(data));
-    l->list_rc = rc;
-    HOLDFAST_TRY {
-      if (rc == ZOK && v != nullptr) {
-        for (int i = 0; i < v->count; ++i) l->names.emplace_back(v->data[i]);
-      }
-    }
-    HOLDFAST_CATCH_ALL {
-      l->list_rc = ZSYSTEMERROR;
-    }
-    l->done();
-  }
+  // The create leaves asynchronously and the list right behind it, synchronously: the client's
+  // I/O thread hands a synchronous answer to the caller itself, where an asynchronous one goes
+  // through its completion thread first (one thread wake-up more on the acquire's path). The
+  // create's answer, which arrives first, reaches `l` through the completion thread meanwhile.
   int create_listed_once(const std::string& parent, const std::string& prefix,
                          std::string_view owner, std::string& name, Stat& stat,
                          result<std::vector<zookeeper_child>>& kids) {
@@ -271,18 +257,28 @@ class zookeeper_nodes {
                      acl(), ZOO_EPHEMERAL_SEQUENTIAL, &on_created, &l);
     if (rc != ZOK) return rc;  // not sent
     link_.count_request();
-    rc = zoo_aget_children(link_.handle(), parent.c_str(), 0, &on_listed, &l);
-    std::unique_lock<std::mutex> g(l.m);
-    if (rc != ZOK) {
-      l.list_rc = rc;
-      --l.left;
+    String_vector v{};
+    int list_rc = zoo_get_children(link_.handle(), parent.c_str(), 0, &v);
+    std::vector<std::string> names;
+    if (list_rc == ZOK) {
+      HOLDFAST_TRY {  // `l` must outlive the create's completion: nothing may leave before it
+        names.reserve(static_cast<std::size_t>(v.count));
+        for (int i = 0; i < v.count; ++i) names.emplace_back(v.data[i]);
+      }
+      HOLDFAST_CATCH_ALL {
+        list_rc = ZSYSTEMERROR;
+      }
+      deallocate_String_vector(&v);
     }
-    l.cv.wait(g, [&] { return l.left == 0; });
+    {
+      std::unique_lock<std::mutex> g(l.m);
+      l.cv.wait(g, [&] { return l.answered; });  // the client answers every request it sent
+    }
     if (l.create_rc != ZOK) return l.create_rc;
     const std::size_t slash = l.path.rfind('/');
     name.assign(slash == std::string::npos ? l.path : l.path.substr(slash + 1));
     stat = l.stat;
-    kids = contenders(parent, l.list_rc, l.names);
+    kids = contenders(parent, list_rc, names);
     return ZOK;
   }
 
