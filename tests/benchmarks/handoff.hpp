@@ -18,6 +18,11 @@
 //                 | the queue, polling, waiting, granting, releasing; connection set-up
 //                 | (connect, AUTH, SCRIPT LOAD, SUBSCRIBE) is not counted
 //   longest_ms    | the longest any single acquire() waited in the run (starvation)
+//   release_us    | median duration of the holder's release() call (sent -> answered), µs: the
+//                 | round trip of the request the hand-off starts with, under the same
+//                 | conditions (an idle pause before it, a script or statement, not a PING)
+//   median_releases | median_us / release_us: the hand-off in round trips of the release; the
+//                 | protocol's floor is ~2 (the release, then the woken waiter's attempt)
 //
 // "Polling" wraps the store in a forwarder without wait_for_release, so acquire() retries with
 // its default backoff (10 ms doubling to 1 s, full jitter), exactly as before the capability.
@@ -65,6 +70,7 @@ struct polling {
 
 struct handoff_result {
   std::vector<double> latencies_us;
+  std::vector<double> releases_us;  // each release() call's duration
   double longest_ms = 0;
   std::uint64_t handoffs = 0;  // hand-offs measured
   std::uint64_t grants = 0;    // every grant of the run (the first and the winding-down ones too)
@@ -97,6 +103,7 @@ handoff_result run_handoffs(MakeStore make_store, int waiters, std::uint64_t han
     pool.emplace_back([&, i] {
       StorePtr store = make_store(i);
       std::vector<double> mine;
+      std::vector<double> releases;
       double longest = 0;
       bool failed = false;
       // Thread 0 starts as the holder; the others join once it holds the key.
@@ -126,8 +133,12 @@ handoff_result run_handoffs(MakeStore make_store, int waiters, std::uint64_t han
           std::lock_guard<std::mutex> lock(grant_mu);
           stop = true;
         }
-        released_at_ns = handoff_clock::now().time_since_epoch().count();
+        const auto release_start = handoff_clock::now();
+        released_at_ns = release_start.time_since_epoch().count();
         (void)l->release();
+        releases.push_back(
+            std::chrono::duration<double, std::micro>(handoff_clock::now() - release_start)
+                .count());
         if (stop.load()) {
           grant_cv.notify_all();
           break;
@@ -137,6 +148,7 @@ handoff_result run_handoffs(MakeStore make_store, int waiters, std::uint64_t han
       }
       std::lock_guard<std::mutex> lock(mu);
       out.latencies_us.insert(out.latencies_us.end(), mine.begin(), mine.end());
+      out.releases_us.insert(out.releases_us.end(), releases.begin(), releases.end());
       out.longest_ms = std::max(out.longest_ms, longest);
       out.failed = out.failed || failed;
     });
@@ -198,6 +210,11 @@ inline void report_handoffs(benchmark::State& state, const handoff_result& r,
   state.counters["requests"] = static_cast<double>(requests) / static_cast<double>(r.grants);
   state.counters["longest_ms"] = r.longest_ms;
   state.counters["handoffs"] = static_cast<double>(r.handoffs);
+  const double release_us = percentile(r.releases_us, 0.5);
+  state.counters["release_us"] = release_us;
+  if (release_us > 0) {
+    state.counters["median_releases"] = percentile(r.latencies_us, 0.5) / release_us;
+  }
 }
 
 }  // namespace holdfast_bench

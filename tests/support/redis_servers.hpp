@@ -114,6 +114,27 @@ inline int redis_kill_named(int port, const std::string& name) {
   return killed;
 }
 
+// How many connections are subscribed to `channel` (PUBSUB NUMSUB), over a connection of the
+// test's own (AUTH first when `o` has a password); -1000 if the reply has another shape.
+inline long long redis_subscribers(const holdfast::redis_options& o, const std::string& channel) {
+  redisContext* c = redisConnect(o.host.c_str(), o.port);
+  REQUIRE(c != nullptr);
+  REQUIRE(c->err == 0);
+  if (!o.password.empty()) {
+    freeReplyObject(redisCommand(c, "AUTH %b", o.password.data(), o.password.size()));
+  }
+  auto* r =
+      static_cast<redisReply*>(redisCommand(c, "PUBSUB NUMSUB %b", channel.data(), channel.size()));
+  REQUIRE(r != nullptr);
+  const long long v =
+      r->type == REDIS_REPLY_ARRAY && r->elements == 2 && r->element[1]->type == REDIS_REPLY_INTEGER
+          ? r->element[1]->integer
+          : -1000;
+  freeReplyObject(r);
+  redisFree(c);
+  return v;
+}
+
 // The length of `key`'s wait queue (redis_store's hand-off queue).
 inline long long redis_queued(const holdfast::redis_options& o, const std::string& key) {
   return redis_admin_int(o, {"LLEN", o.wait_prefix + key});

@@ -12,10 +12,12 @@
 #include <catch2/catch.hpp>
 
 #include <chrono>
+#include <functional>
 #include <future>
 #include <memory>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <thread>
 #include <vector>
 
@@ -96,6 +98,23 @@ void check_release_wakes(const etcd_options& o) {
   CHECK(waiter.try_acquire("k", "waiter", 30s));
 }
 
+/// An etcd_store that runs `between` once, when its wait asks for the holder's time left: after
+/// the wait read the holder and opened its watch, before etcd can have created the watch (the
+/// watch's request leaves when the wait drives it).
+struct write_in_between : etcd_store {
+  explicit write_in_between(const etcd_options& o) : etcd_store(o) {}
+  void arm(std::function<void()> between) {
+    link_.fault = [f = std::move(between)](std::string_view path, std::string_view) mutable {
+      if (path == "/lease/timetolive" && f) {
+        std::function<void()> once = std::move(f);
+        f = nullptr;
+        once();
+      }
+      return holdfast::detail::etcd_fault::none;
+    };
+  }
+};
+
 }  // namespace
 
 TEST_CASE("etcd_store wait_for_release: a release wakes the waiter (one member, three members)",
@@ -129,11 +148,43 @@ TEST_CASE("etcd_store wait_for_release: free keys, past deadlines, bad keys retu
   CHECK(ms_since(t) < 1500);
 }
 
+TEST_CASE(
+    "etcd_store wait_for_release: a deletion between the wait's read and its watch's creation "
+    "wakes it at once",
+    "[etcd][wait]") {
+  // The watch is opened from now (a watch from an older revision gets its events from etcd's
+  // 100 ms sync loop), so what came between the read and the watch is checked by one range read.
+  // The key is deleted behind the store's back: the holder's lease stays alive, so only that
+  // check can see it (without it the wait sleeps to its deadline).
+  std::optional<etcd_options> o = shared("HOLDFAST_ETCD_ENDPOINTS");
+  if (!o) return;
+  etcd_store holder(*o);
+  write_in_between waiter(*o);
+  hold(holder, waiter);
+  bool deleted = false;
+  waiter.arm([&] {
+    holdfast::detail::etcd_link adm(*o);
+    auto guard = adm.lock();
+    std::string end = o->key_prefix;
+    end.back() = static_cast<char>(end.back() + 1);
+    std::string body = R"({"key":")";
+    holdfast::detail::base64_append(o->key_prefix, body);
+    body += R"(","range_end":")";
+    holdfast::detail::base64_append(end, body);
+    body += R"("})";
+    auto r = adm.post("/kv/deleterange", body);
+    deleted = r && r->value("deleted", std::string("0")) == "1";
+  });
+  const auto t = steady::now();
+  CHECK(waiter.wait_for_release("k", steady::now() + 5s));
+  CHECK(deleted);
+  CHECK(ms_since(t) < 1000);  // not the 5 s deadline (the holder's TTL is 30 s)
+}
+
 TEST_CASE("etcd_store wait_for_release: a release before the wait began is not missed",
           "[etcd][wait]") {
-  // The watch starts at the revision of the busy answer, so a release (and a new holder!)
-  // between that answer and the wait replays as an event at once. A watch from "now" would
-  // sleep to the deadline here.
+  // A release (and a new holder!) between the busy answer and the wait is found by the range
+  // read that follows a watch created past the answer's revision: the key has another lease.
   std::optional<etcd_options> o = shared("HOLDFAST_ETCD_ENDPOINTS");
   if (!o) return;
   etcd_store holder(*o);

@@ -218,6 +218,50 @@ TEST_CASE("redis wait: a watcher wakes on the release without taking the waiter'
   CHECK(hf_test::redis_queued(*o, "w") == 0);
 }
 
+TEST_CASE(
+    "redis wait: only a watcher subscribes to the release broadcast; one that joins a store whose "
+    "waiter is reading still hears the release",
+    "[redis][wait_for_release]") {
+  const std::optional<redis_options> o = server();
+  if (!o) return;
+  const std::string broadcast = o->wait_prefix + "released";
+  redis_store holder_store(*o);
+  redis_store shared(*o);  // the waiter reads its notification link when the watcher arrives
+  auto holder = holdfast::try_acquire(holder_store, "bc", 30s);
+  REQUIRE(holder.has_value());
+  std::thread waiter([&] {
+    auto l = holdfast::acquire(shared, "bc", 30s, 20s, slow_polling());
+    if (l) (void)l->release();
+  });
+  REQUIRE(await_queued(*o, "bc", 1));
+  std::this_thread::sleep_for(50ms);  // asleep in the store, reading its notification link
+  // A waiting store hears only the hand-offs chosen for it, not every release (a herd).
+  CHECK(hf_test::redis_subscribers(*o, broadcast) == 0);
+  std::atomic<long long> watched_us{-1};
+  clk::time_point released_at{};
+  std::atomic<bool> released{false};
+  std::thread watcher([&] {
+    if (shared.watch_release("bc", clk::now() + 20s) && released.load()) {
+      watched_us =
+          std::chrono::duration_cast<std::chrono::microseconds>(clk::now() - released_at).count();
+    }
+  });
+  const auto limit = clk::now() + 10s;
+  while (hf_test::redis_subscribers(*o, broadcast) != 1 && clk::now() < limit) {
+    std::this_thread::sleep_for(1ms);
+  }
+  REQUIRE(hf_test::redis_subscribers(*o, broadcast) == 1);
+  std::this_thread::sleep_for(50ms);  // the watcher has read the holder and sleeps
+  released_at = clk::now();
+  released = true;
+  REQUIRE(holder->release().has_value());
+  watcher.join();
+  waiter.join();
+  REQUIRE(watched_us.load() >= 0);
+  CHECK(watched_us.load() < 2000000);  // woken by the release, not the 20 s deadline
+  CHECK(hf_test::redis_queued(*o, "bc") == 0);
+}
+
 TEST_CASE("redis wait: a busy attempt joins the queue in the same request",
           "[redis][wait_for_release]") {
   const std::optional<redis_options> o = server();

@@ -557,26 +557,14 @@ class etcd_store : public detail::link_client<detail::etcd_link>,
           return {};  // new holder
         seen = std::move(*now);
       }
-      if (!watch.open(link_.options(), link_.endpoint(), link_.auth_token(),
-                      q.ahead.empty() ? k : q.ahead, seen->revision + 1)) {
-        return link_.fail(errc::store_unavailable, watch.why());
-      }
-      const auto start = std::chrono::steady_clock::now();  // before the read leaves
-      result<std::int64_t> left =
-          detail::etcd_time_to_live(link_, body_, seen->lease, max_ttl.count() / 1000);
-      if (!left) return left.error();
-      if (*left < 0) return {};  // the holder's lease is gone, and the key with it
-      guard.unlock();
-      auto wake = start + std::chrono::seconds(*left > 0 ? *left : 1);
-      if (deadline < wake) wake = deadline;
-      const end e = watch.wait(wake);
-      if (e == end::cancelled) return errc::cancelled;
-      if (e == end::refused) {
-        guard.lock();
-        return link_.fail(errc::store_unavailable, watch.why());
-      }
-      if (e == end::quiet || (e == end::changed && q.ahead.empty())) return {};
-      if (e != end::changed) ++drops;
+      // A watch from now, the holder's time left, the sleep (detail/etcd_queue.hpp).
+      const result<end> e =
+          detail::etcd_watch_round(link_, guard, body_, watch, q.ahead.empty() ? k : q.ahead,
+                                   q.ahead.empty(), *seen, deadline, max_ttl.count() / 1000);
+      if (!e) return e.error();
+      if (*e == end::cancelled) return errc::cancelled;
+      if (*e == end::quiet || (*e == end::changed && q.ahead.empty())) return {};
+      if (*e != end::changed) ++drops;
       seen->revision = 0;  // re-read: who holds it, and who is ahead now
     }
     return {};

@@ -504,7 +504,8 @@ class redis_store : public detail::link_client<detail::redis_link>,
   /// Blocks until `key` may have changed hands, for observers (election::next_leader): like
   /// wait_for_release, but takes no place in the hand-off queue, so it never takes a release away
   /// from a waiting acquirer. Every release script also PUBLISHes the key on the broadcast channel
-  /// wait_prefix + "released", to which this store's notification connection is subscribed;
+  /// wait_prefix + "released", to which the first watch subscribes this store's notification
+  /// connection (before its inspect; a store that only acquires never hears every release);
   /// every watcher of the key wakes. Sleeps until such an announcement, the holder's expiry (its
   /// time left, read by inspect(), + 1 ms after the request left), or `deadline`; at once if the
   /// key is free or not held under `known` (if given: the holder read before is gone). One

@@ -14,8 +14,10 @@
 #ifndef HOLDFAST_STORES_DETAIL_ETCD_QUEUE_HPP
 #define HOLDFAST_STORES_DETAIL_ETCD_QUEUE_HPP
 
+#include <chrono>
 #include <cstddef>
 #include <cstdint>
+#include <mutex>
 #include <nlohmann/json.hpp>
 #include <optional>
 #include <string>
@@ -25,6 +27,7 @@
 #include <utility>
 
 #include "holdfast/detail/config.hpp"
+#include "holdfast/error.hpp"
 #include "holdfast/result.hpp"
 #include "holdfast/stores/detail/etcd_calls.hpp"
 #include "holdfast/stores/detail/etcd_encoding.hpp"
@@ -225,6 +228,48 @@ inline result<std::optional<etcd_sighting>> etcd_read_queue(etcd_link& link, std
     r = etcd_read_queue_once(link, body, k, entry_revision, entry, ahead);
   }
   return r;
+}
+
+/// One watch round of etcd_store's wait, `guard` holding the link (held again on return):
+/// watches `watched` (the lease key when `is_key`, else the queue entry ahead) for its deletion,
+/// reads the holder's time left (`seen.lease`: whole seconds, from before the read) and sleeps
+/// until the watch ends, that time or `deadline`. The watch is opened from now, not from the
+/// revision after `seen`: etcd serves a watch from a revision it has passed out of a sync loop
+/// that runs every 100 ms, which held a release's event back by up to 100 ms whenever any write
+/// came between the read and the watch (with 16 waiters, most hand-offs). If the watch was
+/// created past `seen.revision`, one range read (no Raft write) tells whether `watched` went, or
+/// the lease key changed holder, in between: end::changed then. \returns how the watch ended
+/// (quiet also when the holder's lease is gone); the reads' error, or store_unavailable with the
+/// watch's text if it was refused.
+inline result<etcd_watch::end> etcd_watch_round(
+    etcd_link& link, std::unique_lock<std::mutex>& guard, std::string& body, etcd_watch& watch,
+    const std::string& watched, bool is_key, const etcd_sighting& seen,
+    std::chrono::steady_clock::time_point deadline, std::int64_t max_ttl_s) {
+  using end = etcd_watch::end;
+  if (!watch.open(link.options(), link.endpoint(), link.auth_token(), watched, 0)) {
+    return link.fail(errc::store_unavailable, watch.why());
+  }
+  const auto start = std::chrono::steady_clock::now();  // before the read leaves
+  result<std::int64_t> left = etcd_time_to_live(link, body, seen.lease, max_ttl_s);
+  if (!left) return left.error();
+  if (*left < 0) return end::quiet;  // the holder's lease is gone, and the key with it
+  auto wake = start + std::chrono::seconds(*left > 0 ? *left : 1);
+  if (deadline < wake) wake = deadline;
+  guard.unlock();
+  std::optional<end> e = watch.wait_created(wake);
+  guard.lock();
+  if (!e && watch.created_revision() > seen.revision) {  // writes came after the read
+    result<std::optional<etcd_kv>> kv = etcd_range(link, body, watched);
+    if (!kv) return kv.error();
+    if (!*kv || (is_key && (*kv)->lease != seen.lease)) e = end::changed;
+  }
+  if (!e) {
+    guard.unlock();
+    e = watch.wait(wake);
+    guard.lock();
+  }
+  if (*e == end::refused) return link.fail(errc::store_unavailable, watch.why());
+  return *e;
 }
 
 }  // namespace detail

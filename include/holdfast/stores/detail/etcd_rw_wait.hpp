@@ -9,8 +9,10 @@
 // from the read of this thread's last busy answer in the same mode (etcd_rw_sightings; else it
 // reads P, one kv/range), and if something keeps the mode out (a shared waiter: the writer or an
 // intent; an exclusive one: the writer or any reader), watches P for deletions (/v3/watch with a
-// range end, filter NOPUT; detail/etcd_watch.hpp) from the revision after that read, so nothing
-// deleted after the read (a release just after the busy answer included) is missed:
+// range end, filter NOPUT; detail/etcd_watch.hpp) from now (a watch from a revision etcd has
+// passed gets its events from etcd's 100 ms sync loop), and if etcd created the watch past that
+// read's revision, reads P once more: a blocking grant gone by then wakes it as a deletion does,
+// so nothing deleted after the read (a release just after the busy answer included) is missed:
 //
 //   the watch ends as          | the waiter
 //   ---------------------------+-----------------------------------------------------------
@@ -30,7 +32,7 @@
 // time left, so that its next ask renews the intent before it lapses (writers first, RW4).
 //
 // Requests per wait: up to five lease/timetolive (and a kv/range without a busy answer of this
-// thread to start from), then one kv/range per
+// thread to start from; one more when the watch was created past the read), then one kv/range per
 // deletion seen (plus the timetolives if still blocked); none while asleep. Every waiter of the
 // key wakes on any deletion in P (a reader's release may free the key for a writer, a writer's
 // for every reader); those still kept out read once and sleep again.
@@ -193,15 +195,26 @@ result<void> etcd_rw_wait(etcd_link& link, const Names& n, bool ex,
     if (!b && drops > 0) b = etcd_rw_read_blockers(link, body, n, ex);  // the next member
     if (!b) return b.error();
     if (b->leases.empty()) return {};  // nothing keeps the mode out
-    if (!watch.open(link.options(), link.endpoint(), link.auth_token(), n.prefix, b->revision + 1,
-                    &n.end)) {
+    // From now: a watch from the revision after the read would be served by etcd's 100 ms sync
+    // loop whenever anything was written in between (etcd_watch::open).
+    if (!watch.open(link.options(), link.endpoint(), link.auth_token(), n.prefix, 0, &n.end)) {
       return link.fail(errc::store_unavailable, watch.why());
     }
     result<std::chrono::milliseconds> bound = etcd_rw_sleep_bound(link, body, *b);
     if (!bound) return bound.error();
     guard.unlock();
     const auto wake = std::min(deadline, start + *bound);
-    const end e = watch.wait(wake);
+    std::optional<end> created = watch.wait_created(wake);
+    if (!created && watch.created_revision() > b->revision) {
+      // Writes came between the read and the watch: read P again; a grant that kept the mode out
+      // and is gone now counts as the deletion the watch would have seen.
+      guard.lock();
+      result<etcd_rw_blockers> now = etcd_rw_read_blockers(link, body, n, ex);
+      if (!now) return now.error();
+      if (now->leases != b->leases || now->intent_lease != b->intent_lease) created = end::changed;
+      guard.unlock();
+    }
+    const end e = created ? *created : watch.wait(wake);
     if (e == end::cancelled) return errc::cancelled;
     if (e == end::refused) {
       guard.lock();

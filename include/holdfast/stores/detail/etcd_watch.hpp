@@ -101,9 +101,12 @@ class etcd_watch {
   ~etcd_watch() { close(); }
 
   /// Starts the watch of `key` (raw etcd key bytes; with `range_end`, every key in [key,
-  /// range_end)) for deletions from `from_revision` on, on `endpoint`, sending `auth_token` if not
-  /// empty. Connects without blocking; wait() drives it. Returns false (with why()) if libcurl
-  /// cannot be set up.
+  /// range_end)) for deletions from `from_revision` on (0: from the revision after the one the
+  /// member has when it creates the watch), on `endpoint`, sending `auth_token` if not empty.
+  /// Connects without blocking; wait() drives it. Returns false (with why()) if libcurl cannot be
+  /// set up. A watch from a revision the member has already passed is "unsynced" in etcd: its
+  /// events come from a sync loop that runs every 100 ms, so they may come up to 100 ms late; a
+  /// watch from now is synced at once (wait_created() and created_revision() tell what it missed).
   bool open(const etcd_options& o, const std::string& endpoint, const std::string& auth_token,
             const std::string& key, std::int64_t from_revision,
             const std::string* range_end = nullptr) {
@@ -120,8 +123,8 @@ class etcd_watch {
       body_ += R"(","range_end":")";
       base64_append(*range_end, body_);
     }
-    body_ +=
-        R"(","start_revision":")" + std::to_string(from_revision) + R"(","filters":["NOPUT"]}})";
+    if (from_revision > 0) body_ += R"(","start_revision":")" + std::to_string(from_revision);
+    body_ += R"(","filters":["NOPUT"]}})";
     url_ = endpoint + o.api_path + "/watch";
     if (!easy_ || !multi_ || !set_headers(auth_token)) return failed("etcd: out of memory");
     CURL* h = easy_.get();
@@ -159,26 +162,18 @@ class etcd_watch {
   /// Sleeps until the watch ends (see the overview) or `wake` (steady clock): quiet; or until
   /// the constructor's token is stopped: cancelled (interrupt() ends the poll at once).
   end wait(std::chrono::steady_clock::time_point wake) {
-    for (;;) {
-      if (cancel_.stop_requested()) return end::cancelled;
-      int running = 0;
-      if (curl_multi_perform(multi_.get(), &running) != CURLM_OK) {
-        return ended(end::refused, "etcd: watch: curl_multi_perform failed");
-      }
-      if (const std::optional<end> e = take_lines()) return *e;
-      if (running == 0) return finished();
-      const auto now = std::chrono::steady_clock::now();
-      if (now >= wake) return end::quiet;
-      const auto left = std::chrono::ceil<std::chrono::milliseconds>(wake - now).count();
-      std::int64_t most = 60000;
-#if LIBCURL_VERSION_NUM < 0x074400  // no curl_multi_wakeup: a stop is seen every slice
-      if (cancel_.stop_possible()) most = cancel_wait_slice.count();
-#endif
-      const int ms = static_cast<int>(std::min<std::int64_t>(left, most));
-      if (curl_multi_poll(multi_.get(), nullptr, 0, ms, nullptr) != CURLM_OK) {
-        return ended(end::refused, "etcd: watch: curl_multi_poll failed");
-      }
-    }
+    return *drive(wake, false);
+  }
+
+  /// As wait(), but returns nullopt as soon as the member has created the watch (an end if the
+  /// watch ends first); created_revision() is then the member's revision at its creation.
+  std::optional<end> wait_created(std::chrono::steady_clock::time_point wake) {
+    return drive(wake, true);
+  }
+
+  /// The member's revision when it created the watch (its header's), 0 before.
+  [[nodiscard]] std::int64_t created_revision() const noexcept {
+    return created_revision_;
   }
 
   /// Ends the poll of a wait() in progress, or of the next one, at once (curl_multi_wakeup, which
@@ -197,12 +192,39 @@ class etcd_watch {
   }
 
  private:
+  // wait() and wait_created(): drives the transfer until the watch ends, or (until_created) it
+  // is created (nullopt).
+  std::optional<end> drive(std::chrono::steady_clock::time_point wake, bool until_created) {
+    for (;;) {
+      if (cancel_.stop_requested()) return end::cancelled;
+      int running = 0;
+      if (curl_multi_perform(multi_.get(), &running) != CURLM_OK) {
+        return ended(end::refused, "etcd: watch: curl_multi_perform failed");
+      }
+      if (const std::optional<end> e = take_lines()) return *e;
+      if (until_created && created_) return std::nullopt;
+      if (running == 0) return finished();
+      const auto now = std::chrono::steady_clock::now();
+      if (now >= wake) return end::quiet;
+      const auto left = std::chrono::ceil<std::chrono::milliseconds>(wake - now).count();
+      std::int64_t most = 60000;
+#if LIBCURL_VERSION_NUM < 0x074400  // no curl_multi_wakeup: a stop is seen every slice
+      if (cancel_.stop_possible()) most = cancel_wait_slice.count();
+#endif
+      const int ms = static_cast<int>(std::min<std::int64_t>(left, most));
+      if (curl_multi_poll(multi_.get(), nullptr, 0, ms, nullptr) != CURLM_OK) {
+        return ended(end::refused, "etcd: watch: curl_multi_poll failed");
+      }
+    }
+  }
+
   // The multi handle stays for the next open(), so interrupt() never sees it change.
   void close() noexcept {
     if (added_) curl_multi_remove_handle(multi_.get(), easy_.get());
     added_ = false;
     easy_.reset();
     created_ = false;
+    created_revision_ = 0;
     buffer_.clear();
   }
 
@@ -270,6 +292,12 @@ class etcd_watch {
         !json_int64(*r, "compact_revision", compacted)) {
       return ended(end::refused, "etcd: watch: an answer of unexpected shape from " + url_);
     }
+    if (created && !created_) {
+      const nlohmann::json* header = json_object(*r, "header");
+      if (header == nullptr || !json_int64(*header, "revision", created_revision_)) {
+        return ended(end::refused, "etcd: watch: a created answer without a revision from " + url_);
+      }
+    }
     created_ = created_ || created;
     const auto events = r->find("events");
     if (events != r->end() && events->is_array() && !events->empty()) return end::changed;
@@ -297,6 +325,7 @@ class etcd_watch {
   std::unique_ptr<curl_slist, curl_slist_deleter> headers_;
   bool added_ = false;
   bool created_ = false;
+  std::int64_t created_revision_ = 0;
   std::string url_;
   std::string body_;
   std::string buffer_;

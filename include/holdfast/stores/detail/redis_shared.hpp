@@ -361,10 +361,8 @@ class redis_shared {
     }
     std::uint64_t base;
     {
-      std::lock_guard<std::mutex> lk(w.mu);
-      if (!w.reading) {
-        if (std::error_code ec = w.subscribe()) return ec;
-      }
+      std::unique_lock<std::mutex> lk(w.mu);
+      if (std::error_code ec = w.await_broadcast(lk)) return ec;
       auto& entry = w.watched[record];  // before the read: a release after it counts
       base = entry.first;
       ++entry.second;

@@ -1,12 +1,15 @@
 // SPDX-License-Identifier: MIT
 // holdfast/stores/detail/redis_waiting.hpp - redis_waiting: the notification side of
 // redis_store's wait_for_release and watch_release. A second connection, subscribed (pub/sub) to
-// the store's own channel (hand-offs a release script chose for one of this store's waiters) and
-// to the release broadcast (every release, for watchers); one waiting thread at a time reads it
-// and files what arrives for the others. Notifications are hints: the waiters bound every sleep
-// by the holder's expiry, and the store stays the judge. A waiter's cancel_token wakes it through
-// wake_on_stop(): the waiters on `cv` look again, and the reader's poll() ends on the self-pipe
-// (wake_pipe.hpp); the wake-up never touches hiredis. Part of stores/redis.hpp; not for users.
+// the store's own channel (hand-offs a release script chose for one of this store's waiters) and,
+// once a watcher asked for it, to the release broadcast (every release, for watchers); one waiting
+// thread at a time reads it and files what arrives for the others. A store whose threads only
+// acquire never subscribes to the broadcast: else every release would wake every such store's
+// sleeping waiter, a herd that, with 16 waiters on 2 vCPUs, doubled the hand-off's latency.
+// Notifications are hints: the waiters bound every sleep by the holder's expiry, and the store
+// stays the judge. A waiter's cancel_token wakes it through wake_on_stop(): the waiters on `cv`
+// look again, and the reader's poll() ends on the self-pipe (wake_pipe.hpp); the wake-up never
+// touches hiredis. Part of stores/redis.hpp; not for users.
 #ifndef HOLDFAST_STORES_DETAIL_REDIS_WAITING_HPP
 #define HOLDFAST_STORES_DETAIL_REDIS_WAITING_HPP
 
@@ -62,6 +65,10 @@ struct redis_waiting {
   std::string broadcast;  // every release of every key with this wait_prefix, for watchers
   bool reading = false;
   bool subscribed = false;
+  // A watcher asked for the release broadcast (kept from then on, across reconnects), and whether
+  // the live connection is subscribed to it.
+  bool want_broadcast = false;
+  bool broadcast_on = false;
   // How many times the notification connection died under a reader: a waiter that sees it
   // change returns early (its queue entry's hand-off may have gone to nobody), so its caller asks
   // again and queues anew on a fresh subscription, instead of sleeping until the holder's expiry.
@@ -102,19 +109,112 @@ struct redis_waiting {
   }
 
   /// [mu held, nobody reading] Connects and subscribes the notification connection to this
-  /// store's channel and the release broadcast.
+  /// store's channel, and to the release broadcast if a watcher asked for it (want_broadcast).
   std::error_code subscribe() {
-    if (subscribed && link.connected()) return {};
+    if (subscribed && link.connected()) {
+      return want_broadcast && !broadcast_on ? subscribe_broadcast() : std::error_code{};
+    }
     subscribed = false;
+    broadcast_on = false;
     auto guard = link.lock();
-    result<redis_reply_ptr> r = link.command({"SUBSCRIBE", channel, broadcast});
+    result<redis_reply_ptr> r = want_broadcast ? link.command({"SUBSCRIBE", channel, broadcast})
+                                               : link.command({"SUBSCRIBE", channel});
     if (!r) return r.error();
-    if ((*r)->type != REDIS_REPLY_ARRAY) {  // (the second channel's confirmation comes later)
+    if ((*r)->type != REDIS_REPLY_ARRAY) {  // (a second channel's confirmation comes later)
       link.disconnect();
       return link.fail(errc::protocol_error, "redis: SUBSCRIBE: unexpected reply");
     }
     subscribed = true;
+    broadcast_on = want_broadcast;
     return {};
+  }
+
+  /// [mu held, nobody reading, subscribed] Adds the release broadcast to the live subscription
+  /// and waits (at most command_timeout) for its confirmation, filing every message that comes
+  /// before it as the reader does, so no hand-off is lost; the caller's read of the holder then
+  /// follows the subscription. A failure drops the connection (`dropped`: the sleepers ask again).
+  std::error_code subscribe_broadcast() {
+    auto guard = link.lock();
+    std::string wire;
+    resp_append_command(wire, {"SUBSCRIBE", broadcast});
+    std::error_code ec = link.send_wire(wire);
+    const auto until = std::chrono::steady_clock::now() + link.options().command_timeout;
+    while (!ec) {
+      const auto now = std::chrono::steady_clock::now();
+      if (!(now < until)) {
+        ec = link.fail(errc::timeout, "redis: SUBSCRIBE: no confirmation in time");
+        break;
+      }
+      result<redis_reply_ptr> r =
+          link.receive(std::chrono::ceil<std::chrono::milliseconds>(until - now));
+      if (!r) {
+        if (r.error() == errc::timeout) continue;  // (part of a message; the rest comes later)
+        ec = r.error();
+        break;
+      }
+      const redisReply* m = r->get();
+      if (m->type == REDIS_REPLY_ARRAY && m->elements == 3 &&
+          m->element[0]->type == REDIS_REPLY_STRING &&
+          std::string_view(m->element[0]->str, m->element[0]->len) == "subscribe" &&
+          m->element[1]->type == REDIS_REPLY_STRING &&
+          std::string_view(m->element[1]->str, m->element[1]->len) == broadcast) {
+        broadcast_on = true;
+        return {};
+      }
+      std::set<std::uint64_t> ids;
+      std::vector<std::string> keys;
+      file(m, ids, keys);
+      deliver(ids, keys);
+    }
+    link.disconnect();
+    subscribed = false;
+    ++dropped;
+    cv.notify_all();
+    return ec;
+  }
+
+  /// [lk holds mu] Makes sure the notification connection carries the release broadcast before
+  /// a watcher reads the holder (so a release after that read is announced to it): subscribes
+  /// itself if nobody is reading, else asks the reader (through `wake`), which subscribes it
+  /// before its next read. \returns the subscription's error.
+  std::error_code await_broadcast(std::unique_lock<std::mutex>& lk) {
+    want_broadcast = true;
+    for (;;) {
+      if (!reading) return subscribe();  // (also when the reader's connection died meanwhile)
+      if (broadcast_on) return {};
+      wake.notify();
+      cv.wait_for(lk, cancel_wait_slice);
+    }
+  }
+
+  /// [mu held] Files what a reader received: wake-ups for waits still active, releases for the
+  /// keys being watched; wakes everyone to look.
+  void deliver(const std::set<std::uint64_t>& ids, const std::vector<std::string>& keys) {
+    for (std::uint64_t g : ids) {
+      if (active.count(g) != 0) arrived.insert(g);
+    }
+    for (const std::string& k : keys) {
+      auto it = watched.find(k);
+      if (it != watched.end()) ++it->second.first;
+    }
+    cv.notify_all();
+  }
+
+  /// Sorts one message of the subscription into a wait id (own channel) or a released key
+  /// (broadcast); anything else (a subscription's confirmation) is ignored.
+  void file(const redisReply* m, std::set<std::uint64_t>& ids,
+            std::vector<std::string>& keys) const {
+    if (m->type == REDIS_REPLY_ARRAY && m->elements == 3 &&
+        m->element[1]->type == REDIS_REPLY_STRING && m->element[2]->type == REDIS_REPLY_STRING) {
+      const std::string_view from(m->element[1]->str, m->element[1]->len);
+      const std::string_view payload(m->element[2]->str, m->element[2]->len);
+      if (from == broadcast) {
+        keys.emplace_back(payload);
+      } else if (std::optional<fencing_token> id =
+                     parse_redis_token(payload.data(), payload.size())) {
+        ids.insert(id->value());
+      }
+    }
   }
 
   /// [mu not held, reading set by the caller] Reads one message for at most `timeout` (less if
@@ -129,18 +229,7 @@ struct redis_waiting {
     result<redis_reply_ptr> r = link.receive(timeout, wake.fd());
     wake.drain();
     if (!r) return r.error() == errc::timeout;
-    const redisReply* m = r->get();
-    if (m->type == REDIS_REPLY_ARRAY && m->elements == 3 &&
-        m->element[1]->type == REDIS_REPLY_STRING && m->element[2]->type == REDIS_REPLY_STRING) {
-      const std::string_view from(m->element[1]->str, m->element[1]->len);
-      const std::string_view payload(m->element[2]->str, m->element[2]->len);
-      if (from == broadcast) {
-        keys.emplace_back(payload);
-      } else if (std::optional<fencing_token> id =
-                     parse_redis_token(payload.data(), payload.size())) {
-        ids.insert(id->value());
-      }
-    }
+    file(r->get(), ids, keys);
     return true;
   }
 
@@ -159,6 +248,8 @@ struct redis_waiting {
       const auto now = std::chrono::steady_clock::now();
       if (!(now < wake)) return true;
       if (!reading && subscribed) {
+        // A watcher asked for the broadcast while another thread read (await_broadcast).
+        if (want_broadcast && !broadcast_on && subscribe_broadcast()) continue;
         reading = true;
         lk.unlock();
         std::set<std::uint64_t> ids;
@@ -171,14 +262,7 @@ struct redis_waiting {
           subscribed = false;
           ++dropped;
         }
-        for (std::uint64_t g : ids) {
-          if (active.count(g) != 0) arrived.insert(g);
-        }
-        for (const std::string& k : keys) {
-          auto it = watched.find(k);
-          if (it != watched.end()) ++it->second.first;
-        }
-        cv.notify_all();
+        deliver(ids, keys);
       } else {
         cv.wait_until(lk, wake);
       }
@@ -221,10 +305,8 @@ result<void> redis_watch_release(Store& store, redis_waiting& w, std::string_vie
   w.wake_on_stop(stop, cancel);
   std::uint64_t base;
   {
-    std::lock_guard<std::mutex> lk(w.mu);
-    if (!w.reading) {
-      if (std::error_code ec = w.subscribe()) return ec;
-    }
+    std::unique_lock<std::mutex> lk(w.mu);
+    if (std::error_code ec = w.await_broadcast(lk)) return ec;
     auto& entry = w.watched[std::string(key)];
     base = entry.first;
     ++entry.second;
