@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: MIT
 // fuzz/harness.hpp - what the project's own simulator harnesses (fuzz_<target>.cpp) share: the
-// HOLDFAST_MUTANT lookup, and their entry points.
+// HOLDFAST_MUTANT lookup, their libFuzzer defaults (-entropic=0) and their entry points.
 //
 // Each harness defines `int initialize(int*, char***)` and `int test_one_input(const uint8_t*,
 // size_t)` in a namespace of its own (fuzz_<target>) and ends with HOLDFAST_FUZZ_ENTRY(ns),
@@ -20,8 +20,10 @@
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
+#include <cstring>
 #include <optional>
 #include <string_view>
+#include <vector>
 
 namespace holdfast_fuzz {
 
@@ -45,18 +47,56 @@ void read_mutant(Mutant& out, std::optional<Mutant> (*parse)(std::string_view) n
   std::fprintf(stderr, "holdfast: fuzzing the negative control %s\n", name);
 }
 
+/// Adds `-entropic=0` to libFuzzer's command line unless it already names `-entropic=`, and says
+/// so on stderr. libFuzzer parses its flags after LLVMFuzzerInitialize returns, so the flag is
+/// this target's default and an explicit `-entropic=1` still wins. The standalone replayer
+/// (standalone_main.cpp) skips arguments starting with '-', so it is unaffected.
+///
+/// Why: the entropic power schedule (libFuzzer's default: clang 14's prints "Running with entropic
+/// power schedule (0xFF, 100)") updates, for every feature a run covers, its frequency and looks it
+/// up in the list of rare features, a list trimmed (to 100) only of features seen more than 255
+/// times. A schedule covers thousands of features (edges and their hit-count buckets), so while the
+/// corpus is young, which for a 12 s CI budget or a negative-control catch is the whole run, that
+/// bookkeeping costs more CPU than the schedule: perf showed 39-48% of fuzz_lease_schedule's time
+/// in InputCorpus::UpdateFeatureFrequency and 6-12% in AddRareFeature, against 13-21% in the
+/// harness (ASan+UBSan -O1, and -O1 without ASan). Without it each execution took 2.2-2.8x less
+/// CPU in five targets and 1.5x less in fuzz_multi_lease, and libFuzzer reached more features in
+/// the same time (tests/benchmarks/README.md, "Simulator and fuzz throughput"); every negative
+/// control is still caught within its budget (fuzzcatch_* tests, fuzz/README.md).
+///
+/// `argv` is replaced by a copy that lives until the process exits. Call it once, from
+/// LLVMFuzzerInitialize; not thread-safe.
+inline void default_libfuzzer_flags(int* argc, char*** argv) {
+  if (argc == nullptr || argv == nullptr || *argc < 1) return;
+  for (int i = 1; i < *argc; ++i) {
+    if (std::strncmp((*argv)[i], "-entropic=", 10) == 0) return;
+  }
+  static char entropic_off[] = "-entropic=0";
+  static std::vector<char*> args;
+  args.assign(*argv, *argv + *argc);
+  args.insert(args.begin() + 1, entropic_off);
+  args.push_back(nullptr);  // argv[argc] is null, as main's is
+  *argv = args.data();
+  *argc += 1;
+  std::fprintf(stderr,
+               "holdfast: -entropic=0 added to the command line (fuzz/harness.hpp; -entropic=1 "
+               "keeps libFuzzer's default)\n");
+}
+
 }  // namespace holdfast_fuzz
 
 #if defined(HOLDFAST_FUZZ_UNITY)
 #define HOLDFAST_FUZZ_ENTRY(ns)
 #else
-/// libFuzzer's two entry points, forwarding to ns::initialize and ns::test_one_input.
+/// libFuzzer's two entry points, forwarding to ns::initialize (after default_libfuzzer_flags) and
+/// ns::test_one_input.
 #define HOLDFAST_FUZZ_ENTRY(ns)                                                       \
   namespace ns {                                                                      \
   int initialize(int* argc, char*** argv);                                            \
   int test_one_input(const std::uint8_t* data, std::size_t size);                     \
   }                                                                                   \
   extern "C" int LLVMFuzzerInitialize(int* argc, char*** argv) {                      \
+    holdfast_fuzz::default_libfuzzer_flags(argc, argv);                               \
     return ns::initialize(argc, argv);                                                \
   }                                                                                   \
   extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) { \
