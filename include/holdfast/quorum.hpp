@@ -30,7 +30,14 @@
 //   Proof. The sets R1, R2 of members holding G1 resp. G2 under its token each have >= W members,
 //   and 2W > N, so they share a member m. m held G1 and G2 at different times, say G1 first. While
 //   it still held G1, m's counter was >= T1 (it issued T1 itself, or raise_token lifted it). It
-//   granted G2 later, so t_m(G2) > T1, and T2 >= t_m(G2) > T1.
+//   granted G2 later, so t_m(G2) > T1, and T2 >= t_m(G2) > T1. Unless m's record of G2 *is* its
+//   record of G1: the same owner re-acquiring after G1 ended (a release freed other members, its
+//   validity passed) while m still held it. So the quorum remembers the last grant it reported
+//   per (key, owner) (detail/quorum_book.hpp) and gives it again only while it may still be live
+//   (not released or lost, validity left); otherwise, when the top token is not above it, every
+//   granting member is raised to its token + 1, and T2 > T1 again. The members' answers cannot
+//   tell: a lagging counter issues the stale record's token fresh. An owner id serves one
+//   quorum_store (one process), as any holder's id serves one holder.
 //
 // No clock, pause, delay or lost reply enters the argument, only that a member's counter never
 // goes back. That is why raise_token is *conditional*: an unconditional raise delayed past the
@@ -105,40 +112,16 @@
 // configuration is the default one (W = majority) *with members that persist their counters*.
 //
 // ## Dispatch
-// quorum_dispatch::automatic (default) picks by what the members can do (send_receive.hpp):
-//
-//   members                          | requests go out                    | hand-offs per round
-//   ---------------------------------+------------------------------------+--------------------
-//   send/receive (redis_store)       | all from the caller's thread       | none (faults: some)
-//                                    | (send), replies taken as they come |
-//                                    | from one poll() over every socket  |
-//   in-process (completes_inline:    | called in turn, in the caller's    | none
-//   memory_store)                    | thread, as sequential              |
-//   anything else                    | one worker thread per member       | two per member
-//
-// Under the split dispatch each member still has its worker: it takes a request the caller's
-// thread cannot start without blocking (the member is not connected yet, or busy with another
-// caller's request; the caller then polls a pipe the worker signals, alongside the sockets) and
-// reads the replies still in flight when the caller stops waiting, so late replies are handled
-// exactly as under threads.
-// quorum_dispatch::threads: one small worker thread per member, started by the constructor; a
-// member is only ever called from its own worker (or, split, from a caller's thread holding the
-// member's claim), so a member needs no locking of its own. The caller waits in real time, at most
-// the per-member timeout: for try_acquire's first round until every member answered (Redlock's
-// rule) unless failure is already certain, for the other rounds only until the outcome is
-// decided. Replies still in flight are handled when they arrive: a late grant is raised to T when
-// the quorum succeeded, else released.
-// quorum_dispatch::sequential calls the members one after another in the caller's thread and treats
-// a reply that took longer than the per-member timeout (on the quorum's clock) as lost, giving back
-// a late grant at once: deterministic, for manual_clock tests and the simulator.
+// How requests reach the members (threads, split send/receive, sequential) and what each costs:
+// quorum_options.hpp, "Dispatch", beside quorum_dispatch.
 //
 // ## Files
 // This file is the protocol. The configuration (quorum_options, quorum_dispatch, the
 // quorum_member requirement) is quorum_options.hpp, included here; try_acquire's steps (tally,
 // raise, give back) are detail/quorum_acquire.hpp, and what every operation does around a round
 // (its arguments, the validity rule, the observer, clean-ups in the background)
-// detail/quorum_round.hpp. The workers, rounds and late-reply handling are the fan-out executor,
-// detail/fan_out.hpp.
+// detail/quorum_round.hpp. The last grant reported per (key, owner) is detail/quorum_book.hpp.
+// The workers, rounds and late-reply handling are the fan-out executor, detail/fan_out.hpp.
 #ifndef HOLDFAST_QUORUM_HPP
 #define HOLDFAST_QUORUM_HPP
 
@@ -164,6 +147,7 @@
 #include "holdfast/quorum/detail/fan_out.hpp"
 #include "holdfast/quorum/detail/quorum_acquire.hpp"
 #include "holdfast/quorum/detail/quorum_batch.hpp"
+#include "holdfast/quorum/detail/quorum_book.hpp"
 #include "holdfast/quorum/detail/quorum_round.hpp"
 #include "holdfast/quorum_options.hpp"
 #include "holdfast/result.hpp"
@@ -225,11 +209,8 @@ class quorum_store {
       : opts_(opts), exec_(std::move(members), std::move(clock)) {
     const std::vector<Store*>& m = exec_.members();
     config_error_ = opts_.check(m.size());
-    for (std::size_t i = 0; i < m.size() && !config_error_; ++i) {
-      if (m[i] == nullptr) config_error_ = errc::invalid_argument;
-      for (std::size_t j = 0; j < i && !config_error_; ++j) {
-        if (m[j] == m[i]) config_error_ = errc::invalid_argument;
-      }
+    if (!config_error_ && !detail::members_problem(m).empty()) {
+      config_error_ = errc::invalid_argument;
     }
     write_quorum_ = write_quorum(m.size(), opts_.empty_restarts);
     const bool inline_members =
@@ -255,16 +236,8 @@ class quorum_store {
   /// (1, 3, 5, ...)"), or "" if the configuration is good.
   [[nodiscard]] std::string error_message() const {
     if (!config_error_) return {};
-    const std::vector<Store*>& m = exec_.members();
-    std::string why = opts_.problem(m.size());
-    for (std::size_t i = 0; i < m.size() && why.empty(); ++i) {
-      if (m[i] == nullptr) why = "member " + std::to_string(i) + " is null";
-      for (std::size_t j = 0; j < i && why.empty(); ++j) {
-        if (m[j] == m[i]) {
-          why = "members " + std::to_string(j) + " and " + std::to_string(i) + " are one store";
-        }
-      }
-    }
+    std::string why = opts_.problem(exec_.members().size());
+    if (why.empty()) why = detail::members_problem(exec_.members());
     return "holdfast: quorum_store: invalid argument: " + why;
   }
   /// Returns the number of members N.
@@ -286,9 +259,9 @@ class quorum_store {
 
   /// Acquires `key` for `owner` for `ttl` (ms) on W members with one fencing token (the token
   /// floor), asking every member concurrently. Re-acquiring one's own live lease returns the same
-  /// token while the members that grant it still hold it under that token; after a member lost
-  /// the lease (restart, expiry) it may return a greater one, which only fences this owner's own
-  /// older writes.
+  /// token while this quorum_store reported it, neither released it nor saw it lost, validity is
+  /// left and W members still hold it under that token; otherwise it returns a greater one (never
+  /// the token of a grant that may have ended), which only fences this owner's own older writes.
   /// \returns the grant {T, the smallest TTL the W members applied};
   ///   errc::busy if fewer than W granted and no more than N - W members failed (contention);
   ///   errc::store_unavailable if more than N - W members failed (an error, or no reply within
@@ -307,7 +280,11 @@ class quorum_store {
                                                detail::make_quorum_args(key, owner, {}, ttl),
                                                detail::member_wait(opts_, ttl));
     a.tally();
-    if (a.granted_by_quorum()) a.raise();
+    if (a.granted_by_quorum()) {
+      a.raise(book_.must_exceed(
+          key, owner, a.top(),
+          [this](time_point s, std::chrono::milliseconds t) { return validity_left(s, t); }));
+    }
     errc failure = a.refusal();
     if (a.held_by_quorum()) {
       if (exec_.sequential()) a.give_back_late_now();
@@ -319,10 +296,12 @@ class quorum_store {
           naive_.remember(a.args(), a.top(), a.held());
         }
         a.join_late();
+        book_.granted(key, owner, a.top(), start, applied);
         return grant{a.top(), applied};
       }
     }
-    a.give_back();  // rethrows a member's exception, if one threw
+    book_.ended(key, owner, fencing_token{});  // it gave the owner's records back
+    a.give_back();                             // rethrows a member's exception, if one threw
     return failure;
   }
 
@@ -376,10 +355,14 @@ class quorum_store {
     }
     if (renewed >= w) {
       if (!validity_left(start, applied)) return errc::timeout;
+      book_.renewed(key, owner, token, start, applied);
       return grant{token, applied};
     }
     exec_.rethrow_member_exception(r.round);
-    if (lost > exec_.size() - w) return errc::lease_lost;
+    if (lost > exec_.size() - w) {
+      book_.ended(key, owner, token);
+      return errc::lease_lost;
+    }
     return errc::store_unavailable;
   }
 
@@ -401,6 +384,11 @@ class quorum_store {
           return naive_member_tokens(k, o, t);
         },
         [this, start](std::chrono::milliseconds applied) { return validity_left(start, applied); });
+    for (std::size_t i = 0; i < n; ++i) {  // as renew() keeps the book
+      if (out[i]) book_.renewed(q[i].key, q[i].owner, q[i].token, start, out[i]->ttl);
+      if (!out[i] && out[i].error() == errc::lease_lost)
+        book_.ended(q[i].key, q[i].owner, q[i].token);
+    }
   }
 
   /// Releases the lease on `key` held by `owner` with `token` on every member.
@@ -420,6 +408,7 @@ class quorum_store {
     if (config_error_) return config_error_;
     auto args = detail::make_quorum_args(key, owner, token, std::chrono::milliseconds::zero(),
                                          naive_member_tokens(key, owner, token));
+    book_.ended(key, owner, token);  // whatever the members answer: it may end with any of them
     const std::size_t w = write_quorum_;
     auto r = exec_.template run_round<result<void>>(
         exec_.all_members(), false,
@@ -584,7 +573,8 @@ class quorum_store {
   quorum_options opts_;
   std::error_code config_error_;
   std::size_t write_quorum_ = 1;
-  detail::naive_max_book naive_;  // naive_max only
+  detail::naive_max_book naive_;                                  // naive_max only
+  detail::reported_book<time_point> book_{opts_.member_timeout};  // quorum_book.hpp
   // Last: its workers are joined first, while everything a late clean-up uses still exists.
   detail::fan_out<Store, Clock> exec_;
 };

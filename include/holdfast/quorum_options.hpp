@@ -4,6 +4,34 @@
 // concept), the dispatch (quorum_dispatch), the token mode (quorum_token_mode), the write quorum
 // W (write_quorum) and quorum_options. quorum.hpp includes it; the protocol, the proof and the
 // restart rules these options choose between are in quorum.hpp's overview.
+//
+// ## Dispatch
+// quorum_dispatch::automatic (default) picks by what the members can do (send_receive.hpp):
+//
+//   members                          | requests go out                    | hand-offs per round
+//   ---------------------------------+------------------------------------+--------------------
+//   send/receive (redis_store)       | all from the caller's thread       | none (faults: some)
+//                                    | (send), replies taken as they come |
+//                                    | from one poll() over every socket  |
+//   in-process (completes_inline:    | called in turn, in the caller's    | none
+//   memory_store)                    | thread, as sequential              |
+//   anything else                    | one worker thread per member       | two per member
+//
+// Under the split dispatch each member still has its worker: it takes a request the caller's
+// thread cannot start without blocking (the member is not connected yet, or busy with another
+// caller's request; the caller then polls a pipe the worker signals, alongside the sockets) and
+// reads the replies still in flight when the caller stops waiting, so late replies are handled
+// exactly as under threads.
+// quorum_dispatch::threads: one small worker thread per member, started by the constructor; a
+// member is only ever called from its own worker (or, split, from a caller's thread holding the
+// member's claim), so a member needs no locking of its own. The caller waits in real time, at most
+// the per-member timeout: for try_acquire's first round until every member answered (Redlock's
+// rule) unless failure is already certain, for the other rounds only until the outcome is
+// decided. Replies still in flight are handled when they arrive: a late grant is raised to T when
+// the quorum succeeded, else released.
+// quorum_dispatch::sequential calls the members one after another in the caller's thread and treats
+// a reply that took longer than the per-member timeout (on the quorum's clock) as lost, giving back
+// a late grant at once: deterministic, for manual_clock tests and the simulator.
 #ifndef HOLDFAST_QUORUM_OPTIONS_HPP
 #define HOLDFAST_QUORUM_OPTIONS_HPP
 
@@ -14,6 +42,7 @@
 #include <system_error>
 #include <type_traits>
 #include <utility>
+#include <vector>
 
 #include "holdfast/detail/config.hpp"
 #include "holdfast/detail/detect.hpp"
@@ -69,7 +98,7 @@ concept quorum_member = lease_store<S>&& requires(S& s, std::string_view key,
 template <class S>
 inline constexpr bool has_raise_token_floor_v = detail::has_raise_token_floor<S>::value;
 
-/// How quorum_store reaches its members (see "Dispatch" in quorum.hpp).
+/// How quorum_store reaches its members (see "Dispatch" at the top of this file).
 enum class quorum_dispatch {
   /// The default: requests in flight together from the caller's thread when the members have
   /// the send/receive capability, direct calls for in-process members (completes_inline), else
@@ -99,6 +128,22 @@ enum class quorum_token_mode {
                                                  std::size_t empty_restarts) noexcept {
   return (members + empty_restarts) / 2 + 1;
 }
+
+namespace detail {
+// What is wrong with a quorum's members (a null or repeated one), or "" if nothing is.
+template <class Store>
+std::string members_problem(const std::vector<Store*>& m) {
+  for (std::size_t i = 0; i < m.size(); ++i) {
+    if (m[i] == nullptr) return "member " + std::to_string(i) + " is null";
+    for (std::size_t j = 0; j < i; ++j) {
+      if (m[j] == m[i]) {
+        return "members " + std::to_string(j) + " and " + std::to_string(i) + " are one store";
+      }
+    }
+  }
+  return {};
+}
+}  // namespace detail
 
 /// Options for quorum_store.
 struct quorum_options {

@@ -790,3 +790,67 @@ TEST_CASE("quorum: a failed acquire gives back a member whose reply was lost", "
 }
 
 }  // namespace test_quorum
+
+namespace test_quorum {
+
+// The kind fuzz_quorum_schedule found (S2: "granted #5 to A#2 after granting A#2's #5"): a grant
+// ended on the members (a release freed W - 1 of them and was cut short, or its validity passed),
+// one member still held the owner's record, and the owner's next acquire was answered by that
+// record (its token, a same-owner re-acquire) beside a member whose lagging counter issued the
+// same token fresh. W equal answers, so the quorum reported the ended grant's token again.
+TEST_CASE("quorum: the same owner after a release that ended its grant gets a greater token",
+          "[quorum]") {
+  cluster c({4, 4, 4});
+  quorum q(c.pointers(), sequential(), c.clock);
+  c[0].down = true;  // m1 misses the grant and the release: its counter stays at 4
+  const grant g1 = q.try_acquire("orders", "alice", 1000ms).value();
+  CHECK(g1.token == fencing_token(5));  // m2 and m3 issued 5 (no raise round)
+  c[2].down = true;                     // the release frees m2 only; m3 keeps alice's record of #5
+  CHECK(q.release("orders", "alice", g1.token).error() == errc::store_unavailable);
+  CHECK(c.holding("orders", g1.token) == 1);
+  CHECK(c[0].last_token() == fencing_token(4));
+  c[0].down = false;
+  c[2].down = false;
+  c[1].down = true;  // m1 issues 5 fresh, m3 answers with its record of #5
+  const grant g2 = q.try_acquire("orders", "alice", 1000ms).value();
+  CHECK(g2.token > g1.token);  // before: #5 again, for a grant after one that ended
+  CHECK(c.holding("orders", g2.token) == 2);
+  CHECK(c.holding("orders", g1.token) == 0);  // both raised to it
+  // The same live grant again (no release, validity left): the same token (T1).
+  CHECK(q.try_acquire("orders", "alice", 1000ms).value().token == g2.token);
+}
+
+TEST_CASE("quorum: the same owner gets its token again only within the grant's validity",
+          "[quorum]") {
+  // TTL 1000 ms, validity 1% + 2 ms: trusted for just under 988 ms (trusted_span rounds down)
+  // from the start of the acquire or renew, less the quorum clock's tick (0 on manual_clock, which
+  // reads in ns); the members hold the records 1000 ms. One ns before the validity ends the
+  // re-acquire is the same grant; at the end and one ns after, the grant may have ended as far
+  // as the quorum can tell: a greater token (the members are raised to it).
+  const auto span = std::chrono::duration_cast<std::chrono::nanoseconds>(
+      holdfast::trusted_span(1000ms, quorum_options{}.validity));
+  REQUIRE(span > 987ms);
+  REQUIRE(span <= 988ms);
+  const std::chrono::nanoseconds end = span - holdfast::clock_tick(manual_clock{});
+  const std::chrono::nanoseconds tick = 1ns;
+  for (const std::chrono::nanoseconds at : {end - tick, end, end + tick}) {
+    cluster c({0, 0, 0});
+    quorum q(c.pointers(), sequential(), c.clock);
+    const grant g = q.try_acquire("k", "alice", 1000ms).value();
+    c.clock.advance(at);
+    const grant again = q.try_acquire("k", "alice", 1000ms).value();
+    INFO("re-acquired " << at.count() << " ns after the grant");
+    CHECK((again.token == g.token) == (at < end));
+    CHECK(c.holding("k", again.token) == 3);
+  }
+  // A renewal starts the validity again.
+  cluster c({0, 0, 0});
+  quorum q(c.pointers(), sequential(), c.clock);
+  const grant g = q.try_acquire("k", "alice", 1000ms).value();
+  c.clock.advance(900ms);
+  REQUIRE(q.renew("k", "alice", g.token, 1000ms));
+  c.clock.advance(900ms);  // 1800 ms after the grant, 900 after the renewal
+  CHECK(q.try_acquire("k", "alice", 1000ms).value().token == g.token);
+}
+
+}  // namespace test_quorum

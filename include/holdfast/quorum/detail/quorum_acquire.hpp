@@ -82,13 +82,23 @@ class quorum_acquisition {
   // Round 2 (once W granted, see granted_by_quorum): makes W members hold the lease under
   // `top`. Members that issued `top` themselves already do; if they are W, the rest are raised
   // in the background (fast path), otherwise the lagging members are raised now, decided once W
-  // hold `top`. Under naive_max nothing is raised (the negative control).
-  void raise() {
+  // hold `top`. When `exceed` is issuable and `top` is not above it (a grant of this owner that
+  // may have ended carried it: quorum_book.hpp), `top` becomes exceed + 1 and every granting
+  // member lags. Under naive_max nothing is raised (the negative control).
+  void raise(fencing_token exceed = {}) {
     const std::size_t n = exec_.size();
     if (opts_.token_mode == quorum_token_mode::naive_max) {
       for (std::size_t i = 0; i < n; ++i) holds_top_[i] = held_[i] ? 1 : 0;
       holding_ = granted_;
       return;
+    }
+    if (exceed.is_issuable() && top_ <= exceed) {
+      const fencing_token fresh(exceed.value() + 1);
+      if (!fresh.is_issuable()) {  // no token left above it: nobody holds one (refusal)
+        exhausted_ = n;
+        return;
+      }
+      top_ = fresh;
     }
     std::vector<std::size_t> lagging;
     for (std::size_t i = 0; i < n; ++i) {
@@ -128,7 +138,8 @@ class quorum_acquisition {
   // (also when W granted but the raise left fewer than W holding `top`).
   [[nodiscard]] errc refusal() const {
     const std::size_t n = exec_.size();
-    if (granted_ >= w_) return errc::store_unavailable;
+    if (granted_ >= w_)
+      return exhausted_ > n - w_ ? errc::token_exhausted : errc::store_unavailable;
     if (exhausted_ > n - w_) return errc::token_exhausted;
     if (failed_ <= n - w_) return errc::busy;  // enough members answered (or may yet)
     return errc::store_unavailable;
