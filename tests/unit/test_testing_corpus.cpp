@@ -7,7 +7,9 @@
 // Seeds are recorded runs of the seeded PRNG (recording_source -> bytes that byte_source, and so
 // the fuzz targets, replay exactly), plus, for fuzz_lease_schedule, one shrunk input per mutant
 // that catches it: schedules known to reach the interesting corners. Every seed passes on the
-// correct stack (checked here, and by the replay_<target> tests in every build).
+// correct stack (checked here, and by the replay_<target> tests in every build), and every
+// committed catches-<mutant> still catches its mutant (checked below, so an encoding change that
+// leaves them stale fails the suite instead of quietly emptying the corpus of its corners).
 #include <catch2/catch.hpp>
 
 #include <cstdint>
@@ -16,6 +18,8 @@
 #include <filesystem>
 #include <fstream>
 #include <holdfast/testing/testing.hpp>
+#include <iterator>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -47,7 +51,48 @@ void seeds(const std::filesystem::path& dir, const run_options& o, int count) {
   }
 }
 
+std::vector<std::uint8_t> read(const std::filesystem::path& file) {
+  std::ifstream in(file, std::ios::binary);
+  REQUIRE(in.good());
+  return {std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()};
+}
+
+/// The committed fuzz/corpus/lease_schedule/, found from this file's path (absolute in CMake
+/// builds; relative to the build directory, where `meson test` runs, in Meson's).
+std::filesystem::path committed_lease_corpus() {
+  return std::filesystem::path(__FILE__).parent_path() / ".." / ".." / "fuzz" / "corpus" /
+         "lease_schedule";
+}
+
 }  // namespace
+
+TEST_CASE("each committed catches-<mutant> seed catches its mutant and passes the correct stack",
+          "[testing/corpus]") {
+  const std::filesystem::path dir = committed_lease_corpus();
+  INFO("corpus directory: " << dir.string());
+  REQUIRE(std::filesystem::is_directory(dir));
+  for (const std::filesystem::directory_entry& e : std::filesystem::directory_iterator(dir)) {
+    const std::string file = e.path().filename().string();
+    const std::string prefix = "catches-";
+    if (file.compare(0, prefix.size(), prefix) != 0) continue;
+    INFO("seed: " << file);
+    const std::optional<mutant> m = mutant_from_string(file.substr(prefix.size()));
+    REQUIRE(m.has_value());  // a seed named for no mutant (renamed or removed) is stale too
+    const std::vector<std::uint8_t> bytes = read(e.path());
+    run_options o;  // as fuzz_lease_schedule with HOLDFAST_MUTANT=<mutant>: defaults + mutation
+    o.mutation = *m;
+    byte_source broken(bytes.data(), bytes.size());
+    CHECK_FALSE(run_schedule(broken, o).result.ok());
+    byte_source correct(bytes.data(), bytes.size());
+    const verdict v = run_schedule(correct, run_options{}).result;
+    INFO(v.report());
+    CHECK(v.ok());
+  }
+  for (mutant m : all_mutants) {  // and every mutant has one (remake the corpus for a new one)
+    INFO("missing: catches-" << to_string(m));
+    CHECK(std::filesystem::exists(dir / (std::string("catches-") + to_string(m))));
+  }
+}
 
 TEST_CASE("make the fuzz seed corpus", "[.make_corpus]") {
   // Hidden tags do not hide a case from an exclusion-only filter such as "~[concurrency]" (how
