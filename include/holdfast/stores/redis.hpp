@@ -193,7 +193,7 @@ class redis_store : public detail::link_client<detail::redis_link>,
   ///   token; invalid_argument (check_release_args); store_unavailable, timeout, protocol_error.
   result<void> release(std::string_view key, std::string_view owner, fencing_token token) {
     const store_request q{store_op::release, key, owner, token, {}, {}};
-    if (std::error_code ec = detail::check_redis_request(q)) return refused(ec);
+    if (std::error_code ec = check(q)) return ec;
     auto guard = link_.lock();
     const detail::redis_call call = prepare(q);
     // A holder's last call: sent once more after an idle drop (detail/redis_link.hpp).
@@ -341,7 +341,7 @@ class redis_store : public detail::link_client<detail::redis_link>,
   /// \returns as try_acquire().
   result<grant> try_acquire_queued(std::string_view key, std::string_view owner,
                                    std::chrono::milliseconds ttl) {
-    if (std::error_code ec = check_acquire_args(key, owner, ttl)) return refused(ec);
+    if (std::error_code ec = check({store_op::try_acquire, key, owner, {}, {}, ttl})) return ec;
     detail::redis_waiting& w = *wait_;
     std::uint64_t id;
     std::optional<detail::redis_waiting::ticket> stale;
@@ -405,7 +405,7 @@ class redis_store : public detail::link_client<detail::redis_link>,
   /// another key's queue is left too. Best effort: the queue's TTL cleans up what a lost request
   /// leaves. \returns success; errc::invalid_argument for an empty key.
   result<void> leave_queue(std::string_view key) {
-    if (key.empty()) return refused(errc::invalid_argument);
+    if (std::error_code ec = check({store_op::inspect, key, {}, {}, {}, {}})) return ec;
     detail::redis_waiting& w = *wait_;
     std::optional<detail::redis_waiting::ticket> mine;
     {
@@ -444,7 +444,7 @@ class redis_store : public detail::link_client<detail::redis_link>,
   result<void> wait_for_release(std::string_view key,
                                 const std::chrono::steady_clock::time_point& deadline,
                                 const cancel_token& cancel = {}) {
-    if (key.empty()) return refused(errc::invalid_argument);
+    if (std::error_code ec = check({store_op::inspect, key, {}, {}, {}, {}})) return ec;
     detail::redis_waiting& w = *wait_;
     cancel_token::waker stop;  // before any lock: the wake-up takes w.mu
     w.wake_on_stop(stop, cancel);
@@ -515,7 +515,7 @@ class redis_store : public detail::link_client<detail::redis_link>,
   result<void> watch_release(std::string_view key,
                              const std::chrono::steady_clock::time_point& deadline,
                              const cancel_token& cancel = {}, fencing_token known = {}) {
-    if (key.empty()) return refused(errc::invalid_argument);
+    if (std::error_code ec = check({store_op::inspect, key, {}, {}, {}, {}})) return ec;
     return detail::redis_watch_release(*this, *wait_, key, deadline, cancel, known);
   }
 
@@ -533,10 +533,7 @@ class redis_store : public detail::link_client<detail::redis_link>,
   // store_reply its operation names (the split path does the same in send() and receive()).
   store_reply run(const store_request& q) {
     store_reply out;
-    if (std::error_code bad = detail::check_redis_request(q)) {
-      auto guard = link_.lock();  // a call, refused: clears an older call's text
-      if (const char* why = detail::redis_size_problem(q))
-        (void)link_.fail(errc::invalid_argument, why);
+    if (std::error_code bad = check(q)) {
       out.granted = bad;
       out.done = bad;
       out.record = bad;
@@ -553,6 +550,17 @@ class redis_store : public detail::link_client<detail::redis_link>,
     detail::read_redis_reply(link_, q, eval(prepare(q)), out);
     acknowledge(q.op, q.key, q.owner, out.granted);
     return out;
+  }
+
+  // The argument check of every entry point (check_redis_request: Redis' size limit included),
+  // before anything is sent or connected: a refusal ends as a call, naming a size problem.
+  std::error_code check(const store_request& q) {
+    const std::error_code bad = detail::check_redis_request(q);
+    if (!bad) return bad;
+    auto guard = link_.lock();  // a call, refused: clears an older call's text
+    if (const char* why = detail::redis_size_problem(q))
+      (void)link_.fail(errc::invalid_argument, why);
+    return bad;
   }
 
   // [link locked] With wait_replicas > 0, WAIT for the replicas after a granting acquire or

@@ -32,6 +32,7 @@
 #include "holdfast/result.hpp"
 #include "holdfast/store.hpp"
 #include "holdfast/stores/detail/redis_connection.hpp"
+#include "holdfast/stores/detail/redis_requests.hpp"
 #include "holdfast/stores/detail/redis_resp.hpp"
 #include "holdfast/stores/detail/redis_slots.hpp"
 #include "holdfast/stores/detail/wake_pipe.hpp"
@@ -148,12 +149,24 @@ inline bool redis_sunsubscribe(redis_connection& c, std::string_view channel) {
 
 /// redis_cluster_store's waits, which read its slot map and lock (a friend of the store).
 struct redis_cluster_waits {
+  /// The argument check of every entry point of `s` that takes a key or an owner: redis_store's
+  /// check_redis_request (so Redis' size limit, redis_args_problem), run before anything is sent
+  /// or connected; a size problem is named in last_error_message(). \returns its code.
+  template <class S>
+  static std::error_code check(S& s, const store_request& q) {
+    const std::error_code bad = check_redis_request(q);
+    const char* why = bad ? redis_size_problem(q) : nullptr;
+    if (why == nullptr) return bad;
+    auto lk = s.lock();
+    return s.fail(bad, why);
+  }
+
   /// wait_for_release / watch_release on `s` (redis_cluster_store::wait_for_release says how).
   template <class S>
   static result<void> wait(S& s, std::string_view key,
                            std::chrono::steady_clock::time_point deadline,
                            const cancel_token& cancel, fencing_token known) {
-    if (key.empty()) return errc::invalid_argument;
+    if (std::error_code ec = check(s, {store_op::inspect, key, {}, {}, {}, {}})) return ec;
     std::optional<wake_pipe> pipe;
     if (cancel.stop_possible()) pipe.emplace();
     cancel_token::waker stop;
