@@ -334,6 +334,26 @@ class zookeeper_link {
   std::unordered_map<std::string, interest> fired_;
 };
 
+/// The argument check of every ZooKeeper entry point that takes an owner or a path sent as given
+/// (a fence's): either over zookeeper_options::max_owner_bytes (the server's jute.maxbuffer bounds
+/// a packet; it drops the connection on a larger one) is refused before anything is sent,
+/// named in last_error_message(). A lease key has no limit: it travels escaped, or hashed when
+/// long, as a node name of at most 240 bytes (zookeeper_names.hpp); pass {} for it. Takes
+/// `link`'s lock for the refusal (a call of its own): call it before the call locks.
+/// \returns errc::invalid_argument or a zero code.
+inline std::error_code zookeeper_check_args(zookeeper_link& link, std::string_view path,
+                                            std::string_view owner) {
+  const std::size_t most = link.options().max_owner_bytes;
+  if (path.size() <= most && owner.size() <= most) return {};
+  auto guard = link.lock();
+  const bool by_owner = owner.size() > most;
+  return link.fail(errc::invalid_argument,
+                   std::string("zookeeper: the ") + (by_owner ? "owner" : "path") + " of " +
+                       std::to_string(by_owner ? owner.size() : path.size()) +
+                       " bytes is over zookeeper_options::max_owner_bytes (" +
+                       std::to_string(most) + "; the server's jute.maxbuffer bounds it)");
+}
+
 }  // namespace detail
 HOLDFAST_ABI_NAMESPACE_END
 }  // namespace holdfast
