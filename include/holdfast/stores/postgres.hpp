@@ -260,7 +260,7 @@ class postgres_store : public detail::link_client<detail::pg_link>, public detai
     const char* values[] = {key.data()};
     const int lengths[] = {length(key)};
     const int formats[] = {1};
-    if (lengths[0] < 0) return errc::invalid_argument;
+    if (lengths[0] < 0) return too_large();
     result<detail::pg_result_ptr> r = link_.exec(stmt_inspect, 1, values, lengths, formats);
     if (!r) return r.error();
     const PGresult* res = r->get();
@@ -427,7 +427,8 @@ class postgres_store : public detail::link_client<detail::pg_link>, public detai
   // wait_for_release and watch_release (see there); `known` none: whoever holds the key.
   result<void> wait_released(std::string_view key, std::chrono::steady_clock::time_point deadline,
                              const cancel_token& cancel, fencing_token known) {
-    if (key.empty() || length(key) < 0) return refused(errc::invalid_argument);
+    if (key.empty()) return refused(errc::invalid_argument);
+    if (length(key) < 0) return refused_too_large();
     detail::pg_listening& l = *listen_;
     cancel_token::waker stop;  // before any lock: the wake-up takes l.mu
     detail::wake_on_stop(stop, cancel, l.mu, l.cv, l.wake);
