@@ -165,8 +165,9 @@ class postgres_store : public detail::link_client<detail::pg_link>, public detai
     return acquire_until(key, owner, ttl, std::chrono::steady_clock::time_point::max());
   }
 
-  /// try_acquire, answered by `deadline` (store_deadline.hpp, D1-D2): the statement is bounded by
-  /// the earlier of `deadline` and command_timeout; one still running then (most often a commit
+  /// try_acquire, answered by `deadline` (store_deadline.hpp, D1-D2): a connect is bounded by the
+  /// earlier of `deadline` and connect_timeout, the statement by the earlier of it and
+  /// command_timeout; one still running then (most often a commit
   /// waiting for a synchronous standby that does not answer) is cancelled through a second
   /// session and its outcome read, and a grant it made is released (synchronous_commit = local:
   /// the release waits for no standby), each step within pg_settle_bound (250 ms; a round trip or
@@ -178,6 +179,7 @@ class postgres_store : public detail::link_client<detail::pg_link>, public detai
   result<grant> try_acquire_until(std::string_view key, std::string_view owner,
                                   std::chrono::milliseconds ttl,
                                   const std::chrono::steady_clock::time_point& deadline) {
+    const detail::call_bound bound(deadline);  // the connect too (detail/postgres_link.hpp)
     return acquire_until(key, owner, ttl, deadline);
   }
 
@@ -429,6 +431,7 @@ class postgres_store : public detail::link_client<detail::pg_link>, public detai
                              const cancel_token& cancel, fencing_token known) {
     if (key.empty()) return refused(errc::invalid_argument);
     if (length(key) < 0) return refused_too_large();
+    const detail::call_bound bound(deadline);  // a connect (LISTEN's, the read's) ends by it too
     detail::pg_listening& l = *listen_;
     cancel_token::waker stop;  // before any lock: the wake-up takes l.mu
     detail::wake_on_stop(stop, cancel, l.mu, l.cv, l.wake);
