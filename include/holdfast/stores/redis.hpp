@@ -552,16 +552,8 @@ class redis_store : public detail::link_client<detail::redis_link>,
     return out;
   }
 
-  // The argument check of every entry point (check_redis_request: Redis' size limit included),
-  // before anything is sent or connected: a refusal ends as a call, naming a size problem.
-  std::error_code check(const store_request& q) {
-    const std::error_code bad = detail::check_redis_request(q);
-    if (!bad) return bad;
-    auto guard = link_.lock();  // a call, refused: clears an older call's text
-    if (const char* why = detail::redis_size_problem(q))
-      (void)link_.fail(errc::invalid_argument, why);
-    return bad;
-  }
+  // The entry points' argument check, before anything is sent (detail/redis_requests.hpp).
+  std::error_code check(const store_request& q) { return detail::refuse_redis_request(link_, q); }
 
   // [link locked] With wait_replicas > 0, WAIT for the replicas after a granting acquire or
   // renew; a grant too few acknowledged is given back (detail/redis_multi.hpp, which says how).

@@ -150,15 +150,16 @@ inline bool redis_sunsubscribe(redis_connection& c, std::string_view channel) {
 /// redis_cluster_store's waits, which read its slot map and lock (a friend of the store).
 struct redis_cluster_waits {
   /// The argument check of every entry point of `s` that takes a key or an owner: redis_store's
-  /// check_redis_request (so Redis' size limit, redis_args_problem), run before anything is sent
-  /// or connected; a size problem is named in last_error_message(). \returns its code.
+  /// (refuse_redis_request), run before anything is sent or connected. \returns its code.
   template <class S>
   static std::error_code check(S& s, const store_request& q) {
-    const std::error_code bad = check_redis_request(q);
-    const char* why = bad ? redis_size_problem(q) : nullptr;
-    if (why == nullptr) return bad;
-    auto lk = s.lock();
-    return s.fail(bad, why);
+    struct as_link {  // the store's lock and fail, as refuse_redis_request takes them
+      S& s;
+      auto lock() const { return s.lock(); }
+      std::error_code fail(errc code, const char* why) const { return s.fail(code, why); }
+    };
+    as_link link{s};
+    return refuse_redis_request(link, q);
   }
 
   /// wait_for_release / watch_release on `s` (redis_cluster_store::wait_for_release says how).

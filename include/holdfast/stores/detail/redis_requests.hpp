@@ -107,6 +107,19 @@ inline std::error_code check_redis_request(const store_request& q) noexcept {
   return errc::invalid_argument;
 }
 
+/// check_redis_request at an entry point of a store over `link` (a redis_link or a cluster store:
+/// lock() and fail(errc, text)), before anything is sent or connected: a refusal ends as a call
+/// (it clears the last call's text), naming a size problem. The one check of every Redis entry
+/// point that takes a key or an owner. \returns its code.
+template <class Link>
+std::error_code refuse_redis_request(Link& link, const store_request& q) {
+  const std::error_code bad = check_redis_request(q);
+  if (!bad) return bad;
+  auto guard = link.lock();
+  if (const char* why = redis_size_problem(q)) (void)link.fail(errc::invalid_argument, why);
+  return bad;
+}
+
 /// Turns one store's requests into script calls, and keeps the key names and decimal texts the
 /// calls point into (scratch buffers, reused: a call is valid until the next prepare). Not
 /// thread-safe: the store uses it under its link's lock.

@@ -114,10 +114,8 @@ inline result<std::size_t> redis_wait_any(redis_link& link, redis_waiting& w,
                                           const cancel_token& cancel) {
   if (keys.empty()) return errc::invalid_argument;
   for (const std::string& k : keys) {
-    if (k.empty()) return errc::invalid_argument;
-    if (const char* why = redis_args_problem(k, {})) {  // the entry points' one size check
-      auto guard = link.lock();
-      return link.fail(errc::invalid_argument, why);
+    if (std::error_code ec = refuse_redis_request(link, {store_op::inspect, k, {}, {}, {}, {}})) {
+      return ec;  // the entry points' one check
     }
   }
   cancel_token::waker stop;  // before any lock: the wake-up takes w.mu
