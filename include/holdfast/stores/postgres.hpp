@@ -408,6 +408,7 @@ class postgres_store : public detail::link_client<detail::pg_link>, public detai
   // synchronous standby; the transaction had committed locally): the caller is told it failed,
   // so the grant is released now, within pg_settle_bound (store_deadline.hpp, D2).
   result<grant> give_back_late(std::string_view key, std::string_view owner, fencing_token token) {
+    const detail::call_bound settling(std::chrono::steady_clock::now() + detail::pg_settle_bound);
     token_text_ = std::to_string(token.value());
     const char* values[] = {key.data(), owner.data(), token_text_.c_str()};
     const int lengths[] = {length(key), length(owner), 0};

@@ -425,6 +425,8 @@ class pg_link {
     pg_link& k = *canceller_;
     const std::string kept = last_error_;
     bool signalled = false;
+    // Settling comes after the caller's deadline by design (D2): its own bound, not the call's.
+    const call_bound settling(std::chrono::steady_clock::now() + pg_settle_bound);
     if (!k.ensure_connected()) {
       const std::string pid = std::to_string(PQbackendPID(c));
       const char* values[] = {pid.c_str()};
