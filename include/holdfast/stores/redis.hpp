@@ -528,9 +528,9 @@ class redis_store : public detail::link_client<detail::redis_link>,
   }
 
  private:
-  // The whole of each one-round-trip operation: checks `q` as its blocking operation does, runs
-  // it as one script call under the link's lock, and reads the reply into the field of the
-  // store_reply its operation names (the split path does the same in send() and receive()).
+  // The whole of each one-round-trip operation: checks `q` (check(): every entry point's check,
+  // detail::refuse_redis_request), runs it as one script call under the link's lock, and reads
+  // the reply into the field of the store_reply its operation names (as send() and receive()).
   store_reply run(const store_request& q) {
     store_reply out;
     if (std::error_code bad = check(q)) {
@@ -552,7 +552,6 @@ class redis_store : public detail::link_client<detail::redis_link>,
     return out;
   }
 
-  // The entry points' argument check, before anything is sent (detail/redis_requests.hpp).
   std::error_code check(const store_request& q) { return detail::refuse_redis_request(link_, q); }
 
   // [link locked] With wait_replicas > 0, WAIT for the replicas after a granting acquire or
