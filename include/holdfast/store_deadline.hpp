@@ -43,9 +43,10 @@
 // per-call timeout: a call ends when the client declares the connection lost, within
 // session_timeout; its lost-reply give-back is its own) and quorum_store (each round is already
 // bounded by its per-member wait, member_timeout, 50 ms by default, and grants arriving after it
-// are given back by the quorum: quorum.hpp). A store without it keeps today's behaviour: each
-// call is bounded by the store's own timeout only, and a blocking call may overrun its deadline
-// by that much.
+// are given back by the quorum: quorum.hpp). A store without it is called under a call bound of
+// the deadline (detail/call_until.hpp), which bounds the steps it reads it for (zookeeper_store:
+// the wait for a session); other steps are bounded by the store's own timeouts only, and a
+// blocking call may overrun its deadline by that much.
 //
 // acquire() (lease/detail/acquire.hpp) calls store_try_acquire_until() with the instant its budget
 // ends on steady_clock (a budget counted on another clock is converted as a duration from now),
@@ -57,6 +58,7 @@
 #include <string_view>
 #include <utility>
 
+#include "holdfast/detail/call_until.hpp"
 #include "holdfast/detail/config.hpp"
 #include "holdfast/detail/detect.hpp"
 #include "holdfast/detail/saturating.hpp"
@@ -109,7 +111,9 @@ inline constexpr bool has_try_acquire_queued_until_v =
 
 /// Asks `store` for `key` as try_acquire does, bounded by `deadline` where the store offers the
 /// capability (try_acquire_until, given store_call_deadline(now, deadline)); else plain
-/// try_acquire, bounded by the store's own timeouts only. \returns the store's answer.
+/// try_acquire under a call_bound of that deadline (detail/call_until.hpp), which bounds the
+/// steps such a store reads it for (zookeeper_store's connect), the rest by the store's own
+/// timeouts only. \returns the store's answer.
 /// Thread-safety: the store's own. Exceptions from the store propagate.
 template <class Store>
 result<grant> store_try_acquire_until(Store& store, std::string_view key, std::string_view owner,
@@ -119,7 +123,7 @@ result<grant> store_try_acquire_until(Store& store, std::string_view key, std::s
     return store.try_acquire_until(key, owner, ttl,
                                    store_call_deadline(std::chrono::steady_clock::now(), deadline));
   } else {
-    (void)deadline;
+    const detail::call_bound bound(store_call_deadline(std::chrono::steady_clock::now(), deadline));
     return store.try_acquire(key, owner, ttl);
   }
 }

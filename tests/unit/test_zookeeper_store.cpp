@@ -786,6 +786,21 @@ TEST_CASE("zookeeper_store: misconfiguration is answered at once, an absent serv
     hf_test::check_fails_fast(s, errc::invalid_argument);
     CHECK(s.last_error_message().find("root") != std::string::npos);
   }
+  SECTION("a port over 65535 is refused by the options check, named") {
+    for (const char* hosts : {"127.0.0.1:99999", "127.0.0.1:2181,127.0.0.1:0/app"}) {
+      zookeeper_options o;
+      o.hosts = hosts;
+      o.session_timeout = 2000ms;
+      std::string why;
+      CHECK(o.check(&why) == errc::invalid_argument);
+      CHECK(why.find("out of range 1 .. 65535") != std::string::npos);
+      zookeeper_store s(o);
+      hf_test::check_fails_fast(s, errc::invalid_argument);
+    }
+    zookeeper_options fine;
+    fine.hosts = "127.0.0.1:65535,[::1]:2181/app:1";  // the chroot is not a port
+    CHECK_FALSE(fine.check());
+  }
   SECTION("nothing listens: store_unavailable after connect_timeout, no grant") {
     zookeeper_options o;
     o.hosts = "127.0.0.1:" + std::to_string(hf_test::free_port());

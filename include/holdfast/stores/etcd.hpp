@@ -31,15 +31,14 @@
 //   inspect     | kv/range, lease/timetolive              (2) | the lease's time left is not in
 //               |                                             | the key's record
 //
-// renew and release need the grant's lease ID. The store remembers it for each grant it made
-// (key, owner, token -> lease; at most etcd_options::remembered_grants entries); for a grant it
-// did not make (another process, or one it forgot) it first reads the key with kv/range (one
-// more round trip) and proceeds only if the key carries the caller's owner *and* token. Either
-// way the request names a lease that only that grant ever had, so renew and release touch
-// nothing but the caller's own grant (T3): the lease lives exactly as long as the key bound to
-// it (revoke and expiry delete both in one step), so keeping it alive keeps alive the key that
-// still carries the caller's owner and token, and nothing else. A key someone wrote behind
-// holdfast's back (etcdctl put under the prefix) is outside this contract.
+// renew and release need the grant's lease ID. The store remembers it for each grant it made (key,
+// owner, token -> lease; at most etcd_options::remembered_grants entries); for a grant it did not
+// make (another process, or one it forgot) it first reads the key with kv/range (one more round
+// trip) and proceeds only if the key carries the caller's owner *and* token. Either way the request
+// names a lease that only that grant ever had, so renew and release touch only the caller's own
+// grant (T3): the lease lives exactly as long as the key bound to it (revoke and expiry delete both
+// in one step), so keeping it alive keeps alive the key that still carries the caller's owner and
+// token. A key written behind holdfast's back (etcdctl put under the prefix) is outside this.
 //
 // TTLs and validity (store.hpp, T2). etcd counts lease TTLs in whole seconds on the leader's clock,
 // rounds the asked TTL up, and applies a minimum (ceil(1.5 x election timeout): 2 s with the
@@ -230,6 +229,7 @@ class etcd_store : public detail::link_client<detail::etcd_link>,
   result<grant> renew(std::string_view key, std::string_view owner, fencing_token token,
                       std::chrono::milliseconds ttl) {
     if (std::error_code ec = check_renew_args(key, owner, token, ttl)) return ec;
+    if (std::error_code ec = detail::etcd_check_args(link_, key, owner)) return ec;
     if (token > etcd_max_token) return errc::lease_lost;  // no revision is that large
     auto guard = link_.lock();
     const std::string& k = lease_key(key);
@@ -252,6 +252,7 @@ class etcd_store : public detail::link_client<detail::etcd_link>,
   ///   protocol_error as for try_acquire.
   result<void> release(std::string_view key, std::string_view owner, fencing_token token) {
     if (std::error_code ec = check_release_args(key, owner, token)) return ec;
+    if (std::error_code ec = detail::etcd_check_args(link_, key, owner)) return ec;
     if (token > etcd_max_token) return errc::not_holder;
     auto guard = link_.lock();
     const std::string& k = lease_key(key);
@@ -270,7 +271,7 @@ class etcd_store : public detail::link_client<detail::etcd_link>,
   /// \returns errc::invalid_argument for an empty key; store_unavailable, timeout;
   ///   protocol_error for a key holdfast did not write.
   result<std::optional<lease_record>> inspect(std::string_view key) {
-    if (key.empty()) return errc::invalid_argument;
+    if (std::error_code ec = detail::etcd_check_args(link_, key, {})) return ec;
     auto guard = link_.lock();
     const std::string& k = lease_key(key);
     result<std::optional<detail::etcd_kv>> kv = range(k);
@@ -322,11 +323,11 @@ class etcd_store : public detail::link_client<detail::etcd_link>,
   /// Takes the calling thread's place in a wait queue (taken by try_acquire_queued) out again,
   /// for a caller that will not wait after all (store.hpp's leave_queue capability): one revoke
   /// of the place's lease, which deletes its entry, so the waiter behind it watches the next one
-  /// at once (none if it holds no place). A place in another key's queue is left too. If the
-  /// revoke fails, the store revokes it at its next attempt (else the entry lasts until its
-  /// lease's TTL). \returns success; errc::invalid_argument for an empty key.
+  /// at once (none if it holds no place); a place in another key's queue is left too; a failed
+  /// revoke is retried at the next attempt (else the entry lasts until its lease's TTL). \returns
+  ///   success; errc::invalid_argument for an empty or over-limit key (etcd_check_args).
   result<void> leave_queue(std::string_view key) {
-    if (key.empty()) return errc::invalid_argument;
+    if (std::error_code ec = detail::etcd_check_args(link_, key, {})) return ec;
     auto guard = link_.lock_quiet();  // a failed call's cleanup: keeps that call's text
     if (std::optional<detail::etcd_ticket> t = tickets_.take()) give_back(t->lease);
     return {};
@@ -369,9 +370,8 @@ class etcd_store : public detail::link_client<detail::etcd_link>,
   result<grant> acquire_as(std::string_view key, std::string_view owner,
                            std::chrono::milliseconds ttl, bool queue) {
     if (std::error_code ec = check_acquire_args(key, owner, ttl)) return ec;
+    if (std::error_code ec = detail::etcd_check_args(link_, key, owner)) return ec;
     auto guard = link_.lock();
-    if (owner.size() > etcd_max_owner_bytes)
-      return link_.fail(errc::invalid_argument, etcd_owner_over_limit(owner.size()));
     const std::int64_t seconds = (ttl.count() + 999) / 1000;
     const std::string k = lease_key(key);
     detail::etcd_before_attempt(link_, body_, orphans_);  // orphans; a new life
@@ -523,7 +523,7 @@ class etcd_store : public detail::link_client<detail::etcd_link>,
   // watch per round; a dropped or compacted watch, or the entry ahead leaving, re-reads.
   result<void> wait_deleted(std::string_view key, std::chrono::steady_clock::time_point deadline,
                             bool from_busy, const cancel_token& cancel, fencing_token known) {
-    if (key.empty()) return errc::invalid_argument;
+    if (std::error_code ec = detail::etcd_check_args(link_, key, {})) return ec;
     detail::etcd_watch watch(cancel);  // a stop ends its wait (curl_multi_wakeup)
     std::optional<detail::etcd_sighting> seen;
     std::string k;

@@ -89,6 +89,7 @@ class etcd_fence : private detail::link_client<detail::etcd_link> {
   result<void> execute(std::string_view fence_key, fencing_token token, std::string_view owner,
                        const std::vector<etcd_write>& writes) {
     if (fence_key.empty() || owner.empty() || !token.is_issuable()) return errc::invalid_argument;
+    if (std::error_code ec = detail::etcd_check_args(link_, fence_key, owner)) return ec;
     for (const etcd_write& w : writes) {
       if (w.key.empty() || w.key == fence_key) return errc::invalid_argument;
     }
@@ -102,7 +103,7 @@ class etcd_fence : private detail::link_client<detail::etcd_link> {
   /// Returns the newest token admitted at `fence_key` (none if none was). A snapshot only:
   /// deciding on it and then writing is the check-then-write race; use write() or execute().
   result<fencing_token> newest(std::string_view fence_key) {
-    if (fence_key.empty()) return errc::invalid_argument;
+    if (std::error_code ec = detail::etcd_check_args(link_, fence_key, {})) return ec;
     auto guard = link_.lock();
     std::optional<std::string> v;
     if (std::error_code ec = read(fence_key, v)) return ec;
@@ -117,7 +118,7 @@ class etcd_fence : private detail::link_client<detail::etcd_link> {
   /// between, its token is in the fence and the write is refused (fence.hpp).
   /// \returns errc::invalid_argument for an empty key; store_unavailable, timeout, protocol_error.
   result<std::optional<std::string>> get(std::string_view data_key) {
-    if (data_key.empty()) return errc::invalid_argument;
+    if (std::error_code ec = detail::etcd_check_args(link_, data_key, {})) return ec;
     auto guard = link_.lock();
     std::optional<std::string> v;
     if (std::error_code ec = read(data_key, v)) return ec;

@@ -11,6 +11,7 @@
 #include <cstdint>
 #include <limits>
 #include <string>
+#include <string_view>
 #include <system_error>
 #include <vector>
 
@@ -36,6 +37,22 @@ inline std::string etcd_owner_over_limit(std::size_t bytes) {
   return "etcd: the owner of " + std::to_string(bytes) +
          " bytes is over etcd's request limit (--max-request-bytes, 1.5 MiB by default; an "
          "owner may have 1.4 MiB)";
+}
+
+/// Returns what makes `key` or `owner` too large for one etcd request (naming the limit), or an
+/// empty string: either over etcd_max_owner_bytes cannot fit etcd's request limit. The one size
+/// check of every etcd entry point that takes a key or an owner (etcd_store, its read-write and
+/// multi-key paths, etcd_fence), run before anything is sent. Pass an empty owner where there is
+/// none. (A key and an owner each under the limit can still exceed it together: etcd refuses
+/// that request.)
+inline std::string etcd_args_problem(std::string_view key, std::string_view owner) {
+  if (key.size() > etcd_max_owner_bytes) {
+    return "etcd: the key of " + std::to_string(key.size()) +
+           " bytes is over etcd's request limit (--max-request-bytes, 1.5 MiB by default; a key "
+           "may have 1.4 MiB)";
+  }
+  if (owner.size() > etcd_max_owner_bytes) return etcd_owner_over_limit(owner.size());
+  return {};
 }
 
 /// How to reach an etcd cluster and where holdfast keeps its keys there.

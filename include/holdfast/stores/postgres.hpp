@@ -165,8 +165,9 @@ class postgres_store : public detail::link_client<detail::pg_link>, public detai
     return acquire_until(key, owner, ttl, std::chrono::steady_clock::time_point::max());
   }
 
-  /// try_acquire, answered by `deadline` (store_deadline.hpp, D1-D2): the statement is bounded by
-  /// the earlier of `deadline` and command_timeout; one still running then (most often a commit
+  /// try_acquire, answered by `deadline` (store_deadline.hpp, D1-D2): a connect is bounded by the
+  /// earlier of `deadline` and connect_timeout, the statement by the earlier of it and
+  /// command_timeout; one still running then (most often a commit
   /// waiting for a synchronous standby that does not answer) is cancelled through a second
   /// session and its outcome read, and a grant it made is released (synchronous_commit = local:
   /// the release waits for no standby), each step within pg_settle_bound (250 ms; a round trip or
@@ -178,6 +179,7 @@ class postgres_store : public detail::link_client<detail::pg_link>, public detai
   result<grant> try_acquire_until(std::string_view key, std::string_view owner,
                                   std::chrono::milliseconds ttl,
                                   const std::chrono::steady_clock::time_point& deadline) {
+    const detail::call_bound bound(deadline);  // the connect too (detail/postgres_link.hpp)
     return acquire_until(key, owner, ttl, deadline);
   }
 
@@ -260,7 +262,7 @@ class postgres_store : public detail::link_client<detail::pg_link>, public detai
     const char* values[] = {key.data()};
     const int lengths[] = {length(key)};
     const int formats[] = {1};
-    if (lengths[0] < 0) return errc::invalid_argument;
+    if (lengths[0] < 0) return too_large();
     result<detail::pg_result_ptr> r = link_.exec(stmt_inspect, 1, values, lengths, formats);
     if (!r) return r.error();
     const PGresult* res = r->get();
@@ -406,6 +408,7 @@ class postgres_store : public detail::link_client<detail::pg_link>, public detai
   // synchronous standby; the transaction had committed locally): the caller is told it failed,
   // so the grant is released now, within pg_settle_bound (store_deadline.hpp, D2).
   result<grant> give_back_late(std::string_view key, std::string_view owner, fencing_token token) {
+    const detail::call_bound settling(std::chrono::steady_clock::now() + detail::pg_settle_bound);
     token_text_ = std::to_string(token.value());
     const char* values[] = {key.data(), owner.data(), token_text_.c_str()};
     const int lengths[] = {length(key), length(owner), 0};
@@ -427,7 +430,9 @@ class postgres_store : public detail::link_client<detail::pg_link>, public detai
   // wait_for_release and watch_release (see there); `known` none: whoever holds the key.
   result<void> wait_released(std::string_view key, std::chrono::steady_clock::time_point deadline,
                              const cancel_token& cancel, fencing_token known) {
-    if (key.empty() || length(key) < 0) return refused(errc::invalid_argument);
+    if (key.empty()) return refused(errc::invalid_argument);
+    if (length(key) < 0) return refused_too_large();
+    const detail::call_bound bound(deadline);  // a connect (LISTEN's, the read's) ends by it too
     detail::pg_listening& l = *listen_;
     cancel_token::waker stop;  // before any lock: the wake-up takes l.mu
     detail::wake_on_stop(stop, cancel, l.mu, l.cv, l.wake);

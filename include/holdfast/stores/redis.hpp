@@ -193,7 +193,7 @@ class redis_store : public detail::link_client<detail::redis_link>,
   ///   token; invalid_argument (check_release_args); store_unavailable, timeout, protocol_error.
   result<void> release(std::string_view key, std::string_view owner, fencing_token token) {
     const store_request q{store_op::release, key, owner, token, {}, {}};
-    if (std::error_code ec = detail::check_redis_request(q)) return refused(ec);
+    if (std::error_code ec = check(q)) return ec;
     auto guard = link_.lock();
     const detail::redis_call call = prepare(q);
     // A holder's last call: sent once more after an idle drop (detail/redis_link.hpp).
@@ -341,7 +341,7 @@ class redis_store : public detail::link_client<detail::redis_link>,
   /// \returns as try_acquire().
   result<grant> try_acquire_queued(std::string_view key, std::string_view owner,
                                    std::chrono::milliseconds ttl) {
-    if (std::error_code ec = check_acquire_args(key, owner, ttl)) return refused(ec);
+    if (std::error_code ec = check({store_op::try_acquire, key, owner, {}, {}, ttl})) return ec;
     detail::redis_waiting& w = *wait_;
     std::uint64_t id;
     std::optional<detail::redis_waiting::ticket> stale;
@@ -405,7 +405,7 @@ class redis_store : public detail::link_client<detail::redis_link>,
   /// another key's queue is left too. Best effort: the queue's TTL cleans up what a lost request
   /// leaves. \returns success; errc::invalid_argument for an empty key.
   result<void> leave_queue(std::string_view key) {
-    if (key.empty()) return refused(errc::invalid_argument);
+    if (std::error_code ec = check({store_op::inspect, key, {}, {}, {}, {}})) return ec;
     detail::redis_waiting& w = *wait_;
     std::optional<detail::redis_waiting::ticket> mine;
     {
@@ -444,7 +444,7 @@ class redis_store : public detail::link_client<detail::redis_link>,
   result<void> wait_for_release(std::string_view key,
                                 const std::chrono::steady_clock::time_point& deadline,
                                 const cancel_token& cancel = {}) {
-    if (key.empty()) return refused(errc::invalid_argument);
+    if (std::error_code ec = check({store_op::inspect, key, {}, {}, {}, {}})) return ec;
     detail::redis_waiting& w = *wait_;
     cancel_token::waker stop;  // before any lock: the wake-up takes w.mu
     w.wake_on_stop(stop, cancel);
@@ -515,7 +515,7 @@ class redis_store : public detail::link_client<detail::redis_link>,
   result<void> watch_release(std::string_view key,
                              const std::chrono::steady_clock::time_point& deadline,
                              const cancel_token& cancel = {}, fencing_token known = {}) {
-    if (key.empty()) return refused(errc::invalid_argument);
+    if (std::error_code ec = check({store_op::inspect, key, {}, {}, {}, {}})) return ec;
     return detail::redis_watch_release(*this, *wait_, key, deadline, cancel, known);
   }
 
@@ -528,15 +528,12 @@ class redis_store : public detail::link_client<detail::redis_link>,
   }
 
  private:
-  // The whole of each one-round-trip operation: checks `q` as its blocking operation does, runs
-  // it as one script call under the link's lock, and reads the reply into the field of the
-  // store_reply its operation names (the split path does the same in send() and receive()).
+  // The whole of each one-round-trip operation: checks `q` (check(): every entry point's check,
+  // detail::refuse_redis_request), runs it as one script call under the link's lock, and reads
+  // the reply into the field of the store_reply its operation names (as send() and receive()).
   store_reply run(const store_request& q) {
     store_reply out;
-    if (std::error_code bad = detail::check_redis_request(q)) {
-      auto guard = link_.lock();  // a call, refused: clears an older call's text
-      if (const char* why = detail::redis_size_problem(q))
-        (void)link_.fail(errc::invalid_argument, why);
+    if (std::error_code bad = check(q)) {
       out.granted = bad;
       out.done = bad;
       out.record = bad;
@@ -554,6 +551,8 @@ class redis_store : public detail::link_client<detail::redis_link>,
     acknowledge(q.op, q.key, q.owner, out.granted);
     return out;
   }
+
+  std::error_code check(const store_request& q) { return detail::refuse_redis_request(link_, q); }
 
   // [link locked] With wait_replicas > 0, WAIT for the replicas after a granting acquire or
   // renew; a grant too few acknowledged is given back (detail/redis_multi.hpp, which says how).

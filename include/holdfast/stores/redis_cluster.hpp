@@ -112,7 +112,7 @@ class redis_cluster_store {
   ///   errc::grant_not_durable (wait_replicas, given back); errc::protocol_error.
   result<grant> try_acquire(std::string_view key, std::string_view owner,
                             std::chrono::milliseconds ttl) {
-    if (std::error_code ec = check_acquire_args(key, owner, ttl)) return ec;
+    if (std::error_code ec = check({store_op::try_acquire, key, owner, {}, {}, ttl})) return ec;
     auto lk = lock();
     name_keys(key);
     const std::string ttl_text = std::to_string(ttl.count());
@@ -130,7 +130,7 @@ class redis_cluster_store {
   /// \returns the grant; errc::lease_lost; errc::grant_not_durable; other errors as try_acquire.
   result<grant> renew(std::string_view key, std::string_view owner, fencing_token token,
                       std::chrono::milliseconds ttl) {
-    if (std::error_code ec = check_renew_args(key, owner, token, ttl)) return ec;
+    if (std::error_code ec = check({store_op::renew, key, owner, token, {}, ttl})) return ec;
     auto lk = lock();
     name_keys(key);
     const std::string t = std::to_string(token.value());
@@ -150,7 +150,7 @@ class redis_cluster_store {
   /// if the primary's connection (open since an earlier call) had dropped, as redis_store::release.
   /// \returns success; errc::not_holder; errc::invalid_argument; transport errors as try_acquire.
   result<void> release(std::string_view key, std::string_view owner, fencing_token token) {
-    if (std::error_code ec = check_release_args(key, owner, token)) return ec;
+    if (std::error_code ec = check({store_op::release, key, owner, token, {}, {}})) return ec;
     auto lk = lock();
     name_keys(key);
     return release_locked(owner, token);
@@ -159,7 +159,7 @@ class redis_cluster_store {
   /// Returns the live lease on `key` (owner, token, time left by its primary's clock), or nullopt.
   /// \returns errc::invalid_argument (empty key); transport errors; protocol_error.
   result<std::optional<lease_record>> inspect(std::string_view key) {
-    if (key.empty()) return errc::invalid_argument;
+    if (std::error_code ec = check({store_op::inspect, key, {}, {}, {}, {}})) return ec;
     auto lk = lock();
     name_keys(key);
     node* served = nullptr;
@@ -295,10 +295,7 @@ class redis_cluster_store {
   ///   issuable, `to` < `token`, `to` > 2^63-1); store_unavailable, timeout, protocol_error.
   result<void> raise_token(std::string_view key, std::string_view owner, fencing_token token,
                            fencing_token to) {
-    if (key.empty() || owner.empty() || !token.is_issuable() || !to.is_issuable() || to < token ||
-        to.value() > 9223372036854775807ULL) {
-      return errc::invalid_argument;
-    }
+    if (std::error_code ec = check({store_op::raise_token, key, owner, token, to, {}})) return ec;
     auto lk = lock();
     name_keys(key);
     const std::string t = std::to_string(token.value());
@@ -557,6 +554,10 @@ class redis_cluster_store {
     return -1;
   }
 
+  // redis_store's argument check (size included), before anything is sent (redis_cluster_waits).
+  std::error_code check(const store_request& q) {
+    return detail::redis_cluster_waits::check(*this, q);
+  }
   // [locked] A failure through `n`: keep its text; a transport or serving failure may mean the
   // map changed (a failover, a node gone), so the next call reads it again.
   std::error_code note(node* n, std::error_code ec) {

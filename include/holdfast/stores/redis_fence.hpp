@@ -11,6 +11,7 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <system_error>
 #include <utility>
 #include <vector>
 
@@ -20,6 +21,7 @@
 #include "holdfast/result.hpp"
 #include "holdfast/stores/detail/link_client.hpp"
 #include "holdfast/stores/detail/redis_link.hpp"
+#include "holdfast/stores/detail/redis_requests.hpp"
 #include "holdfast/stores/detail/redis_resp.hpp"
 #include "holdfast/stores/detail/redis_scripts.hpp"
 #include "holdfast/stores/redis_options.hpp"
@@ -68,7 +70,8 @@ class redis_fence : private detail::link_client<detail::redis_link> {
   /// there, or equal to it and admitted for `owner`, and records both, atomically.
   /// \returns success; errc::stale_token if a newer token was admitted; errc::token_reissued if
   ///   this token was admitted for another owner (nothing changes either way);
-  ///   errc::invalid_argument for an empty key or owner or a token no store issues (none, max);
+  ///   errc::invalid_argument for an empty key or owner, one over Redis' size limit (named), or a
+  ///   token no store issues (none, max);
   ///   store_unavailable, timeout; protocol_error if the key holds no token;
   ///   errc::grant_not_durable if wait_replicas > 0 and too few replicas acknowledged the
   ///   admission in time (see the class comment).
@@ -99,7 +102,7 @@ class redis_fence : private detail::link_client<detail::redis_link> {
   /// \returns errc::invalid_argument for an empty key; store_unavailable, timeout;
   ///   protocol_error if the key holds no token.
   result<fencing_token> newest(std::string_view fence_key) {
-    if (fence_key.empty()) return refused(errc::invalid_argument);
+    if (std::error_code ec = check(fence_key, {}, fencing_token{1})) return ec;
     auto guard = link_.lock();
     result<detail::redis_reply_ptr> r = link_.command({"GET", fence_key});
     if (!r) return r.error();
@@ -120,9 +123,8 @@ class redis_fence : private detail::link_client<detail::redis_link> {
  private:
   result<void> run(std::string_view fence_key, fencing_token token, std::string_view owner,
                    const std::string_view* command, std::size_t n) {
-    if (fence_key.empty() || owner.empty() || !token.is_issuable()) {
-      return refused(errc::invalid_argument);
-    }
+    if (owner.empty()) return refused(errc::invalid_argument);
+    if (std::error_code ec = check(fence_key, owner, token)) return ec;
     auto guard = link_.lock();
     token_text_ = std::to_string(token.value());
     args_.clear();
@@ -139,6 +141,16 @@ class redis_fence : private detail::link_client<detail::redis_link> {
       if (reply->integer == 2) return errc::token_reissued;
     }
     return link_.fail(errc::protocol_error, "redis: fence: unexpected reply");
+  }
+
+  // The argument check of every entry point: an empty key or an unissuable token, and Redis' size
+  // limit (redis_args_problem, redis_store's one size check, named), before anything is sent.
+  std::error_code check(std::string_view fence_key, std::string_view owner, fencing_token token) {
+    if (fence_key.empty() || !token.is_issuable()) return refused(errc::invalid_argument);
+    const char* why = detail::redis_args_problem(fence_key, owner);
+    if (why == nullptr) return {};
+    auto guard = link_.lock();  // a call, refused: clears an older call's text
+    return link_.fail(errc::invalid_argument, why);
   }
 
   // [link locked] After an admitted write: with wait_replicas > 0, WAIT until that many replicas

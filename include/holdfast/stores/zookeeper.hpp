@@ -181,10 +181,12 @@ class zookeeper_store : public detail::link_client<detail::zookeeper_link> {
   /// \returns the grant {token, the session timeout}; errc::lease_lost if the node is gone (its
   ///   session expired: last_error_message() says so; released; deleted), another contender
   ///   holds the key, or the node belongs to another session; invalid_argument
-  ///   (check_renew_args, or a TTL under min_ttl()); store_unavailable, timeout as try_acquire.
+  ///   (check_renew_args, an owner over max_owner_bytes, or a TTL under min_ttl());
+  ///   store_unavailable, timeout as try_acquire.
   result<grant> renew(std::string_view key, std::string_view owner, fencing_token token,
                       std::chrono::milliseconds ttl) {
     if (std::error_code ec = check_renew_args(key, owner, token, ttl)) return ec;
+    if (std::error_code ec = detail::zookeeper_check_args(link_, {}, owner)) return ec;
     if (token > zookeeper_max_token) return errc::lease_lost;
     const time_point start = std::chrono::steady_clock::now();
     auto guard = link_.lock();
@@ -209,9 +211,11 @@ class zookeeper_store : public detail::link_client<detail::zookeeper_link> {
 
   /// Frees `key` iff `owner` holds it with `token`: deletes the holder node (the next contender's
   /// watch fires). \returns success; errc::not_holder if the key is free or held by another
-  ///   owner or token; invalid_argument (check_release_args); store_unavailable, timeout.
+  ///   owner or token; invalid_argument (check_release_args, an owner over max_owner_bytes);
+  ///   store_unavailable, timeout.
   result<void> release(std::string_view key, std::string_view owner, fencing_token token) {
     if (std::error_code ec = check_release_args(key, owner, token)) return ec;
+    if (std::error_code ec = detail::zookeeper_check_args(link_, {}, owner)) return ec;
     if (token > zookeeper_max_token) return errc::not_holder;
     auto guard = link_.lock();
     if (std::error_code ec = ready(std::chrono::milliseconds::max())) return ec;
@@ -354,15 +358,9 @@ class zookeeper_store : public detail::link_client<detail::zookeeper_link> {
   result<grant> acquire_as(std::string_view key, std::string_view owner,
                            std::chrono::milliseconds ttl, bool queue) {
     if (std::error_code ec = check_acquire_args(key, owner, ttl)) return ec;
+    if (std::error_code ec = detail::zookeeper_check_args(link_, {}, owner)) return ec;
     const time_point start = std::chrono::steady_clock::now();
     auto guard = link_.lock();
-    if (owner.size() > link_.options().max_owner_bytes) {
-      return link_.fail(errc::invalid_argument,
-                        "zookeeper: the owner of " + std::to_string(owner.size()) +
-                            " bytes is over zookeeper_options::max_owner_bytes (" +
-                            std::to_string(link_.options().max_owner_bytes) +
-                            "; the server's jute.maxbuffer bounds it)");
-    }
     if (std::error_code ec = ready(ttl)) return ec;
     const std::string parent = parent_of(key);
     leave_other_queue(parent);

@@ -67,6 +67,7 @@ class zookeeper_fence : private detail::link_client<detail::zookeeper_link> {
   /// `data_path` (created if absent), in one multi request. \returns as admit().
   result<void> write(std::string_view fence_path, fencing_token token, std::string_view owner,
                      std::string_view data_path, std::string_view value) {
+    if (std::error_code ec = detail::zookeeper_check_args(link_, data_path, {})) return ec;
     const std::string data(data_path);
     if (!absolute(data)) return link_.fail(errc::invalid_argument, "zookeeper fence: bad path");
     return execute(fence_path, token, owner, &data, value);
@@ -74,6 +75,7 @@ class zookeeper_fence : private detail::link_client<detail::zookeeper_link> {
 
   /// Returns the newest token admitted at `fence_path` (fencing_token() if none).
   result<fencing_token> newest(std::string_view fence_path) {
+    if (std::error_code ec = detail::zookeeper_check_args(link_, fence_path, {})) return ec;
     auto guard = link_.lock();
     if (std::error_code ec = link_.ensure_connected()) return ec;
     result<std::optional<detail::zookeeper_node>> n = read(std::string(fence_path));
@@ -87,6 +89,7 @@ class zookeeper_fence : private detail::link_client<detail::zookeeper_link> {
 
   /// Returns the data at `data_path`, or nullopt if there is no such node.
   result<std::optional<std::string>> get(std::string_view data_path) {
+    if (std::error_code ec = detail::zookeeper_check_args(link_, data_path, {})) return ec;
     auto guard = link_.lock();
     if (std::error_code ec = link_.ensure_connected()) return ec;
     result<std::optional<detail::zookeeper_node>> n = read(std::string(data_path));
@@ -129,6 +132,7 @@ class zookeeper_fence : private detail::link_client<detail::zookeeper_link> {
 
   result<void> execute(std::string_view fence_path, fencing_token token, std::string_view owner,
                        const std::string* data, std::string_view value) {
+    if (std::error_code ec = detail::zookeeper_check_args(link_, fence_path, owner)) return ec;
     const std::string fence(fence_path);
     if (!absolute(fence) || owner.empty() || !token.is_issuable()) {
       return link_.fail(errc::invalid_argument,

@@ -6,6 +6,7 @@
 #ifndef HOLDFAST_STORES_ZOOKEEPER_OPTIONS_HPP
 #define HOLDFAST_STORES_ZOOKEEPER_OPTIONS_HPP
 
+#include <algorithm>
 #include <chrono>
 #include <cstddef>
 #include <cstdint>
@@ -68,6 +69,9 @@ struct zookeeper_options {
     };
     if (hosts.empty()) return bad("hosts is empty");
     if (hosts.find('\0') != std::string::npos) return bad("hosts contains NUL");
+    if (std::string port = port_out_of_range(); !port.empty()) {
+      return bad("hosts \"" + hosts + "\": port " + port + " is out of range 1 .. 65535");
+    }
     if (root.empty() || root[0] != '/') return bad("root \"" + root + "\" is not an absolute path");
     if (root.size() == 1 || root.back() == '/') return bad("root \"" + root + "\" ends in /");
     if (root.find('\0') != std::string::npos) return bad("root contains NUL");
@@ -83,6 +87,26 @@ struct zookeeper_options {
     }
     if (connect_timeout <= std::chrono::milliseconds::zero() || connect_timeout > max_ttl) {
       return bad("connect_timeout " + std::to_string(connect_timeout.count()) + " ms is not > 0");
+    }
+    return {};
+  }
+
+ private:
+  // The first all-digit port of `hosts` ("h:p,h:p[/chroot]") outside 1 .. 65535 (the C client
+  // would take 99999 as 34463, another port), or "". Other bad ports the client refuses itself.
+  [[nodiscard]] std::string port_out_of_range() const {
+    const std::string list = hosts.substr(0, hosts.find('/'));
+    for (std::size_t at = 0; at <= list.size();) {
+      const std::size_t end = std::min(list.find(',', at), list.size());
+      const std::size_t colon = list.rfind(':', end == 0 ? 0 : end - 1);
+      if (colon != std::string::npos && colon >= at && colon + 1 < end) {
+        const std::string port = list.substr(colon + 1, end - colon - 1);
+        long value = 0;  // capped: a long run of digits stays out of range, never overflows
+        for (char c : port)
+          value = c < '0' || c > '9' ? -1 : std::min(value * 10 + (c - '0'), 100000L);
+        if (value == 0 || value > 65535) return port;
+      }
+      at = end + 1;
     }
     return {};
   }

@@ -14,12 +14,14 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <type_traits>
 #include <utility>
 
 #include "holdfast/acquire_options.hpp"
 #include "holdfast/backoff.hpp"
 #include "holdfast/cancel.hpp"
 #include "holdfast/clock.hpp"
+#include "holdfast/detail/call_until.hpp"
 #include "holdfast/detail/config.hpp"
 #include "holdfast/detail/detect.hpp"
 #include "holdfast/detail/saturating.hpp"
@@ -75,6 +77,12 @@ result<grant> ask_store(Store& store, std::string_view key, std::string_view own
           return store.try_acquire_queued_until(
               key, owner, ttl, store_call_deadline(std::chrono::steady_clock::now(), *deadline));
         }
+      }
+      // Without the capability, the steps the store bounds by the thread's call bound (its
+      // connect: zookeeper_store) still end by the deadline (detail/call_until.hpp).
+      std::optional<call_bound> bound;
+      if (deadline != nullptr) {
+        bound.emplace(store_call_deadline(std::chrono::steady_clock::now(), *deadline));
       }
       return store.try_acquire_queued(key, owner, ttl);
     }
@@ -393,15 +401,18 @@ std::chrono::steady_clock::time_point steady_deadline(typename Clock::duration l
 }
 
 // One attempt of acquire()'s loop, the `made`-th, reported to the observer when Observed; the
-// store call bounded by the budget `left()` gives where the store can (store_deadline.hpp; the
-// clock is not read for a store that cannot).
+// store call bounded by the budget `left()` gives where the store can (store_deadline.hpp), and
+// on the real steady_clock also where it cannot: the steps such a store bounds by the thread's
+// call bound (zookeeper_store's connect) end by the budget too (detail/call_until.hpp). The clock
+// is not read otherwise (a simulated clock schedules at every read).
 template <bool Observed, class Store, class Clock, class Left>
 result<lease<Store, Clock>> loop_attempt(Store& store, std::string_view key,
                                          const acquire_request& req,
                                          const acquire_options<Clock>& opts, std::uint32_t made,
                                          bool queue, bool* unsure, const Left& left) {
   std::optional<std::chrono::steady_clock::time_point> deadline;
-  if constexpr (has_try_acquire_until_v<Store> || has_try_acquire_queued_until_v<Store>) {
+  if constexpr (has_try_acquire_until_v<Store> || has_try_acquire_queued_until_v<Store> ||
+                std::is_same_v<Clock, steady_clock>) {
     deadline = steady_deadline<Clock>(left());
   } else {
     (void)left;

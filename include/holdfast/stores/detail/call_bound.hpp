@@ -4,41 +4,21 @@
 // the calls this thread makes (call_bound), the timeouts capped by it (capped_by_call), and the
 // store_call_floor a give-back gets of its own once the bound is used up (call_floor). A store
 // call runs on its caller's thread, under its connection's lock, so the bound is the caller's and
-// other threads' calls on the same store keep theirs. Used by redis_store and etcd_store. Not for
-// users.
+// other threads' calls on the same store keep theirs (call_bound itself: detail/call_until.hpp).
+// Used by redis_store, etcd_store, postgres_store and zookeeper_store's connect. Not for users.
 #ifndef HOLDFAST_STORES_DETAIL_CALL_BOUND_HPP
 #define HOLDFAST_STORES_DETAIL_CALL_BOUND_HPP
 
 #include <chrono>
 #include <optional>
 
+#include "holdfast/detail/call_until.hpp"
 #include "holdfast/detail/config.hpp"
 #include "holdfast/store_deadline.hpp"
 
 namespace holdfast {
 HOLDFAST_ABI_NAMESPACE_BEGIN
 namespace detail {
-
-/// The deadline of the store calls this thread makes now (time_point::max(): none).
-inline std::chrono::steady_clock::time_point& call_until() noexcept {
-  static thread_local std::chrono::steady_clock::time_point until =
-      std::chrono::steady_clock::time_point::max();
-  return until;
-}
-
-/// Bounds the store calls this thread makes in a scope by `until` (a store's try_acquire_until).
-class call_bound {
- public:
-  explicit call_bound(std::chrono::steady_clock::time_point until) noexcept : saved_(call_until()) {
-    call_until() = until;
-  }
-  ~call_bound() { call_until() = saved_; }
-  call_bound(const call_bound&) = delete;
-  call_bound& operator=(const call_bound&) = delete;
-
- private:
-  std::chrono::steady_clock::time_point saved_;
-};
 
 /// `limit` (ms), capped by the time left until call_until(), rounded up to whole ms and at least
 /// 1 ms (a zero timeout means "wait forever" to WAIT, sockets and libcurl).

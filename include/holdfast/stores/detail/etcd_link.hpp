@@ -453,6 +453,21 @@ class etcd_link {
   mutable std::mutex mutex_;
 };
 
+/// The argument check of every etcd entry point that takes a key (and an owner: empty where there
+/// is none), before anything is sent and before the call takes `link`'s lock: an empty key, or
+/// a key or owner over etcd's request limit (etcd_args_problem, named in last_error_message()).
+/// A refusal is a call of its own (it clears the last call's text). \returns invalid_argument or
+/// a zero code.
+inline std::error_code etcd_check_args(etcd_link& link, std::string_view key,
+                                       std::string_view owner) {
+  if (!key.empty() && key.size() <= etcd_max_owner_bytes && owner.size() <= etcd_max_owner_bytes) {
+    return {};
+  }
+  auto guard = link.lock();
+  if (key.empty()) return errc::invalid_argument;
+  return link.fail(errc::invalid_argument, etcd_args_problem(key, owner));
+}
+
 }  // namespace detail
 HOLDFAST_ABI_NAMESPACE_END
 }  // namespace holdfast

@@ -46,6 +46,7 @@
 #include "holdfast/stores/detail/etcd_calls.hpp"
 #include "holdfast/stores/detail/etcd_encoding.hpp"
 #include "holdfast/stores/detail/etcd_json.hpp"
+#include "holdfast/stores/detail/etcd_link.hpp"
 #include "holdfast/stores/etcd_options.hpp"
 
 namespace holdfast {
@@ -82,10 +83,10 @@ struct etcd_multi {
                                   std::string_view owner, std::chrono::milliseconds ttl,
                                   grant* grants) {
     if (std::error_code ec = check(keys, count, owner, ttl)) return ec;
-    auto guard = s.link_.lock();
-    if (owner.size() > etcd_max_owner_bytes) {
-      return s.link_.fail(errc::invalid_argument, etcd_owner_over_limit(owner.size()));
+    for (std::size_t i = 0; i < count; ++i) {
+      if (std::error_code ec = etcd_check_args(s.link_, keys[i], owner)) return ec;
     }
+    auto guard = s.link_.lock();
     const std::int64_t seconds = (ttl.count() + 999) / 1000;
     etcd_before_attempt(s.link_, s.body_, s.orphans_);  // orphans; a new life
     std::vector<slot> slots(count);

@@ -281,10 +281,8 @@ class etcd_rw {
     if (std::error_code ec = check_acquire_args(key, owner, ttl)) return ec;
     if (std::error_code ec = check_lease_mode(mode)) return ec;
     etcd_link& l = link();
+    if (std::error_code ec = etcd_check_args(l, key, owner)) return ec;
     auto guard = l.lock();
-    if (owner.size() > etcd_max_owner_bytes) {
-      return l.fail(errc::invalid_argument, etcd_owner_over_limit(owner.size()));
-    }
     names_.set(l.options().key_prefix, key, owner);
     etcd_before_attempt(l, body_, orphans());  // orphans; a new life
     const std::int64_t seconds = (ttl.count() + 999) / 1000;
@@ -305,6 +303,7 @@ class etcd_rw {
                          std::chrono::milliseconds ttl, lease_mode mode) {
     if (std::error_code ec = check_renew_args(key, owner, token, ttl)) return ec;
     if (std::error_code ec = check_lease_mode(mode)) return ec;
+    if (std::error_code ec = etcd_check_args(link(), key, owner)) return ec;
     if (token > etcd_max_token) return errc::lease_lost;  // no revision is that large
     auto guard = link().lock();
     names_.set(link().options().key_prefix, key, owner);
@@ -330,6 +329,7 @@ class etcd_rw {
                           lease_mode mode) {
     if (std::error_code ec = check_release_args(key, owner, token)) return ec;
     if (std::error_code ec = check_lease_mode(mode)) return ec;
+    if (std::error_code ec = etcd_check_args(link(), key, owner)) return ec;
     if (token > etcd_max_token) return errc::not_holder;
     auto guard = link().lock();
     names_.set(link().options().key_prefix, key, owner);
@@ -363,7 +363,7 @@ class etcd_rw {
   result<void> wait_for_release_rw(std::string_view key, lease_mode mode,
                                    const std::chrono::steady_clock::time_point& deadline,
                                    const cancel_token& cancel = {}) {
-    if (key.empty()) return errc::invalid_argument;
+    if (std::error_code ec = etcd_check_args(link(), key, {})) return ec;
     if (std::error_code ec = check_lease_mode(mode)) return ec;
     etcd_rw_names n;  // the wait's own: names_ is guarded by the lock the wait lets go of
     n.set(link().options().key_prefix, key, {});

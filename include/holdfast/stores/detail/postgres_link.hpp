@@ -27,6 +27,7 @@
 #include "holdfast/detail/config.hpp"
 #include "holdfast/error.hpp"
 #include "holdfast/result.hpp"
+#include "holdfast/stores/detail/call_bound.hpp"
 #include "holdfast/stores/detail/postgres_sql.hpp"
 #include "holdfast/stores/detail/wake_pipe.hpp"
 #include "holdfast/stores/postgres_options.hpp"
@@ -185,7 +186,9 @@ class pg_link {
     std::string why;
     if (const std::error_code ec = opts_.check(&why)) return fail(errc::invalid_argument, why);
     if (std::error_code ec = check_conninfo()) return ec;
-    const auto deadline = std::chrono::steady_clock::now() + opts_.connect_timeout;
+    // connect_timeout, and no longer than the caller's time left (detail/call_bound.hpp).
+    const auto start = std::chrono::steady_clock::now();
+    const auto deadline = start + capped_by_call(opts_.connect_timeout);
     const char* keys[] = {"application_name", "dbname", nullptr};
     const char* values[] = {opts_.application_name.c_str(), opts_.conninfo.c_str(), nullptr};
     pg_conn_ptr c(PQconnectStartParams(keys, values, 1));
@@ -196,7 +199,7 @@ class pg_link {
       if (st == PGRES_POLLING_FAILED) return connect_failed(c.get());
       const short events = st == PGRES_POLLING_READING ? POLLIN : POLLOUT;
       const int w = pg_wait(PQsocket(c.get()), events, deadline);
-      if (w == 0) return fail(errc::timeout, "postgres: connect timed out");
+      if (w == 0) return connect_timed_out(c.get(), start);
       if (w < 0) return fail(errc::store_unavailable, "postgres: poll failed while connecting");
       st = PQconnectPoll(c.get());
     }
@@ -333,6 +336,19 @@ class pg_link {
   [[nodiscard]] PGconn* connection() const noexcept { return conn_.get(); }
 
  private:
+  // A connect that did not complete by its deadline: timeout, naming the server and the bound.
+  std::error_code connect_timed_out(PGconn* c, std::chrono::steady_clock::time_point start) {
+    const char* host = PQhost(c);
+    const char* port = PQport(c);
+    const auto took = std::chrono::duration_cast<std::chrono::milliseconds>(
+        std::chrono::steady_clock::now() - start);
+    return fail(errc::timeout, std::string("postgres: connect to ") + (host ? host : "?") + ":" +
+                                   (port ? port : "?") + " timed out after " +
+                                   std::to_string(took.count()) +
+                                   " ms (postgres_options::connect_timeout, or the caller's time "
+                                   "left)");
+  }
+
   // A conninfo that libpq cannot parse is the caller's configuration: misconfigured, at once.
   std::error_code check_conninfo() {
     char* err = nullptr;
@@ -409,6 +425,8 @@ class pg_link {
     pg_link& k = *canceller_;
     const std::string kept = last_error_;
     bool signalled = false;
+    // Settling comes after the caller's deadline by design (D2): its own bound, not the call's.
+    const call_bound settling(std::chrono::steady_clock::now() + pg_settle_bound);
     if (!k.ensure_connected()) {
       const std::string pid = std::to_string(PQbackendPID(c));
       const char* values[] = {pid.c_str()};

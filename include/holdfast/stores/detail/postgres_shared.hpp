@@ -226,7 +226,8 @@ class pg_shared {
   result<void> wait_for_release_rw(std::string_view key, lease_mode mode,
                                    const std::chrono::steady_clock::time_point& deadline,
                                    const cancel_token& cancel = {}) {
-    if (key.empty() || length(key) < 0) return rw_refused(errc::invalid_argument);
+    if (key.empty()) return rw_refused(errc::invalid_argument);
+    if (length(key) < 0) return refused_too_large();
     if (std::error_code ec = check_lease_mode(mode)) return rw_refused(ec);
     pg_listening& l = *listen_;
     cancel_token::waker stop;  // before any lock: the wake-up takes l.mu
@@ -369,6 +370,11 @@ class pg_shared {
     return rw_link_->fail(errc::invalid_argument,
                           "postgres: a key or owner of 1 GiB or more: over PostgreSQL's 1 GiB "
                           "field limit (bytea)");
+  }
+  // too_large() for a call that does not hold the link: a refused call of its own.
+  std::error_code refused_too_large() {
+    auto guard = rw_link_->lock();
+    return too_large();
   }
 
  private:

@@ -32,6 +32,7 @@
 #include "holdfast/result.hpp"
 #include "holdfast/store.hpp"
 #include "holdfast/stores/detail/redis_connection.hpp"
+#include "holdfast/stores/detail/redis_requests.hpp"
 #include "holdfast/stores/detail/redis_resp.hpp"
 #include "holdfast/stores/detail/redis_slots.hpp"
 #include "holdfast/stores/detail/wake_pipe.hpp"
@@ -148,12 +149,25 @@ inline bool redis_sunsubscribe(redis_connection& c, std::string_view channel) {
 
 /// redis_cluster_store's waits, which read its slot map and lock (a friend of the store).
 struct redis_cluster_waits {
+  /// The argument check of every entry point of `s` that takes a key or an owner: redis_store's
+  /// (refuse_redis_request), run before anything is sent or connected. \returns its code.
+  template <class S>
+  static std::error_code check(S& s, const store_request& q) {
+    struct as_link {  // the store's lock and fail, as refuse_redis_request takes them
+      S& s;
+      auto lock() const { return s.lock(); }
+      std::error_code fail(errc code, const char* why) const { return s.fail(code, why); }
+    };
+    as_link link{s};
+    return refuse_redis_request(link, q);
+  }
+
   /// wait_for_release / watch_release on `s` (redis_cluster_store::wait_for_release says how).
   template <class S>
   static result<void> wait(S& s, std::string_view key,
                            std::chrono::steady_clock::time_point deadline,
                            const cancel_token& cancel, fencing_token known) {
-    if (key.empty()) return errc::invalid_argument;
+    if (std::error_code ec = check(s, {store_op::inspect, key, {}, {}, {}, {}})) return ec;
     std::optional<wake_pipe> pipe;
     if (cancel.stop_possible()) pipe.emplace();
     cancel_token::waker stop;

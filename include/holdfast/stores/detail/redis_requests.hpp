@@ -59,16 +59,25 @@ struct redis_call {
 /// lease key (with its key_prefix, taken here as under 1 MiB) and an owner must each fit.
 inline constexpr std::size_t redis_max_bulk_bytes = std::size_t{512} << 20;
 
-/// Returns what makes `q` too large for Redis (naming the limit), or nullptr.
-inline const char* redis_size_problem(const store_request& q) noexcept {
-  if (q.key.size() > redis_max_bulk_bytes - (std::size_t{1} << 20)) {
+/// Returns what makes `key` or `owner` too large for Redis (naming the limit), or nullptr. The
+/// one size check of every Redis entry point that takes a key or an owner (redis_store,
+/// redis_cluster_store, redis_fence; the wait, queue and read-write paths too), run before
+/// anything is sent, a connect included. Pass an empty owner where there is none.
+inline const char* redis_args_problem(std::string_view key, std::string_view owner) noexcept {
+  if (key.size() > redis_max_bulk_bytes - (std::size_t{1} << 20)) {
     return "redis: the key is over 511 MiB: with its key_prefix it would exceed Redis' 512 MiB "
            "bulk-string limit (proto-max-bulk-len)";
   }
-  if (q.owner.size() > redis_max_bulk_bytes) {
+  if (owner.size() > redis_max_bulk_bytes) {
     return "redis: the owner is over Redis' 512 MiB bulk-string limit (proto-max-bulk-len)";
   }
   return nullptr;
+}
+
+/// Returns what makes `q` too large for Redis (redis_args_problem of its key and owner), or
+/// nullptr.
+inline const char* redis_size_problem(const store_request& q) noexcept {
+  return redis_args_problem(q.key, q.owner);
 }
 
 /// Checks a request's arguments exactly as the blocking operation of its op does, and their sizes
@@ -96,6 +105,19 @@ inline std::error_code check_redis_request(const store_request& q) noexcept {
       return {};
   }
   return errc::invalid_argument;
+}
+
+/// check_redis_request at an entry point of a store over `link` (a redis_link or a cluster store:
+/// lock() and fail(errc, text)), before anything is sent or connected: a refusal ends as a call
+/// (it clears the last call's text), naming a size problem. The one check of every Redis entry
+/// point that takes a key or an owner. \returns its code.
+template <class Link>
+std::error_code refuse_redis_request(Link& link, const store_request& q) {
+  const std::error_code bad = check_redis_request(q);
+  if (!bad) return bad;
+  auto guard = link.lock();
+  if (const char* why = redis_size_problem(q)) (void)link.fail(errc::invalid_argument, why);
+  return bad;
 }
 
 /// Turns one store's requests into script calls, and keeps the key names and decimal texts the

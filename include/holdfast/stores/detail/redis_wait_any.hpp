@@ -34,6 +34,7 @@
 #include "holdfast/error.hpp"
 #include "holdfast/result.hpp"
 #include "holdfast/stores/detail/redis_link.hpp"
+#include "holdfast/stores/detail/redis_requests.hpp"
 #include "holdfast/stores/detail/redis_resp.hpp"
 #include "holdfast/stores/detail/redis_scripts.hpp"
 #include "holdfast/stores/detail/redis_waiting.hpp"
@@ -104,7 +105,8 @@ inline bool redis_sleep_any(redis_waiting& w, std::uint64_t id,
 /// Waits for a release of any of `keys` on the store whose main connection is `link` and whose
 /// notification side is `w` (see the file overview). \returns the index of a key to try first
 ///   (released, free, or whose holder's lease can have expired), keys.size() at the deadline;
-///   errc::cancelled; errc::invalid_argument for no keys or an empty one; store_unavailable,
+///   errc::cancelled; errc::invalid_argument for no keys, an empty one or one over
+///   Redis' size limit (named); store_unavailable,
 ///   timeout, protocol_error if queueing or subscribing failed (the caller falls back to backoff).
 inline result<std::size_t> redis_wait_any(redis_link& link, redis_waiting& w,
                                           const std::vector<std::string>& keys,
@@ -112,7 +114,9 @@ inline result<std::size_t> redis_wait_any(redis_link& link, redis_waiting& w,
                                           const cancel_token& cancel) {
   if (keys.empty()) return errc::invalid_argument;
   for (const std::string& k : keys) {
-    if (k.empty()) return errc::invalid_argument;
+    if (std::error_code ec = refuse_redis_request(link, {store_op::inspect, k, {}, {}, {}, {}})) {
+      return ec;  // the entry points' one check
+    }
   }
   cancel_token::waker stop;  // before any lock: the wake-up takes w.mu
   w.wake_on_stop(stop, cancel);

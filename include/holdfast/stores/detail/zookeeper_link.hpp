@@ -40,6 +40,7 @@
 #include "holdfast/cancel.hpp"
 #include "holdfast/detail/config.hpp"
 #include "holdfast/error.hpp"
+#include "holdfast/stores/detail/call_bound.hpp"
 #include "holdfast/stores/zookeeper_options.hpp"
 
 namespace holdfast {
@@ -139,7 +140,9 @@ class zookeeper_link {
   [[nodiscard]] const std::string& lost_session() const noexcept { return lost_session_; }
 
   /// Opens a session if none is open (or the last one expired, or the server refused its
-  /// credentials), and waits until the client is connected, at most connect_timeout.
+  /// credentials), and waits until the client is connected, at most connect_timeout, and no
+  /// longer than the caller's time left (the thread's call bound, detail/call_until.hpp: acquire()
+  /// sets it around each attempt and its give-back), so a blocking call ends by its deadline.
   /// \returns a zero code; invalid_argument (bad options); misconfigured (hosts the client
   ///   cannot parse or resolve); permission_denied (digest refused); store_unavailable (no
   ///   server answered in time).
@@ -273,9 +276,10 @@ class zookeeper_link {
 
   std::error_code wait_connected() {
     int state = 0;
+    const std::chrono::milliseconds wait = capped_by_call(opts_.connect_timeout);
     {
       std::unique_lock<std::mutex> g(ev_mu_);
-      ev_cv_.wait_for(g, opts_.connect_timeout, [&] {
+      ev_cv_.wait_for(g, wait, [&] {
         return state_ == ZOO_CONNECTED_STATE || state_ == ZOO_AUTH_FAILED_STATE ||
                state_ == ZOO_EXPIRED_SESSION_STATE;
       });
@@ -295,10 +299,11 @@ class zookeeper_link {
     if (state == ZOO_EXPIRED_SESSION_STATE) {
       return fail(errc::store_unavailable, "zookeeper: the new session expired at once");
     }
-    return fail(errc::store_unavailable, "zookeeper: no server of \"" + opts_.hosts +
-                                             "\" answered within " +
-                                             std::to_string(opts_.connect_timeout.count()) +
-                                             " ms (zookeeper_options::connect_timeout)");
+    return fail(errc::store_unavailable,
+                "zookeeper: no server of \"" + opts_.hosts + "\" answered within " +
+                    std::to_string(wait.count()) +
+                    (wait < opts_.connect_timeout ? " ms (the caller's time left)"
+                                                  : " ms (zookeeper_options::connect_timeout)"));
   }
 
   // The client's completion thread: session events (connected, connecting, expired, auth
@@ -333,6 +338,26 @@ class zookeeper_link {
   std::uint64_t session_events_ = 0;
   std::unordered_map<std::string, interest> fired_;
 };
+
+/// The argument check of every ZooKeeper entry point that takes an owner or a path sent as given
+/// (a fence's): either over zookeeper_options::max_owner_bytes (the server's jute.maxbuffer bounds
+/// a packet; it drops the connection on a larger one) is refused before anything is sent,
+/// named in last_error_message(). A lease key has no limit: it travels escaped, or hashed when
+/// long, as a node name of at most 240 bytes (zookeeper_names.hpp); pass {} for it. Takes
+/// `link`'s lock for the refusal (a call of its own): call it before the call locks.
+/// \returns errc::invalid_argument or a zero code.
+inline std::error_code zookeeper_check_args(zookeeper_link& link, std::string_view path,
+                                            std::string_view owner) {
+  const std::size_t most = link.options().max_owner_bytes;
+  if (path.size() <= most && owner.size() <= most) return {};
+  auto guard = link.lock();
+  const bool by_owner = owner.size() > most;
+  return link.fail(errc::invalid_argument,
+                   std::string("zookeeper: the ") + (by_owner ? "owner" : "path") + " of " +
+                       std::to_string(by_owner ? owner.size() : path.size()) +
+                       " bytes is over zookeeper_options::max_owner_bytes (" +
+                       std::to_string(most) + "; the server's jute.maxbuffer bounds it)");
+}
 
 }  // namespace detail
 HOLDFAST_ABI_NAMESPACE_END
