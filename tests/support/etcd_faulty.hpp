@@ -126,6 +126,24 @@ inline std::optional<etcd_second_life> second_life(const holdfast::etcd_options&
   return out;
 }
 
+// Deletes every key under `o.key_prefix` (one `kv/deleterange` over the prefix, on a connection of
+// the test's own), as an operator or a compaction of the store's keys would. \returns how many keys
+// etcd says it deleted, or -1 when the request failed.
+inline long long etcd_delete_prefix(const holdfast::etcd_options& o) {
+  holdfast::detail::etcd_link adm(o);
+  auto guard = adm.lock();
+  std::string end = o.key_prefix;
+  end.back() = static_cast<char>(end.back() + 1);
+  std::string body = R"({"key":")";
+  holdfast::detail::base64_append(o.key_prefix, body);
+  body += R"(","range_end":")";
+  holdfast::detail::base64_append(end, body);
+  body += R"("})";
+  auto r = adm.post("/kv/deleterange", body);
+  if (!r) return -1;
+  return std::stoll(r->value("deleted", std::string("0")));
+}
+
 }  // namespace hf_test
 
 #endif  // HOLDFAST_TESTS_SUPPORT_ETCD_FAULTY_HPP

@@ -201,19 +201,7 @@ TEST_CASE(
     std::function<void()> once;
   } waiter(*o);
   bool deleted = false;
-  waiter.once = [&] {
-    holdfast::detail::etcd_link adm(*o);
-    auto guard = adm.lock();
-    std::string end = o->key_prefix;
-    end.back() = static_cast<char>(end.back() + 1);
-    std::string body = R"({"key":")";
-    holdfast::detail::base64_append(o->key_prefix, body);
-    body += R"(","range_end":")";
-    holdfast::detail::base64_append(end, body);
-    body += R"("})";
-    auto r = adm.post("/kv/deleterange", body);
-    deleted = r && r->value("deleted", std::string("0")) != "0";
-  };
+  waiter.once = [&] { deleted = hf_test::etcd_delete_prefix(*o) > 0; };
   const auto t = steady::now();
   CHECK(waiter.wait_for_release_rw("doc", sh, steady::now() + 4s));
   CHECK(deleted);

@@ -21,6 +21,7 @@
 #include <thread>
 #include <vector>
 
+#include "../support/etcd_faulty.hpp"
 #include "../support/etcd_servers.hpp"
 #include "../support/real_servers.hpp"
 #include "holdfast/lease.hpp"
@@ -162,19 +163,7 @@ TEST_CASE(
   write_in_between waiter(*o);
   hold(holder, waiter);
   bool deleted = false;
-  waiter.arm([&] {
-    holdfast::detail::etcd_link adm(*o);
-    auto guard = adm.lock();
-    std::string end = o->key_prefix;
-    end.back() = static_cast<char>(end.back() + 1);
-    std::string body = R"({"key":")";
-    holdfast::detail::base64_append(o->key_prefix, body);
-    body += R"(","range_end":")";
-    holdfast::detail::base64_append(end, body);
-    body += R"("})";
-    auto r = adm.post("/kv/deleterange", body);
-    deleted = r && r->value("deleted", std::string("0")) == "1";
-  });
+  waiter.arm([&] { deleted = hf_test::etcd_delete_prefix(*o) == 1; });
   const auto t = steady::now();
   CHECK(waiter.wait_for_release("k", steady::now() + 5s));
   CHECK(deleted);
