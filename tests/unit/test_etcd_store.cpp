@@ -213,6 +213,15 @@ TEST_CASE("etcd_store: a malformed or wrong endpoint is misconfigured, answered 
     CHECK(s.last_error_message().find("HTTP 404") != std::string::npos);
     CHECK(s.last_error_message().find("api_path") != std::string::npos);
   }
+  SECTION("https:// to the plain-HTTP member: the handshake is named, at once") {
+    etcd_options o = isolated(*base);
+    REQUIRE(o.endpoints.front().rfind("http://", 0) == 0);
+    o.endpoints = {"https://" + o.endpoints.front().substr(7)};
+    etcd_store s(o);
+    hf_test::check_fails_fast(s, errc::misconfigured);
+    CHECK(s.last_error_message().find("TLS handshake failed") != std::string::npos);
+    CHECK(s.last_error_message().find("http://") != std::string::npos);
+  }
   SECTION("an endpoint without a scheme names it") {
     etcd_options o = isolated(*base);
     o.endpoints = {"127.0.0.1:2379"};
@@ -549,9 +558,9 @@ class fake_gateway {
   fake_gateway(const fake_gateway&) = delete;
   fake_gateway& operator=(const fake_gateway&) = delete;
 
-  [[nodiscard]] etcd_options options() const {
+  [[nodiscard]] etcd_options options(const char* scheme = "http://") const {
     etcd_options o;
-    o.endpoints = {"http://127.0.0.1:" + std::to_string(port_)};
+    o.endpoints = {scheme + std::string("127.0.0.1:") + std::to_string(port_)};
     o.command_timeout = 300ms;
     return o;
   }
@@ -568,13 +577,16 @@ class fake_gateway {
         const ssize_t n = ::recv(c, buf, sizeof buf, 0);
         if (n <= 0) break;
         req.append(buf, static_cast<std::size_t>(n));
+        if (req[0] == '\x16') break;  // a TLS handshake: closed unanswered, as etcd without TLS
         const std::size_t end = req.find("\r\n\r\n");
         if (end == std::string::npos) continue;
         const std::size_t cl = req.find("Content-Length: ");
         const std::size_t body = cl == std::string::npos ? 0 : std::stoul(req.substr(cl + 16));
         if (req.size() >= end + 4 + body) break;
       }
-      if (!answer_.empty()) {
+      if (!req.empty() && req[0] == '\x16') {
+        ::close(c);
+      } else if (!answer_.empty()) {
         (void)::send(c, answer_.data(), answer_.size(), MSG_NOSIGNAL);
         ::close(c);
       } else {
@@ -598,6 +610,17 @@ class fake_gateway {
   }
 };
 
+}  // namespace
+
+namespace {
+/// An error page as Python's http.server writes one (the trial's "plain HTTP server").
+std::string plain_page(int status) {
+  return "<!DOCTYPE HTML>\n<html lang=\"en\">\n    <head>\n        <meta charset=\"utf-8\">\n"
+         "        <title>Error response</title>\n    </head>\n    <body>\n        <h1>Error "
+         "response</h1>\n        <p>Error code: " +
+         std::to_string(status) +
+         "</p>\n        <p>Message: Unsupported method ('POST').</p>\n    </body>\n</html>\n";
+}
 }  // namespace
 
 TEST_CASE("etcd_store: a slow, garbled or failing gateway is an error with its text, never a grant",
@@ -635,6 +658,20 @@ TEST_CASE("etcd_store: a slow, garbled or failing gateway is an error with its t
        errc::store_unavailable, "Bad Gateway"},
       {"an empty 404 (no gateway at that path)", fake_gateway::http(404, ""), errc::misconfigured,
        "HTTP 404"},
+      {"a web server's 501 page (not etcd)", fake_gateway::http(501, plain_page(501)),
+       errc::misconfigured, "answered HTTP 501, not an answer of etcd's v3 JSON gateway"},
+      {"a web server's 505", fake_gateway::http(505, plain_page(505)), errc::misconfigured,
+       "HTTP 505"},
+      {"a 400 in no gateway shape", fake_gateway::http(400, "bad request"), errc::misconfigured,
+       "HTTP 400, not an answer of etcd's v3 JSON gateway (check etcd_options::endpoints"},
+      {"a 418", fake_gateway::http(418, ""), errc::misconfigured, "HTTP 418"},
+      {"a redirect (followed by nobody)", fake_gateway::http(301, ""), errc::misconfigured,
+       "HTTP 301"},
+      {"a proxy's 503 page stays transient", fake_gateway::http(503, plain_page(503)),
+       errc::store_unavailable, "Error code: 503"},
+      {"a 500 stays transient", fake_gateway::http(500, "oops"), errc::store_unavailable,
+       "HTTP 500: oops"},
+      {"a 429 stays transient", fake_gateway::http(429, ""), errc::store_unavailable, "HTTP 429"},
       {"closed without an answer", "X", errc::store_unavailable, "etcd:"},
       {"never answers", "", errc::timeout, "etcd:"},
   };
@@ -647,12 +684,36 @@ TEST_CASE("etcd_store: a slow, garbled or failing gateway is an error with its t
       INFO(s.last_error_message());
       CHECK(g.error() == c.expected);
       CHECK(s.last_error_message().find(c.text) != std::string::npos);
+      // The answer's excerpt is short and printable: no HTML tags, no '?' for new lines.
+      CHECK(s.last_error_message().find("<") == std::string::npos);
+      CHECK(s.last_error_message().find("? ") == std::string::npos);
+      CHECK(s.last_error_message().find("?<") == std::string::npos);
+      CHECK(s.last_error_message().size() < 400);
       CHECK_FALSE(s.renew("k", "o", fencing_token(5), 3s));
       CHECK_FALSE(s.release("k", "o", fencing_token(5)));
       CHECK_FALSE(s.inspect("k"));
       etcd_fence f(gw.options());
       CHECK_FALSE(f.admit("fence", fencing_token(5), "o"));
     }
+  }
+}
+
+TEST_CASE("etcd_store: https:// to a plain-HTTP server is misconfigured only if it answers HTTP",
+          "[etcd][errors]") {
+  SECTION("the server answers plain HTTP: the handshake is named, no retry") {
+    fake_gateway gw(fake_gateway::http(404, "404 page not found"));
+    etcd_store s(gw.options("https://"));
+    hf_test::check_fails_fast(s, errc::misconfigured);
+    CHECK(s.last_error_message().find("TLS handshake failed") != std::string::npos);
+  }
+  SECTION("the server closes every connection (restarting): stays transient") {
+    fake_gateway gw("X");  // not HTTP either: the plain probe fails too
+    etcd_store s(gw.options("https://"));
+    auto g = s.try_acquire("k", "o", 3s);
+    REQUIRE_FALSE(g);
+    INFO(s.last_error_message());
+    CHECK(g.error() == errc::store_unavailable);
+    CHECK(s.last_error_message().find("TLS handshake failed") == std::string::npos);
   }
 }
 

@@ -688,6 +688,19 @@ TEST_CASE("redis_store: an out-of-range database or unknown host is misconfigure
     hf_test::check_fails_fast(s, errc::misconfigured);
     CHECK(s.last_error_message().find("redis_options::host") != std::string::npos);
   }
+  SECTION("a Sentinel's port given as the server's names the sentinels option") {
+    const std::optional<std::string> ports = hf_test::env("HOLDFAST_REDIS_SENTINEL_PORTS");
+    if (!ports) return;  // .ci/servers starts Sentinels; without them there is nothing to meet
+    redis_options o = isolated(*base);
+    o.port = std::stoi(ports->substr(0, ports->find(',')));
+    redis_store s(o);
+    hf_test::check_fails_fast(s, errc::misconfigured);
+    const std::string where = "127.0.0.1:" + std::to_string(o.port);
+    CHECK(s.last_error_message().find(where + " knows no SCRIPT command: a Redis Sentinel?") !=
+          std::string::npos);
+    CHECK(s.last_error_message().find("redis_options::sentinels") != std::string::npos);
+    CHECK(s.last_error_message().find("local ") == std::string::npos);  // no script echoed
+  }
   SECTION("a port out of range names it") {
     redis_options o = isolated(*base);
     o.port = 70000;

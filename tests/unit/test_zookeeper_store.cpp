@@ -786,6 +786,28 @@ TEST_CASE("zookeeper_store: misconfiguration is answered at once, an absent serv
     hf_test::check_fails_fast(s, errc::invalid_argument);
     CHECK(s.last_error_message().find("root") != std::string::npos);
   }
+  SECTION("a chroot that does not exist is named; once it exists the same hosts work") {
+    std::optional<zookeeper_options> o = shared();
+    if (!o) return;
+    const std::string chroot = "/hf-chroot-" + hf_test::random_tag();
+    zookeeper_options rooted = *o;
+    rooted.hosts += chroot;
+    rooted.root = "/holdfast";
+    {
+      zookeeper_store s(rooted);
+      hf_test::check_fails_fast(s, errc::misconfigured);
+      CHECK(s.last_error_message().find("chroot " + chroot) != std::string::npos);
+      CHECK(s.last_error_message().find("create it, or drop it from hosts") != std::string::npos);
+    }
+    zookeeper_options maker = *o;  // makes the chroot as the parent of its own root
+    maker.root = chroot + "/made";
+    zookeeper_store m(maker);
+    REQUIRE(m.try_acquire("k", "M", 3000ms));
+    zookeeper_store s(rooted);
+    auto g = s.try_acquire("k", "A", 3000ms);
+    INFO(s.last_error_message());
+    CHECK(g);
+  }
   SECTION("a port over 65535 is refused by the options check, named") {
     for (const char* hosts : {"127.0.0.1:99999", "127.0.0.1:2181,127.0.0.1:0/app"}) {
       zookeeper_options o;

@@ -178,8 +178,12 @@ class etcd_store : public detail::link_client<detail::etcd_link>,
   ///   or ttl not in (0, max_ttl], or an owner larger than etcd accepts in one request;
   ///   errc::store_unavailable or errc::timeout if no member answers in time, has no leader or
   ///   refuses (no grant is reported; the unused lease is revoked at once if a member answers,
-  ///   else a grant the transaction may have made ends with its TTL); errc::protocol_error for
-  ///   an answer that is not the gateway's JSON, or a key holdfast did not write.
+  ///   else a grant the transaction may have made ends with its TTL); errc::misconfigured for
+  ///   an endpoint that is not etcd's gateway (an HTTP status etcd does not use, https:// to
+  ///   plain HTTP); errc::protocol_error for an answer that is not the gateway's JSON, or a key
+  ///   holdfast did not write. Against a member that answers nothing it returns within one
+  ///   connect_timeout + one command_timeout at most: the grant's command_timeout (libcurl
+  ///   counts the connect inside it) and store_call_floor for each revoke after it timed out.
   result<grant> try_acquire(std::string_view key, std::string_view owner,
                             std::chrono::milliseconds ttl) {
     return acquire_as(key, owner, ttl, false);

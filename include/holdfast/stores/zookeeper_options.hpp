@@ -36,7 +36,9 @@ inline constexpr std::size_t zookeeper_default_max_owner_bytes = std::size_t{100
 struct zookeeper_options {
   /// The ensemble, as the ZooKeeper client takes it: comma-separated host:port pairs, optionally
   /// followed by a chroot path ("10.0.0.5:2181,10.0.0.6:2181/apps/x"). The client picks a server
-  /// at random and moves to the next when one fails. Default "127.0.0.1:2181".
+  /// at random and moves to the next when one fails. holdfast does not create the chroot: a
+  /// chroot that does not exist is misconfigured, named, at the first request that meets it.
+  /// Default "127.0.0.1:2181".
   std::string hosts = "127.0.0.1:2181";
   /// The parent of every lease's node: lease "k" queues under root + "/" + escaped "k" (see the
   /// overview of stores/zookeeper.hpp). An absolute path, not "/" and not ending in "/".

@@ -35,10 +35,12 @@ inline std::chrono::milliseconds capped_by_call(std::chrono::milliseconds limit)
 /// after the bound was used up, D2); without one, changes nothing.
 class call_floor {
  public:
-  call_floor() {
-    if (call_until() != std::chrono::steady_clock::time_point::max()) {
-      bound_.emplace(std::chrono::steady_clock::now() + store_call_floor);
-    }
+  call_floor() : call_floor(call_until() != std::chrono::steady_clock::time_point::max()) {}
+  /// Gives the calls in a scope store_call_floor of their own from now iff `when`, bound or not
+  /// (a give-back after a request that timed out: another whole command timeout on a server that
+  /// answers nothing would only double its caller's wait).
+  explicit call_floor(bool when) {
+    if (when) bound_.emplace(std::chrono::steady_clock::now() + store_call_floor);
   }
 
  private:

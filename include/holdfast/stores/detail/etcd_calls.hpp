@@ -8,6 +8,7 @@
 #ifndef HOLDFAST_STORES_DETAIL_ETCD_CALLS_HPP
 #define HOLDFAST_STORES_DETAIL_ETCD_CALLS_HPP
 
+#include <algorithm>
 #include <chrono>
 #include <cstddef>
 #include <cstdint>
@@ -126,19 +127,32 @@ inline std::error_code etcd_revoke(etcd_link& link, std::string& body, std::int6
 /// mutex.
 class etcd_orphans {
  public:
-  /// Revokes lease `id`; if that fails, keeps it for settle(). Keeps the link's last error.
+  /// Revokes lease `id`; if that fails, keeps it for settle(). Keeps the link's last error. The
+  /// revoke gets store_call_floor of its own, not a command_timeout, past a call's deadline
+  /// (call_bound) and after a request that timed out (a member that answers nothing), so a
+  /// give-back adds at most store_call_floor to its caller's wait.
   void give_back(etcd_link& link, std::string& body, std::int64_t id) {
-    const call_floor own_time;  // past a call's deadline (call_bound): store_call_floor for it
+    const call_floor own_time(call_until() != std::chrono::steady_clock::time_point::max() ||
+                              link.last_request_timed_out());
     const std::string why = link.last_error();
     if (etcd_revoke(link, body, id, nullptr)) keep(id);
     link.fail(errc::store_unavailable, why);  // the caller reports its own failure
   }
-  /// One revoke of each kept lease; those that fail again stay.
+  /// One revoke of each kept lease; those that fail again stay. After a request that timed out
+  /// each revoke is bounded by store_call_floor (and the caller's deadline), and the first that
+  /// times out again ends the round, so it adds at most store_call_floor to its caller's wait.
   void settle(etcd_link& link, std::string& body) {
     if (ids_.empty()) return;
     const std::string why = link.last_error();
     std::vector<std::int64_t> left;
     for (std::int64_t id : ids_) {
+      if (!left.empty() && link.last_request_timed_out()) {
+        left.push_back(id);  // the member still answers nothing: the next attempt tries again
+        continue;
+      }
+      const auto floor = std::chrono::steady_clock::now() + store_call_floor;
+      const call_bound quick(link.last_request_timed_out() ? std::min(call_until(), floor)
+                                                           : call_until());
       if (etcd_revoke(link, body, id, nullptr)) left.push_back(id);
     }
     ids_.swap(left);

@@ -99,6 +99,9 @@ class etcd_link {
   }
   [[nodiscard]] const etcd_options& options() const noexcept { return opts_; }
   [[nodiscard]] const std::string& last_error() const noexcept { return last_error_; }
+  /// Whether the last request timed out (sent, or connecting, and no answer in time), as
+  /// against one answered or refused: a give-back then waits store_call_floor, not again as long.
+  [[nodiscard]] bool last_request_timed_out() const noexcept { return silent_; }
   /// The etcd auth token requests carry (empty without a username or before the first request);
   /// a watch on a connection of its own sends it too.
   [[nodiscard]] const std::string& auth_token() const noexcept { return token_; }
@@ -265,14 +268,12 @@ class etcd_link {
     if (err == nullptr) {
       // Not the gateway's error shape: judge by the HTTP status alone.
       ++current_;
-      const errc code = status >= 500 || status == 429   ? errc::store_unavailable
-                        : status == 408                  ? errc::timeout
-                        : status == 401 || status == 403 ? errc::permission_denied
-                        : status == 404 || status == 405 ? errc::misconfigured
-                                                         : errc::protocol_error;
+      const errc code = http_status_code(status);
       const char* field = code == errc::permission_denied ? " (etcd_options::username/password)"
-                          : code == errc::misconfigured   ? " (etcd_options::endpoints, api_path)"
-                                                          : "";
+                          : code == errc::misconfigured
+                              ? ", not an answer of etcd's v3 JSON gateway (check "
+                                "etcd_options::endpoints, api_path)"
+                              : "";
       return fail(code, "etcd: " + url_ + " answered HTTP " + std::to_string(status) + field +
                             ": " + excerpt());
     }
@@ -305,9 +306,17 @@ class etcd_link {
       curl_easy_setopt(c, CURLOPT_POSTFIELDSIZE_LARGE, static_cast<curl_off_t>(body.size()));
       set_timeouts(c);
       const CURLcode rc = curl_easy_perform(c);
+      silent_ = rc == CURLE_OPERATION_TIMEDOUT;
       if (rc == CURLE_OK) break;
       std::string what = "etcd: " + url_ + ": ";
       what += error_buffer_[0] != '\0' ? error_buffer_ : curl_easy_strerror(rc);
+      if (rc == CURLE_SSL_CONNECT_ERROR && answers_plain_http(endpoint())) {
+        ++current_;
+        return fail(errc::misconfigured, what +
+                                             " (TLS handshake failed: the endpoint answers "
+                                             "plain HTTP; give it as http:// in "
+                                             "etcd_options::endpoints)");
+      }
       ++current_;  // whatever failed, the next request goes to the next member
       const bool unsent = rc == CURLE_COULDNT_CONNECT || rc == CURLE_COULDNT_RESOLVE_HOST;
       if (unsent && attempt + 1 < n) continue;  // nothing was sent
@@ -365,6 +374,41 @@ class etcd_link {
                        ", gRPC code " + std::to_string(code) + ")");
   }
 
+  // After a failed TLS handshake with `endpoint` (https://...): whether the same host and port
+  // answer a plain-HTTP HEAD /version (any status). A server that is restarting or drops the
+  // connection answers neither, so that stays transient; a plain-HTTP server (etcd without TLS:
+  // it closes the handshake unanswered, SSL_ERROR_SYSCALL) is named. One connect_timeout at most.
+  bool answers_plain_http(const std::string& endpoint) const {
+    constexpr std::string_view tls = "https://";
+    if (endpoint.compare(0, tls.size(), tls) != 0) return false;
+    std::unique_ptr<CURL, curl_easy_deleter> h(curl_easy_init());
+    if (!h) return false;
+    const std::string url = "http://" + endpoint.substr(tls.size()) + "/version";
+    const auto ms = static_cast<long>(capped_by_call(opts_.connect_timeout).count());
+    curl_easy_setopt(h.get(), CURLOPT_URL, url.c_str());
+    curl_easy_setopt(h.get(), CURLOPT_NOBODY, 1L);
+    curl_easy_setopt(h.get(), CURLOPT_NOSIGNAL, 1L);
+    curl_easy_setopt(h.get(), CURLOPT_NOPROXY, "*");
+    curl_easy_setopt(h.get(), CURLOPT_CONNECTTIMEOUT_MS, std::max(ms, 1L));
+    curl_easy_setopt(h.get(), CURLOPT_TIMEOUT_MS, std::max(ms, 1L));
+    return curl_easy_perform(h.get()) == CURLE_OK;
+  }
+
+  // The errc of an HTTP status that came without the gateway's error shape. What waiting may
+  // mend stays transient: a member or a proxy in front of it failing (500, 502, 503, 504), too
+  // many requests (429), a timeout (408). Credentials are permission_denied (401, 403). Every
+  // other 4xx, a redirect (holdfast follows none), 501 (method not implemented) and 505 (HTTP
+  // version not supported) say the endpoint is not etcd's gateway: misconfigured, at once.
+  static errc http_status_code(long status) noexcept {
+    if (status == 408) return errc::timeout;
+    if (status == 429) return errc::store_unavailable;
+    if (status == 401 || status == 403) return errc::permission_denied;
+    if (status == 501 || status == 505) return errc::misconfigured;
+    if (status >= 500 && status <= 599) return errc::store_unavailable;
+    if (status >= 300 && status <= 499) return errc::misconfigured;
+    return errc::protocol_error;
+  }
+
   // The option behind a libcurl failure that is the configuration's, never the network's: a
   // malformed URL, a host name that resolves nowhere (after every endpoint was
   // tried), TLS files that cannot be read or certificates that do not verify. nullptr otherwise.
@@ -383,12 +427,33 @@ class etcd_link {
     }
   }
 
+  // A short printable excerpt of the answer for an error's text: an HTML page's tags dropped,
+  // runs of white space and control characters made one space, other bytes outside ASCII '?',
+  // at most 160 characters (then "...").
   std::string excerpt() const {
-    std::string s = response_.substr(0, 200);
-    for (char& ch : s) {
-      if (static_cast<unsigned char>(ch) < 32 || static_cast<unsigned char>(ch) >= 127) ch = '?';
+    constexpr std::size_t limit = 160;
+    const std::size_t first = response_.find_first_not_of(" \t\r\n");
+    const bool html = first != std::string::npos && response_[first] == '<';
+    std::string s;
+    bool in_tag = false;
+    for (std::size_t i = 0; i < response_.size() && s.size() <= limit; ++i) {
+      const auto ch = static_cast<unsigned char>(response_[i]);
+      if (html && (in_tag || ch == '<')) {
+        in_tag = ch != '>';
+        if (!in_tag && !s.empty() && s.back() != ' ') s += ' ';
+        continue;
+      }
+      if (ch <= 32) {
+        if (!s.empty() && s.back() != ' ') s += ' ';
+      } else {
+        s += ch < 127 ? static_cast<char>(ch) : '?';
+      }
     }
-    if (response_.size() > 200) s += "...";
+    while (!s.empty() && s.back() == ' ') s.pop_back();
+    if (s.size() > limit) {
+      s.resize(limit - 3);
+      s += "...";
+    }
     return s.empty() ? std::string("(empty)") : s;
   }
 
@@ -450,6 +515,7 @@ class etcd_link {
   std::string response_;
   char error_buffer_[CURL_ERROR_SIZE] = {};
   mutable std::string last_error_;  // the most recent call's failure (cleared by lock())
+  bool silent_ = false;             // the last request timed out (last_request_timed_out())
   mutable std::mutex mutex_;
 };
 

@@ -80,7 +80,8 @@ enum class redis_setup_field { auth, database, client_name, script };
 /// A setup command's error reply `r` (its text `text`): its code and a text naming the option and
 /// carrying the server's. Every answer to AUTH is about the credentials (permission_denied), to
 /// SELECT about the database number (misconfigured: out of range), to CLIENT SETNAME about the
-/// name; a script load that meets NOAUTH means a password is needed and none was given.
+/// name; a script load that meets NOAUTH means a password is needed and none was given, and one
+/// that meets "unknown command 'SCRIPT'" a Sentinel's port (or scripting disabled): misconfigured.
 inline std::pair<errc, std::string> redis_setup_failure(redis_setup_field f, const redis_options& o,
                                                         const redisReply* r,
                                                         const std::string& text) {
@@ -96,6 +97,20 @@ inline std::pair<errc, std::string> redis_setup_failure(redis_setup_field f, con
               "redis: setup: CLIENT SETNAME redis_options::client_name: " + text};
     case redis_setup_field::script:
       break;
+  }
+  // A server without SCRIPT cannot run holdfast's scripts however long one waits: most often a
+  // Redis Sentinel's port given as the server's (Sentinel knows no SCRIPT), else scripting
+  // renamed away. The setup's own answer tells, so no request more is made.
+  if (text.rfind("ERR unknown command 'SCRIPT'", 0) == 0) {
+    const std::string where = !o.sentinels.empty()    ? "the primary the sentinels named"
+                              : o.unix_socket.empty() ? o.host + ":" + std::to_string(o.port)
+                                                      : o.unix_socket;
+    return {errc::misconfigured,
+            "redis: " + where +
+                " knows no SCRIPT command: a Redis Sentinel? give it in "
+                "redis_options::sentinels (with sentinel_master), not as the server; else "
+                "scripting is disabled there (" +
+                text.substr(0, 28) + ")"};
   }
   const errc e = classify_redis_error(r->str, r->len);
   if (e == errc::permission_denied && o.password.empty()) {

@@ -120,7 +120,18 @@ class zookeeper_link {
     m += ": ";
     m += zerror(rc);
     if (rc == ZNOAUTH) m += " (the node's ACL refuses this session: zookeeper_options::digest)";
+    if (rc == ZNONODE && missing_chroot()) {
+      return fail(errc::misconfigured, "zookeeper: the chroot " + chroot() +
+                                           " of zookeeper_options::hosts does not exist: create "
+                                           "it, or drop it from hosts (" +
+                                           m + ")");
+    }
     return fail(zookeeper_errc(rc), std::move(m));
+  }
+  /// The chroot path of zookeeper_options::hosts ("h:p,h:p/apps/x" -> "/apps/x"), "" if none.
+  [[nodiscard]] std::string chroot() const {
+    const std::size_t at = opts_.hosts.find('/');
+    return at == std::string::npos ? std::string() : opts_.hosts.substr(at);
   }
 
   /// The open handle (after ensure_connected()).
@@ -234,6 +245,14 @@ class zookeeper_link {
   }
 
  private:
+  // Whether a ZNONODE comes from a chroot that does not exist. The client maps "/" to the chroot,
+  // so one exists request (made only after a ZNONODE, on a chroot) tells. A ZNONODE below an
+  // existing chroot (a parent removed meanwhile) stays what it was.
+  bool missing_chroot() {
+    if (zh_ == nullptr || opts_.hosts.find('/') == std::string::npos) return false;
+    count_request();
+    return zoo_exists(zh_, "/", 0, nullptr) == ZNONODE;
+  }
   void note_expiry() {
     lost_session_ = "zookeeper: session " + zookeeper_session_text(sid_) +
                     " expired (the server heard nothing from it for its timeout of " +
