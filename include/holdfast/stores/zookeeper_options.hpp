@@ -102,7 +102,7 @@ struct zookeeper_options {
       const std::size_t end = std::min(list.find(',', at), list.size());
       const std::size_t colon = list.rfind(':', end == 0 ? 0 : end - 1);
       if (colon != std::string::npos && colon >= at && colon + 1 < end) {
-        const std::string port = list.substr(colon + 1, end - colon - 1);
+        std::string port = list.substr(colon + 1, end - colon - 1);
         long value = 0;  // capped: a long run of digits stays out of range, never overflows
         for (char c : port)
           value = c < '0' || c > '9' ? -1 : std::min(value * 10 + (c - '0'), 100000L);
