@@ -38,7 +38,12 @@
 //              owner under the token the quorum sends, live OR EXPIRED: memory_store releases an
 //              expired record nobody took over), or if it shortened how long W members keep the
 //              key from others (a crash or a 1 ms give-back cut it short); then a second release
-//              of it is recorded as not applied.
+//              of it is recorded as not applied. A release that did neither may still be finished
+//              by the owner's next failed try_acquire, whose give-back (issue 22) releases the
+//              owner's records on the members it is unsure of: if that shortens how long W members
+//              keep the key, the release is recorded as applied after all (where it was sent,
+//              the only place the history has for it). The quorum's member records
+//              (quorum_member_store) are detail/quorum_member_store.hpp.
 //
 // run_quorum_schedule(src, options) is the entry; the seeded search (tests/unit/
 // test_quorum_sim.cpp), rapidcheck (tests/property/prop_quorum.cpp) and libFuzzer
@@ -71,6 +76,7 @@
 #include "holdfast/stores/memory.hpp"
 #include "holdfast/testing/checker.hpp"
 #include "holdfast/testing/decision.hpp"
+#include "holdfast/testing/detail/quorum_member_store.hpp"
 #include "holdfast/testing/detail/schedule_runner.hpp"
 #include "holdfast/testing/history.hpp"
 #include "holdfast/testing/sim_store.hpp"
@@ -118,81 +124,6 @@ inline std::optional<quorum_mutant> quorum_mutant_from_string(std::string_view s
 
 /// How simulated members restart: not at all, keeping their state, or empty.
 enum class quorum_restarts : std::uint8_t { none, durable, empty };
-
-/// A quorum member's store: a memory_store that also knows what inspect() cannot tell, whether
-/// it still carries `owner`'s record of a key under a token, live or expired. memory_store
-/// releases its holder's record after expiry too (stores/memory.hpp: a record still carrying the
-/// token was never granted to anyone else), so a quorum release may succeed on W members whose
-/// leases all expired; and a member holding the owner's record under another token (a grant whose
-/// reply was lost, a lagging token) will not release it for this token.
-class quorum_member_store : public memory_store<sim_clock> {
-  using base = memory_store<sim_clock>;
-
- public:
-  using base::base;
-
-  /// memory_store::try_acquire, remembering the record it made.
-  result<grant> try_acquire(std::string_view key, std::string_view owner,
-                            std::chrono::milliseconds ttl) {
-    const sim_clock::time_point t = clock().now();
-    result<grant> g = base::try_acquire(key, owner, ttl);
-    if (g) carried_[std::string(key)] = {std::string(owner), g->token, t + g->ttl};  // replaces
-    return g;
-  }
-
-  /// memory_store::renew, remembering the record's new expiry.
-  result<grant> renew(std::string_view key, std::string_view owner, fencing_token token,
-                      std::chrono::milliseconds ttl) {
-    const sim_clock::time_point t = clock().now();
-    result<grant> g = base::renew(key, owner, token, ttl);
-    if (g) carried_[std::string(key)].until = t + g->ttl;
-    return g;
-  }
-
-  /// memory_store::raise_token, remembering the token it raised the record to.
-  result<void> raise_token(std::string_view key, std::string_view owner, fencing_token token,
-                           fencing_token to) {
-    result<void> r = base::raise_token(key, owner, token, to);
-    if (r) carried_[std::string(key)].token = to;
-    return r;
-  }
-
-  /// memory_store::release, forgetting the record it freed.
-  result<void> release(std::string_view key, std::string_view owner, fencing_token token) {
-    result<void> r = base::release(key, owner, token);
-    if (r) carried_.erase(std::string(key));
-    return r;
-  }
-
-  /// How long from `from` (this member's clock) `owner`'s record of `key` with `token` keeps the
-  /// key from anyone else: its expiry's lower bound (the clock before the grant or renewal, plus
-  /// the TTL) minus `from`; zero or less if it ends by then or is not here.
-  [[nodiscard]] sim_clock::duration held_for(std::string_view key, std::string_view owner,
-                                             fencing_token token,
-                                             sim_clock::time_point from) const {
-    const auto it = carried_.find(std::string(key));
-    if (it == carried_.end() || it->second.owner != owner || it->second.token != token) {
-      return sim_clock::duration::zero();
-    }
-    return it->second.until - from;
-  }
-
-  /// True iff a record of `owner` on `key` with `token` may still be here, live or expired (one
-  /// the store swept away counts: an over-count, rare, never an under-count).
-  [[nodiscard]] bool carries(std::string_view key, std::string_view owner,
-                             fencing_token token) const {
-    const auto it = carried_.find(std::string(key));
-    return it != carried_.end() && it->second.owner == owner && it->second.token == token;
-  }
-
- private:
-  struct record {
-    std::string owner;
-    fencing_token token;
-    sim_clock::time_point until;  // the expiry's lower bound, on this member's clock
-  };
-  std::map<std::string, record> carried_;  // key -> newest record
-};
 
 /// A quorum member on the simulated network (sim_store.hpp's fault stages).
 using quorum_sim_member = sim_store<quorum_member_store>;
@@ -297,7 +228,26 @@ class quorum_front {
     member_quorum& q = current();
     const auto t0 = clock_.now();
     answers_.granted.erase(lease_id(key, owner));
+    // An unconfirmed release of this owner's lease, still recorded as not applied: a failed
+    // try_acquire gives back the owner's records on the members it is unsure of (issue 22), so it
+    // may end that lease: then the release is recorded as applied after all.
+    const auto pending = unconfirmed_.find(lease_id(key, owner));
+    std::vector<sim_clock::time_point> from;
+    sim_clock::duration held = sim_clock::duration::zero();
+    if (pending != unconfirmed_.end()) {
+      for (quorum_sim_member* m : members_) from.push_back(m->clock().now());
+      held = quorum_holds_for(key, owner, pending->second.second, q.quorum(), from);
+    }
     result<grant> g = q.try_acquire(key, owner, ttl);
+    if (pending != unconfirmed_.end()) {
+      if (g) {
+        unconfirmed_.erase(pending);  // a new grant of this owner replaces that lease anyway
+      } else if (held > sim_clock::duration::zero() &&
+                 quorum_holds_for(key, owner, pending->second.second, q.quorum(), from) < held) {
+        applied_releases_.push_back({pending->second.first, true});
+        unconfirmed_.erase(pending);
+      }
+    }
     if (!g) return g;
     if (qo_.token_mode == quorum_token_mode::naive_max) {
       naive_[lease_id(key, owner)] = {g->token, answers_.granted[lease_id(key, owner)]};
@@ -337,6 +287,7 @@ class quorum_front {
     result<void> r = q.release(key, owner, token);
     // The quorum could not confirm it (a reply lost, the client died half-way), yet of the W
     // members that could release the lease when it was sent, fewer can now: it did take effect.
+    unconfirmed_.erase(lease_id(key, owner));
     if (!r && carried >= q.quorum() && carrying(key, owner, token) < q.quorum()) {
       applied_releases_.push_back({event, false});
     } else if (!r && held > sim_clock::duration::zero() &&
@@ -344,6 +295,9 @@ class quorum_front {
       // It shortened how long W members keep the key from others: it took effect, though
       // expired records may still take a second release (amend() records it as not applied).
       applied_releases_.push_back({event, true});
+    } else if (!r && held > sim_clock::duration::zero() && event != static_cast<std::size_t>(-1)) {
+      // Not yet: the owner's next try_acquire may finish it (try_acquire()).
+      unconfirmed_[lease_id(key, owner)] = {event, token};
     }
     if (r || r.error() == errc::not_holder) naive_.erase(lease_id(key, owner));  // as the quorum
     return r;
@@ -463,6 +417,9 @@ class quorum_front {
   // History indices of releases to record as applied, each with whether it shortened the hold
   // (release()), so that later releases of the lease are recorded as not applied.
   std::vector<std::pair<std::size_t, bool>> applied_releases_;
+  // (key, owner) -> (history index, token) of the owner's last release the quorum could not
+  // confirm and that did not shorten the hold, until the owner's next grant or release.
+  std::map<lease_id_t, std::pair<std::size_t, fencing_token>> unconfirmed_;
   member_answers answers_;  // naive_max only
   // naive_max only: (key, owner) -> (quorum token, member -> that member's token).
   std::map<lease_id_t, std::pair<fencing_token, std::map<std::size_t, fencing_token>>> naive_;
