@@ -337,7 +337,13 @@ TEST_CASE("redis failover: wait_replicas reports only acknowledged grants; other
   INFO(report->facts);
   CHECK_FALSE(mentions(*report, "asynchronous replica"));
 
+  // The replica is healthy here, but on a loaded machine (ctest -j3 on 2 cores) its first
+  // acknowledgement can miss the 1 s wait_timeout: the grant is then given back (what this test
+  // checks below), so asking again is clean. Up to three asks.
   auto g = s.try_acquire("k", "A", 10s);
+  for (int ask = 1; ask < 3 && !g && g.error() == errc::grant_not_durable; ++ask) {
+    g = s.try_acquire("k", "A", 10s);
+  }
   INFO(s.last_error_message());
   REQUIRE(g);
   auto renewed = s.renew("k", "A", g->token, 10s);
