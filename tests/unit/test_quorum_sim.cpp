@@ -388,6 +388,16 @@ TEST_CASE("quorum recorder: a release that shortened the quorum's hold took effe
 namespace {
 
 // The quorum-level grants of `owner` in a run's history, in order: their tokens.
+// Runs a kept fuzz input the way fuzz_quorum_schedule does (run_quorum_control's set-up with no
+// mutant: three members, each judged too).
+quorum_run run_kept_input(const unsigned char* bytes, std::size_t size) {
+  quorum_sim_options q;
+  q.members = 3;
+  q.record_members = true;
+  holdfast::testing::tape_then_seeded_source src(bytes, size);
+  return run_quorum_schedule(src, q);
+}
+
 std::vector<std::uint64_t> recorded_grants(const holdfast::testing::history& h,
                                            std::string_view owner) {
   std::vector<std::uint64_t> out;
@@ -428,11 +438,7 @@ TEST_CASE("quorum: the same owner re-acquiring after its grant ended gets a grea
   // m1 grants #4, m3 answers #5 (the same owner's live record), m2's #6 reply is lost. The quorum
   // raised m1 to #5 and reported #5 again for a new grant: S2, "granted #5 to A#2 after granting
   // A#2's #5". Now it remembers that it released #5 and raises both to #6.
-  quorum_sim_options q;
-  q.members = 3;
-  q.record_members = true;
-  holdfast::testing::tape_then_seeded_source src(same_owner_input, sizeof same_owner_input);
-  const quorum_run r = run_quorum_schedule(src, q);
+  const quorum_run r = run_kept_input(same_owner_input, sizeof same_owner_input);
   INFO(r.run.result.report());
   CHECK(r.run.result.ok());  // before: S2 violated
   const auto a2 = recorded_grants(r.run.log, "A#2");
@@ -522,11 +528,7 @@ TEST_CASE("quorum recorder: a release finished by the owner's failed try_acquire
   // rightly granted #4 on m2 and m3 at 2.099 s. Before, the recorder judged the release only when
   // q.release returned and reported S3 ("B's lease #2 was live for another 0.239s"); now the
   // release counts as applied once the owner's failed try_acquire shortened the W members' hold.
-  quorum_sim_options q;
-  q.members = 3;
-  q.record_members = true;
-  holdfast::testing::tape_then_seeded_source src(give_back_input, sizeof give_back_input);
-  const quorum_run r = run_quorum_schedule(src, q);
+  const quorum_run r = run_kept_input(give_back_input, sizeof give_back_input);
   INFO(r.run.result.report());
   CHECK(r.run.result.ok());  // before: S3 violated
   const auto b = recorded_grants(r.run.log, "B");
