@@ -360,6 +360,9 @@ TEST_CASE("redis_store: bad options and unreachable servers are errors, not gran
   auto r = s.try_acquire("k", "o", milliseconds(100));
   CHECK(r.error() == errc::store_unavailable);
   CHECK(s.last_error_message().find("refused") != std::string::npos);
+  // The text names the server it could not reach (a fleet's logs must say which).
+  CHECK(s.last_error_message().find("127.0.0.1:" + std::to_string(closed.port)) !=
+        std::string::npos);
   CHECK(holdfast::is_transient(r.error()));
 }
 

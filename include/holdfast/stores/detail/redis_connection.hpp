@@ -314,14 +314,17 @@ class redis_connection {
         return fail(errc::misconfigured,
                     "redis: connect: " + std::string(field) + " \"" + host + "\": " + c->errstr);
       }
-      return fail(errc::store_unavailable, std::string("redis: connect: ") + c->errstr);
+      return fail(errc::store_unavailable,
+                  "redis: connect to " + redis_where(host, port, unix_socket) + ": " + c->errstr);
     }
 #if !defined(MSG_NOSIGNAL) && defined(SO_NOSIGPIPE)
     const int one = 1;
     (void)::setsockopt(c->fd, SOL_SOCKET, SO_NOSIGPIPE, &one, sizeof one);
 #endif
     if (redisSetTimeout(c.get(), ctv) != REDIS_OK) {
-      return fail(errc::store_unavailable, std::string("redis: set timeout: ") + c->errstr);
+      return fail(
+          errc::store_unavailable,
+          "redis: set timeout on " + redis_where(host, port, unix_socket) + ": " + c->errstr);
     }
     return {};
   }
@@ -332,7 +335,7 @@ class redis_connection {
     context_ptr c;
     if (std::error_code ec = open(c, host, port, unix_socket)) return ec;
     std::string pipeline;
-    const std::size_t setup = format_setup(pipeline);
+    const std::size_t setup = redis_format_setup(pipeline, opts_, scripts_, setup_fields_);
     const bool probing = probe_ || !opts_.sentinels.empty();
     if (probing) {
       resp_append_command(pipeline, {"ROLE"});
@@ -342,13 +345,14 @@ class redis_connection {
       resp_append_command(pipeline, {"CONFIG", "GET", "appendfsync"});
     }
     if (std::error_code ec = send_all(c.get(), pipeline.data(), pipeline.size())) return ec;
-    if (std::error_code ec = read_setup(c.get(), setup)) return ec;
+    const std::string where = redis_where(host, port, unix_socket);
+    if (std::error_code ec = read_setup(c.get(), setup, where)) return ec;
     if (probing) {
-      if (std::error_code ec = read_probe(c.get(), host, port)) return ec;
+      if (std::error_code ec = read_probe(c.get(), host, port, where)) return ec;
     }
     const struct timeval tv = to_timeval(opts_.command_timeout);
     if (redisSetTimeout(c.get(), tv) != REDIS_OK) {
-      return fail(errc::store_unavailable, std::string("redis: set timeout: ") + c->errstr);
+      return fail(errc::store_unavailable, "redis: set timeout on " + where + ": " + c->errstr);
     }
     ctx_ = std::move(c);
     primary_.connected(host, port);
@@ -389,12 +393,13 @@ class redis_connection {
   // appendfsync) into report_. A server whose ROLE is not "master" is refused (store_unavailable):
   // a replica answers every write with READONLY. INFO and CONFIG may be refused (renamed commands,
   // ACLs): the report then says what it could not read.
-  std::error_code read_probe(redisContext* c, const std::string& host, int port) {
+  std::error_code read_probe(redisContext* c, const std::string& host, int port,
+                             const std::string& where) {
     redis_reply_ptr replies[5];
     for (redis_reply_ptr& r : replies) {
       void* raw = nullptr;
       if (redisGetReply(c, &raw) != REDIS_OK || raw == nullptr) {
-        return fail(transport_code(c), std::string("redis: setup: ") + c->errstr);
+        return fail(transport_code(c), "redis: setup with " + where + ": " + c->errstr);
       }
       r.reset(static_cast<redisReply*>(raw));
     }
@@ -417,44 +422,16 @@ class redis_connection {
     return {};
   }
 
-  // ensure_connected, step 2: AUTH, SELECT and CLIENT SETNAME as the options ask, then SCRIPT
-  // LOAD of every script, appended to `pipeline`. Returns how many commands come before the
-  // scripts.
-  std::size_t format_setup(std::string& pipeline) {
-    setup_fields_.clear();
-    if (!opts_.password.empty()) {
-      if (opts_.username.empty()) {
-        resp_append_command(pipeline, {"AUTH", opts_.password});
-      } else {
-        resp_append_command(pipeline, {"AUTH", opts_.username, opts_.password});
-      }
-      setup_fields_.push_back(redis_setup_field::auth);
-    }
-    if (opts_.database != 0) {
-      resp_append_command(pipeline, {"SELECT", std::to_string(opts_.database)});
-      setup_fields_.push_back(redis_setup_field::database);
-    }
-    if (!opts_.client_name.empty()) {
-      resp_append_command(pipeline, {"CLIENT", "SETNAME", opts_.client_name});
-      setup_fields_.push_back(redis_setup_field::client_name);
-    }
-    const std::size_t setup = setup_fields_.size();
-    for (const std::string& script : scripts_) {
-      resp_append_command(pipeline, {"SCRIPT", "LOAD", script});
-    }
-    return setup;
-  }
-
-  // ensure_connected, step 3: reads the answers to the `setup` commands and the SCRIPT LOADs,
-  // keeping each script's SHA1. Every answer is read (the connection stays in step); the first
-  // error is the one reported.
-  std::error_code read_setup(redisContext* c, std::size_t setup) {
+  // ensure_connected, step 3 (step 2 is redis_format_setup): reads the answers to the `setup`
+  // commands and the SCRIPT LOADs, keeping each script's SHA1. Every answer is read (the
+  // connection stays in step); the first error is the one reported. `where` names the server.
+  std::error_code read_setup(redisContext* c, std::size_t setup, const std::string& where) {
     const std::size_t sent = setup + scripts_.size();
     std::error_code first_error{};
     for (std::size_t i = 0; i < sent; ++i) {
       void* raw = nullptr;
       if (redisGetReply(c, &raw) != REDIS_OK || raw == nullptr) {
-        return fail(transport_code(c), std::string("redis: setup: ") + c->errstr);
+        return fail(transport_code(c), "redis: setup with " + where + ": " + c->errstr);
       }
       redis_reply_ptr r(static_cast<redisReply*>(raw));
       if (r->type == REDIS_REPLY_ERROR) {
@@ -491,11 +468,9 @@ class redis_connection {
   std::error_code replica_refused(const std::string& said) {
     result<redis_reply_ptr> info = command({"INFO", "replication"});
     disconnect();
-    const std::string where = opts_.unix_socket.empty()
-                                  ? opts_.host + ":" + std::to_string(opts_.port)
-                                  : opts_.unix_socket;
     return fail(errc::misconfigured,
-                redis_replica_text(where, info ? info->get() : nullptr, "redis: " + said));
+                redis_replica_text(redis_where(opts_.host, opts_.port, opts_.unix_socket),
+                                   info ? info->get() : nullptr, "redis: " + said));
   }
 
   void push(std::string_view s) {

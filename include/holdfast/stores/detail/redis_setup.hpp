@@ -1,8 +1,9 @@
 // SPDX-License-Identifier: MIT
 // holdfast/stores/detail/redis_setup.hpp - what redis_connection's connect handshake needs
 // besides the connection: the hiredis context's deleter, timeouts as timevals (capped by the
-// deadline of the call running on the thread: call_bound), and the code and text of a failed
-// setup command (AUTH, SELECT, CLIENT SETNAME, SCRIPT LOAD), naming the option it comes from.
+// deadline of the call running on the thread: call_bound), the handshake's commands, and the code
+// and text of a failed setup command (AUTH, SELECT, CLIENT SETNAME, SCRIPT LOAD), naming the
+// option it comes from.
 // Part of stores/redis.hpp; not for users.
 #ifndef HOLDFAST_STORES_DETAIL_REDIS_SETUP_HPP
 #define HOLDFAST_STORES_DETAIL_REDIS_SETUP_HPP
@@ -15,6 +16,7 @@
 #include <optional>
 #include <string>
 #include <utility>
+#include <vector>
 
 #include "holdfast/detail/config.hpp"
 #include "holdfast/error.hpp"
@@ -77,6 +79,39 @@ class redis_socket_bound {
 /// Which option a setup command comes from, so that its error names that option.
 enum class redis_setup_field { auth, database, client_name, script };
 
+/// The server a connection goes to, as its errors name it: "host:port", or the Unix socket's path.
+inline std::string redis_where(const std::string& host, int port, const std::string& unix_socket) {
+  return unix_socket.empty() ? host + ":" + std::to_string(port) : unix_socket;
+}
+
+/// The connect handshake's commands, appended to `pipeline`: AUTH, SELECT and CLIENT SETNAME as
+/// `o` asks, then SCRIPT LOAD of each of `scripts`. `fields` is set to the option each setup
+/// command comes from, in order. Returns how many commands come before the scripts.
+inline std::size_t redis_format_setup(std::string& pipeline, const redis_options& o,
+                                      const std::vector<std::string>& scripts,
+                                      std::vector<redis_setup_field>& fields) {
+  fields.clear();
+  if (!o.password.empty()) {
+    if (o.username.empty()) {
+      resp_append_command(pipeline, {"AUTH", o.password});
+    } else {
+      resp_append_command(pipeline, {"AUTH", o.username, o.password});
+    }
+    fields.push_back(redis_setup_field::auth);
+  }
+  if (o.database != 0) {
+    resp_append_command(pipeline, {"SELECT", std::to_string(o.database)});
+    fields.push_back(redis_setup_field::database);
+  }
+  if (!o.client_name.empty()) {
+    resp_append_command(pipeline, {"CLIENT", "SETNAME", o.client_name});
+    fields.push_back(redis_setup_field::client_name);
+  }
+  for (const std::string& script : scripts)
+    resp_append_command(pipeline, {"SCRIPT", "LOAD", script});
+  return fields.size();
+}
+
 /// A setup command's error reply `r` (its text `text`): its code and a text naming the option and
 /// carrying the server's. Every answer to AUTH is about the credentials (permission_denied), to
 /// SELECT about the database number (misconfigured: out of range), to CLIENT SETNAME about the
@@ -102,9 +137,8 @@ inline std::pair<errc, std::string> redis_setup_failure(redis_setup_field f, con
   // Redis Sentinel's port given as the server's (Sentinel knows no SCRIPT), else scripting
   // renamed away. The setup's own answer tells, so no request more is made.
   if (text.rfind("ERR unknown command 'SCRIPT'", 0) == 0) {
-    const std::string where = !o.sentinels.empty()    ? "the primary the sentinels named"
-                              : o.unix_socket.empty() ? o.host + ":" + std::to_string(o.port)
-                                                      : o.unix_socket;
+    const std::string where = !o.sentinels.empty() ? "the primary the sentinels named"
+                                                   : redis_where(o.host, o.port, o.unix_socket);
     return {errc::misconfigured,
             "redis: " + where +
                 " knows no SCRIPT command: a Redis Sentinel? give it in "
