@@ -15,7 +15,7 @@
 //
 //   event                                  | what the keepalive does
 //   ---------------------------------------+---------------------------------------------------
-//   renew_fraction * TTL after acquired_at | renew() with the lease's TTL
+//   renew_fraction * TTL after acquired_at | renew() with the TTL asked (lease::asked_ttl())
 //   renew succeeded                        | schedule the next renewal from the new acquired_at
 //   transient error (store_unavailable,    | retry with exponential backoff and full jitter, but
 //   timeout, foreign error) or a store /   | never after valid_until(); the error (or

@@ -102,16 +102,17 @@ struct lease_access {
     return l.shared_;
   }
   // A lease from a grant made by a store call other than try_acquire (multi_lease.hpp's atomic
-  // multi-key grant), validity counted from `start`; arm() then sets the options' callbacks, as
-  // acquire_once does once the lease is known valid.
+  // multi-key grant) that asked for `asked` (ms), validity counted from `start`; arm() then sets
+  // the options' callbacks, as acquire_once does once the lease is known valid.
   template <class Store, class Clock>
   static lease<Store, Clock> from_grant(Store& store, const acquire_options<Clock>& opts,
                                         std::string key, std::string owner, grant g,
+                                        std::chrono::milliseconds asked,
                                         typename Clock::time_point start) {
     const auto until = lease_body<Store, Clock>::valid_until_for(
         opts.clock, start, trusted_span(g.ttl, opts.validity));
     return lease<Store, Clock>(lease_key{}, store, opts.clock, std::move(key), std::move(owner), g,
-                               opts.validity, start, until, start, loss_callback{}, nullptr);
+                               asked, opts.validity, start, until, start, loss_callback{}, nullptr);
   }
   template <class Store, class Clock>
   static void arm(lease<Store, Clock>& l, const acquire_options<Clock>& opts) {
@@ -164,13 +165,14 @@ class lease {
   lease& operator=(const lease&) = delete;
 
   /// Not for users (its key is in holdfast::detail): a held lease on grant `g` of `key` to
-  /// `owner`, whose request left at `start` on the holder's clock; valid until `until`, the clock
-  /// last read at `seen`, armed with the on-loss callback `lost` and the observer `obs`.
+  /// `owner` from a request that asked for `asked` (ms), which left at `start` on the holder's
+  /// clock; valid until `until`, the clock last read at `seen`, armed with the on-loss callback
+  /// `lost` and the observer `obs`.
   lease(detail::lease_key, Store& store, Clock clock, std::string&& key, std::string&& owner,
-        grant g, validity_options validity, time_point start, time_point until, time_point seen,
-        const loss_callback& lost, lease_observer* obs)
-      : inline_(&store, std::move(clock), std::move(key), std::move(owner), g, validity, start,
-                until, seen, lost, obs) {}
+        grant g, std::chrono::milliseconds asked, validity_options validity, time_point start,
+        time_point until, time_point seen, const loss_callback& lost, lease_observer* obs)
+      : inline_(&store, std::move(clock), std::move(key), std::move(owner), g, asked, validity,
+                start, until, seen, lost, obs) {}
   /// Not for users: a lease with the state `body`.
   lease(detail::lease_key, body_type&& body) : inline_(std::move(body)) {}
 
@@ -188,10 +190,18 @@ class lease {
   /// changes: a renewal keeps the token. A moved-from handle returns the none token, which every
   /// fence rejects.
   [[nodiscard]] fencing_token token() const noexcept { return b().token; }
-  /// Returns the TTL (ms) of the latest grant, as applied by the store.
+  /// Returns the TTL (ms) of the latest grant or renewal, as the store reported it: at most
+  /// asked_ttl(), and less when the store granted less (validity and renew_due_at() follow it).
   [[nodiscard]] std::chrono::milliseconds ttl() const {
     detail::maybe_lock lock(data_mutex());
     return b().ttl;
+  }
+  /// Returns the TTL (ms) the latest acquire or renew(ttl) asked for: what renew() and a
+  /// keepalive ask for next, whatever the store granted (so a short grant, such as a ZooKeeper
+  /// grant woken with no request, does not shrink the lease, nor ask under the store's min_ttl).
+  [[nodiscard]] std::chrono::milliseconds asked_ttl() const {
+    detail::maybe_lock lock(data_mutex());
+    return b().asked;
   }
   /// Returns the holder-clock instant read before the request of the latest grant or renewal left.
   [[nodiscard]] time_point acquired_at() const {
@@ -279,9 +289,10 @@ class lease {
     return detail::saturating_sub(x.valid_until, x.last_seen);
   }
 
-  /// Extends the lease by its current TTL. See renew(ttl).
+  /// Extends the lease by the TTL it last asked for (asked_ttl(), not the possibly shorter
+  /// ttl() the store granted). See renew(ttl).
   result<void> renew() {
-    return renew(ttl());
+    return renew(asked_ttl());
   }
 
   /// Asks the store to extend the lease to `ttl` from now (ms, or any duration; it is truncated to

@@ -184,7 +184,8 @@ class multi_lease {
     return any_releasing ? lease_state::releasing : lease_state::released;
   }
 
-  /// Renews every lease by its current TTL (lease::renew()), all of them even if one fails.
+  /// Renews every lease with the TTL it asked for (lease::renew(): asked_ttl(), whatever the store
+  /// granted), all of them even if one fails.
   /// \returns success; errc::lease_lost if any lease is lost (the set no longer holds every key:
   ///   release it and acquire anew); else the first other error (transient: retry until
   ///   valid_until()). Exceptions from the store or clock propagate.

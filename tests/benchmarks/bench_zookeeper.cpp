@@ -25,7 +25,8 @@
 // HOLDFAST_ZK_ENSEMBLE_HOSTS; with HOLDFAST_BENCH_OWN_SERVERS=1 an unset one makes the benchmark
 // start its own server or ensemble (tests/support/zookeeper_servers.hpp) for the run, else that
 // benchmark is skipped (the ctest smoke run starts no JVM of its own). Hand-off requests are
-// counted by the stores (every request each sends); HOLDFAST_BENCH_FULL=1 runs every hand-off
+// counted by the stores (every request each sends), per grant and per hand-off (release start ->
+// next grant); HOLDFAST_BENCH_FULL=1 runs every hand-off
 // (the smoke run does five per row). See handoff.hpp; the figures: README.md.
 #include <benchmark/benchmark.h>
 
@@ -258,15 +259,20 @@ void BM_handoff_zookeeper(benchmark::State& state) {
           std::chrono::duration<double, std::micro>(holdfast_bench::handoff_clock::now() - t0)
               .count());
     }
+    const auto sent = [&] {  // every request of every store so far (per hand-off counts)
+      std::uint64_t n = 0;
+      for (const auto& s : stores) n += s->requests();
+      return n;
+    };
     holdfast_bench::handoff_result r;
     if constexpr (Wait) {
       r = holdfast_bench::run_handoffs<counted_store*>(
           [&](int i) { return stores[static_cast<std::size_t>(i)].get(); }, waiters, handoffs, hold,
-          "k");
+          "k", sent);
     } else {
       r = holdfast_bench::run_handoffs<polling<counted_store>*>(
           [&](int i) { return polled[static_cast<std::size_t>(i)].get(); }, waiters, handoffs, hold,
-          "k");
+          "k", sent);
     }
     std::uint64_t after = 0;
     for (const auto& s : stores) after += s->requests();

@@ -23,6 +23,8 @@
 //                 | conditions (an idle pause before it, a script or statement, not a PING)
 //   median_releases | median_us / release_us: the hand-off in round trips of the release; the
 //                 | protocol's floor is ~2 (the release, then the woken waiter's attempt)
+//   handoff_requests | mean store requests from a release's start to the next grant's return,
+//                 | all threads together (only when the benchmark passes a request count)
 //
 // "Polling" wraps the store in a forwarder without wait_for_release, so acquire() retries with
 // its default backoff (10 ms doubling to 1 s, full jitter), exactly as before the capability.
@@ -70,7 +72,8 @@ struct polling {
 
 struct handoff_result {
   std::vector<double> latencies_us;
-  std::vector<double> releases_us;  // each release() call's duration
+  std::vector<double> releases_us;       // each release() call's duration
+  std::vector<double> handoff_requests;  // requests from each release's start to the next grant
   double longest_ms = 0;
   std::uint64_t handoffs = 0;  // hand-offs measured
   std::uint64_t grants = 0;    // every grant of the run (the first and the winding-down ones too)
@@ -79,15 +82,19 @@ struct handoff_result {
 
 /// Runs `handoffs` hand-offs among `waiters` + 1 threads. `make_store(i)` gives thread i its
 /// store (a pointer; it may be shared); acquire() goes to it as it is. `hold` is how long each
-/// holder keeps the key.
+/// holder keeps the key. `requests_now` (optional) returns the requests every store sent so far:
+/// each hand-off's share (release start -> next grant returned) goes to handoff_requests. It is
+/// read before the grant is announced, so no thread that waits for a grant adds to it.
 template <class StorePtr, class MakeStore>
 handoff_result run_handoffs(MakeStore make_store, int waiters, std::uint64_t handoffs,
-                            std::chrono::microseconds hold, const std::string& key) {
+                            std::chrono::microseconds hold, const std::string& key,
+                            const std::function<std::uint64_t()>& requests_now = {}) {
   using namespace std::chrono_literals;
   handoff_result out;
   std::mutex mu;
   std::atomic<std::uint64_t> grants{0};
-  std::atomic<std::int64_t> released_at_ns{-1};  // when the latest release started
+  std::atomic<std::int64_t> released_at_ns{-1};       // when the latest release started
+  std::atomic<std::uint64_t> requests_at_release{0};  // requests_now() then
   std::atomic<bool> stop{false};
   // Threads that are not waiting in acquire() block here (not spin: a spinning thread would take
   // the CPU the woken waiter needs) until the grant count moves on.
@@ -104,6 +111,7 @@ handoff_result run_handoffs(MakeStore make_store, int waiters, std::uint64_t han
       StorePtr store = make_store(i);
       std::vector<double> mine;
       std::vector<double> releases;
+      std::vector<double> counts;
       double longest = 0;
       bool failed = false;
       // Thread 0 starts as the holder; the others join once it holds the key.
@@ -113,6 +121,7 @@ handoff_result run_handoffs(MakeStore make_store, int waiters, std::uint64_t han
         const auto asked = handoff_clock::now();
         auto l = holdfast::acquire(*store, key, 30s, 60s);
         const auto got = handoff_clock::now();
+        const std::uint64_t sent = requests_now ? requests_now() : 0;
         if (!l) {
           failed = failed || !stop.load();
           break;
@@ -126,6 +135,7 @@ handoff_result run_handoffs(MakeStore make_store, int waiters, std::uint64_t han
         grant_cv.notify_all();
         if (rel >= 0 && n > 1 && n <= handoffs + 1) {
           mine.push_back(static_cast<double>(got.time_since_epoch().count() - rel) / 1000.0);
+          if (requests_now) counts.push_back(static_cast<double>(sent - requests_at_release));
         }
         longest = std::max(longest, std::chrono::duration<double, std::milli>(got - asked).count());
         if (hold.count() > 0) std::this_thread::sleep_for(hold);
@@ -133,6 +143,7 @@ handoff_result run_handoffs(MakeStore make_store, int waiters, std::uint64_t han
           std::lock_guard<std::mutex> lock(grant_mu);
           stop = true;
         }
+        if (requests_now) requests_at_release = requests_now();
         const auto release_start = handoff_clock::now();
         released_at_ns = release_start.time_since_epoch().count();
         (void)l->release();
@@ -149,6 +160,7 @@ handoff_result run_handoffs(MakeStore make_store, int waiters, std::uint64_t han
       std::lock_guard<std::mutex> lock(mu);
       out.latencies_us.insert(out.latencies_us.end(), mine.begin(), mine.end());
       out.releases_us.insert(out.releases_us.end(), releases.begin(), releases.end());
+      out.handoff_requests.insert(out.handoff_requests.end(), counts.begin(), counts.end());
       out.longest_ms = std::max(out.longest_ms, longest);
       out.failed = out.failed || failed;
     });
@@ -209,6 +221,11 @@ inline void report_handoffs(benchmark::State& state, const handoff_result& r,
   // the requests of those are counted too.
   state.counters["requests"] = static_cast<double>(requests) / static_cast<double>(r.grants);
   state.counters["longest_ms"] = r.longest_ms;
+  if (!r.handoff_requests.empty()) {
+    double sum = 0;
+    for (double c : r.handoff_requests) sum += c;
+    state.counters["handoff_requests"] = sum / static_cast<double>(r.handoff_requests.size());
+  }
   state.counters["handoffs"] = static_cast<double>(r.handoffs);
   const double release_us = percentile(r.releases_us, 0.5);
   state.counters["release_us"] = release_us;

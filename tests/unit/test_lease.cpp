@@ -15,6 +15,7 @@
 
 #include "holdfast/clock.hpp"
 #include "holdfast/fence.hpp"
+#include "holdfast/keepalive.hpp"
 #include "holdfast/lease.hpp"
 #include "holdfast/stores/memory.hpp"
 #include "test_support.hpp"
@@ -453,6 +454,93 @@ TEST_CASE("renew trusts the shorter of the TTL asked and the TTL granted", "[lea
   };
   REQUIRE(l->renew(10s));
   CHECK(l->ttl() == 10s);
+}
+
+namespace {
+
+// A store that grants 6 s of every 10 s asked (it holds the 10 s: a grant reports at most what the
+// store holds) and refuses a TTL under 10 s, its min_ttl: a ZooKeeper grant woken with no request
+// reports what is left of its session's timeout, and its store refuses a TTL under that timeout.
+// Records the TTL of every renewal asked.
+struct short_grant_store : scripted_store {
+  explicit short_grant_store(manual_clock clock) : scripted_store(std::move(clock)) {
+    on_acquire = [this](std::string_view k, std::string_view o, ms ttl) {
+      if (ttl < 10s) return holdfast::result<grant>(errc::invalid_argument);
+      holdfast::result<grant> g = inner.try_acquire(k, o, ttl);
+      if (g) g->ttl = 6s;
+      return g;
+    };
+    on_renew = [this](std::string_view k, std::string_view o, fencing_token t, ms ttl) {
+      asked.push_back(ttl);
+      if (ttl < 10s) return holdfast::result<grant>(errc::invalid_argument);
+      return inner.renew(k, o, t, ttl);
+    };
+  }
+  std::vector<ms> asked;
+};
+
+const ns kSpan6s = holdfast::trusted_span(6s, holdfast::validity_options{});
+
+}  // namespace
+
+TEST_CASE("a grant shorter than asked: validity follows the grant, renew asks for the TTL asked",
+          "[lease]") {
+  manual_clock clock;
+  clock.set(tp(100s));
+  short_grant_store store(clock);
+  auto l = holdfast::try_acquire(store, "k", 10s, options(clock, "A"));
+  REQUIRE(l);
+  CHECK(l->ttl() == 6s);
+  CHECK(l->asked_ttl() == 10s);
+  CHECK(l->valid_until() == tp(100s) + kSpan6s);
+  CHECK(l->renew_due_at() == tp(103s));  // half the granted TTL
+  SECTION("one tick before the granted validity ends: valid, and renew() asks for 10 s") {
+    clock.set(tp(100s) + kSpan6s - 1ns);
+    CHECK(l->valid());
+    REQUIRE(l->renew());
+    CHECK(store.asked == std::vector<ms>{10s});
+    CHECK(l->ttl() == 10s);  // this renewal was granted in full
+    CHECK(l->asked_ttl() == 10s);
+    CHECK(l->valid_until() == tp(100s) + kSpan6s - 1ns + kSpan10s);
+  }
+  SECTION("at the granted validity's end: lost, and nothing is sent") {
+    clock.set(tp(100s) + kSpan6s);
+    CHECK_FALSE(l->valid());
+    CHECK(l->renew().error() == errc::lease_lost);
+    CHECK(store.asked.empty());
+  }
+  SECTION("one tick after: lost (the 10 s asked is never trusted)") {
+    clock.set(tp(100s) + kSpan6s + 1ns);
+    CHECK(l->renew().error() == errc::lease_lost);
+    CHECK(l->state() == lease_state::lost);
+    CHECK(store.asked.empty());
+  }
+  SECTION("renew(ttl) sets the TTL the next renew() asks for") {
+    REQUIRE(l->renew(20s));
+    CHECK(l->asked_ttl() == 20s);
+    REQUIRE(l->renew());
+    CHECK(store.asked == std::vector<ms>{20s, 20s});
+  }
+}
+
+TEST_CASE("a keepalive renews a short grant at half of it, asking for the TTL asked", "[lease]") {
+  manual_clock clock;
+  short_grant_store store(clock);
+  holdfast::keepalive_options ko;
+  ko.start_thread = false;
+  holdfast::keepalive<manual_clock> ka(clock, ko);
+  auto l = holdfast::try_acquire(store, "k", 10s, options(clock, "A"));
+  REQUIRE(l);
+  REQUIRE(ka.add(*l));
+  clock.set(tp(3s) - 1ns);  // one tick before half the granted 6 s: nothing due
+  (void)ka.poll();
+  CHECK(store.asked.empty());
+  clock.set(tp(3s));
+  CHECK(ka.poll() == tp(8s));  // renewed for the 10 s asked: next due half of it later
+  CHECK(store.asked == std::vector<ms>{10s});
+  CHECK(l->valid());
+  CHECK(l->ttl() == 10s);
+  CHECK(l->valid_until() == tp(3s) + kSpan10s);
 }
 
 TEST_CASE("a store's exception reaches the caller unchanged, leaving the lease unchanged",

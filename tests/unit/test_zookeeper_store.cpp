@@ -384,8 +384,10 @@ TEST_CASE("zookeeper_store: a connection cut between create and its reply leaves
   CHECK(adm.contenders("q").size() == 1);
 }
 
-TEST_CASE("zookeeper_store: a release wakes exactly the next waiter, in two requests",
-          "[zookeeper][wait_for_release]") {
+TEST_CASE(
+    "zookeeper_store: a release wakes exactly the next waiter; the second in line is granted "
+    "with no request, a later one with one list",
+    "[zookeeper][wait_for_release]") {
   std::optional<zookeeper_options> o = shared();
   if (!o) return;
   open_store s(*o);
@@ -398,6 +400,7 @@ TEST_CASE("zookeeper_store: a release wakes exactly the next waiter, in two requ
   std::atomic<int> granted{0};  // of which ended in a grant
   std::atomic<int> permit{0};   // waiter i may release once permit > i
   std::vector<fencing_token> tokens(n);
+  std::vector<std::chrono::milliseconds> ttls(n);
   std::vector<std::thread> waiters;
   for (int i = 0; i < n; ++i) {
     waiters.emplace_back([&, i] {
@@ -412,6 +415,7 @@ TEST_CASE("zookeeper_store: a release wakes exactly the next waiter, in two requ
         auto w = s.try_acquire_queued("k", owner, 2000ms);
         if (!w) continue;
         tokens[static_cast<std::size_t>(i)] = w->token;
+        ttls[static_cast<std::size_t>(i)] = w->ttl;
         ++granted;
         CHECK(hf_test::wait_until([&] { return permit.load() > i; }, 10000ms));
         CHECK(s.release("k", owner, w->token));
@@ -435,10 +439,100 @@ TEST_CASE("zookeeper_store: a release wakes exactly the next waiter, in two requ
   }
   for (auto& t : waiters) t.join();
   for (int i = 1; i < n; ++i) CHECK(tokens[i - 1] < tokens[i]);  // FIFO, tokens in order
-  // The first hand-off: the waiter's list (the holder's delete is another store's). Then each:
-  // the releasing waiter's delete (by name, no read first), the next waiter's list.
-  CHECK(per_handoff[0] == 1);
-  for (int i = 1; i < n; ++i) CHECK(per_handoff[static_cast<std::size_t>(i)] == 2);
+  // The first hand-off: none of s's (the holder's delete is another store's): W0's list after
+  // its create named H alone ahead, so H's deletion event is W0's grant. Its TTL is the session
+  // timeout less the time since its wait's exists (zookeeper_ticket.hpp): under 2000 ms, and at
+  // least half of it. Then each: the releasing waiter's delete (by name, no read first), the next
+  // waiter's list (W1 and W2 had more than one node ahead), and a grant of the full timeout.
+  CHECK(per_handoff[0] == 0);
+  CHECK(ttls[0] < 2000ms);
+  CHECK(ttls[0] >= 1000ms);
+  for (int i = 1; i < n; ++i) {
+    CHECK(per_handoff[static_cast<std::size_t>(i)] == 2);
+    CHECK(ttls[static_cast<std::size_t>(i)] == 2000ms);
+  }
+}
+
+TEST_CASE("zookeeper_store: a woken grant with no request keeps within its session's timeout",
+          "[zookeeper][wait_for_release]") {
+  using holdfast::detail::zookeeper_ticket;
+  using holdfast::detail::zookeeper_woken_ttl;
+  const auto start = std::chrono::steady_clock::now();
+  zookeeper_ticket t;
+  t.alone = true;
+  t.ahead_gone = true;
+  // Half the session timeout (1000 ms of 2000) since the wait's exists left: one tick (1 ns)
+  // before, at, and after the boundary. Left: 1000 ms + 1 ns, 1000 ms (still granted), and
+  // 1000 ms - 1 ns (asks again: a list restarts the session's timeout).
+  t.heard = start - 1000ms + std::chrono::nanoseconds(1);
+  CHECK(zookeeper_woken_ttl(t, start, 2000ms) == std::optional(1000ms));
+  t.heard = start - 1000ms;
+  CHECK(zookeeper_woken_ttl(t, start, 2000ms) == std::optional(1000ms));
+  t.heard = start - 1000ms - std::chrono::nanoseconds(1);
+  CHECK(zookeeper_woken_ttl(t, start, 2000ms) == std::nullopt);
+  // Rounded down to whole ms; never more than the timeout.
+  t.heard = start - std::chrono::microseconds(1500);
+  CHECK(zookeeper_woken_ttl(t, start, 2000ms) == std::optional(1998ms));
+  t.heard = start;
+  CHECK(zookeeper_woken_ttl(t, start, 2000ms) == std::optional(2000ms));
+  // No grant without both facts: the node ahead was the only one, and it was seen deleted.
+  t.alone = false;
+  CHECK(zookeeper_woken_ttl(t, start, 2000ms) == std::nullopt);
+  t.alone = true;
+  t.ahead_gone = false;
+  CHECK(zookeeper_woken_ttl(t, start, 2000ms) == std::nullopt);
+
+  // On the server: a waiter second in line whose holder kept the key past half the session
+  // timeout is not granted by the event: one list, and a grant of the whole timeout.
+  std::optional<zookeeper_options> o = shared();
+  if (!o) return;
+  open_store s(*o);
+  zookeeper_store holder(*o);
+  auto g = holder.try_acquire("k", "H", 2000ms);
+  REQUIRE(g);
+  REQUIRE(s.try_acquire_queued("k", "W", 2000ms).error() == errc::busy);
+  std::thread late([&] {
+    std::this_thread::sleep_for(1100ms);
+    CHECK(holder.release("k", "H", g->token));
+  });
+  REQUIRE(s.wait_for_release("k", std::chrono::steady_clock::now() + 20s));
+  late.join();
+  const std::uint64_t before = s.link().requests();
+  auto w = s.try_acquire_queued("k", "W", 2000ms);
+  REQUIRE(w);
+  CHECK(s.link().requests() - before == 1);  // the list
+  CHECK(w->ttl == 2000ms);
+  CHECK(g->token < w->token);
+}
+
+TEST_CASE("zookeeper_store: lease<> on a woken grant renews with the TTL it asked for",
+          "[zookeeper][wait_for_release][lease]") {
+  // The woken grant reports under min_ttl() (the session timeout less the time since the wait's
+  // exists); a renewal with that TTL would be refused (invalid_argument). lease<> asks for the
+  // 2000 ms it asked for, and its validity follows the shorter grant until then.
+  std::optional<zookeeper_options> o = shared();
+  if (!o) return;
+  open_store s(*o);
+  zookeeper_store holder(*o);
+  admin adm(*o);
+  auto g = holder.try_acquire("k", "H", 2000ms);
+  REQUIRE(g);
+  std::thread late([&] {  // releases once W is queued behind H
+    CHECK(hf_test::wait_until([&] { return adm.contenders("k").size() == 2; }, 10000ms));
+    CHECK(holder.release("k", "H", g->token));
+  });
+  holdfast::acquire_options<> ao;
+  ao.owner = "W";
+  auto l = holdfast::acquire(s, "k", 2000ms, 10s, ao);
+  late.join();
+  REQUIRE(l);
+  CHECK(l->ttl() < 2000ms);  // woken: no request, under min_ttl()
+  CHECK(l->asked_ttl() == 2000ms);
+  CHECK(l->valid_until() <= l->acquired_at() + l->ttl());
+  REQUIRE(l->renew());
+  CHECK(l->ttl() == 2000ms);
+  CHECK(l->asked_ttl() == 2000ms);
+  CHECK(l->release());
 }
 
 // Issue 24 part 2: a queued node whose caller left (a lost create reply it could not search for,

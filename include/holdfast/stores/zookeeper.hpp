@@ -38,6 +38,7 @@
 //   renew       | exists of the holder node                (1) | the session keeps it alive
 //   release     | delete                                   (1) | the name is this grant's alone
 //   inspect     | get_children, get of the lowest          (2) |
+//   wait, queued| exists with a watch on the node ahead   (1) | woken: no request (below)
 //   (a store that did not make the grant first finds the holder: get_children + get)
 //
 // TTL and validity. An ephemeral node lives as long as the session that created it, and the
@@ -45,11 +46,12 @@
 // for the session timeout, which the server negotiates (between minSessionTimeout and
 // maxSessionTimeout: 2 and 20 ticks by default). There is no per-node TTL (TTL nodes are
 // persistent, need extendedTypesEnabled and are reaped once a minute), so the mapping is:
-//  - one session per store, shared by its leases; every grant reports TTL = the granted session
-//    timeout (min_ttl(); at most the TTL asked). The server cannot end it earlier: it counts the
-//    timeout from the last request it received, which left the holder after the holder's clock
-//    reading that starts its validity (DESIGN.md section 4). A holder that lost contact for the
-//    session timeout must assume the lease lost, and lease<> does: its validity is that TTL.
+//  - one session per store, shared by its leases; a grant reports TTL = the granted session
+//    timeout (min_ttl(); at most the TTL asked; a woken grant less, below). The server cannot end
+//    it earlier: it counts the timeout from the last request it received, which left the holder
+//    after the holder's clock reading that starts its validity (DESIGN.md section 4). A holder that
+//    lost contact for the session timeout must assume the lease lost, and lease<> does: its
+//    validity is that TTL.
 //  - a TTL shorter than the session timeout is refused with invalid_argument naming min_ttl:
 //    the node would outlive what its holder trusts (a crashed holder would block others for the
 //    session timeout, not its TTL), as etcd's minimum lease TTL.
@@ -57,22 +59,24 @@
 //    heartbeat) and moves the grant's end to the call's start + TTL. The session's pings keep the
 //    node alive meanwhile, however long, so the store ends a grant that was not renewed itself
 //    (T2): at its end (steady_clock, read when the acquire or renew call began: after the
-//    holder's own reading) a reaper thread deletes the node, and every call of the store first
-//    deletes what is due; a renew or release after the end answers lease_lost / not_holder. A
-//    lease thus ends with its release, its TTL, the session (expired, or the store destroyed:
-//    zookeeper_close deletes the nodes at once) or its node deleted behind holdfast's back. A
-//    store cut off from the server deletes late (when it reaches it again), but the server then
-//    ends the session after the session timeout. Session expiry is a lost lease: renew answers
-//    lease_lost, last_error_message() says the session expired, and session_expired() tells
-//    lease<>, whose on-loss callback gets loss_cause::session_expired.
-//  - the search for one's own node after a lost create reply first syncs the parent (the sync
-//    request, as Curator does): the client may have reconnected to a follower that has not yet
-//    applied the create, whose list would hide the node (it would then be orphaned in the
-//    session while the caller queues again).
+//    holder's own reading) a reaper thread, and every call of the store first, deletes the node;
+//    a renew or release after the end answers lease_lost / not_holder. A lease thus ends with its
+//    release, its TTL, the session (expired, or the store destroyed: zookeeper_close deletes
+//    the nodes at once) or its node deleted behind holdfast's back. A store cut off from the
+//    server deletes late, but the server then ends the session after the session timeout. Session
+//    expiry is a lost lease: renew answers lease_lost, last_error_message() says the session
+//    expired, and session_expired() tells lease<>, whose on-loss callback gets
+//    loss_cause::session_expired.
+//  - a lost create reply's search for one's own node syncs the parent first (as Curator does):
+//    a follower the client reconnected to may not have applied the create yet.
+//  - a contender woken first in line (below) is granted with no request, TTL = the session
+//    timeout less the time since its wait's last answered request (detail/zookeeper_ticket.hpp):
+//    less than asked and than min_ttl(); lease<> renews with the TTL it asked for.
 //
 // Waiting (wait_for_release, try_acquire_queued, leave_queue) without polling and without a
 // herd: a queued contender watches (zoo_wexists) only the node just ahead of it, so a release
-// wakes exactly the next contender, which asks again (one exists + create/list per hand-off).
+// wakes exactly the next contender. If its list after its create named that node alone ahead,
+// the deletion event is its grant (no request); else it lists again (one request).
 // A waiter with no place (watch_release, or no queued attempt) watches the holder's node: every
 // such watcher wakes. A dropped connection or an expired session wakes every waiter (it
 // re-checks): a waiter never sleeps past the holder's node going away. An exception out of the
@@ -85,7 +89,7 @@
 // misconfigured (none retried by acquire()); the client's text in last_error_message().
 //
 // Files: this header; zookeeper_options.hpp; zookeeper_fence.hpp (fenced writes in ZooKeeper);
-// detail/zookeeper_link.hpp (the session, events, error mapping); detail/zookeeper_names.hpp.
+// detail/: zookeeper_link (the session, events, errors), _names, _nodes, _grants, _ticket.
 #ifndef HOLDFAST_STORES_ZOOKEEPER_HPP
 #define HOLDFAST_STORES_ZOOKEEPER_HPP
 
@@ -115,6 +119,7 @@
 #include "holdfast/stores/detail/zookeeper_names.hpp"
 #include "holdfast/stores/detail/zookeeper_nodes.hpp"
 #include "holdfast/stores/detail/zookeeper_reaper.hpp"
+#include "holdfast/stores/detail/zookeeper_ticket.hpp"
 #include "holdfast/stores/zookeeper_fence.hpp"
 #include "holdfast/stores/zookeeper_options.hpp"
 
@@ -125,11 +130,12 @@ HOLDFAST_ABI_NAMESPACE_BEGIN
 /// mapping and waiting). Models LeaseStore with inspect(), wait_for_release(), watch_release(),
 /// try_acquire_queued() and leave_queue().
 ///
-/// Differences from memory_store: every grant's TTL is the session timeout the server granted
-/// (min_ttl()), and a shorter TTL is invalid_argument; a lease also ends with its session
-/// (session_expired() says so); tokens are per key (czxids), not store-wide. Only
-/// the session that made a grant renews it (another process with the same owner gets lease_lost
-/// from renew and busy from try_acquire: it cannot keep that session alive).
+/// Differences from memory_store: a grant's TTL is the session timeout the server granted
+/// (min_ttl()), or less for a queued grant woken with no request (see the file overview: renew
+/// with the TTL asked, as lease<> does), and a TTL under min_ttl() is invalid_argument; a lease
+/// also ends with its session (session_expired() says so); tokens are per key (czxids), not
+/// store-wide. Only the session that made a grant renews it (another process with the same owner
+/// gets lease_lost from renew and busy from try_acquire: it cannot keep that session alive).
 ///
 /// Thread-safety: every member function may be called concurrently; one mutex serializes the
 /// store's requests (waits sleep without it) and its reaper thread's deletes of grants past
@@ -170,7 +176,8 @@ class zookeeper_store : public detail::link_client<detail::zookeeper_link> {
   /// try_acquire that, when `key` is busy, keeps the calling thread's node as its place in the
   /// queue for its next wait_for_release on `key` (store.hpp's try_acquire_queued); a later
   /// attempt finds it again (its token is that node's czxid). A place in another key's queue is
-  /// left. \returns as try_acquire.
+  /// left. \returns as try_acquire, but a grant woken with no request (second in line, its node
+  ///   ahead deleted) reports the session timeout less the time since its wait's exists.
   result<grant> try_acquire_queued(std::string_view key, std::string_view owner,
                                    std::chrono::milliseconds ttl) {
     return acquire_as(key, owner, ttl, true);
@@ -240,15 +247,12 @@ class zookeeper_store : public detail::link_client<detail::zookeeper_link> {
     if (key.empty()) return errc::invalid_argument;
     auto guard = link_.lock();
     if (std::error_code ec = ready(std::chrono::milliseconds::max())) return ec;
-    const std::string parent = parent_of(key);
-    result<std::optional<detail::zookeeper_node>> first = nodes_.first(parent);
+    result<std::optional<detail::zookeeper_node>> first = nodes_.first(parent_of(key));
     if (!first) return first.error();
     if (!*first) return std::optional<lease_record>();
-    lease_record r;
-    r.owner = std::move((*first)->data);
-    r.token = fencing_token(static_cast<std::uint64_t>((*first)->stat.czxid));
-    r.remaining = link_.granted_timeout();
-    return std::optional<lease_record>(std::move(r));
+    return std::optional<lease_record>(lease_record{
+        std::move((*first)->data), fencing_token(static_cast<std::uint64_t>((*first)->stat.czxid)),
+        link_.granted_timeout()});
   }
 
   /// Takes the calling thread's place in a queue (try_acquire_queued) out: deletes its node, so
@@ -320,14 +324,7 @@ class zookeeper_store : public detail::link_client<detail::zookeeper_link> {
  private:
   using time_point = std::chrono::steady_clock::time_point;
   using held = detail::zookeeper_held;
-  // A calling thread's place in a key's queue (try_acquire_queued): its node and the one ahead.
-  struct ticket {
-    std::string parent;
-    std::string name;
-    std::string ahead;
-    std::int64_t session = 0;
-    std::int64_t czxid = 0;
-  };
+  using ticket = detail::zookeeper_ticket;  // a thread's place in a queue (try_acquire_queued)
 
   std::string parent_of(std::string_view key) const {
     std::string p = link_.options().root;
@@ -345,14 +342,8 @@ class zookeeper_store : public detail::link_client<detail::zookeeper_link> {
     if (grants_.due()) (void)grants_.reap_due();
     if (grants_.doomed_left()) (void)grants_.purge();
     const std::chrono::milliseconds floor = link_.granted_timeout();
-    if (ttl < floor) {
-      return link_.fail(errc::invalid_argument,
-                        "zookeeper: the TTL of " + std::to_string(ttl.count()) +
-                            " ms is under the store's min_ttl of " + std::to_string(floor.count()) +
-                            " ms (the session timeout the server granted: a lease lives as long "
-                            "as its session, so a shorter TTL would outlive its holder's trust)");
-    }
-    return {};
+    if (!(ttl < floor)) return {};
+    return link_.fail(errc::invalid_argument, detail::zookeeper_short_ttl(ttl, floor));
   }
 
   result<grant> acquire_as(std::string_view key, std::string_view owner,
@@ -379,6 +370,13 @@ class zookeeper_store : public detail::link_client<detail::zookeeper_link> {
       if (placed) {
         made = t->second.name;
         st.czxid = t->second.czxid;
+        // Woken first in line: no list (zookeeper_ticket.hpp), or else the list decides.
+        if (auto w = detail::zookeeper_woken(t->second, mine_prefix, owner, start, ttl,
+                                             link_.granted_timeout())) {
+          tickets_.erase(t);
+          grants_.keep(std::move(w->second));
+          return w->first;
+        }
         kids = nodes_.children(parent);
       } else if (std::error_code ec = enter(parent, prefix, owner, made, st, kids)) {
         if (link_.session_id() != sid) guard.armed = false;  // the node went with its session
@@ -469,13 +467,7 @@ class zookeeper_store : public detail::link_client<detail::zookeeper_link> {
       remove_or_doom(keep.parent, keep.name, keep.session);
       return errc::busy;
     }
-    std::string ahead;
-    for (const detail::zookeeper_child& c : kids) {
-      if (c.name == keep.name) break;
-      ahead = c.name;
-    }
-    tickets_[me] = ticket{keep.parent, keep.name, ahead, keep.session,
-                          static_cast<std::int64_t>(keep.token.value())};
+    tickets_[me] = detail::zookeeper_place(kids, keep);
     return errc::busy;
   }
 
@@ -525,6 +517,7 @@ class zookeeper_store : public detail::link_client<detail::zookeeper_link> {
     if (cancel.stop_requested()) return errc::cancelled;
     std::string path;
     std::uint64_t seen = 0;
+    ticket* mine = nullptr;  // the calling thread's place, if it waits from one (under the lock)
     {
       auto guard = link_.lock();
       if (std::chrono::steady_clock::now() >= deadline) return {};
@@ -535,6 +528,7 @@ class zookeeper_store : public detail::link_client<detail::zookeeper_link> {
           it->second.session == link_.session_id()) {
         if (it->second.ahead.empty()) return {};  // first in line: ask again
         path = parent + "/" + it->second.ahead;
+        mine = &it->second;
       } else {
         result<std::vector<detail::zookeeper_child>> kids = nodes_.children(parent);
         if (!kids) return kids.error();
@@ -543,11 +537,14 @@ class zookeeper_store : public detail::link_client<detail::zookeeper_link> {
       }
       seen = link_.watch_interest(path);
       Stat st{};
+      const time_point sent = std::chrono::steady_clock::now();
       const int rc = nodes_.exists(path, st, true);
+      if (mine != nullptr && (rc == ZOK || rc == ZNONODE)) mine->heard = sent;  // answered
       if (rc != ZOK) {
         link_.forget_watch(path);
-        if (rc == ZNONODE) return {};  // gone already
-        return link_.fail_rc(rc, "exists", path);
+        if (rc != ZNONODE) return link_.fail_rc(rc, "exists", path);
+        if (mine != nullptr) mine->ahead_gone = true;
+        return {};  // gone already
       }
     }
     // An exception out of the sleep (a user's cancel wake-up, the tests' fault hook) takes this
@@ -556,7 +553,12 @@ class zookeeper_store : public detail::link_client<detail::zookeeper_link> {
     if (link_.fault) (void)link_.fault("wait");
     link_.wait_event(path, seen, deadline, cancel);
     guard.armed = false;
+    const bool gone = mine != nullptr && link_.deleted(path);
     link_.forget_watch(path);
+    if (gone) {  // the node ahead is gone for good: the next attempt may need no list
+      auto again = link_.lock_quiet();
+      detail::zookeeper_note_gone(tickets_, path);
+    }
     if (cancel.stop_requested()) return errc::cancelled;
     return {};
   }
@@ -565,10 +567,7 @@ class zookeeper_store : public detail::link_client<detail::zookeeper_link> {
     HOLDFAST_TRY {
       link_.forget_watch(path);
       auto guard = link_.lock();
-      auto it = tickets_.find(std::this_thread::get_id());
-      if (it == tickets_.end()) return;
-      grants_.doom(it->second.parent, it->second.name, it->second.session, false);
-      tickets_.erase(it);
+      detail::zookeeper_doom_place(tickets_, grants_);
     }
     HOLDFAST_CATCH_ALL {}
   }

@@ -126,12 +126,14 @@ template <class Store, class Clock>
 result<lease<Store, Clock>> grant_too_late(Store& store, std::string_view key,
                                            const acquire_options<Clock>& opts,
                                            const std::string& owner, std::string* take_owner,
-                                           grant applied, typename Clock::time_point start,
+                                           grant applied, std::chrono::milliseconds asked,
+                                           typename Clock::time_point start,
                                            typename Clock::time_point until,
                                            typename Clock::time_point now) {
   lease_body<Store, Clock> b(&store, opts.clock, std::string(key),
                              take_owner != nullptr ? std::move(*take_owner) : std::string(owner),
-                             applied, opts.validity, start, until, start, loss_callback{}, nullptr);
+                             applied, asked, opts.validity, start, until, start, loss_callback{},
+                             nullptr);
   (void)b.valid_at(now);
   lease<Store, Clock> l(lease_key{}, std::move(b));
   (void)l.release();
@@ -180,12 +182,12 @@ result<lease<Store, Clock>> acquire_once(
   // is built once, in the caller's result.
   const typename Clock::time_point now = opts.clock.now();
   if (!body::fresh_valid_at(start, until, now)) {
-    return grant_too_late(store, key, opts, owner, take_owner, applied, start, until, now);
+    return grant_too_late(store, key, opts, owner, take_owner, applied, ttl.ms, start, until, now);
   }
   return result<lease<Store, Clock>>(
       std::in_place, lease_key{}, store, opts.clock, std::string(key),
-      take_owner != nullptr ? std::move(*take_owner) : std::string(owner), applied, opts.validity,
-      start, until, now, opts.on_lost, opts.observer);
+      take_owner != nullptr ? std::move(*take_owner) : std::string(owner), applied, ttl.ms,
+      opts.validity, start, until, now, opts.on_lost, opts.observer);
 }
 
 // An event about one acquire outcome: the lease's token, or the error.

@@ -127,19 +127,21 @@ template <class Store, class Clock>
 struct lease_body {
   using time_point = typename Clock::time_point;
 
-  // A held lease on grant `g`, whose request left at `start`: valid until `until`, which is
-  // valid_until_for(clock, start, trusted_span(g.ttl, v)) (the acquire's input check computed the
-  // span), with the clock last read at `seen` (start, or the reading acquire_once judged the
-  // grant by) and armed with the callback `lost` and the observer `obs`.
-  lease_body(Store* s, Clock c, std::string&& k, std::string&& o, grant g, validity_options v,
-             time_point start, time_point until, time_point seen, const loss_callback& lost,
-             lease_observer* obs)
+  // A held lease on grant `g` of a request that asked for `ask` (ms; g.ttl may be less), whose
+  // request left at `start`: valid until `until`, which is valid_until_for(clock, start,
+  // trusted_span(g.ttl, v)) (the acquire's input check computed the span), with the clock last
+  // read at `seen` (start, or the reading acquire_once judged the grant by) and armed with the
+  // callback `lost` and the observer `obs`.
+  lease_body(Store* s, Clock c, std::string&& k, std::string&& o, grant g,
+             std::chrono::milliseconds ask, validity_options v, time_point start, time_point until,
+             time_point seen, const loss_callback& lost, lease_observer* obs)
       : store(s),
         clock(std::move(c)),
         key(std::move(k)),
         owner(std::move(o)),
         token(g.token),
         ttl(g.ttl),
+        asked(ask),
         validity(v),
         tick(clock_tick(clock)),
         acquired_at(start),
@@ -305,6 +307,7 @@ struct lease_body {
       return renew_failed(out, errc::protocol_error, latency);
     }
     ttl = g->ttl < ms ? g->ttl : ms;  // never trust more than was asked for
+    asked = ms;                       // the next renewal asks for this again, whatever was granted
     acquired_at = start;
     valid_until = holdfast::valid_until(start, ttl, validity, tick);
     if (out.observed()) {
@@ -380,7 +383,14 @@ struct lease_body {
   std::string key;
   std::string owner;
   fencing_token token;
+  // The TTL (ms) of the latest grant or renewal as the store reported it (at most `asked`):
+  // validity and the renewal schedule follow it. A store may grant less than asked (a ZooKeeper
+  // grant woken with no request reports what is left of its session's timeout).
   std::chrono::milliseconds ttl;
+  // The TTL (ms) the holder asked for in its latest acquire or renewal: the next renewal asks for
+  // it again. Renewing with `ttl` instead would shrink the lease on every short grant, and ask
+  // under the store's min_ttl.
+  std::chrono::milliseconds asked;
   validity_options validity;
   typename Clock::duration tick;  // clock_tick(clock), read once: validity ends a tick earlier
   time_point acquired_at;
@@ -407,7 +417,7 @@ struct renewal_slot {
   std::unique_lock<std::mutex> op;     // the lease's operation mutex, from open to close
   pending_loss loss;                   // what to report once no lock is held
   typename Clock::time_point start{};  // the clock read before the request left
-  std::chrono::milliseconds ttl{0};    // the TTL asked for (the lease's current one)
+  std::chrono::milliseconds ttl{0};    // the TTL asked for (lease_body::asked, not the granted)
   keepalive_step<Clock> out;           // the outcome, for the keepalive's schedule
 };
 
@@ -492,7 +502,7 @@ class lease_shared final : public keepalive_target<Clock> {
           keepalive_id = 0;
           return false;
         }
-        s.ttl = body.ttl;
+        s.ttl = body.asked;
       }
       if (!body.renew_begin(&data, s.loss, s.start)) return true;
       settle(s, false, fraction);

@@ -180,7 +180,8 @@ result<std::vector<lease<Store, Clock>>> take_atomic(Store& store, const multi_r
       continue;
     }
     if (g.ttl > req.ttl) g.ttl = req.ttl;  // never trust more than was asked for
-    held.push_back(lease_access::from_grant(store, opts, req.keys[i], req.owner, g, start));
+    held.push_back(
+        lease_access::from_grant(store, opts, req.keys[i], req.owner, g, req.ttl, start));
     next = i + 1;
   }
   next = n;

@@ -189,6 +189,14 @@ class zookeeper_grants {
   time_point next_due_ = time_point::max();
 };
 
+/// The text of a TTL refused for being under the session timeout `floor` (ms).
+inline std::string zookeeper_short_ttl(std::chrono::milliseconds ttl,
+                                       std::chrono::milliseconds floor) {
+  return "zookeeper: the TTL of " + std::to_string(ttl.count()) +
+         " ms is under the store's min_ttl of " + std::to_string(floor.count()) +
+         " ms (the session timeout the server granted: a lease lives as long as its session, so "
+         "a shorter TTL would outlive its holder's trust)";
+}
 /// Dooms (zookeeper_grants::doom) the node of one create unless disarmed: by name once known
 /// (`made`), else by the create's own prefix. zookeeper_store arms one per create, so that a
 /// call leaving by an error or an exception leaves no node behind.

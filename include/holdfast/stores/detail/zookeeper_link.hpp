@@ -199,6 +199,13 @@ class zookeeper_link {
     auto it = fired_.find(path);
     if (it != fired_.end() && --it->second.waiters == 0) fired_.erase(it);
   }
+  /// True iff ZooKeeper reported `path` deleted while it was watched (a node's name is never
+  /// used again, so it stays gone). Thread-safe; before forget_watch().
+  bool deleted(const std::string& path) {
+    std::lock_guard<std::mutex> g(ev_mu_);
+    auto it = fired_.find(path);
+    return it != fired_.end() && it->second.deleted != 0;
+  }
   /// Sleeps until a watch event on `path` (or a session event) after `seen`, or `deadline`.
   /// Returns true iff woken (by an event or a stop). Thread-safe; never under lock().
   /// A stop of `cancel` ends the sleep at once (its wake-up, on the stopping thread, notifies
@@ -262,6 +269,7 @@ class zookeeper_link {
 
   struct interest {
     std::uint64_t fired = 0;
+    std::uint64_t deleted = 0;  // of which deletions (ZOO_DELETED_EVENT)
     int waiters = 0;
   };
 
@@ -335,7 +343,10 @@ class zookeeper_link {
       ++self->session_events_;
     } else if (path != nullptr) {
       auto it = self->fired_.find(path);
-      if (it != self->fired_.end()) ++it->second.fired;
+      if (it != self->fired_.end()) {
+        ++it->second.fired;
+        if (type == ZOO_DELETED_EVENT) ++it->second.deleted;
+      }
     }
     self->ev_cv_.notify_all();
   }
