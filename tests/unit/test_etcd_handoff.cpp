@@ -6,7 +6,9 @@
 // left; a grant whose reply is lost on that path, or whose queued lease etcd no longer has,
 // leaves nothing behind; a wait asks the holder's time left only after etcd_first_watch_window
 // without news, and a silent watch still ends by the holder's expiry. Requests are counted per
-// path through the link's fault hook. ~6 s in all (the silent-watch case waits out a 2 s lease).
+// path through the link's fault hook; the next in line's wait (the entry ahead, then the key, on
+// one stream) needs none when the one ahead is granted, and a first window when it leaves.
+// ~8 s in all (the silent-watch case waits out a 2 s lease).
 #include <catch2/catch.hpp>
 
 #include <chrono>
@@ -54,6 +56,10 @@ struct counted : hf_test::etcd_faulty {
     std::lock_guard<std::mutex> lk(mu_);
     return sent_[path];
   }
+  std::map<std::string, int> counts() {
+    std::lock_guard<std::mutex> lk(mu_);
+    return sent_;
+  }
   void reset() {
     std::lock_guard<std::mutex> lk(mu_);
     sent_.clear();
@@ -70,10 +76,43 @@ struct counted : hf_test::etcd_faulty {
   std::map<std::string, int> sent_;
 };
 
+/// What a queued waiter saw, running blocking acquire()'s steps on one thread of its own (a
+/// store's queue place belongs to the thread that took it): try_acquire_queued (busy), the wait,
+/// then try_acquire_queued again; with the requests its store sent during the wait and during
+/// that last attempt.
+struct waited {
+  bool woke = false;
+  steady::time_point at{};
+  std::map<std::string, int> waiting, granting;
+  holdfast::result<holdfast::grant> g = errc::busy;
+};
+
 std::size_t added(const std::set<std::int64_t>& before, const std::set<std::int64_t>& after) {
   std::size_t n = 0;
   for (std::int64_t id : after) n += before.count(id) == 0 ? 1 : 0;
   return n;
+}
+
+std::future<waited> queue_and_wait(counted& s, const char* owner) {
+  std::promise<void> queued;
+  std::future<void> is_queued = queued.get_future();
+  std::future<waited> out =
+      std::async(std::launch::async, [&s, owner, q = std::move(queued)]() mutable {
+        waited w;
+        const bool busy = s.try_acquire_queued("k", owner, 30s).error() == errc::busy;
+        s.reset();
+        q.set_value();
+        if (!busy) return w;
+        w.woke = s.wait_for_release("k", steady::now() + 10s).has_value();
+        w.at = steady::now();
+        w.waiting = s.counts();
+        s.reset();
+        w.g = s.try_acquire_queued("k", owner, 30s);
+        w.granting = s.counts();
+        return w;
+      });
+  is_queued.wait();
+  return out;
 }
 
 const std::string queue_marker = std::string(holdfast::detail::etcd_hashed_marker);
@@ -110,29 +149,24 @@ TEST_CASE(
   counted w(*o);
   auto h = holder.try_acquire("k", "H", 30s);
   REQUIRE(h);
-  REQUIRE(w.try_acquire_queued("k", "W", 30s).error() == errc::busy);
-  w.reset();
-  auto woke = std::async(std::launch::async, [&] {
-    auto r = w.wait_for_release("k", steady::now() + 10s);
-    return std::make_pair(r.has_value(), steady::now());
-  });
+  std::future<waited> wf = queue_and_wait(w, "W");
   std::this_thread::sleep_for(200ms);
   const auto released = steady::now();
   REQUIRE(holder.release("k", "H", h->token));
-  auto [ok, at] = woke.get();
-  REQUIRE(ok);
-  CHECK(at - released < 900ms);  // the watch event, within the first window
-  auto g = w.try_acquire_queued("k", "W", 30s);
+  waited r1 = wf.get();
+  REQUIRE(r1.woke);
+  CHECK(r1.at - released < 900ms);  // the watch event, within the first window
+  CHECK(r1.waiting["/lease/timetolive"] == 0);
   INFO(w.last_error_message());
-  REQUIRE(g);
+  REQUIRE(r1.g);
+  const holdfast::grant* g = &*r1.g;
   CHECK(g->token > h->token);
   // Only the time left of the lease queued ~0.3 s ago: at most the 30 s asked, more than half.
   CHECK(g->ttl < 30s);
   CHECK(g->ttl > 25s);  // (well above half: the lease was granted ~0.3 s ago)
-  CHECK(w.sent("/lease/keepalive") == 0);
-  CHECK(w.sent("/lease/grant") == 0);
-  CHECK(w.sent("/lease/timetolive") == 0);
-  CHECK(w.sent("/kv/txn") == 1);
+  CHECK(r1.granting["/lease/keepalive"] == 0);
+  CHECK(r1.granting["/lease/grant"] == 0);
+  CHECK(r1.granting["/kv/txn"] == 1);
   CHECK(w.keys(queue_marker) == 0);  // the grant deleted the entry
   // The grant is the queued lease's: renew refreshes it to the full TTL; release ends it.
   auto r = w.renew("k", "W", g->token, 30s);
@@ -223,6 +257,73 @@ TEST_CASE("etcd hand-off: a fresh-looking queued lease etcd lost is replaced by 
   CHECK(w.keys() == 0);
 }
 
+// Two waiters queue behind a holder, A then B; B watches A's entry and the key on one stream.
+// The release wakes A only; A's grant (deleting its entry) does not wake B, nor make B's store
+// send anything (no re-read, no second watch: the stream already watches the key); A's release
+// then wakes B, whose grant is its one transaction.
+TEST_CASE("etcd hand-off: the next in line needs no request when the one ahead is granted",
+          "[etcd][handoff][wait]") {
+  std::optional<etcd_options> o = hf_test::shared_etcd("hf-handoff");
+  if (!o) return;
+  etcd_store holder(*o);
+  etcd_store a(*o);
+  counted b(*o);
+  auto h = holder.try_acquire("k", "H", 30s);
+  REQUIRE(h);
+  REQUIRE(a.try_acquire_queued("k", "A", 30s).error() == errc::busy);
+  std::future<waited> bf = queue_and_wait(b, "B");
+  std::this_thread::sleep_for(200ms);
+  REQUIRE(holder.release("k", "H", h->token));
+  REQUIRE(a.wait_for_release("k", steady::now() + 5s));
+  auto ga = a.try_acquire_queued("k", "A", 30s);
+  REQUIRE(ga);
+  std::this_thread::sleep_for(300ms);
+  CHECK(bf.wait_for(0s) == std::future_status::timeout);  // A's grant did not wake B
+  const auto released = steady::now();
+  REQUIRE(a.release("k", "A", ga->token));
+  waited rb = bf.get();
+  REQUIRE(rb.woke);
+  CHECK(rb.at - released < 900ms);  // A's release, within the first window
+  CHECK(rb.waiting["/kv/txn"] == 0);
+  CHECK(rb.waiting["/kv/range"] == 0);
+  CHECK(rb.waiting["/lease/timetolive"] == 0);
+  INFO(b.last_error_message());
+  REQUIRE(rb.g);
+  CHECK(rb.g->token > ga->token);
+  CHECK(rb.granting["/kv/txn"] == 1);
+  CHECK(rb.granting.size() == 1);
+  REQUIRE(b.release("k", "B", rb.g->token));
+}
+
+// The one ahead leaves instead (its entry deleted with no grant), after the holder released:
+// the waiter behind sees no deletion of the key after the entry's, so the first window ends
+// its sleep, the holder's time left says its lease is gone, and it finds the key free: later
+// than a release's wake-up, never the deadline.
+TEST_CASE("etcd hand-off: the one ahead leaving after the release costs the first window, no more",
+          "[etcd][handoff][wait]") {
+  std::optional<etcd_options> o = hf_test::shared_etcd("hf-handoff");
+  if (!o) return;
+  etcd_store holder(*o);
+  etcd_store a(*o);
+  counted b(*o);
+  auto h = holder.try_acquire("k", "H", 30s);
+  REQUIRE(h);
+  REQUIRE(a.try_acquire_queued("k", "A", 30s).error() == errc::busy);
+  const auto t = steady::now();
+  std::future<waited> bf = queue_and_wait(b, "B");
+  std::this_thread::sleep_for(200ms);
+  REQUIRE(holder.release("k", "H", h->token));
+  std::this_thread::sleep_for(100ms);
+  REQUIRE(a.leave_queue("k"));
+  waited rb = bf.get();
+  REQUIRE(rb.woke);
+  CHECK(rb.at - t >= holdfast::detail::etcd_first_watch_window);
+  CHECK(rb.at - t < 2500ms);
+  CHECK(rb.waiting["/lease/timetolive"] == 1);
+  REQUIRE(rb.g);
+  REQUIRE(b.release("k", "B", rb.g->token));
+}
+
 // A watch that hears nothing (here: of a queue entry that is never deleted, while the holder's
 // 2 s lease expires) must still end by the holder's expiry: after the first window, the
 // holder's time left bounds the sleep. Never the 10 s deadline.
@@ -252,8 +353,8 @@ TEST_CASE("etcd hand-off: a silent watch still ends by the holder's expiry", "[e
   holdfast::detail::etcd_watch watch;
   w.reset();
   const auto t = steady::now();
-  auto e = holdfast::detail::etcd_watch_round(link, guard, body, watch, never, false, seen, t + 10s,
-                                              3600);
+  auto e =
+      holdfast::detail::etcd_watch_round(link, guard, body, watch, never, k, seen, t + 10s, 3600);
   const auto waited = steady::now() - t;
   REQUIRE(e);
   CHECK(*e == holdfast::detail::etcd_watch::end::quiet);
