@@ -262,6 +262,42 @@ TEST_CASE("etcd_store wait_for_release: the watched member dies; the wait moves 
     holdfast::result<void> r = waiter.wait_for_release("k", steady::now() + 20s);
     return std::make_pair(steady::now(), r);
   });
+  // Two queued waiters on the same member too: A first (watching the key), B behind it
+  // (watching A's entry and the key on one stream: that stream drops as well).
+  etcd_store qa(o);
+  etcd_store qb(o);
+  steady::time_point a_released{};
+  std::promise<void> a_queued;
+  std::promise<void> b_queued;
+  auto fa = std::async(std::launch::async, [&] {
+    const bool busy = qa.try_acquire_queued("k", "A", 30s).error() == errc::busy;
+    a_queued.set_value();
+    for (int i = 0; busy && i < 8; ++i) {
+      if (!qa.wait_for_release("k", steady::now() + 20s)) return false;
+      auto ga = qa.try_acquire_queued("k", "A", 30s);
+      if (!ga) continue;
+      std::this_thread::sleep_for(200ms);
+      a_released = steady::now();
+      return qa.release("k", "A", ga->token).has_value();
+    }
+    return false;
+  });
+  a_queued.get_future().wait();
+  auto fb = std::async(std::launch::async, [&] {  // acquire()'s loop: a wake-up is a hint
+    const bool busy = qb.try_acquire_queued("k", "B", 30s).error() == errc::busy;
+    b_queued.set_value();
+    holdfast::result<void> r = errc::busy;
+    for (int i = 0; busy && i < 8 && !r && r.error() == errc::busy; ++i) {
+      if (holdfast::result<void> woke = qb.wait_for_release("k", steady::now() + 20s); !woke) {
+        return std::make_pair(steady::now(), woke);
+      }
+      auto gb = qb.try_acquire_queued("k", "B", 30s);
+      if (gb) r = holdfast::result<void>{};
+      if (!gb && gb.error() != errc::busy) r = gb.error();
+    }
+    return std::make_pair(steady::now(), r);
+  });
+  b_queued.get_future().wait();
   std::this_thread::sleep_for(300ms);
   c[watched].kill9();  // the stream drops; the re-read goes to the next member
   std::this_thread::sleep_for(1000ms);
@@ -282,6 +318,13 @@ TEST_CASE("etcd_store wait_for_release: the watched member dies; the wait moves 
   WARN("etcd watch: after the watched member died, woken " << latency << " ms after release");
   CHECK(latency >= 0);
   CHECK(latency < 1000);
+  // A was granted and released; B was granted at A's release, not before, not at its deadline.
+  CHECK(fa.get());
+  auto [b_woke, br] = fb.get();
+  INFO(qb.last_error_message());
+  REQUIRE(br);
+  CHECK(b_woke >= a_released);
+  CHECK(b_woke - a_released < 1000ms);
 }
 
 TEST_CASE("etcd_store: blocking acquire() across a restart of the only member",

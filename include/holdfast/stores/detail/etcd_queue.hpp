@@ -157,6 +157,19 @@ inline std::string etcd_queue_entry(const std::string& prefix, std::int64_t leas
   return e;
 }
 
+/// The lease of queue entry `entry` (its name's last 16 hex digits), or `otherwise`.
+inline std::int64_t etcd_entry_lease(const std::string& entry, std::int64_t otherwise) {
+  if (entry.size() < 16) return otherwise;
+  std::uint64_t u = 0;
+  for (std::size_t i = entry.size() - 16; i < entry.size(); ++i) {
+    const char c = entry[i];
+    const int d = c >= '0' && c <= '9' ? c - '0' : c >= 'a' && c <= 'f' ? c - 'a' + 10 : -1;
+    if (d < 0) return otherwise;
+    u = u << 4 | static_cast<std::uint64_t>(d);
+  }
+  return static_cast<std::int64_t>(u);
+}
+
 /// Appends a request_range op for the entry ahead in queue `prefix`: the newest entry created
 /// before `before` (0: no bound, and two entries, since the caller's own put is the newest).
 inline void etcd_append_ahead_range(const std::string& prefix, std::int64_t before,
@@ -289,7 +302,8 @@ inline constexpr std::chrono::seconds etcd_first_watch_window{1};
 /// holder's time left (`seen.lease`: whole seconds, from before the read) and sleeps at most
 /// that long more (1 s if 0). So a sick watch (a frozen member) never keeps a waiter past the
 /// holder's expiry by more than timetolive's rounding did before, and a hand-off within the
-/// first window costs no timetolive. The watch is opened from now, not from the revision after
+/// first window costs no timetolive (after the entry ahead went, the one ahead is taken as the
+/// holder). The watch is opened from now, not from the revision after
 /// `seen`: etcd serves a watch from a revision it has passed out of a sync loop that runs every
 /// 100 ms, which held a release's event back by up to 100 ms whenever any write came between
 /// the read and the watch (with 16 waiters, most hand-offs). If the watch was created past
@@ -323,9 +337,12 @@ inline result<etcd_watch::end> etcd_watch_round(
     e = watch.wait(wake);
     guard.lock();
     if (*e != end::quiet || asked || wake >= deadline) break;
-    // Quiet for the first window: the holder's time left bounds the rest of the sleep.
+    // Quiet for the first window: the holder's time left bounds the rest of the sleep (once the
+    // entry ahead went, its lease's: as a rule the one ahead holds the key now).
+    const std::int64_t holder =
+        !is_key && watch.ahead_gone() > 0 ? etcd_entry_lease(watched, seen.lease) : seen.lease;
     const auto start = std::chrono::steady_clock::now();  // before the read leaves
-    result<std::int64_t> left = etcd_time_to_live(link, body, seen.lease, max_ttl_s);
+    result<std::int64_t> left = etcd_time_to_live(link, body, holder, max_ttl_s);
     if (!left) return left.error();
     if (*left < 0) return end::quiet;  // the holder's lease is gone, and the key with it
     wake = start + std::chrono::seconds(*left > 0 ? *left : 1);

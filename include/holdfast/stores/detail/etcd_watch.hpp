@@ -186,6 +186,11 @@ class etcd_watch {
     return created_revision_;
   }
 
+  /// Two watches (open's `then_key`): the revision of the entry ahead's deletion, 0 before.
+  [[nodiscard]] std::int64_t ahead_gone() const noexcept {
+    return ahead_gone_;
+  }
+
   /// Ends the poll of a wait() in progress, or of the next one, at once (curl_multi_wakeup, which
   /// is thread-safe). Callable from any thread while this watch lives: cancel_token::on_stop's
   /// wake-up of the waiter's token.
