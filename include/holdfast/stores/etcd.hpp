@@ -79,11 +79,11 @@
 //
 // Waiting (wait_for_release, try_acquire_queued; detail/etcd_queue.hpp), as etcd's own lock: a
 // busy attempt of blocking acquire() keeps its lease as a queue entry, and the waiter watches
-// (/v3/watch, a connection of its own) the deletion of the entry ahead, then of the key (one
-// stream), or of the key once first. A release or an expiry wakes the first waiter only; its
-// grant (kv/txn alone while its lease has half its TTL left, else a keepalive first) deletes
-// its entry, waking the next. Notifications are hints: a lost stream re-reads; after 1 s
-// quiet, the holder's time left bounds the sleep.
+// (/v3/watch, a connection of its own) the deletion of the entry ahead, or of the key once first.
+// A release or an expiry wakes the first waiter only; its grant (kv/txn alone while its lease
+// has half its TTL left, else a keepalive first) deletes its entry, waking the next (to watch
+// the key). Notifications are hints: a lost stream re-reads; after 1 s quiet, the holder's
+// time left bounds the sleep.
 // A blocked read-write ask (wait_for_release_rw, detail/etcd_rw_wait.hpp) watches the key's
 // rw/ range for the deletion of what keeps its mode out, bounded likewise.
 //
@@ -347,18 +347,17 @@ class etcd_store : public detail::link_client<detail::etcd_link>,
   /// Blocks until `key` may be free, without polling (store.hpp's wait_for_release capability,
   /// used by blocking acquire()), on a /v3/watch stream of its own from the revision this thread's
   /// last busy attempt on `key` saw (else a read now). Queued by try_acquire_queued, it watches the
-  /// entry ahead and the key after it, or the key once first; else the key (every such waiter
-  /// wakes). Returns when the key is deleted (released, or the holder's lease expired), when the
-  /// holder's lease can have expired (after 1 s without news, lease/timetolive's whole seconds
-  /// left, from before that read; 1 s if 0), at `deadline`, or when `cancel` is stopped
-  /// (curl_multi_wakeup ends the poll from the stopping thread); at once if the key is free or
-  /// `deadline` has passed. A dropped stream or a compacted revision re-reads (once more on the
-  /// next member): never a sleep past the holder's expiry. Requests: the watch (+ timetolive); a
-  /// two-range read if the entry ahead went before its watch or the stream drops. Thread-safety:
-  /// threads may wait on one store at once, each on its own watch; the connection is held for the
-  /// reads, never while asleep. \returns success (woken for any reason above); errc::cancelled
-  ///   once `cancel` was stopped; errc::invalid_argument for an empty key; store_unavailable,
-  ///   timeout, protocol_error if a read fails or the watch is refused (backoff follows).
+  /// entry ahead, then the key once first; else the key (every such waiter wakes). Returns when
+  /// the key is deleted (released, or the holder's lease expired), when the holder's lease can
+  /// have expired (after 1 s without news, lease/timetolive's whole seconds left, from before that
+  /// read; 1 s if 0), at `deadline`, or when `cancel` is stopped (curl_multi_wakeup ends the poll
+  /// from the stopping thread); at once if the key is free or `deadline` has passed. A dropped
+  /// stream or a compacted revision re-reads (once more on the next member): never a sleep past
+  /// the holder's expiry. Requests: the watch (+ timetolive); when the entry ahead goes, a watch
+  /// of the key (+ a range read if writes came since); a two-range read if the stream drops.
+  /// Thread-safe: each waiting thread has its own watch. \returns success (woken as above);
+  ///   errc::cancelled once `cancel` was stopped; errc::invalid_argument for an empty key;
+  ///   store_unavailable, timeout, protocol_error if a read fails or the watch is refused.
   result<void> wait_for_release(std::string_view key,
                                 const std::chrono::steady_clock::time_point& deadline,
                                 const cancel_token& cancel = {}) {
@@ -531,9 +530,8 @@ class etcd_store : public detail::link_client<detail::etcd_link>,
   }
 
   // The wait of wait_for_release and watch_release (see there). Queued (this thread's ticket from
-  // try_acquire_queued), it watches the entry ahead and then the key on one stream, or the key
-  // once none is ahead; else the key. One watch per round; a dropped or compacted watch, or the
-  // entry ahead gone before its watch, re-reads.
+  // try_acquire_queued), it watches the entry ahead, or the key once none is; else the key. One
+  // watch per round; a dropped or compacted watch, or the entry ahead leaving, re-reads.
   result<void> wait_deleted(std::string_view key, std::chrono::steady_clock::time_point deadline,
                             bool from_busy, const cancel_token& cancel, fencing_token known) {
     if (std::error_code ec = detail::etcd_check_args(link_, key, {})) return ec;
@@ -572,12 +570,13 @@ class etcd_store : public detail::link_client<detail::etcd_link>,
       }
       // A watch from now, the holder's time left, the sleep (detail/etcd_queue.hpp).
       const result<end> e =
-          detail::etcd_watch_round(link_, guard, body_, watch, q.ahead.empty() ? k : q.ahead, k,
-                                   *seen, deadline, max_ttl.count() / 1000);
+          detail::etcd_watch_round(link_, guard, body_, watch, q.ahead.empty() ? k : q.ahead,
+                                   q.ahead.empty(), *seen, deadline, max_ttl.count() / 1000);
       if (!e) return e.error();
       if (*e == end::cancelled) return errc::cancelled;
-      if (*e == end::quiet || *e == end::changed) return {};
-      if (*e != end::ahead_gone) ++drops;
+      if (*e == end::changed && detail::etcd_key_next(watch, k, q, *seen)) continue;
+      if (*e == end::quiet || (*e == end::changed && q.ahead.empty())) return {};
+      if (*e != end::changed) ++drops;
       seen->revision = 0;  // re-read: who holds it, and who is ahead now
     }
     return {};

@@ -3,12 +3,10 @@
 // wait_for_release), after etcd's own lock (clientv3/concurrency.Mutex): a busy attempt keeps the
 // lease it granted and puts a queue entry bound to it, in the same transaction, so the entry goes
 // when the waiter's lease does; waiters are ordered by their entries' create_revision, and each
-// watches only the entry ahead of it, and the lease key after it on the same stream (the first
-// watches the lease key itself), so a release wakes one waiter, not all, and the next in line
-// needs no request when its turn comes. The woken waiter's next attempt binds the key to that
-// same lease (refreshed first by a keepalive unless half its TTL is left: etcd_fresh_left) and
-// deletes its entry in the granting transaction, which wakes the next. Not for users
-// (stores/etcd.hpp is the public header).
+// watches only the entry ahead of it (the first watches the lease key itself), so a release
+// wakes one waiter, not all. The woken waiter's next attempt binds the key to that same lease
+// (refreshed first by a keepalive) and deletes its entry in the granting transaction, which
+// wakes the next. Not for users (stores/etcd.hpp is the public header).
 //
 // Names: the queue of lease key K is key_prefix + "#sha256/" + hex(SHA-256(K)) + "/w/", an entry
 // is that + the lease ID in 16 hex digits. No lease key can have such a name: a key starting with
@@ -289,36 +287,45 @@ inline result<std::optional<etcd_sighting>> etcd_read_queue(etcd_link& link, std
   return r;
 }
 
+/// After a wait's watch of the entry ahead `q.ahead` ended as changed: if the watch read the
+/// deletion's revision, makes the key `k` the next thing watched, from that revision on, its
+/// holder taken to be the one ahead (as a rule it was granted: its grant deleted the entry),
+/// with no re-read (etcd_watch_round reads the key if writes came since; a holder other than
+/// the one ahead, or none, ends that round at once, and the waiter asks again). \returns
+/// whether it did (else the wait re-reads the key and the queue).
+inline bool etcd_key_next(const etcd_watch& watch, const std::string& k, etcd_ticket& q,
+                          etcd_sighting& seen) {
+  if (q.ahead.empty() || watch.event_revision() <= 0) return false;
+  seen = etcd_sighting{k, watch.event_revision(), etcd_entry_lease(q.ahead, seen.lease), 0};
+  q.ahead.clear();
+  return true;
+}
+
 /// How long a wait sleeps on its watch before it asks the holder's time left (lease/timetolive):
 /// the granularity that answer already had (whole seconds, a 0 slept as 1 s), so asking later
 /// never wakes a waiter later than asking first did, and a hand-off within it costs no request.
 inline constexpr std::chrono::seconds etcd_first_watch_window{1};
 
 /// One watch round of etcd_store's wait, `guard` holding the link (held again on return):
-/// watches `watched` (the lease key `k`, or the queue entry ahead: then `k` too, on the same
-/// stream, so that the round ends only when `k` is deleted after the entry ahead, the waiter's
-/// turn having come: etcd_watch::open) for its deletion and sleeps until the watch ends or
-/// `deadline`, and for at most etcd_first_watch_window; if nothing came by then, reads the
-/// holder's time left (`seen.lease`: whole seconds, from before the read) and sleeps at most
-/// that long more (1 s if 0). So a sick watch (a frozen member) never keeps a waiter past the
-/// holder's expiry by more than timetolive's rounding did before, and a hand-off within the
-/// first window costs no timetolive (after the entry ahead went, the one ahead is taken as the
-/// holder). The watch is opened from now, not from the revision after
-/// `seen`: etcd serves a watch from a revision it has passed out of a sync loop that runs every
-/// 100 ms, which held a release's event back by up to 100 ms whenever any write came between
-/// the read and the watch (with 16 waiters, most hand-offs). If the watch was created past
-/// `seen.revision`, one range read (no Raft write) tells whether `watched` went (ahead_gone for
-/// an entry), or `k` changed holder (changed), in between. \returns how the watch ended (quiet
-/// also when the holder's lease is gone); the reads' error, or store_unavailable with the
+/// watches `watched` (the lease key when `is_key`, else the queue entry ahead) for its deletion
+/// and sleeps until the watch ends or `deadline`, and for at most etcd_first_watch_window; if
+/// nothing came by then, reads the holder's time left (`seen.lease`: whole seconds, from before
+/// the read) and sleeps at most that long more (1 s if 0). So a sick watch (a frozen member)
+/// never keeps a waiter past the holder's expiry by more than timetolive's rounding did before,
+/// and a hand-off within the first window costs no timetolive. The watch is opened from now, not
+/// from the revision after `seen`: etcd serves a watch from a revision it has passed out of a
+/// sync loop that runs every 100 ms, which held a release's event back by up to 100 ms whenever
+/// any write came between the read and the watch (with 16 waiters, most hand-offs). If the watch
+/// was created past `seen.revision`, one range read (no Raft write) tells whether `watched` went,
+/// or the lease key changed holder, in between: end::changed then. \returns how the watch ended
+/// (quiet also when the holder's lease is gone); the reads' error, or store_unavailable with the
 /// watch's text if it was refused.
 inline result<etcd_watch::end> etcd_watch_round(
     etcd_link& link, std::unique_lock<std::mutex>& guard, std::string& body, etcd_watch& watch,
-    const std::string& watched, const std::string& k, const etcd_sighting& seen,
+    const std::string& watched, bool is_key, const etcd_sighting& seen,
     std::chrono::steady_clock::time_point deadline, std::int64_t max_ttl_s) {
   using end = etcd_watch::end;
-  const bool is_key = watched == k;
-  if (!watch.open(link.options(), link.endpoint(), link.auth_token(), watched, 0, nullptr,
-                  is_key ? nullptr : &k)) {
+  if (!watch.open(link.options(), link.endpoint(), link.auth_token(), watched, 0)) {
     return link.fail(errc::store_unavailable, watch.why());
   }
   auto wake = std::chrono::steady_clock::now() + etcd_first_watch_window;
@@ -329,20 +336,16 @@ inline result<etcd_watch::end> etcd_watch_round(
   if (!e && watch.created_revision() > seen.revision) {  // writes came after the read
     result<std::optional<etcd_kv>> kv = etcd_range(link, body, watched);
     if (!kv) return kv.error();
-    if (!*kv) e = is_key ? end::changed : end::ahead_gone;
-    if (*kv && is_key && (*kv)->lease != seen.lease) e = end::changed;
+    if (!*kv || (is_key && (*kv)->lease != seen.lease)) e = end::changed;
   }
   for (bool asked = false; !e; asked = true) {
     guard.unlock();
     e = watch.wait(wake);
     guard.lock();
     if (*e != end::quiet || asked || wake >= deadline) break;
-    // Quiet for the first window: the holder's time left bounds the rest of the sleep (once the
-    // entry ahead went, its lease's: as a rule the one ahead holds the key now).
-    const std::int64_t holder =
-        !is_key && watch.ahead_gone() > 0 ? etcd_entry_lease(watched, seen.lease) : seen.lease;
+    // Quiet for the first window: the holder's time left bounds the rest of the sleep.
     const auto start = std::chrono::steady_clock::now();  // before the read leaves
-    result<std::int64_t> left = etcd_time_to_live(link, body, holder, max_ttl_s);
+    result<std::int64_t> left = etcd_time_to_live(link, body, seen.lease, max_ttl_s);
     if (!left) return left.error();
     if (*left < 0) return end::quiet;  // the holder's lease is gone, and the key with it
     wake = start + std::chrono::seconds(*left > 0 ? *left : 1);

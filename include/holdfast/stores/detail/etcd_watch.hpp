@@ -90,7 +90,7 @@ struct curl_multi_deleter {
 /// One watch of one key from one revision, on its own connection. Not thread-safe (one waiter).
 class etcd_watch {
  public:
-  enum class end { changed, compacted, dropped, refused, quiet, cancelled, ahead_gone };
+  enum class end { changed, compacted, dropped, refused, quiet, cancelled };
 
   /// A watch whose wait() a stop of `cancel` ends at once (interrupt(), from the stopping thread).
   explicit etcd_watch(const cancel_token& cancel = {}) : cancel_(cancel) {
@@ -107,15 +107,10 @@ class etcd_watch {
   /// set up. A watch from a revision the member has already passed is "unsynced" in etcd: its
   /// events come from a sync loop that runs every 100 ms, so they may come up to 100 ms late; a
   /// watch from now is synced at once (wait_created() and created_revision() tell what it missed).
-  /// With `then_key` (a queued waiter: `key` is the entry ahead, `then_key` the lease key), one
-  /// stream carries a second watch, of `then_key`'s deletions, and the watch ends as changed
-  /// only at a deletion of `then_key` after `key`'s (the waiter's turn came, then the key was
-  /// freed): the next in line needs no read nor watch of its own when the one ahead is granted.
   bool open(const etcd_options& o, const std::string& endpoint, const std::string& auth_token,
             const std::string& key, std::int64_t from_revision,
-            const std::string* range_end = nullptr, const std::string* then_key = nullptr) {
+            const std::string* range_end = nullptr) {
     close();
-    creates_ = then_key != nullptr ? 2 : 1;
     if (!curl_ready()) return failed("etcd: curl_global_init failed");
     easy_.reset(curl_easy_init());
     {
@@ -130,11 +125,6 @@ class etcd_watch {
     }
     if (from_revision > 0) body_ += R"(","start_revision":")" + std::to_string(from_revision);
     body_ += R"(","filters":["NOPUT"]}})";
-    if (then_key != nullptr) {  // the gateway reads a stream of requests: a second watch
-      body_ += R"({"create_request":{"key":")";
-      base64_append(*then_key, body_);
-      body_ += R"(","filters":["NOPUT"]}})";
-    }
     url_ = endpoint + o.api_path + "/watch";
     if (!easy_ || !multi_ || !set_headers(auth_token)) return failed("etcd: out of memory");
     CURL* h = easy_.get();
@@ -186,9 +176,9 @@ class etcd_watch {
     return created_revision_;
   }
 
-  /// Two watches (open's `then_key`): the revision of the entry ahead's deletion, 0 before.
-  [[nodiscard]] std::int64_t ahead_gone() const noexcept {
-    return ahead_gone_;
+  /// The revision of the deletion that ended the watch as changed (0: none, or unreadable).
+  [[nodiscard]] std::int64_t event_revision() const noexcept {
+    return event_revision_;
   }
 
   /// Ends the poll of a wait() in progress, or of the next one, at once (curl_multi_wakeup, which
@@ -240,9 +230,7 @@ class etcd_watch {
     easy_.reset();
     created_ = false;
     created_revision_ = 0;
-    created_seen_ = 0;
-    ahead_gone_ = 0;
-    key_gone_ = 0;
+    event_revision_ = 0;
     buffer_.clear();
   }
 
@@ -310,22 +298,23 @@ class etcd_watch {
         !json_int64(*r, "compact_revision", compacted)) {
       return ended(end::refused, "etcd: watch: an answer of unexpected shape from " + url_);
     }
-    if (created && !created_) {  // the member's revision: the newest of the watches' creations
+    if (created && !created_) {
       const nlohmann::json* header = json_object(*r, "header");
-      std::int64_t rev = 0;
-      if (header == nullptr || !json_int64(*header, "revision", rev)) {
+      if (header == nullptr || !json_int64(*header, "revision", created_revision_)) {
         return ended(end::refused, "etcd: watch: a created answer without a revision from " + url_);
       }
-      created_revision_ = std::max(created_revision_, rev);
-      created_ = ++created_seen_ >= creates_;
     }
+    created_ = created_ || created;
     const auto events = r->find("events");
     if (events != r->end() && events->is_array() && !events->empty()) {
-      if (creates_ == 1) return end::changed;
-      if (!note_events(*r, *events)) {
-        return ended(end::refused, "etcd: watch: an event of unexpected shape from " + url_);
+      for (const nlohmann::json& ev : *events) {  // the deletion's revision (0 if unreadable)
+        const nlohmann::json* kv = ev.is_object() ? json_object(ev, "kv") : nullptr;
+        std::int64_t rev = 0;
+        if (kv != nullptr && json_int64(*kv, "mod_revision", rev)) {
+          event_revision_ = std::max(event_revision_, rev);
+        }
       }
-      if (ahead_gone_ > 0 && key_gone_ > ahead_gone_) return end::changed;
+      return end::changed;
     }
     if (compacted > 0) {
       return ended(end::compacted,
@@ -335,21 +324,6 @@ class etcd_watch {
       return ended(created_ ? end::dropped : end::refused, "etcd: watch canceled: " + line);
     }
     return std::nullopt;
-  }
-
-  // Two watches: notes the newest deletion revision of the entry ahead (watch 0: "watch_id"
-  // absent) and of the key (watch 1). False for a bad shape.
-  bool note_events(const nlohmann::json& r, const nlohmann::json& events) {
-    std::int64_t id = 0;
-    if (!json_int64(r, "watch_id", id)) return false;
-    for (const nlohmann::json& ev : events) {
-      const nlohmann::json* kv = ev.is_object() ? json_object(ev, "kv") : nullptr;
-      std::int64_t rev = 0;
-      if (kv == nullptr || !json_int64(*kv, "mod_revision", rev)) return false;
-      std::int64_t& gone = id == 0 ? ahead_gone_ : key_gone_;
-      gone = std::max(gone, rev);
-    }
-    return true;
   }
 
   static std::size_t on_data(char* data, std::size_t size, std::size_t count, void* self) {
@@ -367,10 +341,7 @@ class etcd_watch {
   bool added_ = false;
   bool created_ = false;
   std::int64_t created_revision_ = 0;
-  int creates_ = 1;              // watches on the stream (see open)
-  int created_seen_ = 0;         // of them created so far
-  std::int64_t ahead_gone_ = 0;  // two watches: the entry ahead's deletion revision (0: none yet)
-  std::int64_t key_gone_ = 0;    // and the key's newest
+  std::int64_t event_revision_ = 0;
   std::string url_;
   std::string body_;
   std::string buffer_;
