@@ -262,7 +262,7 @@ TEST_CASE("etcd hand-off: a fresh-looking queued lease etcd lost is replaced by 
 // A's grant (deleting its entry) ends B's watch, and B watches the key from that deletion on,
 // taking A for the holder, with no re-read of the key and the queue (at most one range read,
 // if writes came between); A's release then wakes B, whose grant is its one transaction.
-TEST_CASE("etcd hand-off: the next in line needs no request when the one ahead is granted",
+TEST_CASE("etcd hand-off: the next in line re-reads nothing when the one ahead is granted",
           "[etcd][handoff][wait]") {
   std::optional<etcd_options> o = hf_test::shared_etcd("hf-handoff");
   if (!o) return;
