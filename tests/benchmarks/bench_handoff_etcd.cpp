@@ -6,7 +6,8 @@
 // (its first endpoint). Every thread has its own etcd_store (its own connections, as processes
 // would). Store requests are counted by the server: the sum of etcd's grpc_server_started_total
 // over every method (the gateway turns each HTTP request into one gRPC call; a watch is one
-// Watch stream) from /metrics before and after. Round trips through the same transport are
+// Watch stream) from /metrics before and after, also by method (counters r_<method>, per
+// grant: which requests a grant cycle makes). Round trips through the same transport are
 // measured in the same run as the units the goal is stated in: a read (kv/range, no Raft) and a
 // write (kv/put, one Raft commit, fsync'd), medians in µs. See handoff.hpp for the protocol; the
 // figures are in README.md.
@@ -16,6 +17,7 @@
 #include <chrono>
 #include <cstdint>
 #include <cstdlib>
+#include <map>
 #include <memory>
 #include <optional>
 #include <string>
@@ -44,24 +46,31 @@ std::size_t append(char* data, std::size_t size, std::size_t n, void* out) {
   return size * n;
 }
 
-// Every gRPC call the member started so far (its /metrics), or 0 if it cannot be read.
-std::uint64_t grpc_calls(const std::string& endpoint) {
+// Every gRPC call the member started so far (its /metrics), in all and by method ("Txn",
+// "LeaseGrant", ...); an empty map if it cannot be read.
+std::map<std::string, std::uint64_t> grpc_calls(const std::string& endpoint) {
+  std::map<std::string, std::uint64_t> out;
   std::unique_ptr<CURL, holdfast::detail::curl_easy_deleter> c(curl_easy_init());
-  if (!c) return 0;
+  if (!c) return out;
   std::string text;
   const std::string url = endpoint + "/metrics";
   curl_easy_setopt(c.get(), CURLOPT_URL, url.c_str());
   curl_easy_setopt(c.get(), CURLOPT_WRITEFUNCTION, &append);
   curl_easy_setopt(c.get(), CURLOPT_WRITEDATA, &text);
   curl_easy_setopt(c.get(), CURLOPT_PROXY, "");
-  if (curl_easy_perform(c.get()) != CURLE_OK) return 0;
-  std::uint64_t n = 0;
+  if (curl_easy_perform(c.get()) != CURLE_OK) return out;
   const std::string name = "\ngrpc_server_started_total{";
+  const std::string method = "grpc_method=\"";
   for (std::size_t at = text.find(name); at != std::string::npos; at = text.find(name, at + 1)) {
     const std::size_t sp = text.find("} ", at);
-    if (sp != std::string::npos) n += std::strtoull(text.c_str() + sp + 2, nullptr, 10);
+    const std::size_t m = text.find(method, at);
+    if (sp == std::string::npos || m == std::string::npos || m > sp) continue;
+    const std::size_t from = m + method.size();
+    const std::uint64_t n = std::strtoull(text.c_str() + sp + 2, nullptr, 10);
+    out[text.substr(from, text.find('"', from) - from)] += n;
+    out[""] += n;
   }
-  return n;
+  return out;
 }
 
 // Median round trip (µs) of `n` requests `body` to `path` through etcd_store's transport.
@@ -86,7 +95,7 @@ void BM_handoff_etcd(benchmark::State& state) {
     return;
   }
   const std::string& endpoint = o->endpoints.front();
-  if (grpc_calls(endpoint) == 0) {
+  if (grpc_calls(endpoint).empty()) {
     state.SkipWithError("cannot read etcd's /metrics");
     return;
   }
@@ -110,7 +119,7 @@ void BM_handoff_etcd(benchmark::State& state) {
     }
     const double read_rtt = rtt_us(*o, "/kv/range", key_body, 200);
     const double write_rtt = rtt_us(*o, "/kv/put", put_body, 100);
-    const std::uint64_t before = grpc_calls(endpoint);
+    const std::map<std::string, std::uint64_t> before = grpc_calls(endpoint);
     holdfast_bench::handoff_result r;
     if constexpr (Wait) {
       r = holdfast_bench::run_handoffs<holdfast::etcd_store*>(
@@ -121,8 +130,15 @@ void BM_handoff_etcd(benchmark::State& state) {
           [&](int i) { return polled[static_cast<std::size_t>(i)].get(); }, waiters, handoffs, hold,
           "k");
     }
-    const std::uint64_t used = grpc_calls(endpoint) - before;
-    holdfast_bench::report_handoffs(state, r, used);
+    std::map<std::string, std::uint64_t> used = grpc_calls(endpoint);
+    for (auto& [m, n] : used) n -= before.count(m) != 0 ? before.at(m) : 0;
+    holdfast_bench::report_handoffs(state, r, used[""]);
+    // Which requests a grant cycle makes (per grant, as `requests`): e.g. r_Txn, r_LeaseGrant.
+    for (const auto& [m, n] : used) {
+      if (!m.empty() && n > 0 && r.grants > 0) {
+        state.counters["r_" + m] = static_cast<double>(n) / static_cast<double>(r.grants);
+      }
+    }
     state.counters["read_rtt_us"] = read_rtt;
     state.counters["write_rtt_us"] = write_rtt;
     if (write_rtt > 0)

@@ -12,7 +12,6 @@
 #include <catch2/catch.hpp>
 
 #include <chrono>
-#include <functional>
 #include <future>
 #include <memory>
 #include <optional>
@@ -99,23 +98,6 @@ void check_release_wakes(const etcd_options& o) {
   CHECK(waiter.try_acquire("k", "waiter", 30s));
 }
 
-/// An etcd_store that runs `between` once, when its wait asks for the holder's time left: after
-/// the wait read the holder and opened its watch, before etcd can have created the watch (the
-/// watch's request leaves when the wait drives it).
-struct write_in_between : etcd_store {
-  explicit write_in_between(const etcd_options& o) : etcd_store(o) {}
-  void arm(std::function<void()> between) {
-    link_.fault = [f = std::move(between)](std::string_view path, std::string_view) mutable {
-      if (path == "/lease/timetolive" && f) {
-        std::function<void()> once = std::move(f);
-        f = nullptr;
-        once();
-      }
-      return holdfast::detail::etcd_fault::none;
-    };
-  }
-};
-
 }  // namespace
 
 TEST_CASE("etcd_store wait_for_release: a release wakes the waiter (one member, three members)",
@@ -156,17 +138,17 @@ TEST_CASE(
   // The watch is opened from now (a watch from an older revision gets its events from etcd's
   // 100 ms sync loop), so what came between the read and the watch is checked by one range read.
   // The key is deleted behind the store's back: the holder's lease stays alive, so only that
-  // check can see it (without it the wait sleeps to its deadline).
+  // check can see it (without it the wait sleeps to its deadline). The wait's read is the busy
+  // answer; the deletion comes after it and before the wait's watch exists (the wait asks
+  // nothing else before its watch, so no request of it can mark that instant any closer).
   std::optional<etcd_options> o = shared("HOLDFAST_ETCD_ENDPOINTS");
   if (!o) return;
   etcd_store holder(*o);
-  write_in_between waiter(*o);
+  etcd_store waiter(*o);
   hold(holder, waiter);
-  bool deleted = false;
-  waiter.arm([&] { deleted = hf_test::etcd_delete_prefix(*o) == 1; });
+  REQUIRE(hf_test::etcd_delete_prefix(*o) == 1);
   const auto t = steady::now();
   CHECK(waiter.wait_for_release("k", steady::now() + 5s));
-  CHECK(deleted);
   CHECK(ms_since(t) < 1000);  // not the 5 s deadline (the holder's TTL is 30 s)
 }
 
@@ -280,6 +262,42 @@ TEST_CASE("etcd_store wait_for_release: the watched member dies; the wait moves 
     holdfast::result<void> r = waiter.wait_for_release("k", steady::now() + 20s);
     return std::make_pair(steady::now(), r);
   });
+  // Two queued waiters on the same member too: A first (watching the key), B behind it
+  // (watching A's entry and the key on one stream: that stream drops as well).
+  etcd_store qa(o);
+  etcd_store qb(o);
+  steady::time_point a_released{};
+  std::promise<void> a_queued;
+  std::promise<void> b_queued;
+  auto fa = std::async(std::launch::async, [&] {
+    const bool busy = qa.try_acquire_queued("k", "A", 30s).error() == errc::busy;
+    a_queued.set_value();
+    for (int i = 0; busy && i < 8; ++i) {
+      if (!qa.wait_for_release("k", steady::now() + 20s)) return false;
+      auto ga = qa.try_acquire_queued("k", "A", 30s);
+      if (!ga) continue;
+      std::this_thread::sleep_for(200ms);
+      a_released = steady::now();
+      return qa.release("k", "A", ga->token).has_value();
+    }
+    return false;
+  });
+  a_queued.get_future().wait();
+  auto fb = std::async(std::launch::async, [&] {  // acquire()'s loop: a wake-up is a hint
+    const bool busy = qb.try_acquire_queued("k", "B", 30s).error() == errc::busy;
+    b_queued.set_value();
+    holdfast::result<void> r = errc::busy;
+    for (int i = 0; busy && i < 8 && !r && r.error() == errc::busy; ++i) {
+      if (holdfast::result<void> woke = qb.wait_for_release("k", steady::now() + 20s); !woke) {
+        return std::make_pair(steady::now(), woke);
+      }
+      auto gb = qb.try_acquire_queued("k", "B", 30s);
+      if (gb) r = holdfast::result<void>{};
+      if (!gb && gb.error() != errc::busy) r = gb.error();
+    }
+    return std::make_pair(steady::now(), r);
+  });
+  b_queued.get_future().wait();
   std::this_thread::sleep_for(300ms);
   c[watched].kill9();  // the stream drops; the re-read goes to the next member
   std::this_thread::sleep_for(1000ms);
@@ -300,6 +318,13 @@ TEST_CASE("etcd_store wait_for_release: the watched member dies; the wait moves 
   WARN("etcd watch: after the watched member died, woken " << latency << " ms after release");
   CHECK(latency >= 0);
   CHECK(latency < 1000);
+  // A was granted and released; B was granted at A's release, not before, not at its deadline.
+  CHECK(fa.get());
+  auto [b_woke, br] = fb.get();
+  INFO(qb.last_error_message());
+  REQUIRE(br);
+  CHECK(b_woke >= a_released);
+  CHECK(b_woke - a_released < 1000ms);
 }
 
 TEST_CASE("etcd_store: blocking acquire() across a restart of the only member",
@@ -407,7 +432,9 @@ void check_fifo(const std::optional<etcd_options>& o) {
     holdfast::grant g = granted[i].get();  // A first, then B, then C
     CHECK(ms_since(t) < 1500);
     CHECK(g.token > last);
-    CHECK(g.ttl == 30s);  // the queued lease, refreshed to its full TTL by the grant
+    // The queued lease's time left (no keepalive while half its TTL is left): at most 30 s.
+    CHECK(g.ttl <= 30s);
+    CHECK(g.ttl >= 15s);
     last = g.token;
     for (std::size_t j = i + 1; j < 3; ++j) {
       CHECK(granted[j].wait_for(0s) == std::future_status::timeout);  // no one else woke

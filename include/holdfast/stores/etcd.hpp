@@ -80,8 +80,10 @@
 // Waiting (wait_for_release, try_acquire_queued; detail/etcd_queue.hpp), as etcd's own lock: a
 // busy attempt of blocking acquire() keeps its lease as a queue entry, and the waiter watches
 // (/v3/watch, a connection of its own) the deletion of the entry ahead, or of the key once first.
-// A release or an expiry wakes the first waiter only; its grant deletes its entry, waking the
-// next. Notifications are hints: a lost stream re-reads; the holder's time left bounds a sleep.
+// A release or an expiry wakes the first waiter only; its grant (kv/txn alone while its lease
+// has half its TTL left, else a keepalive first) deletes its entry, waking the next (to watch
+// the key). Notifications are hints: a lost stream re-reads; after 1 s quiet, the holder's
+// time left bounds the sleep.
 // A blocked read-write ask (wait_for_release_rw, detail/etcd_rw_wait.hpp) watches the key's
 // rw/ range for the deletion of what keeps its mode out, bounded likewise.
 //
@@ -215,8 +217,10 @@ class etcd_store : public detail::link_client<detail::etcd_link>,
   /// try_acquire that, when `key` is busy, also queues the calling thread for its next
   /// wait_for_release on `key` (store.hpp's try_acquire_queued, used by blocking acquire()) at no
   /// extra request: the attempt's lease is kept, bound to a queue entry put in the same
-  /// transaction (detail/etcd_queue.hpp). The thread's next attempt on `key` reuses that lease
-  /// (a keepalive instead of a grant); a grant deletes the entry, a busy attempt that is not
+  /// transaction (detail/etcd_queue.hpp). The thread's next attempt on `key` reuses that lease:
+  /// no lease/grant, and no keepalive either while half the lease's TTL is left (the grant then
+  /// reports the time left, at least half the TTL etcd applied, measured from before the lease's
+  /// last grant or keepalive was sent); a grant deletes the entry, a busy attempt that is not
   /// queued revokes it. An entry never tried again lasts until its lease expires. \returns as
   /// try_acquire.
   result<grant> try_acquire_queued(std::string_view key, std::string_view owner,
@@ -240,7 +244,7 @@ class etcd_store : public detail::link_client<detail::etcd_link>,
     result<std::int64_t> id = lease_of(k, owner, token);
     if (!id) return id.error();
     if (*id == 0) return errc::lease_lost;
-    result<std::int64_t> left = keepalive(*id);
+    result<std::int64_t> left = detail::etcd_keepalive(link_, body_, *id);
     if (!left) return left.error();
     if (*left <= 0) {
       forget(k);
@@ -278,7 +282,7 @@ class etcd_store : public detail::link_client<detail::etcd_link>,
     if (std::error_code ec = detail::etcd_check_args(link_, key, {})) return ec;
     auto guard = link_.lock();
     const std::string& k = lease_key(key);
-    result<std::optional<detail::etcd_kv>> kv = range(k);
+    result<std::optional<detail::etcd_kv>> kv = detail::etcd_range(link_, body_, k);
     if (!kv) return kv.error();
     if (!*kv) return std::optional<lease_record>{};
     if ((*kv)->lease == 0) {
@@ -306,7 +310,10 @@ class etcd_store : public detail::link_client<detail::etcd_link>,
   /// \returns store_unavailable, timeout, protocol_error.
   result<fencing_token> revision() {
     auto guard = link_.lock();
-    return current_revision();
+    result<std::int64_t> rev =
+        detail::etcd_current_revision(link_, body_, link_.options().key_prefix);
+    if (!rev) return rev.error();
+    return fencing_token(static_cast<std::uint64_t>(*rev));
   }
 
   /// Raises etcd's revision to at least `floor`, so that every later grant carries a token above
@@ -342,16 +349,15 @@ class etcd_store : public detail::link_client<detail::etcd_link>,
   /// last busy attempt on `key` saw (else a read now). Queued by try_acquire_queued, it watches the
   /// entry ahead, then the key once first; else the key (every such waiter wakes). Returns when
   /// the key is deleted (released, or the holder's lease expired), when the holder's lease can
-  /// have expired (lease/timetolive's whole seconds left, from before that read; 1 s if 0), at
-  /// `deadline`, or when `cancel` is stopped (curl_multi_wakeup ends the watch's poll from the
-  /// stopping thread); at once if the key is free or `deadline` has passed. A dropped stream or a
-  /// compacted revision re-reads (once more on the next member): never a sleep past the holder's
-  /// expiry. Requests: timetolive and the watch; a two-range read when the entry ahead leaves or
-  /// the stream drops. Thread-safety: any number of threads may wait on one store at once, each
-  /// on its own watch; the store's connection is held for the reads, never while asleep.
-  /// \returns success (woken for any reason above); errc::cancelled once `cancel` was stopped;
-  ///   errc::invalid_argument for an empty key; store_unavailable, timeout, protocol_error if a
-  ///   read fails or the watch is refused (backoff follows), text in last_error_message().
+  /// have expired (after 1 s without news, lease/timetolive's whole seconds left, from before that
+  /// read; 1 s if 0), at `deadline`, or when `cancel` is stopped (curl_multi_wakeup ends the poll
+  /// from the stopping thread); at once if the key is free or `deadline` has passed. A dropped
+  /// stream or a compacted revision re-reads (once more on the next member): never a sleep past
+  /// the holder's expiry. Requests: the watch (+ timetolive); when the entry ahead goes, a watch
+  /// of the key (+ a range read if writes came since); a two-range read if the stream drops.
+  /// Thread-safe: each waiting thread has its own watch. \returns success (woken as above);
+  ///   errc::cancelled once `cancel` was stopped; errc::invalid_argument for an empty key;
+  ///   store_unavailable, timeout, protocol_error if a read fails or the watch is refused.
   result<void> wait_for_release(std::string_view key,
                                 const std::chrono::steady_clock::time_point& deadline,
                                 const cancel_token& cancel = {}) {
@@ -384,56 +390,70 @@ class etcd_store : public detail::link_client<detail::etcd_link>,
       give_back(t->lease);
       t.reset();
     }
-    std::int64_t id = 0;
-    std::int64_t applied_s = 0;
-    if (t) {  // the lease of this thread's queue entry, refreshed to its full TTL
-      result<std::int64_t> left = keepalive(t->lease);
-      if (!left) {
+    return attempt(k, owner, ttl, seconds, queue, t);
+  }
+
+  // One attempt of acquire_as with this thread's queue ticket `t` (if any), whose lease it binds
+  // the key to: as it is while etcd holds it for at least half its TTL more
+  // (detail::etcd_fresh_left; if etcd no longer has it after all, once more with a new lease),
+  // else refreshed first by a keepalive; without a ticket, with a new lease.
+  result<grant> attempt(const std::string& k, std::string_view owner, std::chrono::milliseconds ttl,
+                        std::int64_t seconds, bool queue, std::optional<detail::etcd_ticket>& t) {
+    std::chrono::milliseconds held{0};  // etcd holds the lease at least this long from now
+    bool fresh = false;
+    if (t) {  // the lease of this thread's queue entry (detail::etcd_ticket_held)
+      result<std::chrono::milliseconds> h = detail::etcd_ticket_held(link_, body_, *t, fresh);
+      if (!h) {
         tickets_.put(std::move(*t));  // kept: the next attempt reuses or revokes it
-        return left.error();
+        return h.error();
       }
-      if (*left > 0) {
-        id = t->lease;
-        applied_s = *left;
-      } else {
-        t.reset();  // expired while queued, and the entry with it
-      }
+      held = *h;
+      if (held.count() <= 0) t.reset();  // expired while queued, and the entry with it
     }
     if (!t) {
+      const auto sent = std::chrono::steady_clock::now();
       result<std::pair<std::int64_t, std::int64_t>> lease = grant_lease(seconds);
       if (!lease) return lease.error();
-      std::tie(id, applied_s) = *lease;
+      t = detail::etcd_ticket::of(k, {}, lease->first, seconds, -1);
+      t->applied_s = lease->second;
+      t->refreshed_at = sent;
+      held = std::chrono::milliseconds(lease->second * 1000);
     }
+    const std::int64_t id = t->lease;
     // Its answer showed a new life: raise past this store's tokens before drawing one.
     if (link_.new_life()) detail::etcd_before_attempt(link_, body_, orphans_);
-    std::string entry;
-    if (t) {
-      entry = std::move(t->entry);
-    } else if (queue) {
-      entry =
+    if (t->entry_revision < 0 && queue) {
+      t->entry =
           detail::etcd_queue_entry(detail::etcd_queue_prefix(link_.options().key_prefix, k), id);
     }
-    detail::etcd_acquire_body(body_, k, owner, id, t ? t->entry_revision : -1, entry, queue);
-    result<nlohmann::json> r = link_.post("/kv/txn", body_);
+    detail::etcd_acquire_body(body_, k, owner, id, t->entry_revision, t->entry, queue);
+    detail::etcd_failure missing;  // an unrefreshed lease etcd no longer has: NotFound (5)
+    result<nlohmann::json> r =
+        fresh ? link_.post("/kv/txn", body_, 5, &missing) : link_.post("/kv/txn", body_);
+    if (r && fresh && missing.code == 5) {  // nothing applied (a restore took the lease)
+      t.reset();
+      return attempt(k, owner, ttl, seconds, queue, t);
+    }
     if (!r) {
       // Nobody was told of a grant, so the lease goes back at once (with the key, if the
       // transaction applied); one attempt, on the next member; the caller hears of the failure.
       give_back(id);
       return r.error();
     }
-    detail::etcd_ticket next =
-        detail::etcd_ticket::of(k, std::move(entry), id, seconds, t ? t->entry_revision : 0);
-    return acquire_answer(*r, k, owner, ttl, applied_s, queue, std::move(next));
+    detail::etcd_ticket next = std::move(*t);
+    if (next.entry_revision < 0) next.entry_revision = 0;
+    return acquire_answer(*r, k, owner, ttl, held, queue, std::move(next));
   }
 
   // Judges an attempt's transaction answer; `next` is the thread's ticket if it stays queued.
   result<grant> acquire_answer(const nlohmann::json& r, const std::string& k,
                                std::string_view owner, std::chrono::milliseconds ttl,
-                               std::int64_t applied_s, bool queue, detail::etcd_ticket next) {
+                               std::chrono::milliseconds held, bool queue,
+                               detail::etcd_ticket next) {
     const std::int64_t id = next.lease;
     bool succeeded = false;
     if (!detail::json_bool(r, "succeeded", succeeded)) return shape("acquire");
-    const std::chrono::milliseconds reported = detail::etcd_ttl_capped(applied_s, ttl);
+    const std::chrono::milliseconds reported = held < ttl ? held : ttl;
     const std::optional<std::int64_t> rev = detail::etcd_revision(r);
     if (succeeded) {
       // The transaction's revision is the key's create_revision (its one put of the key).
@@ -458,7 +478,7 @@ class etcd_store : public detail::link_client<detail::etcd_link>,
     if (kv && kv->value == owner) {
       // The holder itself asks again (a retry after a lost reply): same token, its own lease
       // refreshed, and the lease granted above (and any queue entry on it) given back.
-      result<std::int64_t> left = keepalive(kv->lease);
+      result<std::int64_t> left = detail::etcd_keepalive(link_, body_, kv->lease);
       give_back(id);
       if (!left) return left.error();
       if (*left <= 0) return errc::busy;  // expired, not yet deleted: etcd still has the key
@@ -498,25 +518,12 @@ class etcd_store : public detail::link_client<detail::etcd_link>,
   }
   // Revokes a lease nobody was told of, now or at the next attempt (detail::etcd_orphans).
   void give_back(std::int64_t id) { orphans_.give_back(link_, body_, id); }
-  result<std::int64_t> keepalive(std::int64_t id) {
-    return detail::etcd_keepalive(link_, body_, id);
-  }
-  result<std::optional<detail::etcd_kv>> range(const std::string& k) {
-    return detail::etcd_range(link_, body_, k);
-  }
-
-  result<fencing_token> current_revision() {
-    result<std::int64_t> rev =
-        detail::etcd_current_revision(link_, body_, link_.options().key_prefix);
-    if (!rev) return rev.error();
-    return fencing_token(static_cast<std::uint64_t>(*rev));
-  }
 
   // The lease of the grant (k, owner, token): remembered, or read from the key. 0: not held.
   result<std::int64_t> lease_of(const std::string& k, std::string_view owner, fencing_token token) {
     const auto t = static_cast<std::int64_t>(token.value());
     if (const std::int64_t* id = remembered_.find(k, owner, t)) return *id;
-    result<std::optional<detail::etcd_kv>> kv = range(k);
+    result<std::optional<detail::etcd_kv>> kv = detail::etcd_range(link_, body_, k);
     if (!kv) return kv.error();
     if (!*kv || (*kv)->create_revision != t || (*kv)->value != owner) return std::int64_t{0};
     return (*kv)->lease;
@@ -567,6 +574,7 @@ class etcd_store : public detail::link_client<detail::etcd_link>,
                                    q.ahead.empty(), *seen, deadline, max_ttl.count() / 1000);
       if (!e) return e.error();
       if (*e == end::cancelled) return errc::cancelled;
+      if (*e == end::changed && detail::etcd_key_next(watch, k, q, *seen)) continue;
       if (*e == end::quiet || (*e == end::changed && q.ahead.empty())) return {};
       if (*e != end::changed) ++drops;
       seen->revision = 0;  // re-read: who holds it, and who is ahead now

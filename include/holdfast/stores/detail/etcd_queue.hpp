@@ -44,8 +44,12 @@ struct etcd_ticket {
   std::string key;    // the lease key (etcd name)
   std::string entry;  // its queue entry's etcd name
   std::int64_t lease = 0;
-  std::int64_t seconds = 0;  // the TTL the lease was granted with
+  std::int64_t seconds = 0;  // the TTL the lease was asked with
   std::int64_t entry_revision = 0;
+  // The TTL etcd applied (s) at the lease's last grant or keepalive, and the instant read before
+  // that request left: etcd holds the lease at least until refreshed_at + applied_s.
+  std::int64_t applied_s = 0;
+  std::chrono::steady_clock::time_point refreshed_at{};
   // The last busy answer (revision 0: used up): its revision, the holder's lease, and the entry
   // ahead (empty: none, the lease key is next).
   std::int64_t seen_revision = 0;
@@ -89,6 +93,46 @@ class etcd_tickets {
   std::unordered_map<std::thread::id, etcd_ticket> tickets_;
 };
 
+/// How long etcd still holds a queued lease at `now` (ms, rounded down), if at least half the
+/// TTL it applied (`applied_s`, s) at its last grant or keepalive, sent after `refreshed_at`
+/// (steady clock, read before the request left: etcd starts the TTL when it applies it, later),
+/// is left; nullopt if less (the woken grant refreshes it first). So a waiter woken soon after
+/// it queued binds the key to its lease with no keepalive (one request saved per hand-off), and
+/// its grant reports at least half the TTL, as ZooKeeper's woken grant does (zookeeper.hpp).
+/// Exactly half left counts as enough; a `now` before `refreshed_at` counts as no time passed.
+inline std::optional<std::chrono::milliseconds> etcd_fresh_left(
+    std::int64_t applied_s, std::chrono::steady_clock::time_point refreshed_at,
+    std::chrono::steady_clock::time_point now) {
+  using std::chrono::milliseconds;
+  if (applied_s <= 0) return std::nullopt;
+  const milliseconds total(applied_s * 1000);
+  const milliseconds passed =
+      now > refreshed_at ? std::chrono::ceil<milliseconds>(now - refreshed_at) : milliseconds(0);
+  if (passed >= total) return std::nullopt;
+  const milliseconds left = total - passed;
+  if (left * 2 < total) return std::nullopt;
+  return left;
+}
+
+/// How long etcd holds the lease of queue ticket `t` from now at least (ms), for an attempt that
+/// binds the key to it: as it is if etcd_fresh_left allows (`fresh` set: no request), else
+/// refreshed to its full TTL by a keepalive first (noted in `t`). \returns that time; 0 if the
+/// lease expired while queued (its entry went with it); the keepalive's error.
+inline result<std::chrono::milliseconds> etcd_ticket_held(etcd_link& link, std::string& body,
+                                                          etcd_ticket& t, bool& fresh) {
+  using std::chrono::milliseconds;
+  const auto sent = std::chrono::steady_clock::now();
+  const std::optional<milliseconds> left = etcd_fresh_left(t.applied_s, t.refreshed_at, sent);
+  fresh = left.has_value();
+  if (fresh) return *left;
+  result<std::int64_t> ttl = etcd_keepalive(link, body, t.lease);
+  if (!ttl) return ttl.error();
+  if (*ttl <= 0) return milliseconds(0);
+  t.applied_s = *ttl;
+  t.refreshed_at = sent;
+  return milliseconds(*ttl * 1000);
+}
+
 /// The queue of lease key `k` (see the overview).
 inline std::string etcd_queue_prefix(std::string_view key_prefix, std::string_view k) {
   std::string q(key_prefix);
@@ -109,6 +153,19 @@ inline std::string etcd_queue_entry(const std::string& prefix, std::int64_t leas
   const auto u = static_cast<std::uint64_t>(lease);
   for (int shift = 60; shift >= 0; shift -= 4) e += hex[(u >> shift) & 15];
   return e;
+}
+
+/// The lease of queue entry `entry` (its name's last 16 hex digits), or `otherwise`.
+inline std::int64_t etcd_entry_lease(const std::string& entry, std::int64_t otherwise) {
+  if (entry.size() < 16) return otherwise;
+  std::uint64_t u = 0;
+  for (std::size_t i = entry.size() - 16; i < entry.size(); ++i) {
+    const char c = entry[i];
+    const int d = c >= '0' && c <= '9' ? c - '0' : c >= 'a' && c <= 'f' ? c - 'a' + 10 : -1;
+    if (d < 0) return otherwise;
+    u = u << 4 | static_cast<std::uint64_t>(d);
+  }
+  return static_cast<std::int64_t>(u);
 }
 
 /// Appends a request_range op for the entry ahead in queue `prefix`: the newest entry created
@@ -230,15 +287,37 @@ inline result<std::optional<etcd_sighting>> etcd_read_queue(etcd_link& link, std
   return r;
 }
 
+/// After a wait's watch of the entry ahead `q.ahead` ended as changed: if the watch read the
+/// deletion's revision, makes the key `k` the next thing watched, from that revision on, its
+/// holder taken to be the one ahead (as a rule it was granted: its grant deleted the entry),
+/// with no re-read (etcd_watch_round reads the key if writes came since; a holder other than
+/// the one ahead, or none, ends that round at once, and the waiter asks again). \returns
+/// whether it did (else the wait re-reads the key and the queue).
+inline bool etcd_key_next(const etcd_watch& watch, const std::string& k, etcd_ticket& q,
+                          etcd_sighting& seen) {
+  if (q.ahead.empty() || watch.event_revision() <= 0) return false;
+  seen = etcd_sighting{k, watch.event_revision(), etcd_entry_lease(q.ahead, seen.lease), 0};
+  q.ahead.clear();
+  return true;
+}
+
+/// How long a wait sleeps on its watch before it asks the holder's time left (lease/timetolive):
+/// the granularity that answer already had (whole seconds, a 0 slept as 1 s), so asking later
+/// never wakes a waiter later than asking first did, and a hand-off within it costs no request.
+inline constexpr std::chrono::seconds etcd_first_watch_window{1};
+
 /// One watch round of etcd_store's wait, `guard` holding the link (held again on return):
-/// watches `watched` (the lease key when `is_key`, else the queue entry ahead) for its deletion,
-/// reads the holder's time left (`seen.lease`: whole seconds, from before the read) and sleeps
-/// until the watch ends, that time or `deadline`. The watch is opened from now, not from the
-/// revision after `seen`: etcd serves a watch from a revision it has passed out of a sync loop
-/// that runs every 100 ms, which held a release's event back by up to 100 ms whenever any write
-/// came between the read and the watch (with 16 waiters, most hand-offs). If the watch was
-/// created past `seen.revision`, one range read (no Raft write) tells whether `watched` went, or
-/// the lease key changed holder, in between: end::changed then. \returns how the watch ended
+/// watches `watched` (the lease key when `is_key`, else the queue entry ahead) for its deletion
+/// and sleeps until the watch ends or `deadline`, and for at most etcd_first_watch_window; if
+/// nothing came by then, reads the holder's time left (`seen.lease`: whole seconds, from before
+/// the read) and sleeps at most that long more (1 s if 0). So a sick watch (a frozen member)
+/// never keeps a waiter past the holder's expiry by more than timetolive's rounding did before,
+/// and a hand-off within the first window costs no timetolive. The watch is opened from now, not
+/// from the revision after `seen`: etcd serves a watch from a revision it has passed out of a
+/// sync loop that runs every 100 ms, which held a release's event back by up to 100 ms whenever
+/// any write came between the read and the watch (with 16 waiters, most hand-offs). If the watch
+/// was created past `seen.revision`, one range read (no Raft write) tells whether `watched` went,
+/// or the lease key changed holder, in between: end::changed then. \returns how the watch ended
 /// (quiet also when the holder's lease is gone); the reads' error, or store_unavailable with the
 /// watch's text if it was refused.
 inline result<etcd_watch::end> etcd_watch_round(
@@ -249,11 +328,7 @@ inline result<etcd_watch::end> etcd_watch_round(
   if (!watch.open(link.options(), link.endpoint(), link.auth_token(), watched, 0)) {
     return link.fail(errc::store_unavailable, watch.why());
   }
-  const auto start = std::chrono::steady_clock::now();  // before the read leaves
-  result<std::int64_t> left = etcd_time_to_live(link, body, seen.lease, max_ttl_s);
-  if (!left) return left.error();
-  if (*left < 0) return end::quiet;  // the holder's lease is gone, and the key with it
-  auto wake = start + std::chrono::seconds(*left > 0 ? *left : 1);
+  auto wake = std::chrono::steady_clock::now() + etcd_first_watch_window;
   if (deadline < wake) wake = deadline;
   guard.unlock();
   std::optional<end> e = watch.wait_created(wake);
@@ -263,10 +338,19 @@ inline result<etcd_watch::end> etcd_watch_round(
     if (!kv) return kv.error();
     if (!*kv || (is_key && (*kv)->lease != seen.lease)) e = end::changed;
   }
-  if (!e) {
+  for (bool asked = false; !e; asked = true) {
     guard.unlock();
     e = watch.wait(wake);
     guard.lock();
+    if (*e != end::quiet || asked || wake >= deadline) break;
+    // Quiet for the first window: the holder's time left bounds the rest of the sleep.
+    const auto start = std::chrono::steady_clock::now();  // before the read leaves
+    result<std::int64_t> left = etcd_time_to_live(link, body, seen.lease, max_ttl_s);
+    if (!left) return left.error();
+    if (*left < 0) return end::quiet;  // the holder's lease is gone, and the key with it
+    wake = start + std::chrono::seconds(*left > 0 ? *left : 1);
+    if (deadline < wake) wake = deadline;
+    e.reset();
   }
   if (*e == end::refused) return link.fail(errc::store_unavailable, watch.why());
   return *e;

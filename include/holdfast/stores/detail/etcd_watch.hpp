@@ -176,6 +176,11 @@ class etcd_watch {
     return created_revision_;
   }
 
+  /// The revision of the deletion that ended the watch as changed (0: none, or unreadable).
+  [[nodiscard]] std::int64_t event_revision() const noexcept {
+    return event_revision_;
+  }
+
   /// Ends the poll of a wait() in progress, or of the next one, at once (curl_multi_wakeup, which
   /// is thread-safe). Callable from any thread while this watch lives: cancel_token::on_stop's
   /// wake-up of the waiter's token.
@@ -225,6 +230,7 @@ class etcd_watch {
     easy_.reset();
     created_ = false;
     created_revision_ = 0;
+    event_revision_ = 0;
     buffer_.clear();
   }
 
@@ -300,7 +306,16 @@ class etcd_watch {
     }
     created_ = created_ || created;
     const auto events = r->find("events");
-    if (events != r->end() && events->is_array() && !events->empty()) return end::changed;
+    if (events != r->end() && events->is_array() && !events->empty()) {
+      for (const nlohmann::json& ev : *events) {  // the deletion's revision (0 if unreadable)
+        const nlohmann::json* kv = ev.is_object() ? json_object(ev, "kv") : nullptr;
+        std::int64_t rev = 0;
+        if (kv != nullptr && json_int64(*kv, "mod_revision", rev)) {
+          event_revision_ = std::max(event_revision_, rev);
+        }
+      }
+      return end::changed;
+    }
     if (compacted > 0) {
       return ended(end::compacted,
                    "etcd: watch: revision compacted (now " + std::to_string(compacted) + ")");
@@ -326,6 +341,7 @@ class etcd_watch {
   bool added_ = false;
   bool created_ = false;
   std::int64_t created_revision_ = 0;
+  std::int64_t event_revision_ = 0;
   std::string url_;
   std::string body_;
   std::string buffer_;
