@@ -19,6 +19,7 @@
 #include "holdfast/cancel.hpp"
 #include "holdfast/clock.hpp"
 #include "holdfast/detail/config.hpp"
+#include "holdfast/detail/owner_id.hpp"
 #include "holdfast/detail/random.hpp"
 #include "holdfast/detail/saturating.hpp"
 #include "holdfast/error.hpp"
@@ -206,12 +207,36 @@ inline std::error_code refuse_acquire_input(std::error_code ec, acquire_report* 
 
 // What try_acquire() and acquire() send, once the caller's input has passed every check.
 struct acquire_request {
+  acquire_request(std::chrono::milliseconds t, std::chrono::nanoseconds s) noexcept
+      : ttl(t), span(s) {}
   std::chrono::milliseconds ttl;
   // trusted_span(ttl, opts.validity), computed once by the check: a lease granted this TTL counts
   // its validity with it (lease/detail/acquire.hpp's asked_ttl) instead of computing it again.
   std::chrono::nanoseconds span;
-  std::string owner;
+  // The owner id, kept inline (detail/owner_id.hpp): a generated one is written there, a given
+  // one copied there, so checking and sending an acquire allocates nothing for it.
+  owner_id owner;
 };
+
+// prepare_acquire's request once the TTL passed: the owner (opts.owner, or a fresh random one)
+// written straight into the request in its result, which is returned with no move on the way (one
+// return, of one object); check_acquire_args, the stores' own check, has the last word.
+template <class Clock>
+result<acquire_request> checked_request(std::string_view key, std::chrono::milliseconds ms,
+                                        std::chrono::nanoseconds span,
+                                        const acquire_options<Clock>& opts) {
+  result<acquire_request> req(std::in_place, ms, span);
+  owner_id& owner = req->owner;
+  if (!opts.owner.empty()) {
+    owner.assign(opts.owner);
+  } else {
+    owner.generate(label_in(opts));
+  }
+  if (std::error_code ec = check_acquire_args(key, owner.view(), ms)) {
+    req = refuse_acquire_input(ec, opts.report, "the owner is empty");
+  }
+  return req;
+}
 
 // The input checks both acquire functions share: check_acquire_input, then the owner (a fresh
 // random one when none is given; check_acquire_args, the stores' own check, has the last word).
@@ -228,11 +253,7 @@ result<acquire_request> prepare_acquire(std::string_view key,
                                 invalid_acquire_input_text(key, ttl, opts));
   }
   if (*ms < min_ttl) return check_min_ttl(*ms, min_ttl, opts.report);  // always an error here
-  std::string owner = !opts.owner.empty() ? opts.owner : labelled_owner_id(label_in(opts));
-  if (std::error_code ec = check_acquire_args(key, owner, *ms)) {
-    return refuse_acquire_input(ec, opts.report, "the owner is empty");
-  }
-  return acquire_request{*ms, span, std::move(owner)};
+  return checked_request(key, *ms, span, opts);
 }
 
 }  // namespace detail
