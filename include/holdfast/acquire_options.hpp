@@ -112,15 +112,19 @@ struct any_clock {};
 // 2 ms on an exact clock, 104 ms or more on a 100 ms clock. Returns the TTL in ms, or
 // errc::invalid_argument; `span`, if given, receives trusted_span(TTL in ms, validity), which the
 // check computes anyway (an acquire's lease uses it again: acquire_request::span).
+// `validity_checked`: the caller found validity.check() clean just before (check_acquire_input),
+// so the span is computed without checking the options again.
 template <class Rep, class Period, class Dur>
 result<std::chrono::milliseconds> checked_lease_ttl(std::chrono::duration<Rep, Period> ttl,
                                                     const validity_options& validity, Dur tick,
-                                                    std::chrono::nanoseconds* span = nullptr) {
+                                                    std::chrono::nanoseconds* span = nullptr,
+                                                    bool validity_checked = false) {
   const std::optional<std::chrono::milliseconds> ms =
       checked_duration_cast<std::chrono::milliseconds>(ttl);
   if (!ms || check_ttl(*ms)) return errc::invalid_argument;
   using tp = std::chrono::time_point<any_clock, Dur>;
-  const std::chrono::nanoseconds trusted = trusted_span(*ms, validity);
+  const std::chrono::nanoseconds trusted =
+      validity_checked ? checked_trusted_span(*ms, validity) : trusted_span(*ms, validity);
   if (!(tp{} < valid_until_of_span(tp{}, trusted, tick))) return errc::invalid_argument;
   if (span != nullptr) *span = trusted;
   return *ms;
@@ -138,7 +142,7 @@ result<std::chrono::milliseconds> check_acquire_input(std::string_view key,
   if (key.empty()) return errc::invalid_argument;
   if (std::error_code ec = opts.validity.check()) return ec;
   if (std::error_code ec = opts.backoff.check()) return ec;
-  return checked_lease_ttl(ttl, opts.validity, clock_tick(opts.clock), span);
+  return checked_lease_ttl(ttl, opts.validity, clock_tick(opts.clock), span, true);
 }
 
 // The label an acquire_options gives: `label`, or 0.1's `owner_label` when label is empty.
