@@ -19,6 +19,7 @@
 #include "holdfast/cancel.hpp"
 #include "holdfast/clock.hpp"
 #include "holdfast/detail/config.hpp"
+#include "holdfast/detail/owner_id.hpp"
 #include "holdfast/detail/random.hpp"
 #include "holdfast/detail/saturating.hpp"
 #include "holdfast/error.hpp"
@@ -111,15 +112,19 @@ struct any_clock {};
 // 2 ms on an exact clock, 104 ms or more on a 100 ms clock. Returns the TTL in ms, or
 // errc::invalid_argument; `span`, if given, receives trusted_span(TTL in ms, validity), which the
 // check computes anyway (an acquire's lease uses it again: acquire_request::span).
+// `validity_checked`: the caller found validity.check() clean just before (check_acquire_input),
+// so the span is computed without checking the options again.
 template <class Rep, class Period, class Dur>
 result<std::chrono::milliseconds> checked_lease_ttl(std::chrono::duration<Rep, Period> ttl,
                                                     const validity_options& validity, Dur tick,
-                                                    std::chrono::nanoseconds* span = nullptr) {
+                                                    std::chrono::nanoseconds* span = nullptr,
+                                                    bool validity_checked = false) {
   const std::optional<std::chrono::milliseconds> ms =
       checked_duration_cast<std::chrono::milliseconds>(ttl);
   if (!ms || check_ttl(*ms)) return errc::invalid_argument;
   using tp = std::chrono::time_point<any_clock, Dur>;
-  const std::chrono::nanoseconds trusted = trusted_span(*ms, validity);
+  const std::chrono::nanoseconds trusted =
+      validity_checked ? checked_trusted_span(*ms, validity) : trusted_span(*ms, validity);
   if (!(tp{} < valid_until_of_span(tp{}, trusted, tick))) return errc::invalid_argument;
   if (span != nullptr) *span = trusted;
   return *ms;
@@ -137,7 +142,7 @@ result<std::chrono::milliseconds> check_acquire_input(std::string_view key,
   if (key.empty()) return errc::invalid_argument;
   if (std::error_code ec = opts.validity.check()) return ec;
   if (std::error_code ec = opts.backoff.check()) return ec;
-  return checked_lease_ttl(ttl, opts.validity, clock_tick(opts.clock), span);
+  return checked_lease_ttl(ttl, opts.validity, clock_tick(opts.clock), span, true);
 }
 
 // The label an acquire_options gives: `label`, or 0.1's `owner_label` when label is empty.
@@ -206,12 +211,36 @@ inline std::error_code refuse_acquire_input(std::error_code ec, acquire_report* 
 
 // What try_acquire() and acquire() send, once the caller's input has passed every check.
 struct acquire_request {
+  acquire_request(std::chrono::milliseconds t, std::chrono::nanoseconds s) noexcept
+      : ttl(t), span(s) {}
   std::chrono::milliseconds ttl;
   // trusted_span(ttl, opts.validity), computed once by the check: a lease granted this TTL counts
   // its validity with it (lease/detail/acquire.hpp's asked_ttl) instead of computing it again.
   std::chrono::nanoseconds span;
-  std::string owner;
+  // The owner id, kept inline (detail/owner_id.hpp): a generated one is written there, a given
+  // one copied there, so checking and sending an acquire allocates nothing for it.
+  owner_id owner;
 };
+
+// prepare_acquire's request once the TTL passed: the owner (opts.owner, or a fresh random one)
+// written straight into the request in its result, which is returned with no move on the way (one
+// return, of one object); check_acquire_args, the stores' own check, has the last word.
+template <class Clock>
+result<acquire_request> checked_request(std::string_view key, std::chrono::milliseconds ms,
+                                        std::chrono::nanoseconds span,
+                                        const acquire_options<Clock>& opts) {
+  result<acquire_request> req(std::in_place, ms, span);
+  owner_id& owner = req->owner;
+  if (!opts.owner.empty()) {
+    owner.assign(opts.owner);
+  } else {
+    owner.generate(label_in(opts));
+  }
+  if (std::error_code ec = check_acquire_args(key, owner.view(), ms)) {
+    req = refuse_acquire_input(ec, opts.report, "the owner is empty");
+  }
+  return req;
+}
 
 // The input checks both acquire functions share: check_acquire_input, then the owner (a fresh
 // random one when none is given; check_acquire_args, the stores' own check, has the last word).
@@ -228,11 +257,7 @@ result<acquire_request> prepare_acquire(std::string_view key,
                                 invalid_acquire_input_text(key, ttl, opts));
   }
   if (*ms < min_ttl) return check_min_ttl(*ms, min_ttl, opts.report);  // always an error here
-  std::string owner = !opts.owner.empty() ? opts.owner : labelled_owner_id(label_in(opts));
-  if (std::error_code ec = check_acquire_args(key, owner, *ms)) {
-    return refuse_acquire_input(ec, opts.report, "the owner is empty");
-  }
-  return acquire_request{*ms, span, std::move(owner)};
+  return checked_request(key, *ms, span, opts);
 }
 
 }  // namespace detail

@@ -73,6 +73,7 @@
 #include "holdfast/backoff.hpp"
 #include "holdfast/clock.hpp"
 #include "holdfast/detail/config.hpp"
+#include "holdfast/detail/owner_id.hpp"
 #include "holdfast/detail/random.hpp"
 #include "holdfast/detail/saturating.hpp"
 #include "holdfast/error.hpp"
@@ -106,12 +107,12 @@ struct lease_access {
   // the options' callbacks, as acquire_once does once the lease is known valid.
   template <class Store, class Clock>
   static lease<Store, Clock> from_grant(Store& store, const acquire_options<Clock>& opts,
-                                        std::string key, std::string owner, grant g,
+                                        std::string key, std::string_view owner, grant g,
                                         std::chrono::milliseconds asked,
                                         typename Clock::time_point start) {
     const auto until = lease_body<Store, Clock>::valid_until_for(
         opts.clock, start, trusted_span(g.ttl, opts.validity));
-    return lease<Store, Clock>(lease_key{}, store, opts.clock, std::move(key), std::move(owner), g,
+    return lease<Store, Clock>(lease_key{}, store, opts.clock, std::move(key), owner_id(owner), g,
                                asked, opts.validity, start, until, start, loss_callback{}, nullptr);
   }
   template <class Store, class Clock>
@@ -168,7 +169,7 @@ class lease {
   /// `owner` from a request that asked for `asked` (ms), which left at `start` on the holder's
   /// clock; valid until `until`, the clock last read at `seen`, armed with the on-loss callback
   /// `lost` and the observer `obs`.
-  lease(detail::lease_key, Store& store, Clock clock, std::string&& key, std::string&& owner,
+  lease(detail::lease_key, Store& store, Clock clock, std::string&& key, detail::owner_id&& owner,
         grant g, std::chrono::milliseconds asked, validity_options validity, time_point start,
         time_point until, time_point seen, const loss_callback& lost, lease_observer* obs)
       : inline_(&store, std::move(clock), std::move(key), std::move(owner), g, asked, validity,
@@ -184,8 +185,11 @@ class lease {
 
   /// Returns the key this lease is on.
   [[nodiscard]] const std::string& key() const noexcept { return b().key; }
-  /// Returns the owner id this lease was granted to.
-  [[nodiscard]] const std::string& owner() const noexcept { return b().owner; }
+  /// Returns the owner id this lease was granted to. The lease keeps an id of up to 47
+  /// characters (every generated one with a label of up to 14) inline, without an allocation;
+  /// the std::string returned is made on the first call (which may throw std::bad_alloc) and
+  /// lives as long as the lease, unmoved. Concurrent calls on one lease are safe.
+  [[nodiscard]] const std::string& owner() const { return b().owner.str(); }
   /// Returns the fencing token of the grant; pass it with every write the lease protects. It never
   /// changes: a renewal keeps the token. A moved-from handle returns the none token, which every
   /// fence rejects.

@@ -118,9 +118,16 @@ inline scaled_count scale_by_fraction(std::uint64_t n, double f) noexcept {
 /// Precondition: `opts.check()` is clean (a bad drift is treated as 100%, i.e. zero validity).
 template <class Rep, class Period>
 [[nodiscard]] std::chrono::nanoseconds trusted_span(std::chrono::duration<Rep, Period> ttl,
-                                                    const validity_options& opts) noexcept {
+                                                    const validity_options& opts) noexcept;
+
+namespace detail {
+
+// trusted_span() of options whose check() the caller has just found clean (an acquire's input
+// check): the same span, without checking them a second time on every acquire.
+template <class Rep, class Period>
+[[nodiscard]] std::chrono::nanoseconds checked_trusted_span(std::chrono::duration<Rep, Period> ttl,
+                                                            const validity_options& opts) noexcept {
   using ns = std::chrono::nanoseconds;
-  if (opts.check()) return ns::zero();
   const std::optional<ns> t = detail::checked_duration_cast<ns>(ttl);
   const std::int64_t ttl_ns = t ? t->count() : (ttl.count() > 0 ? ns::max().count() : 0);
   if (ttl_ns <= 0) return ns::zero();
@@ -135,6 +142,15 @@ template <class Rep, class Period>
   const std::int64_t margin = opts.margin.count();
   if (after_drift <= margin) return ns::zero();
   return ns(after_drift - margin);
+}
+
+}  // namespace detail
+
+template <class Rep, class Period>
+std::chrono::nanoseconds trusted_span(std::chrono::duration<Rep, Period> ttl,
+                                      const validity_options& opts) noexcept {
+  if (opts.check()) return std::chrono::nanoseconds::zero();
+  return detail::checked_trusted_span(ttl, opts);
 }
 
 namespace detail {

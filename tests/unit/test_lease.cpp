@@ -1134,4 +1134,36 @@ TEST_CASE("an owner label is readable and always gets a random suffix", "[lease]
   CHECK(e->owner() == "explicit");
 }
 
+TEST_CASE("a lease keeps owner ids of every length, inline or not, the store's own", "[lease]") {
+  // The handle keeps an id of up to owner_id::inline_capacity characters inline (issue 26 item
+  // 3): one under, at and one over it, given or generated with a label, each is the store's
+  // owner, renews and releases as itself, and survives the lease's move.
+  manual_clock clock;
+  store_t store(clock);
+  const std::size_t cap = holdfast::detail::owner_id::inline_capacity;
+  for (const std::size_t n : {cap - 1, cap, cap + 1, std::size_t{300}}) {
+    INFO("owner size " << n);
+    const std::string given(n, 'g');
+    auto l = holdfast::try_acquire(store, "orders", 10s, options(clock, given));
+    REQUIRE(l);
+    CHECK(l->owner() == given);
+    CHECK(record_of(store, "orders")->owner == given);
+    CHECK(l->renew(10s));
+    holdfast::lease<store_t, manual_clock> moved = std::move(*l);
+    CHECK(moved.owner() == given);
+    CHECK(moved.release());
+    CHECK_FALSE(record_of(store, "orders"));
+    // A label of n - 33 characters makes a generated id of n.
+    auto o = options(clock);
+    o.label = std::string(n - 33, 'l');
+    auto g = holdfast::try_acquire(store, "orders", 10s, o);
+    REQUIRE(g);
+    CHECK(g->owner().size() == n);
+    CHECK(holdfast::label_of(g->owner()) == o.label);
+    CHECK(record_of(store, "orders")->owner == g->owner());
+    CHECK(g->release());
+    CHECK_FALSE(record_of(store, "orders"));
+  }
+}
+
 }  // namespace test_lease

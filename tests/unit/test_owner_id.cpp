@@ -1,7 +1,8 @@
 // SPDX-License-Identifier: MIT
 // Owner ids (detail/random.hpp): 128 random bits as 32 hex digits, unique per acquirer (T3),
 // also across fork(): a child must not replay its parent's generator and hand out the owner ids
-// the parent is about to use.
+// the parent is about to use. And detail::owner_id (detail/owner_id.hpp), the id a lease keeps:
+// inline up to inline_capacity characters, on the heap beyond, the same characters either way.
 #include <sys/types.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -11,7 +12,11 @@
 #include <cstring>
 #include <set>
 #include <string>
+#include <string_view>
+#include <thread>
+#include <utility>
 
+#include "holdfast/detail/owner_id.hpp"
 #include "holdfast/detail/random.hpp"
 
 // One namespace per file, so that a suite can be compiled as one translation unit
@@ -73,6 +78,84 @@ TEST_CASE("hex_digits8 writes each nibble's digit, the lowest first", "[lease]")
     for (int i = 0; i < 8; ++i) want += digits[(v >> (4 * i)) & 0xf];
     INFO("value " << v);
     REQUIRE(std::string(got, 8) == want);
+  }
+}
+
+using holdfast::detail::owner_id;
+
+// Ids one character under, at and over what an owner_id keeps inline, and far over.
+std::string id_of(std::size_t n) {
+  std::string s;
+  for (std::size_t i = 0; i < n; ++i) s += static_cast<char>('a' + i % 26);
+  return s;
+}
+
+TEST_CASE("owner_id keeps the same characters inline and on the heap", "[lease]") {
+  const std::size_t cap = owner_id::inline_capacity;
+  for (const std::size_t n : {std::size_t{0}, std::size_t{1}, std::size_t{32}, cap - 1, cap,
+                              cap + 1, std::size_t{1000}}) {
+    INFO("size " << n);
+    const std::string want = id_of(n);
+    const owner_id a{std::string_view(want)};
+    CHECK(a.view() == want);
+    CHECK(a.size() == n);
+    CHECK(a.empty() == (n == 0));
+    CHECK(a.str() == want);
+    CHECK(&a.str() == &a.str());  // one string, made once
+    owner_id b{std::string(want)};
+    CHECK(b.view() == want);
+    const owner_id c = b;  // a copy
+    CHECK(c.view() == want);
+    owner_id d = std::move(b);
+    CHECK(d.view() == want);
+    CHECK(b.empty());  // NOLINT(bugprone-use-after-move): a moved-from id is empty
+    CHECK(b.view().empty());
+    owner_id e{std::string_view("x")};
+    e = c;
+    CHECK(e.str() == want);
+    e.assign("other");
+    CHECK(e.view() == "other");
+    CHECK(e.str() == "other");  // the string made before was for the old id
+    std::string_view as_view = d;
+    CHECK(as_view == want);
+  }
+}
+
+TEST_CASE("owner_id::str keeps one string across moves and under concurrent callers", "[lease]") {
+  owner_id a{std::string_view(id_of(32))};
+  const std::string* first = &a.str();
+  owner_id b = std::move(a);
+  CHECK(&b.str() == first);  // the string moved with the id
+  owner_id c{std::string_view(id_of(40))};
+  const std::string* seen[2] = {nullptr, nullptr};
+  std::thread t([&] { seen[0] = &c.str(); });
+  seen[1] = &c.str();
+  t.join();
+  CHECK(seen[0] == seen[1]);
+  CHECK(*seen[0] == id_of(40));
+}
+
+TEST_CASE("owner_id::generate writes labelled_owner_id's form, inline or not", "[lease]") {
+  const std::size_t cap = owner_id::inline_capacity;
+  // Labels whose ids end one under, at and one over the inline capacity, none, and a long one.
+  for (const std::size_t label_size :
+       {std::size_t{0}, std::size_t{6}, cap - 34, cap - 33, cap - 32, std::size_t{200}}) {
+    INFO("label size " << label_size);
+    const std::string label = id_of(label_size);
+    owner_id a;
+    a.generate(label);
+    owner_id b;
+    b.generate(label);
+    const std::string_view id = a.view();
+    const std::size_t digits = label.empty() ? 0 : label.size() + 1;
+    REQUIRE(id.size() == digits + 32);
+    if (!label.empty()) {
+      CHECK(id.substr(0, label.size()) == label);
+      CHECK(id[label.size()] == holdfast::detail::owner_separator);
+    }
+    CHECK(id.substr(digits).find_first_not_of("0123456789abcdef") == std::string_view::npos);
+    CHECK(a.view() != b.view());
+    CHECK(a.str() == std::string(id));
   }
 }
 

@@ -105,6 +105,24 @@ TEST_CASE("trusted_span treats bad options as 100% drift", "[validity]") {
   CHECK(trusted_span(10s, opts(0.01, -1ms)) == 0ns);
 }
 
+TEST_CASE("checked_trusted_span is trusted_span once the options are checked", "[validity]") {
+  // An acquire checks its validity options once and then takes the span without checking them
+  // again (issue 26 item 3): the two must agree on every good option, at the edges of the drift
+  // and margin ranges and of the TTL range.
+  for (const double drift : {0.0, 0.01, 0.5, std::nextafter(1.0, 0.0)}) {
+    for (const ns margin : {ns(0), ns(1), ns(2'000'000), ns(9'999'999'999)}) {
+      const validity_options v{drift, margin};
+      REQUIRE_FALSE(v.check());
+      for (const ns ttl : {ns(1), ns(2'000'001), ns(10'000'000'000), ns::max()}) {
+        INFO("drift " << drift << " margin " << margin.count() << " ttl " << ttl.count());
+        CHECK(holdfast::detail::checked_trusted_span(ttl, v) == trusted_span(ttl, v));
+      }
+      CHECK(holdfast::detail::checked_trusted_span(std::chrono::hours(1), v) ==
+            trusted_span(std::chrono::hours(1), v));
+    }
+  }
+}
+
 TEST_CASE("trusted_span saturates for TTLs beyond the nanosecond range", "[validity]") {
   // hours::max() is ~2^63 hours: far beyond int64 nanoseconds.
   CHECK(trusted_span(std::chrono::hours::max(), opts(0.0, 0ns)) == ns::max());

@@ -152,16 +152,21 @@ inline void hex_digits8(std::uint32_t v, char* out) noexcept {
 #endif
 }
 
-/// Returns a fresh owner id: 128 random bits as 32 lowercase hex digits (each 64-bit draw lowest
-/// nibble first).
-inline std::string random_owner_id() {
+/// Writes 128 fresh random bits as 32 lowercase hex digits to `out` (each 64-bit draw lowest
+/// nibble first): the random part of every generated owner id.
+inline void random_owner_digits(char* out) {
   xoshiro256& gen = thread_generator();
-  char id[32];
-  for (std::size_t at = 0; at < sizeof id; at += 16) {
+  for (std::size_t at = 0; at < 32; at += 16) {
     const std::uint64_t bits = gen.next();
-    hex_digits8(static_cast<std::uint32_t>(bits), id + at);
-    hex_digits8(static_cast<std::uint32_t>(bits >> 32), id + at + 8);
+    hex_digits8(static_cast<std::uint32_t>(bits), out + at);
+    hex_digits8(static_cast<std::uint32_t>(bits >> 32), out + at + 8);
   }
+}
+
+/// Returns a fresh owner id: 128 random bits as 32 lowercase hex digits (random_owner_digits).
+inline std::string random_owner_id() {
+  char id[32];
+  random_owner_digits(id);
   return std::string(id, sizeof id);
 }
 

@@ -24,6 +24,7 @@
 #include "holdfast/detail/call_until.hpp"
 #include "holdfast/detail/config.hpp"
 #include "holdfast/detail/detect.hpp"
+#include "holdfast/detail/owner_id.hpp"
 #include "holdfast/detail/saturating.hpp"
 #include "holdfast/detail/unwind_guard.hpp"
 #include "holdfast/error.hpp"
@@ -125,13 +126,13 @@ struct lease_key {
 template <class Store, class Clock>
 result<lease<Store, Clock>> grant_too_late(Store& store, std::string_view key,
                                            const acquire_options<Clock>& opts,
-                                           const std::string& owner, std::string* take_owner,
+                                           std::string_view owner, owner_id* take_owner,
                                            grant applied, std::chrono::milliseconds asked,
                                            typename Clock::time_point start,
                                            typename Clock::time_point until,
                                            typename Clock::time_point now) {
   lease_body<Store, Clock> b(&store, opts.clock, std::string(key),
-                             take_owner != nullptr ? std::move(*take_owner) : std::string(owner),
+                             take_owner != nullptr ? std::move(*take_owner) : owner_id(owner),
                              applied, asked, opts.validity, start, until, start, loss_callback{},
                              nullptr);
   (void)b.valid_at(now);
@@ -144,16 +145,15 @@ result<lease<Store, Clock>> grant_too_late(Store& store, std::string_view key,
 }
 
 // One store call turned into a lease handle, as `owner`. `deadline` (if given) bounds the store
-// call where the store can (ask_store). `take_owner`, if given, holds that same id in a string
-// the caller no longer needs once the store granted (the grant's answer is then final: unsure is
-// false): it is moved into the lease instead of copied, one allocation fewer. Before a grant
-// (busy, an error, a malformed grant) it is left as it was, so the caller can ask again with it.
+// call where the store can (ask_store). `take_owner`, if given, holds that same id, which the
+// caller no longer needs once the store granted (unsure is then false): it is moved into the
+// lease, not copied. Before a grant (busy, an error, a malformed grant) it is left as it was.
 template <class Store, class Clock>
 result<lease<Store, Clock>> acquire_once(
     Store& store, std::string_view key, asked_ttl ttl, const acquire_options<Clock>& opts,
-    const std::string& owner, bool queue_if_busy = false, bool* unsure = nullptr,
+    std::string_view owner, bool queue_if_busy = false, bool* unsure = nullptr,
     const std::chrono::steady_clock::time_point* deadline = nullptr,
-    std::string* take_owner = nullptr) {
+    owner_id* take_owner = nullptr) {
   const typename Clock::time_point start = opts.clock.now();  // before the request leaves
   result<grant> g = ask_store(store, key, owner, ttl.ms, queue_if_busy, deadline);
   if (opts.report != nullptr) ++opts.report->attempts;
@@ -184,10 +184,13 @@ result<lease<Store, Clock>> acquire_once(
   if (!body::fresh_valid_at(start, until, now)) {
     return grant_too_late(store, key, opts, owner, take_owner, applied, ttl.ms, start, until, now);
   }
-  return result<lease<Store, Clock>>(
-      std::in_place, lease_key{}, store, opts.clock, std::string(key),
-      take_owner != nullptr ? std::move(*take_owner) : std::string(owner), applied, ttl.ms,
-      opts.validity, start, until, now, opts.on_lost, opts.observer);
+  // One move of the owner id, into the lease (a conditional would move a temporary twice).
+  owner_id spelled;
+  if (take_owner == nullptr) spelled = owner_id(owner);
+  owner_id& id = take_owner != nullptr ? *take_owner : spelled;
+  return result<lease<Store, Clock>>(std::in_place, lease_key{}, store, opts.clock,
+                                     std::string(key), std::move(id), applied, ttl.ms,
+                                     opts.validity, start, until, now, opts.on_lost, opts.observer);
 }
 
 // An event about one acquire outcome: the lease's token, or the error.
@@ -212,11 +215,11 @@ lease_event outcome_event(lease_event_kind kind, std::string_view key, std::stri
 // the attempt).
 template <class Store, class Clock>
 result<lease<Store, Clock>> attempt(Store& store, std::string_view key, asked_ttl ttl,
-                                    const acquire_options<Clock>& opts, const std::string& owner,
+                                    const acquire_options<Clock>& opts, std::string_view owner,
                                     std::uint32_t n, bool queue_if_busy = false,
                                     bool* unsure = nullptr,
                                     const std::chrono::steady_clock::time_point* deadline = nullptr,
-                                    std::string* take_owner = nullptr) {
+                                    owner_id* take_owner = nullptr) {
   if (opts.observer == nullptr) {
     return acquire_once(store, key, ttl, opts, owner, queue_if_busy, unsure, deadline, take_owner);
   }
@@ -239,10 +242,10 @@ result<lease<Store, Clock>> attempt(Store& store, std::string_view key, asked_tt
 template <class Store, class Clock>
 result<lease<Store, Clock>> attempt_asking_again(
     Store& store, std::string_view key, asked_ttl ttl, const acquire_options<Clock>& opts,
-    const std::string& owner, std::uint32_t n, bool* unsure = nullptr,
+    std::string_view owner, std::uint32_t n, bool* unsure = nullptr,
     std::uint32_t* attempts = nullptr,
     const std::chrono::steady_clock::time_point* deadline = nullptr,
-    std::string* take_owner = nullptr) {
+    owner_id* take_owner = nullptr) {
   bool maybe = false;
   // An unobserved first attempt is acquire_once itself (attempt() would only pass it on): one
   // call layer fewer on the path of every try_acquire().
@@ -284,7 +287,7 @@ result<lease<Store, Clock>> observed_try_acquire(Store& store, std::string_view 
       req ? attempt_asking_again(store, key, asked_ttl(req->ttl, req->span), opts, req->owner, 1,
                                  nullptr, &made)
           : result<lease<Store, Clock>>(req.error());
-  report_acquire(l, opts, key, req ? std::string_view(req->owner) : opts.owner, t0, made);
+  report_acquire(l, opts, key, req ? req->owner.view() : std::string_view(opts.owner), t0, made);
   return l;
 }
 
@@ -498,7 +501,7 @@ struct loop_holdings {
   }
   void leave_queue() { leave_place(store, key, std::exchange(in_queue, false) || queuing); }
   void give_back_hidden() {
-    if (std::exchange(hidden, false)) (void)give_back(store, key, req.owner, req.ttl);
+    if (std::exchange(hidden, false)) (void)give_back(store, key, req.owner.view(), req.ttl);
   }
   void settle() {  // on unwinding
     leave_queue();
@@ -531,7 +534,7 @@ result<lease<Store, Clock>> acquire_retrying(Store& store, std::string_view key,
   std::uint32_t made = 1;
   // Every way out goes through here, so that an observer hears how the call ended.
   const auto done = [&](result_type&& r) -> result_type {
-    if constexpr (Observed) report_acquire(r, opts, key, req->owner, started, made);
+    if constexpr (Observed) report_acquire(r, opts, key, req->owner.view(), started, made);
     return std::move(r);
   };
   const cancel_token& cancel = opts.cancel;

@@ -126,7 +126,8 @@ void renew_batch_step(keepalive_target<Clock>* const* targets, std::size_t n, st
   for (std::size_t i = 0; i < n; ++i) {
     if (!group(i)->open(slots[i], id, fraction, also)) continue;
     const auto& b = group(i)->body;  // key, owner and token never change
-    requests.push_back(store_request{store_op::renew, b.key, b.owner, b.token, {}, slots[i].ttl});
+    requests.push_back(
+        store_request{store_op::renew, b.key, b.owner.view(), b.token, {}, slots[i].ttl});
     sent.push_back(i);
   }
   if (!requests.empty()) {

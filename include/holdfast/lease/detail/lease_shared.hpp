@@ -24,6 +24,7 @@
 
 #include "holdfast/clock.hpp"
 #include "holdfast/detail/config.hpp"
+#include "holdfast/detail/owner_id.hpp"
 #include "holdfast/detail/saturating.hpp"
 #include "holdfast/error.hpp"
 #include "holdfast/fencing_token.hpp"
@@ -132,7 +133,7 @@ struct lease_body {
   // trusted_span(g.ttl, v)) (the acquire's input check computed the span), with the clock last
   // read at `seen` (start, or the reading acquire_once judged the grant by) and armed with the
   // callback `lost` and the observer `obs`.
-  lease_body(Store* s, Clock c, std::string&& k, std::string&& o, grant g,
+  lease_body(Store* s, Clock c, std::string&& k, owner_id&& o, grant g,
              std::chrono::milliseconds ask, validity_options v, time_point start, time_point until,
              time_point seen, const loss_callback& lost, lease_observer* obs)
       : store(s),
@@ -193,7 +194,7 @@ struct lease_body {
     lease_event e;
     e.kind = k;
     e.key = key;
-    e.owner = owner;
+    e.owner = owner.view();
     e.token = token;
     return e;
   }
@@ -262,7 +263,7 @@ struct lease_body {
   result<void> renew(std::mutex* data, std::chrono::milliseconds ms, pending_loss& out) {
     time_point start;
     if (std::error_code ec = renew_begin(data, out, start)) return ec;
-    result<grant> g = store->renew(key, owner, token, ms);
+    result<grant> g = store->renew(key, owner.view(), token, ms);
     return renew_end(data, ms, start, g, out);
   }
 
@@ -283,8 +284,8 @@ struct lease_body {
   result<void> renew_end(std::mutex* data, std::chrono::milliseconds ms, time_point start,
                          result<grant> g, pending_loss& out) {
     // Asked before `data` is locked (renew_end runs without it): the store takes its own lock.
-    const bool session_gone =
-        !g && g.error() == errc::lease_lost && store_session_expired(*store, key, owner, token);
+    const bool session_gone = !g && g.error() == errc::lease_lost &&
+                              store_session_expired(*store, key, owner.view(), token);
     // Only an observed renewal reads the clock again, to measure the store's latency.
     const std::chrono::nanoseconds latency =
         out.observed() ? elapsed_ns(start, clock.now()) : std::chrono::nanoseconds::zero();
@@ -349,9 +350,9 @@ struct lease_body {
     const bool observed = out.observed();
     time_point start{};
     if (observed) start = clock.now();
-    result<void> r = store->release(key, owner, token);
-    const bool session_gone =
-        !r && r.error() == errc::not_holder && store_session_expired(*store, key, owner, token);
+    result<void> r = store->release(key, owner.view(), token);
+    const bool session_gone = !r && r.error() == errc::not_holder &&
+                              store_session_expired(*store, key, owner.view(), token);
     const std::chrono::nanoseconds latency =
         observed ? elapsed_ns(start, clock.now()) : std::chrono::nanoseconds::zero();
     maybe_lock lock(data);
@@ -381,7 +382,7 @@ struct lease_body {
   Store* store;
   Clock clock;
   std::string key;
-  std::string owner;
+  owner_id owner;  // inline (detail/owner_id.hpp): no allocation for the ids acquire makes
   fencing_token token;
   // The TTL (ms) of the latest grant or renewal as the store reported it (at most `asked`):
   // validity and the renewal schedule follow it. A store may grant less than asked (a ZooKeeper
@@ -456,7 +457,7 @@ class lease_shared final : public keepalive_target<Clock> {
     slot_type s;
     if (open(s, id, fraction, also)) {
       HOLDFAST_TRY {
-        result<grant> g = body.store->renew(body.key, body.owner, body.token, s.ttl);
+        result<grant> g = body.store->renew(body.key, body.owner.view(), body.token, s.ttl);
         close(s, g, fraction);
       }
       HOLDFAST_CATCH_ALL {

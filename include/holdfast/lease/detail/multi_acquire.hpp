@@ -73,14 +73,14 @@ result<multi_request> prepare_multi(std::vector<std::string> keys,
   result<acquire_request> first = prepare_acquire(keys.front(), ttl, opts, min_ttl);
   if (!first) return first.error();
   for (const std::string& k : keys) {
-    if (std::error_code ec = check_acquire_args(k, first->owner, first->ttl)) return ec;
+    if (std::error_code ec = check_acquire_args(k, first->owner.view(), first->ttl)) return ec;
   }
   std::vector<std::string> given;  // only the unordered control keeps the caller's order
   if (m == multi_mutation::unordered) given = keys;
   std::sort(keys.begin(), keys.end());
   if (std::adjacent_find(keys.begin(), keys.end()) != keys.end()) return errc::invalid_argument;
   return multi_request{m == multi_mutation::unordered ? std::move(given) : std::move(keys),
-                       first->ttl, std::move(first->owner)};
+                       first->ttl, std::string(first->owner.view())};
 }
 
 // Leave nothing behind for one key whose last call may have applied: detail/give_back.hpp's
