@@ -147,6 +147,8 @@ class simulator {
   explicit simulator(decision_source& decisions, fault_options faults = {})
       : src_(decisions), faults_(faults) {
     eps_ppm_ = drift_ppm_bound(faults_.drift_bound);
+    nodes_.reserve(8);  // a schedule's nodes, without regrowing (history.hpp, reserve_nodes)
+    log_.reserve_nodes(8);
   }
 
   simulator(const simulator&) = delete;

@@ -25,12 +25,12 @@
 #ifndef HOLDFAST_TESTING_DETAIL_ORPHAN_WATCH_HPP
 #define HOLDFAST_TESTING_DETAIL_ORPHAN_WATCH_HPP
 
+#include <algorithm>
 #include <cstddef>
 #include <cstdint>
-#include <map>
 #include <string>
-#include <tuple>
 #include <utility>
+#include <vector>
 
 #include "holdfast/detail/config.hpp"
 #include "holdfast/error.hpp"
@@ -45,6 +45,14 @@ namespace detail {
 
 class orphan_watch {
  public:
+  orphan_watch() {
+    // A run's few stores, keys and owners fit without regrowing (one watch per checked history).
+    held_.reserve(8);
+    clocks_.reserve(8);
+    last_.reserve(16);
+    calls_.reserve(16);
+  }
+
   /// Follows event i (every event, in order).
   void observe(const history& h, std::size_t i, const event& e) {
     switch (e.kind) {
@@ -68,7 +76,7 @@ class orphan_watch {
         return;
       default:
         // A client's own outcome bounds the attempts of its owner (one node may run several).
-        if (e.node != no_node) last_[std::make_pair(e.node, e.owner)] = i;
+        if (e.node != no_node) last_of(e.node, e.owner) = i;
         return;
     }
   }
@@ -78,9 +86,9 @@ class orphan_watch {
   /// its own for that owner, that is orphaned (see the file comment), or no_event.
   [[nodiscard]] std::size_t orphan(const history& h, const event& e) const {
     if (e.owner.empty()) return no_event;
-    auto prev = last_.find(std::make_pair(e.node, e.owner));
-    const std::size_t since = prev == last_.end() ? 0 : prev->second + 1;
-    for (const auto& kv : held_) {
+    const std::size_t* prev = find_last(e.node, e.owner);
+    const std::size_t since = prev == nullptr ? 0 : *prev + 1;
+    for (const auto& kv : held_) {  // in (store, key) order, as a std::map would give
       const holding& s = kv.second;
       if (s.owner != e.owner || s.went_back || s.grant < since) continue;
       if (s.after_error != no_event && s.after_error >= since) continue;  // a re-ask itself
@@ -118,14 +126,15 @@ class orphan_watch {
   };
 
   void store_event(const history& h, std::size_t i, const event& e) {
-    clocks_[e.node] = reading{e.true_ns, e.local_ns};
+    clock_of(e.node) = reading{e.true_ns, e.local_ns};
     const auto at = std::make_pair(e.node, e.key);
-    last_call& prev = calls_[std::make_tuple(e.node, e.key, e.owner)];
+    last_call& prev = call_of(e.node, e.key, e.owner);
     const bool after_error =
         prev.index != no_event && prev.seen != 0 && is_transient_seen(prev.seen);
     const std::size_t prev_index = prev.index;
     prev = last_call{i, e.seen};
-    auto it = held_.find(at);
+    auto it = std::lower_bound(held_.begin(), held_.end(), at, held_before);
+    if (it != held_.end() && it->first != at) it = held_.end();
     const bool holder = it != held_.end() && it->second.owner == e.owner;
     if (e.outcome != 0) {  // refused or never applied: still, the caller went back
       if (holder) it->second.went_back = true;
@@ -136,9 +145,15 @@ class orphan_watch {
       if (e.ttl_ms <= 0 || e.ttl_ms > holdfast::max_ttl.count()) return;
       const std::int64_t begin =
           e.begin_local_ns != 0 && e.begin_local_ns < e.local_ns ? e.begin_local_ns : e.local_ns;
-      held_[at] = holding{e.owner, e.token,
-                          i,       sat_add(begin, e.ttl_ms * 1000000),
-                          false,   after_error ? prev_index : no_event};
+      holding fresh{e.owner, e.token,
+                    i,       sat_add(begin, e.ttl_ms * 1000000),
+                    false,   after_error ? prev_index : no_event};
+      auto pos = std::lower_bound(held_.begin(), held_.end(), at, held_before);
+      if (pos != held_.end() && pos->first == at) {
+        pos->second = std::move(fresh);
+      } else {
+        held_.emplace(pos, at, std::move(fresh));
+      }
       return;
     }
     if (!holder) return;
@@ -161,25 +176,77 @@ class orphan_watch {
   }
 
   void forget(node_id store) {
-    for (auto it = held_.begin(); it != held_.end();) {
-      it = it->first.first == store ? held_.erase(it) : std::next(it);
-    }
+    held_.erase(std::remove_if(held_.begin(), held_.end(),
+                               [store](const held_entry& h) { return h.first.first == store; }),
+                held_.end());
   }
 
   // Whether `s` is live by `store`'s clock at true time `t` for certain.
   bool live_at(const history& h, node_id store, const holding& s, std::int64_t t) const {
-    auto c = clocks_.find(store);
-    if (c == clocks_.end()) return false;
-    const std::int64_t since = t > c->second.true_ns ? t - c->second.true_ns : 0;
+    const reading* c = nullptr;
+    for (const auto& kv : clocks_) {
+      if (kv.first == store) c = &kv.second;
+    }
+    if (c == nullptr) return false;
+    const std::int64_t since = t > c->true_ns ? t - c->true_ns : 0;
     const std::int64_t upper =
-        sat_add(sat_add(c->second.local_ns, sat_add(since, since)), h.tick_of(store));
+        sat_add(sat_add(c->local_ns, sat_add(since, since)), h.tick_of(store));
     return upper < s.lo;
   }
 
-  std::map<std::pair<node_id, std::uint8_t>, holding> held_;
-  std::map<node_id, reading> clocks_;
-  std::map<std::pair<node_id, std::string>, std::size_t> last_;  // (client, owner): latest event
-  std::map<std::tuple<node_id, std::uint8_t, std::string>, last_call> calls_;  // (store,key,owner)
+  // The four tables below hold a handful of entries each (stores x keys x owners of one run), and
+  // the watch looks them up at every event: flat vectors searched in place, looked up with the
+  // event's own owner (no key is built, nothing allocated once an entry exists), cost a fraction
+  // of std::map's node per entry and string copy per lookup (perf: the std::map version was 8% of
+  // fuzz_lease_schedule's CPU under ASan+UBSan).
+  using held_key = std::pair<node_id, std::uint8_t>;  // (store, key)
+  using held_entry = std::pair<held_key, holding>;
+  static bool held_before(const held_entry& a, const held_key& b) noexcept { return a.first < b; }
+
+  reading& clock_of(node_id store) {
+    for (auto& kv : clocks_) {
+      if (kv.first == store) return kv.second;
+    }
+    return clocks_.emplace_back(store, reading{}).second;
+  }
+
+  struct owner_last {
+    node_id node = no_node;
+    std::string owner;
+    std::size_t index = no_event;
+  };
+  const std::size_t* find_last(node_id node, const std::string& owner) const noexcept {
+    for (const owner_last& l : last_) {
+      if (l.node == node && l.owner == owner) return &l.index;
+    }
+    return nullptr;
+  }
+  std::size_t& last_of(node_id node, const std::string& owner) {
+    for (owner_last& l : last_) {
+      if (l.node == node && l.owner == owner) return l.index;
+    }
+    last_.push_back(owner_last{node, owner, no_event});
+    return last_.back().index;
+  }
+
+  struct owner_call {
+    node_id store = no_node;
+    std::uint8_t key = 0;
+    std::string owner;
+    last_call call;
+  };
+  last_call& call_of(node_id store, std::uint8_t key, const std::string& owner) {
+    for (owner_call& c : calls_) {
+      if (c.store == store && c.key == key && c.owner == owner) return c.call;
+    }
+    calls_.push_back(owner_call{store, key, owner, last_call{}});
+    return calls_.back().call;
+  }
+
+  std::vector<held_entry> held_;  // sorted by (store, key), as orphan() reports the first
+  std::vector<std::pair<node_id, reading>> clocks_;
+  std::vector<owner_last> last_;   // (client, owner): latest event
+  std::vector<owner_call> calls_;  // (store, key, owner): the owner's latest call there
 };
 
 }  // namespace detail

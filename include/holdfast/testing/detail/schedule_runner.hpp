@@ -79,6 +79,8 @@ class schedule_runner {
         sim.set_tick(c.node, std::chrono::nanoseconds(o.ttl).count() / 4);
       }
     }
+    // Each client's operations, in one allocation each (a fuzzer runs this per execution).
+    for (client& c : clients_) c.ops.reserve(w.ops.size());
     for (const client_op& op : w.ops) clients_[op.client].ops.push_back(op);
   }
 

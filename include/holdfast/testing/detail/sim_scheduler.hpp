@@ -75,7 +75,10 @@ class sim_scheduler {
   /// that never sleeps nor finishes is a bug in the workload).
   static constexpr std::uint64_t step_limit = 50000000;
 
-  sim_scheduler() = default;
+  sim_scheduler() {
+    tasks_.reserve(8);  // a schedule's few tasks without regrowing (one scheduler per execution)
+    ready_.reserve(8);
+  }
   sim_scheduler(const sim_scheduler&) = delete;
   sim_scheduler& operator=(const sim_scheduler&) = delete;
   ~sim_scheduler() = default;
