@@ -269,8 +269,9 @@ class quorum_store {
   ///   errc::token_exhausted if too many members' counters are exhausted to form W;
   ///   errc::timeout if W granted but no validity was left (or the quorum's clock went backwards);
   ///   errc::invalid_argument (see check_acquire_args and check()).
-  /// In every failure case whatever was granted is released (Redlock's rule: nothing is kept from
-  /// a failed attempt, so a failed re-acquire of one's own lease gives that lease up too).
+  /// In every failure case whatever the attempt granted is released (Redlock's rule), but not the
+  /// owner's live lease: a failed re-acquire of a grant reported here, neither released nor lost,
+  /// with validity left, leaves it held under its token, as on a single store (T1).
   result<grant> try_acquire(std::string_view key, std::string_view owner,
                             std::chrono::milliseconds ttl) {
     if (std::error_code ec = check_acquire_args(key, owner, ttl)) return ec;
@@ -286,8 +287,14 @@ class quorum_store {
           [this](time_point s, std::chrono::milliseconds t) { return validity_left(s, t); }));
     }
     errc failure = a.refusal();
+    // The owner's live grant with validity left: a failure keeps it (quorum_book.hpp, live_token).
+    const auto live = [&] {
+      return book_.live_token(key, owner, [this](time_point s, std::chrono::milliseconds t) {
+        return validity_left(s, t);
+      });
+    };
     if (a.held_by_quorum()) {
-      if (exec_.sequential()) a.give_back_late_now();
+      if (exec_.sequential()) a.give_back_late_now(live());
       const std::chrono::milliseconds applied = a.applied_ttl();
       if (!validity_left(start, applied)) {
         failure = errc::timeout;
@@ -300,8 +307,9 @@ class quorum_store {
         return grant{a.top(), applied};
       }
     }
-    book_.ended(key, owner, fencing_token{});  // it gave the owner's records back
-    a.give_back();                             // rethrows a member's exception, if one threw
+    const fencing_token keep = live();
+    if (!keep.is_issuable()) book_.ended(key, owner, fencing_token{});  // records given back
+    a.give_back(keep);  // rethrows a member's exception, if one threw
     return failure;
   }
 
@@ -443,15 +451,20 @@ class quorum_store {
     // was lost, its raise failed). Ask it again with the same owner and release what it holds,
     // so that releasing leaves nothing of the caller's behind (issue 22). Not when nobody
     // released: a release with a wrong token must change nothing (T3).
+    // The owner's live grant under another token (`token` is an older one) stays (T3).
     const detail::fan_out<Store, Clock>* exec = &exec_;  // outlives every clean-up
+    const fencing_token keep =
+        book_.live_token(key, owner, [](time_point, std::chrono::milliseconds) { return true; });
     if (released > 0 && opts_.give_back_unsure) {
-      exec_.finalize(r.round, [exec, args](std::size_t i, result<void>& x) {
-        if (!x && x.error() != errc::invalid_argument) detail::reclaim(exec->member(i), *args, {});
+      exec_.finalize(r.round, [exec, args, keep](std::size_t i, result<void>& x) {
+        if (!x && x.error() != errc::invalid_argument) {
+          detail::reclaim(exec->member(i), *args, keep);
+        }
       });
       for (std::size_t i = 0; i < r.on_time.size(); ++i) {
         const auto& x = r.on_time[i];
         if (x && !*x && x->error() != errc::invalid_argument) {
-          detail::reclaim_in_background(exec_, i, args, fencing_token{});
+          detail::reclaim_in_background(exec_, i, args, keep);
         }
       }
     } else {

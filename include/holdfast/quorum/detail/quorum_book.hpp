@@ -11,7 +11,14 @@
 //          |                                              | left: the same grant (reports T)
 //   ended  | release sent (whatever the answer), renew    | T <= its token: the token must
 //          | said lease_lost, a failed try_acquire gave   | exceed it (the members are raised to
-//          | the owner's records back; or validity passed | its token + 1)
+//          | the owner's records back (only when no live  | its token + 1)
+//          | grant had validity left); or validity passed |
+//
+// A failed try_acquire by the owner of a live grant with validity left (live_token()) leaves that
+// grant live: its give-back keeps every member record under the grant's token (those members
+// held the lease before the attempt, which at most extended it, as a single store's re-acquire
+// does), and releases only what the attempt added (other tokens). The entry keeps the grant's
+// start and TTL: the owner's validity is what it was told, however long the members now hold it.
 //
 // Why a memory and not a rule over the members' answers: a member answers a same-owner
 // re-acquire of its live record with the record's token, and another member whose counter lags
@@ -64,6 +71,23 @@ class reported_book {
     }
     if (e.live && e.token == top && valid(e.start, e.ttl)) return {};  // the same grant again
     return e.token;
+  }
+
+  // The token of the grant of (key, owner) this quorum reported and may still be live (not
+  // released, not lost) with validity left (`valid(start, ttl)`, as in must_exceed); none
+  // otherwise. A failed try_acquire or a release of another token keeps the owner's records under
+  // it: the owner holds that lease, and a single store never ends it on a failed re-acquire
+  // (store.hpp, T1: re-acquiring one's own live lease extends it).
+  template <class Valid>
+  fencing_token live_token(std::string_view key, std::string_view owner, const Valid& valid) const {
+    entry e;
+    {
+      std::lock_guard<std::mutex> lock(mutex_);
+      const auto it = book_.find(id(key, owner));
+      if (it == book_.end() || !it->second.live) return {};
+      e = it->second;
+    }
+    return valid(e.start, e.ttl) ? e.token : fencing_token{};
   }
 
   // Records a grant of (key, owner) with `token` made at `start` with `ttl`; sweeps first when
