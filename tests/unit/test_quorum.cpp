@@ -949,26 +949,32 @@ TEST_CASE("quorum: the lease a failed re-acquire kept renews, re-acquires and re
   CHECK(renewed->token == x.token);
 }
 
-// Leave nothing behind still holds where X holds nothing live: a failed re-acquire at the end of
-// X's validity (or one ns after) gives back every record it may have extended; one ns before
-// the end it keeps them. (The decision is the quorum's, at the give-back, by X's validity.)
-TEST_CASE("quorum: a failed re-acquire after the holder's validity gives everything back",
-          "[quorum]") {
-  const std::chrono::nanoseconds end = validity_end_1000ms();
-  for (const std::chrono::nanoseconds at : {end - 1ns, end, end + 1ns}) {
-    INFO("X re-acquires " << at.count() << " ns after its grant");
+// Leave nothing behind still holds once X's grant may have ended: a failed re-acquire keeps X's
+// records only while the members may hold the grant by the TTL the quorum reported (T2: 1000 ms,
+// plus the 1% drift bound and the clock's tick, from the start of the grant: 1010 ms). X is
+// granted #1 at 0; a first failed re-acquire at +10 ms extends m2's and m3's records to 1010 ms;
+// a second one (m2's and m3's replies lost again) one ns before 1010 ms keeps them (extended
+// again); at 1010 ms and one ns after, the records have expired, m2 and m3 grant fresh tokens,
+// and the give-back releases them: nothing of X's is left there.
+TEST_CASE("quorum: a failed re-acquire after the grant's TTL gives everything back", "[quorum]") {
+  const std::chrono::nanoseconds bound = 1010ms;  // 1000 ms + ceil(1% of it) + tick (0 here)
+  REQUIRE(holdfast::clock_tick(manual_clock{}) == manual_clock::duration::zero());
+  for (const std::chrono::nanoseconds at : {bound - 1ns, bound, bound + 1ns}) {
+    INFO("X re-acquires again " << at.count() << " ns after its grant");
     cluster c({0, 0, 0});
     quorum q(c.pointers(), sequential(), c.clock);
     const grant x = q.try_acquire("k", "X", 1000ms).value();
-    c.clock.set(manual_clock::time_point(at));
     c[0].down = true;
-    c[1].lose_acquire_replies = 1;
-    c[2].lose_acquire_replies = 1;
-    CHECK(q.try_acquire("k", "X", 1000ms).error() == errc::store_unavailable);
-    const std::size_t kept = at < end ? 2 : 0;
-    CHECK(c[1].holder("k").has_value() == (kept == 2));
-    CHECK(c[2].holder("k").has_value() == (kept == 2));
-    CHECK(c.holding("k", x.token) == kept + 1);  // m1, down, still holds #1 until 1000 ms
+    for (const std::chrono::nanoseconds when : {std::chrono::nanoseconds(10ms), at}) {
+      c.clock.set(manual_clock::time_point(when));
+      c[1].lose_acquire_replies = 1;
+      c[2].lose_acquire_replies = 1;
+      CHECK(q.try_acquire("k", "X", 1000ms).error() == errc::store_unavailable);
+    }
+    const bool kept = at < bound;
+    CHECK(c[1].holder("k").has_value() == kept);
+    CHECK(c[2].holder("k").has_value() == kept);
+    CHECK(c.holding("k", x.token) == (kept ? 2u : 0u));  // m1's record ended at 1000 ms
   }
 }
 
