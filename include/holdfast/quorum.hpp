@@ -270,8 +270,9 @@ class quorum_store {
   ///   errc::token_exhausted if too many members' counters are exhausted to form W;
   ///   errc::timeout if W granted but no validity was left (or the quorum's clock went backwards);
   ///   errc::invalid_argument (see check_acquire_args and check()).
-  /// In every failure case whatever was granted is released (Redlock's rule: nothing is kept from
-  /// a failed attempt, so a failed re-acquire of one's own lease gives that lease up too).
+  /// In every failure case whatever the attempt granted is released (Redlock's rule), but not the
+  /// owner's live lease: a failed re-acquire of a grant reported here, neither released nor lost,
+  /// within its TTL, leaves it held under its token on its members, as on a single store (T1).
   result<grant> try_acquire(std::string_view key, std::string_view owner,
                             std::chrono::milliseconds ttl) {
     if (std::error_code ec = check_acquire_args(key, owner, ttl)) return ec;
@@ -287,8 +288,15 @@ class quorum_store {
           [this](time_point s, std::chrono::milliseconds t) { return validity_left(s, t); }));
     }
     errc failure = a.refusal();
+    // The owner's grant while members may hold it: a failure keeps it (quorum_book.hpp, live()).
+    const auto live = [&] {
+      if (!opts_.keep_live_grant) return detail::kept_grant{};  // the negative control
+      return book_.live(key, owner, [this](time_point s, std::chrono::milliseconds t) {
+        return detail::quorum_grant_may_be_held(exec_.clock(), opts_.validity, s, t);
+      });
+    };
     if (a.held_by_quorum()) {
-      if (exec_.sequential()) a.give_back_late_now();
+      if (exec_.sequential()) a.give_back_late_now(live());
       const std::chrono::milliseconds applied = a.applied_ttl();
       if (!validity_left(start, applied)) {
         failure = errc::timeout;
@@ -297,12 +305,13 @@ class quorum_store {
           naive_.remember(a.args(), a.top(), a.held());
         }
         a.join_late();
-        book_.granted(key, owner, a.top(), start, applied);
+        book_.granted(key, owner, a.top(), start, applied, a.holds_top());
         return grant{a.top(), applied};
       }
     }
-    book_.ended(key, owner, fencing_token{});  // it gave the owner's records back
-    a.give_back();                             // rethrows a member's exception, if one threw
+    const detail::kept_grant keep = live();
+    if (!keep.token.is_issuable()) book_.ended(key, owner, fencing_token{});  // records given back
+    a.give_back(keep);  // rethrows a member's exception, if one threw
     return failure;
   }
 
@@ -340,6 +349,7 @@ class quorum_store {
     exec_.finalize(r.round, nullptr);
     detail::report_members(opts_.observer, lease_operation::renew, *args, r.on_time);
     std::size_t renewed = 0, lost = 0;
+    std::vector<char> by(r.on_time.size(), 0);  // the members that renewed: they hold it now
     std::chrono::milliseconds applied = ttl;
     for (std::size_t i = 0; i < r.on_time.size(); ++i) {
       const auto& x = r.on_time[i];
@@ -349,6 +359,7 @@ class quorum_store {
       if (*x && (*x)->token == args->token_for(i) &&
           (*x)->ttl > std::chrono::milliseconds::zero()) {
         ++renewed;
+        by[i] = 1;
         if ((*x)->ttl < applied) applied = (*x)->ttl;
       } else if (!*x && x->error() == errc::lease_lost) {
         ++lost;
@@ -356,7 +367,7 @@ class quorum_store {
     }
     if (renewed >= w) {
       if (!validity_left(start, applied)) return errc::timeout;
-      book_.renewed(key, owner, token, start, applied);
+      book_.renewed(key, owner, token, start, applied, std::move(by));
       return grant{token, applied};
     }
     exec_.rethrow_member_exception(r.round);
@@ -443,16 +454,20 @@ class quorum_store {
     // release it may still hold this owner's lease under a token of its own (its acquire reply
     // was lost, its raise failed). Ask it again with the same owner and release what it holds,
     // so that releasing leaves nothing of the caller's behind (issue 22). Not when nobody
-    // released: a release with a wrong token must change nothing (T3).
+    // released: a release with a wrong token must change nothing (T3), nor the owner's live grant.
     const detail::fan_out<Store, Clock>* exec = &exec_;  // outlives every clean-up
+    const detail::kept_grant keep =
+        book_.live(key, owner, [](time_point, std::chrono::milliseconds) { return true; });
     if (released > 0 && opts_.give_back_unsure) {
-      exec_.finalize(r.round, [exec, args](std::size_t i, result<void>& x) {
-        if (!x && x.error() != errc::invalid_argument) detail::reclaim(exec->member(i), *args, {});
+      exec_.finalize(r.round, [exec, args, keep](std::size_t i, result<void>& x) {
+        if (!x && x.error() != errc::invalid_argument) {
+          detail::reclaim(exec->member(i), *args, keep.at(i));
+        }
       });
       for (std::size_t i = 0; i < r.on_time.size(); ++i) {
         const auto& x = r.on_time[i];
         if (x && !*x && x->error() != errc::invalid_argument) {
-          detail::reclaim_in_background(exec_, i, args, fencing_token{});
+          detail::reclaim_in_background(exec_, i, args, keep.at(i));
         }
       }
     } else {

@@ -173,6 +173,12 @@ struct quorum_options {
   /// when false (testing/mutants.hpp, quorum_keeps_lost_member): such a member keeps the lease
   /// until its TTL (the kind of redlock-rb #76), which the checker's O1 must catch.
   bool give_back_unsure = true;
+  /// true (default): a failed try_acquire by the owner of a live grant this quorum reported
+  /// (validity left) keeps the members' records under that grant's token (quorum.hpp,
+  /// try_acquire; T1: a failed re-acquire never ends one's own lease). NEGATIVE CONTROL ONLY
+  /// when false (testing/workload_quorum.hpp, gives_back_live_grant): the give-back releases
+  /// them, a second owner is granted the key within the first's validity, which S3 must catch.
+  bool keep_live_grant = true;
   /// Most requests a member's worker may have queued; beyond it the member counts as unavailable
   /// for that request (a member that hangs must not make memory grow). Default 1024, >= 1.
   std::size_t max_queued = 1024;

@@ -854,3 +854,128 @@ TEST_CASE("quorum: the same owner gets its token again only within the grant's v
 }
 
 }  // namespace test_quorum
+
+namespace test_quorum {
+
+namespace {
+
+// X's validity from a grant at 0 with a 1000 ms TTL: just under 988 ms on manual_clock (see
+// "the same owner gets its token again only within the grant's validity").
+std::chrono::nanoseconds validity_end_1000ms() {
+  return std::chrono::duration_cast<std::chrono::nanoseconds>(
+             holdfast::trusted_span(1000ms, quorum_options{}.validity)) -
+         holdfast::clock_tick(manual_clock{});
+}
+
+}  // namespace
+
+// The lead's reproduction (a failed re-acquire by a live holder gave its lease back): 3 members,
+// W = 2. X is granted #1 for 1000 ms at 0. At +10 ms X re-acquires; m1 is down, m2 and m3 apply
+// it (X's records extended to 1010 ms, token #1) and their replies are lost (or m2's arrives and
+// m3's is lost): store_unavailable. Before the fix the give-back asked m2 and m3 again and
+// released #1 there, and at +20 ms Y was granted #2 while X's #1 had ~968 ms of validity left.
+// Expected: the give-back keeps X's live #1; Y is busy one ns before, at and one ns after the end
+// of X's validity (m2 and m3 hold X's extended records until 1010 ms), and is granted at 1010 ms,
+// with a greater token.
+TEST_CASE("quorum: a failed re-acquire by a live holder keeps its lease (T1)", "[quorum]") {
+  const std::chrono::nanoseconds end = validity_end_1000ms();
+  for (const bool m2_answers : {false, true}) {
+    INFO((m2_answers ? "m2 answers, m3's reply lost" : "m2's and m3's replies lost"));
+    cluster c({0, 0, 0});
+    quorum q(c.pointers(), sequential(), c.clock);
+    const grant x = q.try_acquire("k", "X", 1000ms).value();
+    CHECK(x.token == fencing_token(1));
+    c.clock.advance(10ms);
+    c[0].down = true;
+    c[1].lose_acquire_replies = m2_answers ? 0 : 1;
+    c[2].lose_acquire_replies = 1;
+    CHECK(q.try_acquire("k", "X", 1000ms).error() == errc::store_unavailable);
+    CHECK(c.holding("k", x.token) == 3);  // m1 (down) and m2, m3: X's #1, nothing released
+    CHECK(c[1].releases == 0);
+    CHECK(c[2].releases == 0);
+    c.clock.advance(10ms);  // +20 ms: the lead's Y
+    CHECK(q.try_acquire("k", "Y", 1000ms).error() == errc::busy);
+    for (const std::chrono::nanoseconds at : {end - 1ns, end, end + 1ns}) {
+      c.clock.set(manual_clock::time_point(at));
+      INFO("Y tries " << at.count() << " ns after X's grant");
+      CHECK(q.try_acquire("k", "Y", 1000ms).error() == errc::busy);
+    }
+    // m2 and m3 hold X's records until 1010 ms (the failed attempt extended them, as a single
+    // store's re-acquire does); m1 is still down.
+    c.clock.set(manual_clock::time_point(1010ms - 1ns));
+    CHECK(q.try_acquire("k", "Y", 1000ms).error() == errc::busy);
+    c.clock.set(manual_clock::time_point(1010ms));
+    const grant y = q.try_acquire("k", "Y", 1000ms).value();
+    CHECK(y.token > x.token);
+  }
+}
+
+// After the kept lease: X's renew, its re-acquire within its validity (the same grant, T1) and
+// its release work as if the failed attempt had not happened; after the validity a re-acquire
+// gets a greater token (S2: the book still remembers #1 and its validity, not the extension).
+TEST_CASE("quorum: the lease a failed re-acquire kept renews, re-acquires and releases",
+          "[quorum]") {
+  const std::chrono::nanoseconds end = validity_end_1000ms();
+  for (const std::chrono::nanoseconds at : {end - 1ns, end, end + 1ns}) {
+    INFO("X re-acquires " << at.count() << " ns after its grant");
+    cluster c({0, 0, 0});
+    quorum q(c.pointers(), sequential(), c.clock);
+    const grant x = q.try_acquire("k", "X", 1000ms).value();
+    c.clock.advance(10ms);
+    c[0].down = true;
+    c[1].lose_acquire_replies = 1;
+    c[2].lose_acquire_replies = 1;
+    REQUIRE(q.try_acquire("k", "X", 1000ms).error() == errc::store_unavailable);
+    c[0].down = false;
+    c.clock.set(manual_clock::time_point(at));
+    const result<grant> again = q.try_acquire("k", "X", 1000ms);
+    REQUIRE(again.has_value());
+    CHECK((again->token == x.token) == (at < end));
+    CHECK(c.holding("k", again->token) == 3);
+    REQUIRE(q.release("k", "X", again->token).has_value());
+    CHECK(c.holding_any("k") == 0);
+  }
+  cluster c({0, 0, 0});
+  quorum q(c.pointers(), sequential(), c.clock);
+  const grant x = q.try_acquire("k", "X", 1000ms).value();
+  c.clock.advance(10ms);
+  c[0].down = true;
+  c[1].lose_acquire_replies = 1;
+  c[2].lose_acquire_replies = 1;
+  REQUIRE(q.try_acquire("k", "X", 1000ms).error() == errc::store_unavailable);
+  c.clock.advance(900ms);
+  const result<grant> renewed = q.renew("k", "X", x.token, 1000ms);  // m2 and m3
+  REQUIRE(renewed.has_value());
+  CHECK(renewed->token == x.token);
+}
+
+// Leave nothing behind still holds once X's grant may have ended: a failed re-acquire keeps X's
+// records only while the members may hold the grant by the TTL the quorum reported (T2: 1000 ms,
+// plus the 1% drift bound and the clock's tick, from the start of the grant: 1010 ms). X is
+// granted #1 at 0; a first failed re-acquire at +10 ms extends m2's and m3's records to 1010 ms;
+// a second one (m2's and m3's replies lost again) one ns before 1010 ms keeps them (extended
+// again); at 1010 ms and one ns after, the records have expired, m2 and m3 grant fresh tokens,
+// and the give-back releases them: nothing of X's is left there.
+TEST_CASE("quorum: a failed re-acquire after the grant's TTL gives everything back", "[quorum]") {
+  const std::chrono::nanoseconds bound = 1010ms;  // 1000 ms + ceil(1% of it) + tick (0 here)
+  REQUIRE(holdfast::clock_tick(manual_clock{}) == manual_clock::duration::zero());
+  for (const std::chrono::nanoseconds at : {bound - 1ns, bound, bound + 1ns}) {
+    INFO("X re-acquires again " << at.count() << " ns after its grant");
+    cluster c({0, 0, 0});
+    quorum q(c.pointers(), sequential(), c.clock);
+    const grant x = q.try_acquire("k", "X", 1000ms).value();
+    c[0].down = true;
+    for (const std::chrono::nanoseconds when : {std::chrono::nanoseconds(10ms), at}) {
+      c.clock.set(manual_clock::time_point(when));
+      c[1].lose_acquire_replies = 1;
+      c[2].lose_acquire_replies = 1;
+      CHECK(q.try_acquire("k", "X", 1000ms).error() == errc::store_unavailable);
+    }
+    const bool kept = at < bound;
+    CHECK(c[1].holder("k").has_value() == kept);
+    CHECK(c[2].holder("k").has_value() == kept);
+    CHECK(c.holding("k", x.token) == (kept ? 2u : 0u));  // m1's record ended at 1000 ms
+  }
+}
+
+}  // namespace test_quorum

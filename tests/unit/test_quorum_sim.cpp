@@ -544,3 +544,37 @@ TEST_CASE("quorum recorder: a release finished by the owner's failed try_acquire
 }
 
 }  // namespace test_quorum_sim
+
+namespace test_quorum_sim {
+
+// The control (the lead's reproduction, as a schedule kind): a quorum whose failed try_acquire
+// gives back the caller's own live lease (quorum_options::keep_live_grant = false, the behaviour
+// before the fix). Holders re-acquire their own leases (op_kind::reacquire) while member replies
+// get lost; when the attempt fails, its give-back releases the holder's records and a contender is
+// granted the key within the holder's lease: S3 (or S4). The shipped quorum in the same set-up
+// keeps the holder's lease. Seeded sweeps of this set-up (run_quorum_control with re-acquires):
+// the control fails 22 of seeds 1-2,000 (S3 21, S2 1), the shipped quorum none of seeds 1-3,000.
+TEST_CASE("simulated quorum: a failed re-acquire giving back a live lease is caught (control)",
+          "[quorum]") {
+  for (std::uint64_t seed = 1; seed <= 200; ++seed) {
+    seeded_source src(seed);
+    const holdfast::testing::verdict v =
+        holdfast::testing::run_quorum_control(src, holdfast::testing::quorum_mutant::none, true);
+    INFO("seed " << seed << "\n" << v.report());
+    REQUIRE(v.ok());
+  }
+  std::optional<holdfast::testing::verdict> caught;
+  std::uint64_t seed = 1;
+  for (; seed <= 1000 && !caught; ++seed) {
+    seeded_source src(seed);
+    holdfast::testing::verdict v = holdfast::testing::run_quorum_control(
+        src, holdfast::testing::quorum_mutant::gives_back_live_grant);
+    if (!v.ok()) caught = std::move(v);
+  }
+  REQUIRE(caught);
+  INFO("seed " << seed - 1 << "\n" << caught->report());
+  CHECK(holdfast::testing::caught_as_expected(
+      holdfast::testing::quorum_mutant::gives_back_live_grant, caught->violated));
+}
+
+}  // namespace test_quorum_sim

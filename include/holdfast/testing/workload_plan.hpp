@@ -26,6 +26,12 @@
 //                    | store's clock, then tries: one tick before, at, or one tick after that
 //                    | instant (aimed again if the lease was renewed meanwhile)
 //                    |                                               [holdfast::try_acquire]
+//   reacquire        | (run_options::reacquires only) a holder asks the store again for its own
+//                    | lease as the same owner (a retry after a lost reply, a second handle
+//                    | under one owner id): same token, the store extended it (T1), the
+//                    | holder's validity stays; another token, it adopts that grant; an error,
+//                    | it keeps its lease, whose validity a failed re-acquire must not cut short
+//                    |                                               [store.try_acquire]
 //
 // Thread-safety: plain values and a pure function of the decisions.
 #ifndef HOLDFAST_TESTING_WORKLOAD_PLAN_HPP
@@ -61,6 +67,7 @@ enum class op_kind : std::uint8_t {
   crash,
   acquire_at_expiry,
   clock_regress,
+  reacquire,
 };
 
 /// Returns the operation's name, e.g. "write_at_edge".
@@ -88,6 +95,8 @@ inline const char* to_string(op_kind k) noexcept {
       return "acquire_at_expiry";
     case op_kind::clock_regress:
       return "clock_regress";
+    case op_kind::reacquire:
+      return "reacquire";
   }
   return "?";
 }
@@ -142,6 +151,10 @@ struct run_options {
   /// make their clocks jump back, and L2 is checked (a holder whose clock regresses hears of it,
   /// or renews, within one renew interval). Default off; fuzz_clock_chaos turns it on.
   bool keepalive = false;
+  /// Holders also re-acquire their own live leases (op_kind::reacquire), where lost replies and
+  /// member faults meet a holder's own second grant. Default off (the draws of every other run
+  /// stay as they were); the quorum schedules turn it on (workload_quorum.hpp).
+  bool reacquires = false;
   /// 0 (default): the workload is read from the decisions, one per field of each operation (a
   /// 64-operation workload is the first ~200 bytes of an input). 1-8: the workload is drawn from
   /// a seeded_source whose seed is the first `workload_seed_bytes` byte-sized decisions, so it
@@ -213,8 +226,9 @@ inline workload generate_workload(decision_source& src, const run_options& o) {
   static constexpr op_kind free_ops[] = {op_kind::work, op_kind::acquire, op_kind::try_acquire,
                                          op_kind::crash, op_kind::acquire_at_expiry};
   static constexpr op_kind held_ops[] = {
-      op_kind::work,  op_kind::write,   op_kind::write_at_edge, op_kind::write_unchecked,
-      op_kind::renew, op_kind::release, op_kind::crash,         op_kind::clock_regress};
+      op_kind::work,     op_kind::write,   op_kind::write_at_edge, op_kind::write_unchecked,
+      op_kind::renew,    op_kind::release, op_kind::crash,         op_kind::clock_regress,
+      op_kind::reacquire};
   // 0 without keepalives: the same draws as before. The mutant that breaks the loop gets more.
   const std::uint32_t regress = !uses_keepalive(o)                                          ? 0
                                 : o.mutation == mutant::keepalive_sleeps_through_regression ? 12
@@ -225,7 +239,7 @@ inline workload generate_workload(decision_source& src, const run_options& o) {
     client_op op;
     op.client = static_cast<std::uint8_t>(src.choose(w.clients));
     bool& h = holds[op.client];
-    op.kind = h ? held_ops[pick(src, {2, 7, 5, 2, 5, 2, 1, regress})]
+    op.kind = h ? held_ops[pick(src, {2, 7, 5, 2, 5, 2, 1, regress, o.reacquires ? 12u : 0u})]
                 : free_ops[pick(src, {1, 6, 2, 0, 3})];
     if (op.kind == op_kind::acquire || op.kind == op_kind::try_acquire ||
         op.kind == op_kind::acquire_at_expiry) {

@@ -11,6 +11,14 @@
 //   counts_failed_raise    | a lagging member whose raise (the second round, | S2 or S3
 //                          | raise_token) fails is counted as raised: the    | (in its own
 //                          | quorum reports a lease fewer than W members hold| set-up)
+//   gives_back_live_grant  | quorum_options::keep_live_grant = false: a      | S3 or S4
+//                          | failed re-acquire by a live holder releases its | (set-up with
+//                          | own lease on the members it is unsure of, and a | re-acquires)
+//                          | second owner is granted within its validity     |
+//
+// gives_back_live_grant is caught in a set-up with re-acquires by live holders
+// (quorum_sim_options::reacquires, op_kind::reacquire): the plain schedules never re-acquire a
+// lease they hold, so they cannot meet it.
 //
 // counts_failed_raise is caught in a set-up aimed at it (run_quorum_control): members often down
 // for a while and every raise lost on the way. In the plain schedules a failed raise seldom
@@ -32,7 +40,10 @@
 //              recorder reports each grant with the validity left of it on the recorder's clock
 //              (ttl*(1-drift) - margin - elapsed), places a grant where the quorum reported it
 //              and a renewal or release where it was sent: "live by the recorder's clock" never
-//              outlasts the members' own leases. A release the quorum could not confirm is
+//              outlasts the members' own leases. A re-acquire by an owner whose reported grant it
+//              has not released since is placed where it was sent too: members extend the owner's
+//              lease from then on (a renewal by another name), and the validity it reports is
+//              counted from there. A release the quorum could not confirm is
 //              recorded as applied (the client still sees its error; sim_store does so for a lost
 //              reply) if after it fewer than W members could release the lease (a record of the
 //              owner under the token the quorum sends, live OR EXPIRED: memory_store releases an
@@ -92,13 +103,15 @@ namespace testing {
 /// The quorum's negative controls (see the table at the top of workload_quorum.hpp).
 enum class quorum_mutant : std::uint8_t {
   none,
-  keeps_unsure_member,  ///< quorum_options::give_back_unsure = false.
-  counts_failed_raise,  ///< A member's failed raise_token answers as raised.
+  keeps_unsure_member,    ///< quorum_options::give_back_unsure = false.
+  counts_failed_raise,    ///< A member's failed raise_token answers as raised.
+  gives_back_live_grant,  ///< quorum_options::keep_live_grant = false.
 };
 
 /// Every quorum_mutant but none.
 inline constexpr quorum_mutant all_quorum_mutants[] = {quorum_mutant::keeps_unsure_member,
-                                                       quorum_mutant::counts_failed_raise};
+                                                       quorum_mutant::counts_failed_raise,
+                                                       quorum_mutant::gives_back_live_grant};
 
 /// Returns the control's name as in the table ("none" for none).
 inline const char* to_string(quorum_mutant m) noexcept {
@@ -109,14 +122,17 @@ inline const char* to_string(quorum_mutant m) noexcept {
       return "keeps_unsure_member";
     case quorum_mutant::counts_failed_raise:
       return "counts_failed_raise";
+    case quorum_mutant::gives_back_live_grant:
+      return "gives_back_live_grant";
   }
   return "?";
 }
 
 /// Returns the control named `s` ("none" included), or nullopt.
 inline std::optional<quorum_mutant> quorum_mutant_from_string(std::string_view s) noexcept {
-  for (quorum_mutant m : {quorum_mutant::none, quorum_mutant::keeps_unsure_member,
-                          quorum_mutant::counts_failed_raise}) {
+  for (quorum_mutant m :
+       {quorum_mutant::none, quorum_mutant::keeps_unsure_member, quorum_mutant::counts_failed_raise,
+        quorum_mutant::gives_back_live_grant}) {
     if (s == to_string(m)) return m;
   }
   return std::nullopt;
@@ -142,6 +158,9 @@ struct quorum_sim_options {
   /// and lose every raise on the way until faults heal (detail::quorum_member_link): the set-up
   /// counts_failed_raise is caught in (with run_quorum_control's longer one-key workload).
   bool outages = false;
+  /// Holders also re-acquire their own live leases (run_options::reacquires): the set-up
+  /// gives_back_live_grant is caught in. Off by default, so the other set-ups draw what they drew.
+  bool reacquires = false;
   quorum_mutant mutation = quorum_mutant::none;
 };
 
@@ -213,7 +232,8 @@ class quorum_front {
                quorum_options qo, run_options o, bool counts_failed_raise = false,
                bool outages = false)
       : sim_(sim), clock_(recorder_clock), members_(std::move(members)), qo_(qo), o_(o) {
-    if (qo_.token_mode == quorum_token_mode::naive_max) qo_.observer = &answers_;
+    answers_.front = this;
+    qo_.observer = &answers_;  // naive_max's member tokens; a re-acquire's first round
     for (quorum_sim_member* m : members_) {
       links_.push_back(
           std::make_unique<quorum_member_link>(*m, counts_failed_raise, outages ? &sim : nullptr));
@@ -225,6 +245,13 @@ class quorum_front {
 
   result<grant> try_acquire(std::string_view key, std::string_view owner,
                             std::chrono::milliseconds ttl) {
+    // The owner re-acquiring its lease, live as recorded: judged where W members answered the
+    // first round granting it (see the header and member_answers).
+    const auto rep = reported_.find(lease_id(key, owner));
+    watch_.reset();
+    if (recorder_ != nullptr && rep != reported_.end() && clock_.now() < rep->second.second) {
+      watch_ = reacquire_watch{std::string(key), std::string(owner)};
+    }
     member_quorum& q = current();
     const auto t0 = clock_.now();
     answers_.granted.erase(lease_id(key, owner));
@@ -239,6 +266,8 @@ class quorum_front {
       held = quorum_holds_for(key, owner, pending->second.second, q.quorum(), from);
     }
     result<grant> g = q.try_acquire(key, owner, ttl);
+    const std::optional<reacquire_watch> watched = std::exchange(watch_, std::nullopt);
+    const bool at_send = watched && watched->placed;
     if (pending != unconfirmed_.end()) {
       if (g) {
         unconfirmed_.erase(pending);  // a new grant of this owner replaces that lease anyway
@@ -252,12 +281,17 @@ class quorum_front {
     if (qo_.token_mode == quorum_token_mode::naive_max) {
       naive_[lease_id(key, owner)] = {g->token, answers_.granted[lease_id(key, owner)]};
     }
-    const std::chrono::milliseconds left = validity_left(ttl, clock_.now() - t0);
+    const auto t1 = clock_.now();
+    const std::chrono::milliseconds left = validity_left(ttl, t1 - t0);
     if (left <= std::chrono::milliseconds::zero()) {
       (void)q.release(key, owner, g->token);
       return errc::timeout;
     }
-    return grant{g->token, left};
+    // Placed where W members granted it: its validity counts from the send, as the quorum's does.
+    const sim_clock::time_point at = at_send ? watched->at : t1;
+    const std::chrono::milliseconds until = at_send ? validity_left(ttl, at - t0) : left;
+    reported_[lease_id(key, owner)] = {g->token, at + until};
+    return grant{g->token, until};
   }
 
   result<grant> renew(std::string_view key, std::string_view owner, fencing_token token,
@@ -267,9 +301,17 @@ class quorum_front {
     const auto t0 = clock_.now();
     result<grant> g = q.renew(key, owner, token, o_.ttl);  // the run's TTL, not the remainder
     if (!g) return g;
-    const std::chrono::milliseconds left = validity_left(o_.ttl, clock_.now() - t0);
-    if (left <= std::chrono::milliseconds::zero()) return errc::timeout;
-    return grant{token, left};
+    if (validity_left(o_.ttl, clock_.now() - t0) <= std::chrono::milliseconds::zero()) {
+      return errc::timeout;
+    }
+    // Placed where it was sent: its validity counts from there, as the quorum's own does (the
+    // members extended the lease after that instant). Counting the elapsed time again would end
+    // the renewed lease before the quorum's validity does, and a same-owner re-acquire inside
+    // that validity (the same grant) would look like a new grant of an ended lease's token.
+    const std::chrono::milliseconds until = validity_left(o_.ttl, sim_clock::duration::zero());
+    const auto rep = reported_.find(lease_id(key, owner));
+    if (rep != reported_.end() && rep->second.first == token) rep->second.second = t0 + until;
+    return grant{token, until};
   }
 
   result<void> release(std::string_view key, std::string_view owner, fencing_token token) {
@@ -288,6 +330,8 @@ class quorum_front {
     // The quorum could not confirm it (a reply lost, the client died half-way), yet of the W
     // members that could release the lease when it was sent, fewer can now: it did take effect.
     unconfirmed_.erase(lease_id(key, owner));
+    const auto rep = reported_.find(lease_id(key, owner));
+    if (rep != reported_.end() && rep->second.first == token) reported_.erase(rep);
     if (!r && carried >= q.quorum() && carrying(key, owner, token) < q.quorum()) {
       applied_releases_.push_back({event, false});
     } else if (!r && held > sim_clock::duration::zero() &&
@@ -328,16 +372,40 @@ class quorum_front {
 
   // naive_max only: each member's token in the quorum's last acquire round per (key, owner), as
   // the quorum's observer reports them (the quorum sends each member its own token).
+  // A re-acquire by the owner of a lease live as recorded: where W members answered its first
+  // round with a grant, the members hold the owner's lease (under its token or a fresh one) and
+  // nobody else can be granted the key; that is where the recorder places it (a grant of another
+  // owner may end just before: placing it where it was sent would misorder the two).
+  struct reacquire_watch {
+    std::string key, owner;
+    std::size_t granted = 0;
+    bool placed = false;
+    sim_clock::time_point at{};  // on the recorder's clock
+  };
+
+  // The quorum's observer: each member's answer in each round, on the caller's fiber.
   struct member_answers final : lease_observer {
-    std::map<lease_id_t, std::map<std::size_t, fencing_token>> granted;
+    std::map<lease_id_t, std::map<std::size_t, fencing_token>> granted;  // naive_max only
+    quorum_front* front = nullptr;
     void on_event(const lease_event& e) override {
-      if (e.kind != lease_event_kind::quorum_member || e.operation != lease_operation::acquire ||
-          !e.answered || e.error) {
+      if (e.kind != lease_event_kind::quorum_member || e.operation != lease_operation::acquire) {
         return;
       }
+      if (front != nullptr) front->first_round(e);
+      if (!e.answered || e.error) return;
       granted[lease_id(e.key, e.owner)][e.member] = e.token;
     }
   };
+
+  // A member's answer in an acquire's first round (reported in member order, all at its end).
+  void first_round(const lease_event& e) {
+    if (!watch_ || watch_->placed || e.key != watch_->key || e.owner != watch_->owner) return;
+    if (e.answered && !e.error && e.token.is_issuable()) ++watch_->granted;
+    if (e.member + 1 != members_.size() || watch_->granted < current().quorum()) return;
+    recorder_->linearized();
+    watch_->placed = true;
+    watch_->at = sim_clock::time_point(sim_clock::duration(sim_.log().events.back().local_ns));
+  }
 
   // Records the later releases of release i's lease (same recorder, key, owner and token, up to
   // a new grant of it) as not applied: the lease had already ended at release i.
@@ -420,7 +488,11 @@ class quorum_front {
   // (key, owner) -> (history index, token) of the owner's last release the quorum could not
   // confirm and that did not shorten the hold, until the owner's next grant or release.
   std::map<lease_id_t, std::pair<std::size_t, fencing_token>> unconfirmed_;
-  member_answers answers_;  // naive_max only
+  // (key, owner) -> the last grant reported and, on the recorder's clock, the end of the lease
+  // as recorded (a grant's or renewal's), until released.
+  std::map<lease_id_t, std::pair<fencing_token, sim_clock::time_point>> reported_;
+  member_answers answers_;
+  std::optional<reacquire_watch> watch_;  // the re-acquire under way, if any
   // naive_max only: (key, owner) -> (quorum token, member -> that member's token).
   std::map<lease_id_t, std::pair<fencing_token, std::map<std::size_t, fencing_token>>> naive_;
 };
@@ -458,6 +530,7 @@ inline quorum_options quorum_sim_quorum_options(const quorum_sim_options& q, con
   qo.member_timeout = o.ttl;  // the share (10% of the TTL) decides
   qo.validity = o.validity;
   qo.give_back_unsure = q.mutation != quorum_mutant::keeps_unsure_member;
+  qo.keep_live_grant = q.mutation != quorum_mutant::gives_back_live_grant;
   return qo;
 }
 
@@ -469,6 +542,7 @@ inline quorum_options quorum_sim_quorum_options(const quorum_sim_options& q, con
 inline quorum_run run_quorum_schedule(decision_source& src, const quorum_sim_options& q,
                                       run_options o = {}) {
   if (q.restarts == quorum_restarts::empty) o.max_keys = 1;  // the restart bound is per key
+  if (q.reacquires) o.reacquires = true;
   quorum_run out;
   out.run.plan = generate_workload(src, o);
   fault_options f = o.faults;
@@ -519,21 +593,33 @@ inline quorum_run run_quorum_schedule(decision_source& src, const quorum_sim_opt
 
 /// The set-up the controls are caught in (and the fuzz harness fuzzes): three members, each
 /// judged too (O1), running `m`; for counts_failed_raise members that are often down, raises
-/// that never arrive (quorum_sim_options::outages) and one key under 96-192 operations. Returns
-/// run_quorum_schedule's verdict.
-inline verdict run_quorum_control(decision_source& src, quorum_mutant m) {
+/// that never arrive (quorum_sim_options::outages) and one key under 96-192 operations; with
+/// `reacquires` (gives_back_live_grant's set-up) holders re-acquire their own live leases.
+/// Returns run_quorum_schedule's verdict.
+inline verdict run_quorum_control(decision_source& src, quorum_mutant m, bool reacquires) {
   quorum_sim_options q;
   q.members = 3;
   q.record_members = true;
   q.mutation = m;
+  q.reacquires = reacquires;
   run_options o;
   if (m == quorum_mutant::counts_failed_raise) {
     q.outages = true;
     o.max_keys = 1;
     o.min_ops = 96;
     o.max_ops = 192;
+  } else if (reacquires) {  // one key under 96-192 operations: holders meet contenders
+    o.max_keys = 1;
+    o.min_ops = 96;
+    o.max_ops = 192;
   }
   return run_quorum_schedule(src, q, o).run.result;
+}
+
+/// run_quorum_control in `m`'s own set-up: with re-acquires for gives_back_live_grant only (the
+/// other set-ups, their measured rates and the kept fuzz inputs stay as they were).
+inline verdict run_quorum_control(decision_source& src, quorum_mutant m) {
+  return run_quorum_control(src, m, m == quorum_mutant::gives_back_live_grant);
 }
 
 /// Whether `v` is the invariant the checker names when it catches `m`: O1 for
@@ -544,6 +630,8 @@ inline bool caught_as_expected(quorum_mutant m, invariant v) noexcept {
       return v == invariant::o1_orphaned_grant;
     case quorum_mutant::counts_failed_raise:
       return v == invariant::s2_token_order || v == invariant::s3_exclusive_grants;
+    case quorum_mutant::gives_back_live_grant:
+      return v == invariant::s3_exclusive_grants || v == invariant::s4_holder_belief;
     case quorum_mutant::none:
       break;
   }

@@ -12,7 +12,11 @@
 //   join_late     | after a reported grant: late grants join the lease or are given back
 //   give_back     | after a failed attempt: every grant, on time or late, is released, and
 //                 | every member whose answer was an error that may hide a grant (a lost
-//                 | reply) is asked again with the same owner and released
+//                 | reply) is asked again with the same owner and released; except the owner's
+//                 | live grant on the members known to hold it (`keep`, quorum_book.hpp): the
+//                 | attempt did not make it, it at most extended it, and releasing it would
+//                 | end a lease its owner still holds by its validity (T1 says a re-acquire
+//                 | extends one's live lease, never ends it)
 //
 // The attempt holds the executor, the options and W by reference and its rounds' state, so the
 // steps pass nothing between them. Not for users.
@@ -30,6 +34,7 @@
 #include "holdfast/fencing_token.hpp"
 #include "holdfast/observer.hpp"
 #include "holdfast/quorum/detail/fan_out.hpp"
+#include "holdfast/quorum/detail/quorum_book.hpp"
 #include "holdfast/quorum/detail/quorum_round.hpp"
 #include "holdfast/quorum_options.hpp"
 #include "holdfast/result.hpp"
@@ -125,6 +130,8 @@ class quorum_acquisition {
   [[nodiscard]] const quorum_args& args() const noexcept { return *args_; }
   // The quorum's token: the max of the granted tokens.
   [[nodiscard]] fencing_token top() const noexcept { return top_; }
+  // Which members hold the lease under top() (granted it, or were raised to it, on time).
+  [[nodiscard]] const std::vector<char>& holds_top() const noexcept { return holds_top_; }
   // The token each member granted on time (none where it did not).
   [[nodiscard]] const std::vector<std::optional<fencing_token>>& held() const noexcept {
     return held_;
@@ -161,12 +168,13 @@ class quorum_acquisition {
   // Sequential dispatch, before the validity check of a grant W hold: late grants are given
   // back now, inline, so that no member call (and no time) passes between the check and the
   // report. (Threads: they join in join_late, on their workers, without delaying the caller.)
-  void give_back_late_now() {
+  // The owner's live grant `keep` stays where it is known to be held (see give_back).
+  void give_back_late_now(const kept_grant& keep) {
     const quorum_args_ptr args = args_;
     const fan_out<Store, Clock>* exec = &exec_;  // outlives every clean-up (quorum.hpp)
     const bool give = opts_.give_back_unsure;
-    exec_.finalize(r1_.round, [exec, args, give](std::size_t i, result<grant>& r) {
-      if (r && r->token.is_issuable()) {
+    exec_.finalize(r1_.round, [exec, args, give, keep](std::size_t i, result<grant>& r) {
+      if (r && r->token.is_issuable() && r->token != keep.at(i)) {
         (void)exec->member(i).release(args->key, args->owner, r->token);
       } else if (!r && may_hide_grant(r.error()) && give) {
         reclaim(exec->member(i), *args, fencing_token{});
@@ -200,26 +208,36 @@ class quorum_acquisition {
   // After a failed attempt: gives back every grant, on time or late, under whichever token it
   // carries now (`top` where a raise landed, the member's own otherwise), then rethrows the
   // first exception a member threw. Redlock's rule: nothing is kept from a failed attempt.
-  void give_back() {
+  // Except the owner's live grant `keep` (token none if it has none; quorum_book.hpp, live()) on
+  // the members known to hold it: such a member answering with its token held that lease before
+  // the attempt (a same-owner re-acquire returns the live record's token) and the attempt at most
+  // extended it, so it stays, and the owner's lease with it. What the attempt added goes: other
+  // tokens; the token where a raise put it; the token on any other member (its lagging counter
+  // may have issued it fresh).
+  void give_back(const kept_grant& keep) {
     const quorum_args_ptr args = args_;
     const fan_out<Store, Clock>* exec = &exec_;  // outlives every clean-up (quorum.hpp)
     const bool give = opts_.give_back_unsure;
     exec_.finalize(
         r1_.round,
-        [exec, args, give](std::size_t i, result<grant>& r) {
-          if (r && r->token.is_issuable()) {
+        [exec, args, give, keep](std::size_t i, result<grant>& r) {
+          if (r && r->token.is_issuable() && r->token != keep.at(i)) {
             (void)exec->member(i).release(args->key, args->owner, r->token);
           } else if (!r && give && may_hide_grant(r.error())) {
-            reclaim(exec->member(i), *args, fencing_token{});
+            reclaim(exec->member(i), *args, keep.at(i));
           }
         },
         true);
     // Members whose on-time answer was an error may have granted anyway (a lost reply): ask
     // them again with the same owner and release what they hold (redlock-rb #76's kind).
-    reclaim_unsure(fencing_token{});
+    if (opts_.give_back_unsure) {
+      for (std::size_t i = 0; i < exec_.size(); ++i) {
+        if (unsure_[i]) reclaim_in_background(exec_, i, args_, keep.at(i));
+      }
+    }
     std::vector<std::size_t> to_release;
     for (std::size_t i = 0; i < exec_.size(); ++i) {
-      if (held_[i]) to_release.push_back(i);
+      if (held_[i] && *held_[i] != keep.at(i)) to_release.push_back(i);
     }
     if (!to_release.empty()) {
       auto cleanup = exec_.template run_round<result<void>>(

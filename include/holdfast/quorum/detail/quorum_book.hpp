@@ -11,7 +11,18 @@
 //          |                                              | left: the same grant (reports T)
 //   ended  | release sent (whatever the answer), renew    | T <= its token: the token must
 //          | said lease_lost, a failed try_acquire gave   | exceed it (the members are raised to
-//          | the owner's records back; or validity passed | its token + 1)
+//          | the owner's records back (only once the live | its token + 1)
+//          | grant's TTL may have run out); or validity   |
+//          | passed                                       |
+//
+// A failed try_acquire by the owner of a live grant whose TTL may not have run out (live(), with
+// quorum_grant_may_be_held: T2, a store holds a grant the TTL it reported) leaves that grant live:
+// its give-back keeps the record under the grant's token on the members known to hold it (those
+// that held it when it was reported or last renewed: the attempt at most extended their records, as
+// a single store's re-acquire does), and releases what the attempt added: other tokens, and the
+// token on any other member (a lagging counter may issue it fresh there). The entry keeps the
+// grant's start and TTL: the owner's validity is what it was told, however long the members now
+// hold it.
 //
 // Why a memory and not a rule over the members' answers: a member answers a same-owner
 // re-acquire of its live record with the record's token, and another member whose counter lags
@@ -33,6 +44,7 @@
 #include <string>
 #include <string_view>
 #include <utility>
+#include <vector>
 
 #include "holdfast/detail/config.hpp"
 #include "holdfast/fencing_token.hpp"
@@ -40,6 +52,18 @@
 namespace holdfast {
 HOLDFAST_ABI_NAMESPACE_BEGIN
 namespace detail {
+
+// A grant a failed operation must keep: its token (none: keep nothing) and the members known to
+// hold it.
+struct kept_grant {
+  fencing_token token{};
+  std::vector<char> holders{};
+
+  // The token to keep at member i: the grant's where it is known to be held, none elsewhere.
+  [[nodiscard]] fencing_token at(std::size_t i) const noexcept {
+    return i < holders.size() && holders[i] != 0 ? token : fencing_token{};
+  }
+};
 
 template <class TimePoint>
 class reported_book {
@@ -66,23 +90,47 @@ class reported_book {
     return e.token;
   }
 
-  // Records a grant of (key, owner) with `token` made at `start` with `ttl`; sweeps first when
-  // the book has doubled since the last sweep.
-  void granted(std::string_view key, std::string_view owner, fencing_token token, TimePoint start,
-               std::chrono::milliseconds ttl) {
-    std::lock_guard<std::mutex> lock(mutex_);
-    if (book_.size() >= 2 * swept_size_ && book_.size() >= 64) sweep(start);
-    book_[id(key, owner)] = entry{token, start, ttl, true};
+  // The grant of (key, owner) this quorum reported and that may still be live (not released, not
+  // lost, `valid(start, ttl)`: its TTL has not run out, say): its token and the members
+  // known to hold it; token none otherwise. A failed try_acquire or a release of another token
+  // keeps the owner's records under it there: the owner holds that lease, and a single store never
+  // ends it on a failed re-acquire (store.hpp, T1: re-acquiring one's own live lease extends it).
+  template <class Valid>
+  kept_grant live(std::string_view key, std::string_view owner, const Valid& valid) const {
+    kept_grant k;
+    TimePoint start{};
+    std::chrono::milliseconds ttl{};
+    {
+      std::lock_guard<std::mutex> lock(mutex_);
+      const auto it = book_.find(id(key, owner));
+      if (it == book_.end() || !it->second.live) return {};
+      k = kept_grant{it->second.token, it->second.holders};
+      start = it->second.start;
+      ttl = it->second.ttl;
+    }
+    return valid(start, ttl) ? k : kept_grant{};
   }
 
-  // Records a renewal of the live grant (key, owner, token) made at `start` with `ttl`.
+  // Records a grant of (key, owner) with `token` made at `start` with `ttl`, held under `token`
+  // by the members i with holders[i] != 0; sweeps first when the book has doubled since the last
+  // sweep.
+  void granted(std::string_view key, std::string_view owner, fencing_token token, TimePoint start,
+               std::chrono::milliseconds ttl, std::vector<char> holders) {
+    std::lock_guard<std::mutex> lock(mutex_);
+    if (book_.size() >= 2 * swept_size_ && book_.size() >= 64) sweep(start);
+    book_[id(key, owner)] = entry{token, start, ttl, true, std::move(holders)};
+  }
+
+  // Records a renewal of the live grant (key, owner, token) made at `start` with `ttl`, by the
+  // members i with holders[i] != 0 (empty: not known; the last ones stay).
   void renewed(std::string_view key, std::string_view owner, fencing_token token, TimePoint start,
-               std::chrono::milliseconds ttl) {
+               std::chrono::milliseconds ttl, std::vector<char> holders = {}) {
     std::lock_guard<std::mutex> lock(mutex_);
     const auto it = book_.find(id(key, owner));
     if (it == book_.end() || it->second.token != token || !it->second.live) return;
     it->second.start = start;
     it->second.ttl = ttl;
+    if (!holders.empty()) it->second.holders = std::move(holders);
   }
 
   // Records that the grant (key, owner, token) may have ended (any token if `token` is none).
@@ -100,6 +148,7 @@ class reported_book {
     TimePoint start{};  // when the last grant or renewal of it began, on the quorum's clock
     std::chrono::milliseconds ttl{};
     bool live = false;
+    std::vector<char> holders{};  // the members that held it then (reported or renewed there)
   };
   using id_t = std::pair<std::string, std::string>;
   static id_t id(std::string_view key, std::string_view owner) {

@@ -19,6 +19,7 @@
 #define HOLDFAST_QUORUM_DETAIL_QUORUM_ROUND_HPP
 
 #include <chrono>
+#include <cmath>
 #include <cstddef>
 #include <cstdint>
 #include <map>
@@ -121,6 +122,24 @@ bool quorum_validity_left(const Clock& clock, const validity_options& validity,
   const auto elapsed = saturating_sub(now, start);
   const auto tick = clock_tick(clock);
   return elapsed < span && tick < span - elapsed;
+}
+
+// Whether the members may still hold a grant of `ttl` whose requests left at `start`, as far as
+// the quorum's clock can tell: its TTL (T2: a store holds a grant at least the TTL it reports)
+// plus the drift bound and a tick of the clock has not passed; a clock that went backwards
+// cannot tell, so yes. A failed re-acquire keeps the owner's grant while this holds
+// (quorum_book.hpp): ending it sooner would end a grant before the TTL the quorum reported.
+template <class Clock>
+bool quorum_grant_may_be_held(const Clock& clock, const validity_options& validity,
+                              typename Clock::time_point start, std::chrono::milliseconds ttl) {
+  const typename Clock::time_point now = clock.now();
+  if (now < start) return true;
+  const auto ttl_ns = std::chrono::duration_cast<std::chrono::nanoseconds>(ttl);
+  const auto slack = std::chrono::nanoseconds(static_cast<std::int64_t>(
+      std::ceil(static_cast<long double>(ttl_ns.count()) * validity.drift)));
+  const auto elapsed = std::chrono::duration_cast<std::chrono::nanoseconds>(now - start);
+  return elapsed + std::chrono::duration_cast<std::chrono::nanoseconds>(clock_tick(clock)) <
+         ttl_ns + slack;
 }
 
 // Tells `observer` member i's answer in a round of `op`.

@@ -310,7 +310,35 @@ class schedule_runner {
         return run_clock_regress(c, op);
       case op_kind::acquire_at_expiry:
         return run_acquire_at_expiry(c, op);
+      case op_kind::reacquire:
+        return run_reacquire(c);
     }
+  }
+
+  // reacquire: the holder asks the store again for its own lease, as its owner. The same token:
+  // the store extended the lease (T1), the holder's validity stays what it was. Another token
+  // (a quorum gives one when it cannot vouch for the old grant): the holder adopts that grant,
+  // with validity from its own reading before the call. An error: it keeps its lease (the
+  // checker's S3 and S4 then judge whether the store kept it too).
+  void run_reacquire(client& c) {
+    if (!c.held || !c.held->valid()) return;  // a live holder's (one past its validity has none)
+    const std::string key = key_name(c.key);
+    const acquire_options<sim_clock> opts = options(c);
+    const sim_clock::time_point start = opts.clock.now();
+    const result<grant> g = store_.try_acquire(key, c.owner, o_.ttl);
+    if (sim_.current_crashed() || !c.held) return;
+    if (!g) {
+      record(event_kind::acquire_failed, c, g.error());
+      return;
+    }
+    if (g->token == c.held->token()) return;
+    // The old handle releases its grant as it goes (RAII): the store may still carry it.
+    c.held.emplace(
+        holdfast::detail::lease_access::from_grant(store_, opts, key, c.owner, *g, start));
+    holdfast::detail::lease_access::arm(*c.held, opts);
+    note_reply(c);
+    record(event_kind::acquired, c, {}, c.held->token().value(), belief_end(c));
+    keep(c);
   }
 
   // work: sleeps 0.1, 0.5, 1 or 2 TTL on the client's own clock.
