@@ -334,7 +334,7 @@ class schedule_runner {
     if (g->token == c.held->token()) return;
     // The old handle releases its grant as it goes (RAII): the store may still carry it.
     c.held.emplace(
-        holdfast::detail::lease_access::from_grant(store_, opts, key, c.owner, *g, start));
+        holdfast::detail::lease_access::from_grant(store_, opts, key, c.owner, *g, o_.ttl, start));
     holdfast::detail::lease_access::arm(*c.held, opts);
     note_reply(c);
     record(event_kind::acquired, c, {}, c.held->token().value(), belief_end(c));
