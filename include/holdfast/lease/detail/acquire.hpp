@@ -1,11 +1,11 @@
 // SPDX-License-Identifier: MIT
 // holdfast/lease/detail/acquire.hpp - the machinery behind try_acquire() and acquire() (lease.hpp):
 // one store call turned into a lease handle (acquire_once), the observer's reports of each attempt
-// and of the outcome, and the blocking acquire's loop (acquire_retrying): backoff with full jitter,
-// or a wait in the store for a release where it offers one, against a timeout counted only while
-// the clock moves forwards. lease.hpp includes it before the lease class, whose constructors
-// acquire_once reaches with a lease_key (defined here), building the lease in place in its result.
-// Not for users.
+// and of the outcome (their events: acquire_events.hpp), and the blocking acquire's loop
+// (acquire_retrying): backoff with full jitter, or a wait in the store for a release where it
+// offers one, against a timeout counted only while the clock moves forwards. lease.hpp includes it
+// before the lease class, whose constructors acquire_once reaches with a lease_key (defined here),
+// building the lease in place in its result. Not for users.
 #ifndef HOLDFAST_LEASE_DETAIL_ACQUIRE_HPP
 #define HOLDFAST_LEASE_DETAIL_ACQUIRE_HPP
 
@@ -28,6 +28,7 @@
 #include "holdfast/detail/saturating.hpp"
 #include "holdfast/detail/unwind_guard.hpp"
 #include "holdfast/error.hpp"
+#include "holdfast/lease/detail/acquire_events.hpp"
 #include "holdfast/lease/detail/lease_shared.hpp"
 #include "holdfast/observer.hpp"
 #include "holdfast/result.hpp"
@@ -193,22 +194,6 @@ result<lease<Store, Clock>> acquire_once(
                                      opts.validity, start, until, now, opts.on_lost, opts.observer);
 }
 
-// An event about one acquire outcome: the lease's token, or the error.
-template <class Lease>
-lease_event outcome_event(lease_event_kind kind, std::string_view key, std::string_view owner,
-                          const result<Lease>& l) {
-  lease_event e;
-  e.kind = kind;
-  e.key = key;
-  e.owner = owner;
-  if (l) {
-    e.token = l->token();
-  } else {
-    e.error = l.error();
-  }
-  return e;
-}
-
 // acquire_once() told to opts.observer as an acquire_attempt (attempt `n`, 1-based). Only an
 // observed attempt reads the clock around the store call.
 // `take_owner` as for acquire_once, unobserved only (an observer's event names the owner after
@@ -261,19 +246,6 @@ result<lease<Store, Clock>> attempt_asking_again(
   if (unsure != nullptr) *unsure = maybe;
   if (attempts != nullptr) *attempts = made;
   return l;
-}
-
-// Tells opts.observer how an observed try_acquire()/acquire() ended: acquired or acquire_failed,
-// waiting since `t0`, after `attempts` store calls.
-template <class Lease, class Clock>
-void report_acquire(const result<Lease>& l, const acquire_options<Clock>& opts,
-                    std::string_view key, std::string_view owner, typename Clock::time_point t0,
-                    std::uint32_t attempts) {
-  lease_event e = outcome_event(l ? lease_event_kind::acquired : lease_event_kind::acquire_failed,
-                                key, owner, l);
-  e.wait = elapsed_ns(t0, opts.clock.now());
-  e.attempt = attempts;
-  notify(opts.observer, e);
 }
 
 // try_acquire() with an observer: the attempt and the outcome are reported.
@@ -522,7 +494,7 @@ result<lease<Store, Clock>> acquire_retrying(Store& store, std::string_view key,
   Clock clock = opts.clock;
   if (!req) {
     if constexpr (Observed) {
-      report_acquire(result_type(req.error()), opts, key, opts.owner, clock.now(), 0);
+      report_outcome(fencing_token{}, req.error(), opts, key, opts.owner, clock.now(), 0);
     }
     return req.error();
   }
@@ -532,17 +504,22 @@ result<lease<Store, Clock>> acquire_retrying(Store& store, std::string_view key,
   backoff delays(opts.backoff);
   std::uint32_t fruitless_waits = 0;
   std::uint32_t made = 1;
-  // Every way out goes through here, so that an observer hears how the call ended.
+  // Every way out goes through one of these two, so that an observer hears how the call ended.
   const auto done = [&](result_type&& r) -> result_type {
     if constexpr (Observed) report_acquire(r, opts, key, req->owner.view(), started, made);
     return std::move(r);
+  };
+  const auto fail = [&](std::error_code ec) -> result_type {
+    if constexpr (Observed)
+      report_outcome(fencing_token{}, ec, opts, key, req->owner.view(), started, made);
+    return ec;
   };
   const cancel_token& cancel = opts.cancel;
   loop_holdings<Store> held{store, key, *req};
   const on_unwind unwind([&] { held.settle(); });  // an exception between store calls
   const auto leave = [&](std::error_code ec) -> result_type {
     held.leave_queue();
-    return done(result_type(ec));
+    return fail(ec);
   };
   for (;; ++made) {
     if (cancel.stop_requested()) return leave(errc::cancelled);
@@ -559,7 +536,7 @@ result<lease<Store, Clock>> acquire_retrying(Store& store, std::string_view key,
     if (l && cancel.stop_requested()) {
       // The stop came while the grant was on its way: give it back, hold nothing.
       (void)l->release();
-      return done(result_type(errc::cancelled));
+      return fail(errc::cancelled);
     }
     if (l) return done(std::move(l));
     held.in_queue = held.in_queue || (queue && (l.error() == errc::busy || unsure));
