@@ -76,9 +76,8 @@
 // them), *not* the remainder: the lease layer (lease.hpp) reads its own start before calling
 // try_acquire, hence before the first member request, and trusts the lease until
 // `start + ttl*(1-drift) - margin`, which is the same Redlock validity counted from the start
-// instead of from the end. (Reporting the remainder would count the round's time twice, the
-// lease counting from its start; lease::renew() asks for lease::asked_ttl() either way.) Raw
-// users do the same with valid_until().
+// instead of from the end (the remainder would count the round's time twice, the lease counting
+// from its start). Raw users do the same with valid_until().
 //
 // ## Member restarts
 // A member restarted *empty* has lost its counter and its lease records. Whether tokens stay
