@@ -15,6 +15,7 @@
 #include <string_view>
 #include <thread>
 #include <utility>
+#include <vector>
 
 #include "holdfast/detail/owner_id.hpp"
 #include "holdfast/detail/random.hpp"
@@ -79,6 +80,40 @@ TEST_CASE("hex_digits8 writes each nibble's digit, the lowest first", "[lease]")
     INFO("value " << v);
     REQUIRE(std::string(got, 8) == want);
   }
+}
+
+TEST_CASE("hex_digits32 writes hex_digits8's digits of its four halves, in order", "[lease]") {
+  // Each nibble value at each of the 32 positions (9 and 10 are the edge between '9' and 'a', 15
+  // the top of the signed byte compare), all ones, and draws of a fixed-seed generator.
+  std::vector<std::pair<std::uint64_t, std::uint64_t>> words = {{~0ULL, ~0ULL}, {0, 0}};
+  for (int pos = 0; pos < 16; ++pos) {
+    for (std::uint64_t n = 0; n < 16; ++n) {
+      words.emplace_back(n << (4 * pos), 0);
+      words.emplace_back(0, n << (4 * pos));
+    }
+  }
+  holdfast::detail::xoshiro256 gen(26);
+  for (int i = 0; i < 1000; ++i) words.emplace_back(gen.next(), gen.next());
+  for (const auto& [lo, hi] : words) {
+    char want[32];
+    holdfast::detail::hex_digits8(static_cast<std::uint32_t>(lo), want);
+    holdfast::detail::hex_digits8(static_cast<std::uint32_t>(lo >> 32), want + 8);
+    holdfast::detail::hex_digits8(static_cast<std::uint32_t>(hi), want + 16);
+    holdfast::detail::hex_digits8(static_cast<std::uint32_t>(hi >> 32), want + 24);
+    char got[32];
+    holdfast::detail::hex_digits32(lo, hi, got);
+    INFO("words " << lo << " " << hi);
+    REQUIRE(std::string(got, 32) == std::string(want, 32));
+  }
+}
+
+TEST_CASE("each thread's generator is seeded apart", "[lease]") {
+  std::string ids[2];
+  std::thread t([&] { ids[0] = holdfast::detail::random_owner_id(); });
+  ids[1] = holdfast::detail::random_owner_id();
+  t.join();
+  CHECK(ids[0].size() == 32);
+  CHECK(ids[0] != ids[1]);
 }
 
 using holdfast::detail::owner_id;

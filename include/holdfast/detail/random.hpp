@@ -7,6 +7,13 @@
 // ids), so on POSIX a pthread_atfork handler bumps a generation counter that makes every thread's
 // generator reseed in the child. Backoff jitter can instead run from a caller-given seed, so the
 // simulator replays it.
+//
+// What a generated owner id promises (README, acquire_options::label): 128 bits drawn for every
+// id, so ids do not repeat across threads, processes and hosts (each generator's 256-bit state
+// comes from the OS; two generators meeting is a 2^-128 event per pair of ids). It does not
+// promise secrecy: xoshiro256** is not a cryptographic generator (its outputs reveal its state),
+// so an owner id is not a capability. A store or fence admits a write by token and owner id
+// together, and the store grants a key to one owner at a time whatever the owner guesses.
 #ifndef HOLDFAST_DETAIL_RANDOM_HPP
 #define HOLDFAST_DETAIL_RANDOM_HPP
 
@@ -18,6 +25,18 @@
 #include <string>
 
 #include "holdfast/detail/config.hpp"
+
+// hex_digits32's SSE2 path; -DHOLDFAST_DETAIL_HAS_SSE2=0 builds the portable one (tests do).
+#ifndef HOLDFAST_DETAIL_HAS_SSE2
+#if defined(__SSE2__) || defined(_M_X64) || (defined(_M_IX86_FP) && _M_IX86_FP >= 2)
+#define HOLDFAST_DETAIL_HAS_SSE2 1
+#else
+#define HOLDFAST_DETAIL_HAS_SSE2 0
+#endif
+#endif
+#if HOLDFAST_DETAIL_HAS_SSE2
+#include <emmintrin.h>
+#endif
 
 #if defined(__unix__) || defined(__APPLE__)
 #include <pthread.h>
@@ -42,6 +61,9 @@ inline std::uint64_t splitmix64(std::uint64_t& state) noexcept {
 class xoshiro256 {
  public:
   explicit xoshiro256(std::uint64_t seed) noexcept { reseed(seed); }
+  /// The all-zero state, which xoshiro never leaves: only for a generator that seed_words() sets
+  /// before its first draw (a constant-initialized thread_local, see thread_generator()).
+  constexpr xoshiro256() noexcept = default;
 
   void reseed(std::uint64_t seed) noexcept {
     for (std::uint64_t& word : s_) word = splitmix64(seed);
@@ -107,17 +129,34 @@ inline bool fork_handler_registered() noexcept {
 }
 #endif
 
+/// This thread's generator and the fork generation it was seeded under. Constant-initialized
+/// (all zero, trivially destructible), so a thread_local one needs no first-use guard: reading it
+/// is one thread-pointer-relative access, where a dynamic initializer costs a call to the TLS
+/// wrapper on every owner id.
+struct thread_generator_state {
+  xoshiro256 gen{};
+  std::uint64_t generation = 0;
+  bool seeded = false;
+};
+
+/// Seeds `h` with 256 bits of entropy under fork generation `now` (the rare path, kept out of
+/// line so that thread_generator()'s check stays small enough to inline).
+#if defined(__GNUC__)
+__attribute__((noinline, cold))
+#endif
+inline void
+seed_thread_generator(thread_generator_state& h, std::uint64_t now) {
+  h.gen.seed_words(entropy64(), entropy64(), entropy64(), entropy64());
+  h.generation = now;
+  h.seeded = true;
+}
+
 /// Returns this thread's generator, seeded with 256 bits of entropy on first use and again in the
 /// child after a fork(), so a parent and its children never share owner ids. (A child created by a
 /// raw clone() without fork handlers is not detected; such a child must not acquire leases before
 /// it execs, which is what posix_spawn and vfork children do anyway.)
 inline xoshiro256& thread_generator() {
-  struct holder {
-    xoshiro256 gen{0};
-    std::uint64_t generation = 0;
-    bool seeded = false;
-  };
-  thread_local holder h;
+  thread_local thread_generator_state h;
 #if HOLDFAST_DETAIL_HAS_PTHREAD_ATFORK
   // Without the handler (pthread_atfork failed), fall back to one generation per call: reseeding
   // every time is slow but never shares a stream with a parent.
@@ -127,11 +166,7 @@ inline xoshiro256& thread_generator() {
 #else
   const std::uint64_t now = 0;
 #endif
-  if (!h.seeded || now != h.generation) {
-    h.gen.seed_words(entropy64(), entropy64(), entropy64(), entropy64());
-    h.generation = now;
-    h.seeded = true;
-  }
+  if (!h.seeded || now != h.generation) seed_thread_generator(h, now);
   return h.gen;
 }
 
@@ -152,15 +187,42 @@ inline void hex_digits8(std::uint32_t v, char* out) noexcept {
 #endif
 }
 
+/// Writes the 32 nibbles of `lo` and `hi` as 32 lowercase hex digits to `out`: those of `lo`
+/// first, each word's lowest nibble first (the digits of hex_digits8 on its four halves, in
+/// order). With SSE2, all 32 at once: the bytes' low and high nibbles split into two vectors,
+/// interleaved back into digit order, then '0' + n plus 39 where n > 9.
+inline void hex_digits32(std::uint64_t lo, std::uint64_t hi, char* out) noexcept {
+#if HOLDFAST_DETAIL_HAS_SSE2 && defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
+  const __m128i bytes = _mm_set_epi64x(static_cast<long long>(hi), static_cast<long long>(lo));
+  const __m128i nibble = _mm_set1_epi8(0x0f);
+  const __m128i low = _mm_and_si128(bytes, nibble);
+  const __m128i high = _mm_and_si128(_mm_srli_epi16(bytes, 4), nibble);
+  const __m128i first = _mm_unpacklo_epi8(low, high);   // lo's nibbles 0..15
+  const __m128i second = _mm_unpackhi_epi8(low, high);  // hi's nibbles 0..15
+  const __m128i nine = _mm_set1_epi8(9);
+  const __m128i letter = _mm_set1_epi8(39);  // 'a' - '0' - 10
+  const __m128i zero = _mm_set1_epi8('0');
+  const __m128i d1 =
+      _mm_add_epi8(_mm_add_epi8(first, zero), _mm_and_si128(_mm_cmpgt_epi8(first, nine), letter));
+  const __m128i d2 =
+      _mm_add_epi8(_mm_add_epi8(second, zero), _mm_and_si128(_mm_cmpgt_epi8(second, nine), letter));
+  _mm_storeu_si128(reinterpret_cast<__m128i*>(out), d1);       // NOLINT: unaligned store
+  _mm_storeu_si128(reinterpret_cast<__m128i*>(out + 16), d2);  // NOLINT: unaligned store
+#else
+  hex_digits8(static_cast<std::uint32_t>(lo), out);
+  hex_digits8(static_cast<std::uint32_t>(lo >> 32), out + 8);
+  hex_digits8(static_cast<std::uint32_t>(hi), out + 16);
+  hex_digits8(static_cast<std::uint32_t>(hi >> 32), out + 24);
+#endif
+}
+
 /// Writes 128 fresh random bits as 32 lowercase hex digits to `out` (each 64-bit draw lowest
-/// nibble first): the random part of every generated owner id.
+/// nibble first, hex_digits32): the random part of every generated owner id.
 inline void random_owner_digits(char* out) {
   xoshiro256& gen = thread_generator();
-  for (std::size_t at = 0; at < 32; at += 16) {
-    const std::uint64_t bits = gen.next();
-    hex_digits8(static_cast<std::uint32_t>(bits), out + at);
-    hex_digits8(static_cast<std::uint32_t>(bits >> 32), out + at + 8);
-  }
+  const std::uint64_t lo = gen.next();
+  const std::uint64_t hi = gen.next();
+  hex_digits32(lo, hi, out);
 }
 
 /// Returns a fresh owner id: 128 random bits as 32 lowercase hex digits (random_owner_digits).
