@@ -37,23 +37,25 @@
 //   recording  a sim_store with faults off wraps the clients' quorums and records the
 //              quorum-level operations; it is the primary store the checker judges S2-S5 and L1
 //              on, and the resources (fenced) give S1. A quorum lease has no single clock, so the
-//              recorder reports each grant with the validity left of it on the recorder's clock
-//              (ttl*(1-drift) - margin - elapsed), places a grant where the quorum reported it
-//              and a renewal or release where it was sent: "live by the recorder's clock" never
-//              outlasts the members' own leases. A re-acquire by an owner whose reported grant it
-//              has not released since is placed where it was sent too: members extend the owner's
-//              lease from then on (a renewal by another name), and the validity it reports is
-//              counted from there. A release the quorum could not confirm is
-//              recorded as applied (the client still sees its error; sim_store does so for a lost
-//              reply) if after it fewer than W members could release the lease (a record of the
-//              owner under the token the quorum sends, live OR EXPIRED: memory_store releases an
-//              expired record nobody took over), or if it shortened how long W members keep the
-//              key from others (a crash or a 1 ms give-back cut it short); then a second release
-//              of it is recorded as not applied. A release that did neither may still be finished
-//              by the owner's next failed try_acquire, whose give-back (issue 22) releases the
-//              owner's records on the members it is unsure of: if that shortens how long W members
-//              keep the key, the release is recorded as applied after all (where it was sent,
-//              the only place the history has for it). The quorum's member records
+//              recorder reports each grant or renewal as ending where the quorum's validity does:
+//              where the client's clock reads the operation's first member request plus
+//              ttl*(1-drift) - margin (quorum_front::validity_end; the quorum reads its start
+//              before that send, and members apply it after), converted to the recorder's clock.
+//              It places a grant where the quorum reported it and a renewal or release where it
+//              was sent. A re-acquire by an owner whose reported grant is live as recorded is
+//              placed where the W-th member's grant arrived (members hold the owner's lease from
+//              then on: a renewal by another name). That the same owner may get its grant's
+//              token again only inside this validity is what S2 then judges. A release the quorum
+//              could not confirm is recorded as applied (the client still sees its error; sim_store
+//              does so for a lost reply) if after it fewer than W members could release the lease
+//              (a record of the owner under the token the quorum sends, live OR EXPIRED:
+//              memory_store releases an expired record nobody took over), or if it shortened how
+//              long W members keep the key from others (a crash or a 1 ms give-back cut it short);
+//              then a second release of it is recorded as not applied. A release that did neither
+//              may still be finished by the owner's next failed try_acquire, whose give-back (issue
+//              22) releases the owner's records on the members it is unsure of: if that shortens
+//              how long W members keep the key, the release is recorded as applied after all (where
+//              it was sent, the only place the history has for it). The quorum's member records
 //              (quorum_member_store) are detail/quorum_member_store.hpp.
 //
 // run_quorum_schedule(src, options) is the entry; the seeded search (tests/unit/
