@@ -37,23 +37,25 @@
 //   recording  a sim_store with faults off wraps the clients' quorums and records the
 //              quorum-level operations; it is the primary store the checker judges S2-S5 and L1
 //              on, and the resources (fenced) give S1. A quorum lease has no single clock, so the
-//              recorder reports each grant with the validity left of it on the recorder's clock
-//              (ttl*(1-drift) - margin - elapsed), places a grant where the quorum reported it
-//              and a renewal or release where it was sent: "live by the recorder's clock" never
-//              outlasts the members' own leases. A re-acquire by an owner whose reported grant it
-//              has not released since is placed where it was sent too: members extend the owner's
-//              lease from then on (a renewal by another name), and the validity it reports is
-//              counted from there. A release the quorum could not confirm is
-//              recorded as applied (the client still sees its error; sim_store does so for a lost
-//              reply) if after it fewer than W members could release the lease (a record of the
-//              owner under the token the quorum sends, live OR EXPIRED: memory_store releases an
-//              expired record nobody took over), or if it shortened how long W members keep the
-//              key from others (a crash or a 1 ms give-back cut it short); then a second release
-//              of it is recorded as not applied. A release that did neither may still be finished
-//              by the owner's next failed try_acquire, whose give-back (issue 22) releases the
-//              owner's records on the members it is unsure of: if that shortens how long W members
-//              keep the key, the release is recorded as applied after all (where it was sent,
-//              the only place the history has for it). The quorum's member records
+//              recorder reports each grant or renewal as ending where the quorum's validity does:
+//              where the client's clock reads the operation's first member request plus
+//              ttl*(1-drift) - margin (quorum_front::validity_end; the quorum reads its start
+//              before that send, and members apply it after), converted to the recorder's clock.
+//              It places a grant where the quorum reported it and a renewal or release where it
+//              was sent. A re-acquire by an owner whose reported grant is live as recorded is
+//              placed where the W-th member's grant arrived (members hold the owner's lease from
+//              then on: a renewal by another name). That the same owner may get its grant's
+//              token again only inside this validity is what S2 then judges. A release the quorum
+//              could not confirm is recorded as applied (the client still sees its error; sim_store
+//              does so for a lost reply) if after it fewer than W members could release the lease
+//              (a record of the owner under the token the quorum sends, live OR EXPIRED:
+//              memory_store releases an expired record nobody took over), or if it shortened how
+//              long W members keep the key from others (a crash or a 1 ms give-back cut it short);
+//              then a second release of it is recorded as not applied. A release that did neither
+//              may still be finished by the owner's next failed try_acquire, whose give-back (issue
+//              22) releases the owner's records on the members it is unsure of: if that shortens
+//              how long W members keep the key, the release is recorded as applied after all (where
+//              it was sent, the only place the history has for it). The quorum's member records
 //              (quorum_member_store) are detail/quorum_member_store.hpp.
 //
 // run_quorum_schedule(src, options) is the entry; the seeded search (tests/unit/
@@ -194,17 +196,19 @@ inline store_fault_options quorum_member_faults(quorum_restarts restarts, bool o
 // lagging, are common, and so are later rounds that the member holding the top token misses: a
 // failed raise counted as raised lets a majority issue that token again (S2) or grant the key
 // to a second owner (S3). Measured: 43% of seeds (128 of 300), 0 of 1,000 for the shipped quorum.
+//
+// Each first-round request (try_acquire, renew) is reported to the recorder's send_probe, and so
+// is each grant a member answers a try_acquire with, as it arrives.
+class send_probe;
+
 class quorum_member_link {
  public:
-  quorum_member_link(quorum_sim_member& m, bool counts_failed_raise, simulator* lost_raises)
-      : m_(m), lies_(counts_failed_raise), sim_(lost_raises) {}
-  result<grant> try_acquire(std::string_view k, std::string_view o, std::chrono::milliseconds t) {
-    return m_.try_acquire(k, o, t);
-  }
+  quorum_member_link(quorum_sim_member& m, bool counts_failed_raise, simulator* lost_raises,
+                     send_probe* sends = nullptr, std::size_t index = 0)
+      : m_(m), lies_(counts_failed_raise), sim_(lost_raises), sends_(sends), index_(index) {}
+  result<grant> try_acquire(std::string_view k, std::string_view o, std::chrono::milliseconds t);
   result<grant> renew(std::string_view k, std::string_view o, fencing_token tk,
-                      std::chrono::milliseconds t) {
-    return m_.renew(k, o, tk, t);
-  }
+                      std::chrono::milliseconds t);
   result<void> release(std::string_view k, std::string_view o, fencing_token tk) {
     return m_.release(k, o, tk);
   }
@@ -220,7 +224,61 @@ class quorum_member_link {
   quorum_sim_member& m_;
   bool lies_;
   simulator* sim_;
+  send_probe* sends_;
+  std::size_t index_;  // which member
 };
+
+// Where each client's quorum sent its first member request since the recorder armed it: the
+// recorder's clock and the client's own (exact) then. The quorum reads its start (quorum.hpp)
+// before that send, and the client may be paused between the recorder's reading and the quorum's.
+// One reading per client node.
+class send_probe {
+ public:
+  struct send {
+    sim_clock::time_point recorder{};
+    std::int64_t client_local = 0;  // the client's clock, exact (ns)
+    node_id client = no_node;
+  };
+  send_probe(simulator& sim, sim_clock recorder_clock) : sim_(sim), clock_(recorder_clock) {}
+  void arm() { first_[sim_.current_node()].reset(); }
+  void sent() {
+    const node_id n = sim_.current_node();
+    const auto it = first_.find(n);
+    if (it != first_.end() && !it->second) it->second = send{clock_.now(), sim_.local_ns(n), n};
+  }
+  // Called with (key, owner, member) as a member's grant of a try_acquire arrives.
+  std::function<void(std::string_view, std::string_view, std::size_t)> on_grant;
+
+  // The first send since arm() (none if the quorum sent nothing); disarms.
+  std::optional<send> take() {
+    const auto it = first_.find(sim_.current_node());
+    if (it == first_.end()) return std::nullopt;
+    const std::optional<send> s = it->second;
+    first_.erase(it);
+    return s;
+  }
+
+ private:
+  simulator& sim_;
+  sim_clock clock_;
+  std::map<node_id, std::optional<send>> first_;
+};
+
+inline result<grant> quorum_member_link::try_acquire(std::string_view k, std::string_view o,
+                                                     std::chrono::milliseconds t) {
+  if (sends_ != nullptr) sends_->sent();
+  result<grant> r = m_.try_acquire(k, o, t);
+  if (sends_ != nullptr && sends_->on_grant && r && r->token.is_issuable()) {
+    sends_->on_grant(k, o, index_);
+  }
+  return r;
+}
+
+inline result<grant> quorum_member_link::renew(std::string_view k, std::string_view o,
+                                               fencing_token tk, std::chrono::milliseconds t) {
+  if (sends_ != nullptr) sends_->sent();
+  return m_.renew(k, o, tk, t);
+}
 
 using member_quorum = quorum_store<quorum_member_link, sim_clock>;
 
@@ -231,12 +289,19 @@ class quorum_front {
   quorum_front(simulator& sim, sim_clock recorder_clock, std::vector<quorum_sim_member*> members,
                quorum_options qo, run_options o, bool counts_failed_raise = false,
                bool outages = false)
-      : sim_(sim), clock_(recorder_clock), members_(std::move(members)), qo_(qo), o_(o) {
-    answers_.front = this;
-    qo_.observer = &answers_;  // naive_max's member tokens; a re-acquire's first round
+      : sim_(sim),
+        clock_(recorder_clock),
+        members_(std::move(members)),
+        qo_(qo),
+        o_(o),
+        sends_(sim, recorder_clock) {
+    qo_.observer = &answers_;  // naive_max's member tokens
+    sends_.on_grant = [this](std::string_view k, std::string_view ow, std::size_t i) {
+      granted_by(k, ow, i);
+    };
     for (quorum_sim_member* m : members_) {
-      links_.push_back(
-          std::make_unique<quorum_member_link>(*m, counts_failed_raise, outages ? &sim : nullptr));
+      links_.push_back(std::make_unique<quorum_member_link>(
+          *m, counts_failed_raise, outages ? &sim : nullptr, &sends_, links_.size()));
       link_ptrs_.push_back(links_.back().get());
     }
   }
@@ -248,9 +313,10 @@ class quorum_front {
     // The owner re-acquiring its lease, live as recorded: judged where W members answered the
     // first round granting it (see the header and member_answers).
     const auto rep = reported_.find(lease_id(key, owner));
-    watch_.reset();
+    const node_id client = sim_.current_node();
+    watches_.erase(client);
     if (recorder_ != nullptr && rep != reported_.end() && clock_.now() < rep->second.second) {
-      watch_ = reacquire_watch{std::string(key), std::string(owner)};
+      watches_[client] = reacquire_watch{std::string(key), std::string(owner), {}, false, {}};
     }
     member_quorum& q = current();
     const auto t0 = clock_.now();
@@ -265,8 +331,14 @@ class quorum_front {
       for (quorum_sim_member* m : members_) from.push_back(m->clock().now());
       held = quorum_holds_for(key, owner, pending->second.second, q.quorum(), from);
     }
+    sends_.arm();
     result<grant> g = q.try_acquire(key, owner, ttl);
-    const std::optional<reacquire_watch> watched = std::exchange(watch_, std::nullopt);
+    const sim_clock::time_point end = validity_end(sends_.take(), ttl, t0);
+    std::optional<reacquire_watch> watched;
+    if (const auto w = watches_.find(client); w != watches_.end()) {
+      watched = std::move(w->second);
+      watches_.erase(w);
+    }
     const bool at_send = watched && watched->placed;
     if (pending != unconfirmed_.end()) {
       if (g) {
@@ -282,14 +354,14 @@ class quorum_front {
       naive_[lease_id(key, owner)] = {g->token, answers_.granted[lease_id(key, owner)]};
     }
     const auto t1 = clock_.now();
-    const std::chrono::milliseconds left = validity_left(ttl, t1 - t0);
-    if (left <= std::chrono::milliseconds::zero()) {
+    if (left_until(end, t1) <= std::chrono::milliseconds::zero()) {
       (void)q.release(key, owner, g->token);
       return errc::timeout;
     }
-    // Placed where W members granted it: its validity counts from the send, as the quorum's does.
+    // Placed where W members granted it (a re-acquire) or where it returned; either way it ends
+    // where the quorum's validity does (validity_end).
     const sim_clock::time_point at = at_send ? watched->at : t1;
-    const std::chrono::milliseconds until = at_send ? validity_left(ttl, at - t0) : left;
+    const std::chrono::milliseconds until = left_until(end, at);
     reported_[lease_id(key, owner)] = {g->token, at + until};
     return grant{g->token, until};
   }
@@ -298,19 +370,20 @@ class quorum_front {
                       std::chrono::milliseconds) {
     if (recorder_ != nullptr) recorder_->linearized();  // judged where it was sent
     member_quorum& q = current();
-    const auto t0 = clock_.now();
+    const auto placed = clock_.now();
+    sends_.arm();
     result<grant> g = q.renew(key, owner, token, o_.ttl);  // the run's TTL, not the remainder
+    const sim_clock::time_point end = validity_end(sends_.take(), o_.ttl, placed);
     if (!g) return g;
-    if (validity_left(o_.ttl, clock_.now() - t0) <= std::chrono::milliseconds::zero()) {
-      return errc::timeout;
-    }
-    // Placed where it was sent: its validity counts from there, as the quorum's own does (the
-    // members extended the lease after that instant). Counting the elapsed time again would end
-    // the renewed lease before the quorum's validity does, and a same-owner re-acquire inside
-    // that validity (the same grant) would look like a new grant of an ended lease's token.
-    const std::chrono::milliseconds until = validity_left(o_.ttl, sim_clock::duration::zero());
+    if (left_until(end, clock_.now()) <= std::chrono::milliseconds::zero()) return errc::timeout;
+    // Placed where the call began (the members extended the lease after that instant); it ends
+    // where the quorum's validity does (validity_end). Counting the elapsed time again, or from
+    // `placed`, would end the renewed lease before the quorum's validity does, and a same-owner
+    // re-acquire inside that validity (the same grant) would look like a new grant of an ended
+    // lease's token.
+    const std::chrono::milliseconds until = left_until(end, placed);
     const auto rep = reported_.find(lease_id(key, owner));
-    if (rep != reported_.end() && rep->second.first == token) rep->second.second = t0 + until;
+    if (rep != reported_.end() && rep->second.first == token) rep->second.second = placed + until;
     return grant{token, until};
   }
 
@@ -378,7 +451,7 @@ class quorum_front {
   // owner may end just before: placing it where it was sent would misorder the two).
   struct reacquire_watch {
     std::string key, owner;
-    std::size_t granted = 0;
+    std::vector<char> granted;  // by member
     bool placed = false;
     sim_clock::time_point at{};  // on the recorder's clock
   };
@@ -386,25 +459,33 @@ class quorum_front {
   // The quorum's observer: each member's answer in each round, on the caller's fiber.
   struct member_answers final : lease_observer {
     std::map<lease_id_t, std::map<std::size_t, fencing_token>> granted;  // naive_max only
-    quorum_front* front = nullptr;
     void on_event(const lease_event& e) override {
       if (e.kind != lease_event_kind::quorum_member || e.operation != lease_operation::acquire) {
         return;
       }
-      if (front != nullptr) front->first_round(e);
       if (!e.answered || e.error) return;
       granted[lease_id(e.key, e.owner)][e.member] = e.token;
     }
   };
 
-  // A member's answer in an acquire's first round (reported in member order, all at its end).
-  void first_round(const lease_event& e) {
-    if (!watch_ || watch_->placed || e.key != watch_->key || e.owner != watch_->owner) return;
-    if (e.answered && !e.error && e.token.is_issuable()) ++watch_->granted;
-    if (e.member + 1 != members_.size() || watch_->granted < current().quorum()) return;
+  // Member i's grant of a try_acquire, as it arrives on the caller's fiber (send_probe). The
+  // quorum's observer reports a round's answers only at its end, which a pause of the client, or
+  // a member's lost reply waited out, may put after the re-acquired lease's recorded end although
+  // W members had extended it before: placed there, the same grant looked like a new grant of an
+  // ended lease's token (S2 false alarms).
+  void granted_by(std::string_view key, std::string_view owner, std::size_t i) {
+    const auto w = watches_.find(sim_.current_node());
+    if (w == watches_.end()) return;
+    reacquire_watch& watch = w->second;
+    if (watch.placed || key != watch.key || owner != watch.owner) return;
+    watch.granted.resize(members_.size());
+    watch.granted.at(i) = 1;
+    const auto n =
+        static_cast<std::size_t>(std::count(watch.granted.begin(), watch.granted.end(), char{1}));
+    if (n < current().quorum()) return;
     recorder_->linearized();
-    watch_->placed = true;
-    watch_->at = sim_clock::time_point(sim_clock::duration(sim_.log().events.back().local_ns));
+    watch.placed = true;
+    watch.at = sim_clock::time_point(sim_clock::duration(sim_.log().events.back().local_ns));
   }
 
   // Records the later releases of release i's lease (same recorder, key, owner and token, up to
@@ -455,12 +536,33 @@ class quorum_front {
     return n;
   }
 
-  // What is left of the validity after `elapsed` on the recorder's clock, which may read up to a
-  // tick behind true time (store.hpp, T2): the tick counts as elapsed too.
-  std::chrono::milliseconds validity_left(std::chrono::milliseconds ttl,
-                                          sim_clock::duration elapsed) const {
-    return std::chrono::duration_cast<std::chrono::milliseconds>(trusted_span(ttl, o_.validity) -
-                                                                 elapsed - clock_tick(clock_));
+  // Where, on the recorder's clock, the quorum's validity of a grant of `ttl` whose first request
+  // left at `s` ends: where the client's clock reads `s` plus the trusted span, converted at the
+  // recorder clock's rate. The quorum's own validity ends no later (quorum_validity_left: from its
+  // start, read before that send, rounded down by the client's tick, which it counts as elapsed).
+  // Counted on the recorder's clock from its own reading before the call instead, it ended earlier
+  // by any pause of the client between the two readings and by the two clocks' drift, and a
+  // same-owner re-acquire inside the quorum's validity (the same grant: members hold it,
+  // quorum_book.hpp) looked like a new grant of an ended lease's token (S2 false alarms). It ends
+  // no later than the members' leases if the quorum's validity does not (members apply the request
+  // after it was sent): what the client is told is judged. Without a send, from `none_sent` on the
+  // recorder's clock (its tick counted as elapsed, T2).
+  sim_clock::time_point validity_end(const std::optional<send_probe::send>& s,
+                                     std::chrono::milliseconds ttl,
+                                     sim_clock::time_point none_sent) const {
+    const auto span =
+        std::chrono::duration_cast<sim_clock::duration>(trusted_span(ttl, o_.validity));
+    if (!s) return none_sent + span - clock_tick(clock_);
+    const std::int64_t client_end = s->client_local + span.count();
+    const std::int64_t at = sim_.true_time_at(s->client, client_end);  // not before now
+    const node_id r = clock_.node();
+    const std::int64_t ahead = (at - sim_.now_ns()) * (1000000 + sim_.skew_ppm(r)) / 1000000;
+    return sim_clock::time_point(sim_clock::duration(sim_.local_ns(r) + ahead));
+  }
+
+  // The whole milliseconds from `at` to `end` on the recorder's clock (zero or less: ended).
+  static std::chrono::milliseconds left_until(sim_clock::time_point end, sim_clock::time_point at) {
+    return std::chrono::floor<std::chrono::milliseconds>(end - at);
   }
 
   member_quorum& current() {
@@ -491,8 +593,11 @@ class quorum_front {
   // (key, owner) -> the last grant reported and, on the recorder's clock, the end of the lease
   // as recorded (a grant's or renewal's), until released.
   std::map<lease_id_t, std::pair<fencing_token, sim_clock::time_point>> reported_;
+  send_probe sends_;  // where each client's quorum sent its first request (validity from there)
   member_answers answers_;
-  std::optional<reacquire_watch> watch_;  // the re-acquire under way, if any
+  // The re-acquire under way per client node, if any: clients interleave (one's pause lets the
+  // others run), and one shared watch was dropped by another client's call.
+  std::map<node_id, reacquire_watch> watches_;
   // naive_max only: (key, owner) -> (quorum token, member -> that member's token).
   std::map<lease_id_t, std::pair<fencing_token, std::map<std::size_t, fencing_token>>> naive_;
 };
