@@ -16,6 +16,7 @@
 #ifndef HOLDFAST_DETAIL_OWNER_ID_HPP
 #define HOLDFAST_DETAIL_OWNER_ID_HPP
 
+#include <algorithm>
 #include <atomic>
 #include <cstddef>
 #include <cstdint>
@@ -99,8 +100,7 @@ class owner_id {
     drop();
     char* at = chars();
     if (!label.empty()) {
-      std::memcpy(at, label.data(), label.size());
-      at += label.size();
+      at = std::copy_n(label.data(), label.size(), at);
       *at++ = owner_separator;
     }
     random_owner_digits(at);

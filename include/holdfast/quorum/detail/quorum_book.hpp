@@ -124,13 +124,13 @@ class reported_book {
   // Records a renewal of the live grant (key, owner, token) made at `start` with `ttl`, by the
   // members i with holders[i] != 0 (empty: not known; the last ones stay).
   void renewed(std::string_view key, std::string_view owner, fencing_token token, TimePoint start,
-               std::chrono::milliseconds ttl, std::vector<char> holders = {}) {
+               std::chrono::milliseconds ttl, const std::vector<char>& holders = {}) {
     std::lock_guard<std::mutex> lock(mutex_);
     const auto it = book_.find(id(key, owner));
     if (it == book_.end() || it->second.token != token || !it->second.live) return;
     it->second.start = start;
     it->second.ttl = ttl;
-    if (!holders.empty()) it->second.holders = std::move(holders);
+    if (!holders.empty()) it->second.holders = holders;
   }
 
   // Records that the grant (key, owner, token) may have ended (any token if `token` is none).
