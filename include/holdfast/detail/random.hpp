@@ -26,7 +26,9 @@
 
 #include "holdfast/detail/config.hpp"
 
-// hex_digits32's SSE2 path; -DHOLDFAST_DETAIL_HAS_SSE2=0 builds the portable one (tests do).
+// hex_digits32's SSE2 path; -DHOLDFAST_DETAIL_HAS_SSE2=0 builds the portable one (test_owner_id
+// checks the SSE2 path against hex_digits8, the portable one's step; no CI build compiles the
+// portable one).
 #ifndef HOLDFAST_DETAIL_HAS_SSE2
 #if defined(__SSE2__) || defined(_M_X64) || (defined(_M_IX86_FP) && _M_IX86_FP >= 2)
 #define HOLDFAST_DETAIL_HAS_SSE2 1
